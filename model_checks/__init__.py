@@ -1,0 +1,1 @@
+"""rocketspec model_checks."""

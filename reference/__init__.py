@@ -1,0 +1,1 @@
+"""rocketspec reference."""

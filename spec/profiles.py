@@ -1,0 +1,136 @@
+"""Version profiles: every behaviour switch that differs between RocketMQ releases, as data.
+
+A profile names a release (or a release with a known defect) and fixes each switch. The
+reference and the spec both take a profile; neither branches on version strings. Sources
+are cited per switch as digest sections (docs/rocketmq-semantics.md) and upstream issues.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    release: str
+    description: str = ""
+    # Known-bug profiles: the upstream issue reproduced and the invariant that must flag it.
+    known_bug: str | None = None
+    expected_violation: str | None = None
+
+    # ---- timing constants (client and broker system properties) -------------------------
+    rebalance_interval_ms: int = 20000           # RebalanceService waitInterval
+    rebalance_retry_unbalanced_ms: int | None = 1000  # 5.x re-runs after minInterval when unbalanced
+    dispatch_pull_delay_ms: int = 500            # 5.x executePullRequestLater(500); 4.9.x immediate
+    persist_offset_interval_ms: int = 5000       # persistConsumerOffsetInterval
+    persist_offset_initial_delay_ms: int = 10000
+    broker_offset_flush_interval_ms: int = 5000  # flushConsumerOffsetInterval
+    broker_offset_flush_initial_delay_ms: int = 10000
+    pull_max_idle_ms: int = 120000               # PULL_MAX_IDLE_TIME
+    pull_delay_when_exception_ms: int = 1000     # ClientConfig.pullTimeDelayMillsWhenException
+    pull_delay_when_flow_control_ms: int = 50
+    pull_delay_when_suspend_ms: int = 1000
+    consume_failed_resubmit_ms: int = 5000       # send-back failure -> resubmit
+    channel_expired_ms: int = 120000             # broker drops a silent client channel
+    heartbeat_interval_ms: int = 30000
+
+    # ---- locks (sections 3, 4, 6) --------------------------------------------------------
+    client_lock_max_live_ms: int = 30000         # REBALANCE_LOCK_MAX_LIVE_TIME (client)
+    client_lock_interval_ms: int = 20000         # REBALANCE_LOCK_INTERVAL
+    broker_lock_max_live_ms: int = 60000         # broker REBALANCE_LOCK_MAX_LIVE_TIME
+    max_time_consume_continuously_ms: int = 60000
+    unlock_delay_ms: int = 20000                 # UNLOCK_DELAY_TIME_MILLS
+    pq_locked_on_create: bool = True             # #5465 fixed 4.9.5
+    orderly_remove_style: str = "5x"             # "5x" tryRemoveOrderMessageQueue (#7644) | "49x"
+    broadcast_orderly_takes_locks: bool = False  # #8772 fixed 5.3.2
+    orderly_reconsume_time_plus_one: bool = True  # #6163 fix, 5.1.1
+    orderly_first_pull_recompute_bug: bool = False  # #1825: recompute returned -1 -> broker corrects to min
+
+    # ---- offsets (section 8, 10) ---------------------------------------------------------
+    controllable_offset: bool = True             # 5.x ControllableOffset (#7634): updateAndFreeze
+    offset_illegal_delay_ms: int = 0             # 5.x immediate; 4.9.x 10000 ms
+    read_offset_broker_exception_is_not_found: bool = False  # 4.9.x: any MQBrokerException reads as -1
+    offset_query_failure_as_not_found: bool = False  # #2708 (<4.9.1): any failure reads as -1
+    broker_zero_if_not_found: str = "in_memory"  # 5.x checkInMem; 4.9.x "not_on_disk"
+    overflow_badly_min_if_zero: bool = False     # #4215, <= 4.9.3
+    local_offset_persist_merges: bool = True     # #7740 (4.9.8, 5.2.0); before: rewrite with current mqs only
+    reset_offset_duplicates_pull: bool = False   # #2449 (< 4.9.0)
+
+    # ---- retry, DLQ, schedule (section 5, 7) ---------------------------------------------
+    default_max_reconsume_times: int = 16
+    retry_dlq_compare: str = "gt_or_locked"      # send to %RETRY% by producer: 4.9.x ">="; 5.1.1+ ">" or group locked
+    dlq_clears_delay: bool = True                # #2724 fixed 4.9.2
+    dlq_readable: bool = True                    # 4.9.2+: PERM_WRITE|PERM_READ
+    sendback_skips_not_contained: bool = True    # #5481 fixed 5.1.0
+    delay_levels: str = DEFAULT_DELAY_LEVELS
+    retry_queue_nums: int = 1
+
+    # ---- filtering (section 9) -----------------------------------------------------------
+    sql_string_functions: bool = True            # CONTAINS/STARTSWITH/ENDSWITH from 5.1.3
+    retry_tag_filter_fixed: bool = True          # #7039 fixed 5.1.4
+    broker_flow_control_status: bool = True      # 5.x FLOW_CONTROL pull status
+
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def switches(self) -> dict:
+        d = asdict(self)
+        d.pop("extra")
+        return d
+
+
+ROCKETMQ_5_3_3 = Profile(
+    name="rocketmq-5.3.3", release="5.3.3",
+    description="Current 5.x release: every fix in the digest applied.",
+)
+
+ROCKETMQ_4_9_8 = Profile(
+    name="rocketmq-4.9.8", release="4.9.8",
+    description="Current 4.x release.",
+    rebalance_retry_unbalanced_ms=None,
+    dispatch_pull_delay_ms=0,
+    orderly_remove_style="49x",
+    orderly_reconsume_time_plus_one=False,
+    controllable_offset=False,
+    offset_illegal_delay_ms=10000,
+    read_offset_broker_exception_is_not_found=True,
+    broker_zero_if_not_found="not_on_disk",
+    retry_dlq_compare="ge",
+    sendback_skips_not_contained=False,
+    sql_string_functions=False,
+    retry_tag_filter_fixed=False,
+    broker_flow_control_status=False,
+    broadcast_orderly_takes_locks=True,  # #8772 is fixed only in 5.3.2
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3)}
+DEFAULT_PROFILE = ROCKETMQ_5_3_3.name
+
+
+def register(profile: Profile) -> Profile:
+    PROFILES[profile.name] = profile
+    return profile
+
+
+class UnknownProfile(ValueError):
+    pass
+
+
+def get_profile(name: str | Profile | None) -> Profile:
+    if isinstance(name, Profile):
+        return name
+    if name is None:
+        name = DEFAULT_PROFILE
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise UnknownProfile(f"unknown profile {name!r}; known: {', '.join(sorted(PROFILES))}") from None
+
+
+def derive(base: Profile, **changes) -> Profile:
+    return replace(base, **changes)
+
+
+def switch_names() -> list[str]:
+    return [f.name for f in fields(Profile) if f.name not in ("name", "release", "description", "extra")]

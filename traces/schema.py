@@ -1,0 +1,102 @@
+"""Trace schema version 1: loading the machine-readable schema and validating events.
+
+The schema file (`schema_v1.json`) is the contract; this module is the one place that
+interprets it. Validation reports what was expected, never raises on user data.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+SCHEMA_VERSION = 1
+ENVELOPE = ("seq", "ts", "kind")
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> dict:
+    return json.loads(resources.files("rocketspec.traces").joinpath("schema_v1.json").read_text())
+
+
+def kinds() -> dict[str, dict]:
+    return load_schema()["kinds"]
+
+
+def fields() -> dict[str, dict]:
+    return load_schema()["fields"]
+
+
+def _type_ok(typ: str, value) -> bool:
+    if typ == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if typ == "str":
+        return isinstance(value, str)
+    if typ == "bool":
+        return isinstance(value, bool)
+    if typ == "int_list":
+        return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if typ == "str_list":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return True  # json: any value
+
+
+@lru_cache(maxsize=None)
+def _kind_rules(kind: str):
+    kd = kinds()[kind]
+    ftypes = fields()
+    required = tuple((n, ftypes[n]["type"]) for n in kd["required"])
+    allowed = {n: ftypes[n]["type"] for n in (*ENVELOPE, *kd["required"], *kd["optional"])}
+    return required, allowed
+
+
+def validate_event(event) -> str | None:
+    """Return None if `event` is a valid v1 event, else a sentence saying what was expected."""
+    if not isinstance(event, dict):
+        return f"expected a JSON object, got {type(event).__name__}"
+    for name in ENVELOPE:
+        if event.get(name) is None:
+            return f"missing envelope field {name!r}"
+    kind = event["kind"]
+    if not isinstance(kind, str) or kind not in kinds():
+        return f"unknown event kind {kind!r} (schema v{SCHEMA_VERSION} has {len(kinds())} kinds)"
+    for name in ("seq", "ts"):
+        if not _type_ok("int", event[name]):
+            return f"field {name!r} must be an integer, got {event[name]!r}"
+    required, allowed = _kind_rules(kind)
+    for name, typ in required:
+        if event.get(name) is None:
+            return f"{kind}: missing required field {name!r}"
+    for name, value in event.items():
+        typ = allowed.get(name)
+        if typ is None:
+            return f"{kind}: field {name!r} is not part of this kind in schema v{SCHEMA_VERSION}"
+        if value is not None and not _type_ok(typ, value):
+            return f"{kind}: field {name!r} must be {typ}, got {value!r}"
+    return None
+
+
+def markdown() -> str:
+    """The schema as a Markdown reference (docs/trace-schema.md is generated from this)."""
+    s = load_schema()
+    out = [f"# Trace schema, version {s['version']}", "", s["doc"], "",
+           "Generated from `traces/schema_v1.json` by `rocketspec schema --markdown`; do not edit by hand.", "",
+           "## Event kinds", ""]
+    cats: dict[str, list[str]] = {}
+    for name, kd in s["kinds"].items():
+        cats.setdefault(kd["category"], []).append(name)
+    for cat, names in cats.items():
+        out.append(f"### {cat}")
+        out.append("")
+        for name in names:
+            kd = s["kinds"][name]
+            out.append(f"- **`{name}`**: {kd['doc']}")
+            out.append(f"  - required: {', '.join('`'+n+'`' for n in kd['required']) or 'none'}")
+            if kd["optional"]:
+                out.append(f"  - optional: {', '.join('`'+n+'`' for n in kd['optional'])}")
+        out.append("")
+    out += ["## Fields", "", "| field | type | meaning |", "|---|---|---|"]
+    for name, fd in s["fields"].items():
+        out.append(f"| `{name}` | {fd['type']} | {fd['doc'].replace('|', '/')} |")
+    out.append("")
+    out += ["## Types", ""] + [f"- `{t}`: {d}" for t, d in s["types"].items()] + [""]
+    return "\n".join(out)
