@@ -1,0 +1,1 @@
+"""Benchmarks: each module prints its figures; run with python -m bench.<name>."""
