@@ -234,7 +234,7 @@ def answer_line(raw: bytes, lineno: int) -> dict | None:
               show_default=True,
               help="Read requests from FILE instead of standard input.")
 def allocate(input_file):
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer
     try:
         for lineno, raw in enumerate(input_file, start=1):
             answer = answer_line(raw, lineno)
