@@ -19,7 +19,9 @@ class and RocketMQ's message (kept identical so traces compare). `RebalanceImpl`
 anything `allocate` throws and keeps the current assignment.
 
 The strategies are the same on the 4.9.x and 5.x branches (the 4.9.x Averagely indexes
-``(start + i) % n``, which never wraps), so nothing here takes a profile.
+``(start + i) % n``, which never wraps), so nothing here takes a profile. One possible
+exception is kept as an explicit option rather than a profile switch: copies of
+`AllocateMessageQueueByMachineRoom` that predate the shared check (see `ByMachineRoom`).
 """
 from __future__ import annotations
 

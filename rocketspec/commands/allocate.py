@@ -229,7 +229,8 @@ def answer_line(raw: bytes, lineno: int) -> dict | None:
     return {"id": rid, **run_request(req)}
 
 
-@click.command("allocate", help=__doc__.split("\n", 2)[2])
+@click.command("allocate", help=__doc__.split("\n", 2)[2],
+               short_help="Queue allocation as JSON Lines (stdin -> stdout).")
 @click.option("--input", "input_file", type=click.File("rb"), default="-", metavar="FILE",
               show_default=True,
               help="Read requests from FILE instead of standard input.")
