@@ -1,0 +1,308 @@
+"""The invariant catalogue: every property the spec checks, with a stable id.
+
+Each entry says what must hold, which RocketMQ mechanism makes it hold, what it assumes, how
+bad a violation is, and whether it is an *allowed anomaly* (RocketMQ is at-least-once: some
+things look wrong but are part of the contract; they are reported as warnings and counted).
+
+`form` says how the spec checks it:
+- "state": a predicate over one state; `STATE_PREDICATES[id](state)` evaluates it over the
+  whole state (the model checker calls `check_state(state)`), and trace replay evaluates it on
+  the key an event touched.
+- "step": a property of one transition (a guard of the action that would take it). Trace
+  replay reports the event the guard rejects; the model checker sees it as a disabled action
+  with a reason (`spec.guard`).
+- "end": checked when the trace ends with reason quiescent (liveness under the stated
+  fairness: nothing left to do).
+
+Ids are stable: tests, known-bug profiles and reports refer to them. Add new ids; never reuse.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Invariant:
+    id: str
+    title: str
+    statement: str
+    mechanism: str
+    assumptions: str
+    severity: str            # "error" | "warning"
+    allowed_anomaly: bool
+    form: str                # "state" | "step" | "end"
+    key: str                 # queue | stored queue | retry chain | view | directory
+    breaks: str = ""         # what breaks it (known bugs, faults)
+
+
+CATALOGUE: tuple[Invariant, ...] = (
+    # ------------------------------------------------------------------ ownership
+    Invariant(
+        "INV-OWNER-1", "Allocation partitions the queues per view",
+        "Allocations computed by different clients of one group from the same view (the same "
+        "sorted queue list and client id list) are pairwise disjoint, and, for the total "
+        "strategies (AVG, AVG_BY_CIRCLE, CONSISTENT_HASH), once every client of the view has "
+        "reported, together they cover every queue.",
+        "RebalanceImpl.rebalanceByTopic sorts mqAll and cidAll and calls a deterministic "
+        "AllocateMessageQueueStrategy; each client keeps only its own share.",
+        "Clients that saw different views (findConsumerIdList asks a random broker) may overlap "
+        "for a while: that is not a violation, views are compared only with themselves.",
+        "error", False, "step", "view",
+        "A strategy that is not a pure function of (mqs, cids, cid); unsorted input."),
+    Invariant(
+        "INV-ALLOC-1", "Allocation follows the strategy",
+        "The queues a client is given equal the strategy's function of the view: Averagely "
+        "(contiguous blocks, sizes differ by at most one), AveragelyByCircle (queue i to client "
+        "i mod N), ConsistentHash (MD5 ring, 10 virtual nodes); a client not in the list gets "
+        "nothing; the result is a subset of the queues.",
+        "AllocateMessageQueueAveragely / ...ByCircle / ...ConsistentHash, digest section 1.",
+        "Strategies CONFIG and MACHINE_ROOM are only checked for the subset property.",
+        "error", False, "step", "view"),
+    Invariant(
+        "INV-ALLOC-2", "A ProcessQueue is created only for an allocated queue",
+        "In clustering mode a client creates a ProcessQueue for a queue only if its latest "
+        "allocation of that topic contains the queue.",
+        "updateProcessQueueTableInRebalance adds only queues of mqSet (the allocation result).",
+        "", "error", False, "step", "queue"),
+    Invariant(
+        "INV-LOCK-1", "At most one broker lock holder per queue",
+        "The broker's lock entry for (group, queue) names at most one client; another client "
+        "takes it over only after it expired (now - lastUpdate > lifetime, strict), renewals "
+        "extend it by the lifetime, only the owner's unlock removes it, and expiry is observed "
+        "only after the lifetime.",
+        "RebalanceLockManager.tryLock/tryLockBatch/unlockBatch under one global lock; "
+        "LockEntry.isExpired uses the strict comparison.",
+        "The broker's lock table is lost on broker restart (locks are not persisted).",
+        "error", False, "step", "queue"),
+    Invariant(
+        "INV-OWNER-2", "Only the lock holder consumes an orderly queue",
+        "In orderly clustering mode a client starts a batch on a queue only while its "
+        "ProcessQueue is locked with an unexpired lease (now - lastLockTimestamp <= client "
+        "lease, 30 s) and the broker's lock entry for the queue names it and is unexpired.",
+        "ConsumeMessageOrderlyService.ConsumeRequest.run checks pq.locked && !isLockExpired "
+        "before and between batches; the client lease (30 s) is shorter than the broker lock "
+        "(60 s) and renewed every 20 s by lockAll.",
+        "A-BROKER-LOCKS: the broker did not restart since the client's last lock (a restart "
+        "forgets the lock table while the client lease is still valid; then this is a warning).",
+        "error", False, "step", "queue",
+        "#5465 (pq not locked on create) only delays; a broker restart breaks the assumption."),
+    Invariant(
+        "INV-ORDER-1", "Orderly consumption is serial per queue",
+        "For an orderly clustering group, at most one batch of a queue is being consumed at a "
+        "time, across all clients of the group.",
+        "One consume thread per queue (messageQueueLock) inside a client; across clients, the "
+        "broker lock (INV-OWNER-2).",
+        "A-LEASE-MARGIN: every listener call (including any pause of its client) is shorter "
+        "than broker lock lifetime - client lease (60 s - 30 s). A batch already running is not "
+        "interrupted when the lease expires; if a batch ran longer than the margin, an overlap "
+        "is reported as a warning, not an error.",
+        "error", False, "state", "queue",
+        "A GC pause longer than the margin during a listener call; a broker restart."),
+    Invariant(
+        "INV-ORDER-2", "Orderly batches are taken in offset order",
+        "takeMessages moves the lowest offsets of the ProcessQueue's message tree into the "
+        "consuming map; a batch consumes exactly the messages just taken; a message goes back "
+        "to the tree only by rollback/makeMessageToConsumeAgain; commit returns lastKey + 1 of "
+        "the consuming map and empties it.",
+        "ProcessQueue.takeMessages (pollFirstEntry), commit, rollback, makeMessageToConsumeAgain.",
+        "", "error", False, "step", "queue"),
+    # ------------------------------------------------------------------ process queue & offsets
+    Invariant(
+        "INV-PQ-1", "ProcessQueue lifecycle and bookkeeping",
+        "A ProcessQueue goes created -> active -> dropped -> removed (see the diagram); one "
+        "live ProcessQueue per client and queue; messages put into it came from a pull answer "
+        "for it; a batch consumes messages that are in its tree and not already in flight.",
+        "RebalanceImpl.processQueueTable, ProcessQueue.putMessage, ConsumeMessage*Service.",
+        "", "error", False, "step", "queue"),
+    Invariant(
+        "INV-OFFSET-1", "Client offset = ProcessQueue minimum, or max + 1 when empty",
+        "Every client offset update of a queue is a value the ProcessQueue produced: "
+        "removeMessage returns -1 if the tree was empty before, else the tree minimum after "
+        "removal, else queueOffsetMax + 1 (queueOffsetMax = the last *new* offset put); orderly "
+        "commit returns lastKey + 1; correctTagsOffset uses nextBeginOffset only when the "
+        "ProcessQueue holds no message; OFFSET_ILLEGAL uses nextBeginOffset. The store applies "
+        "increaseOnly as max, ignores updates while frozen (5.x), and a persist sends the "
+        "value the store holds.",
+        "ProcessQueue.removeMessage / commit, RemoteBrokerOffsetStore.updateOffset / "
+        "ControllableOffset, DefaultMQPushConsumerImpl.correctTagsOffset.",
+        "", "error", False, "step", "queue"),
+    Invariant(
+        "INV-OFFSET-2", "Client offset is monotone within a ProcessQueue's life",
+        "While a ProcessQueue is live, the client's stored offset for its queue never decreases.",
+        "Concurrent: updateOffset(increaseOnly=true); orderly: commits follow the offset order "
+        "of takeMessages.",
+        "A new ProcessQueue (after removeOffset) starts a new history.",
+        "error", False, "step", "queue"),
+    Invariant(
+        "INV-OFFSET-3", "No offset passes an unconsumed message",
+        "The client's stored offset of a live ProcessQueue is at most its lowest pending "
+        "message (in the tree, taken, or in flight); a broker commit for a group never passes a "
+        "message of the queue that the group has not yet handled (consumed, sent back, "
+        "dead-lettered, or filtered out) since its start position.",
+        "removeMessage returns the tree minimum while messages are pending; the broker only "
+        "stores what clients persist.",
+        "", "error", False, "state", "queue",
+        "Any bug that commits max+1 while a message is still in flight."),
+    Invariant(
+        "INV-START-1", "A new ProcessQueue starts at the committed offset",
+        "A store read (READ_FROM_STORE) returns the committed offset when there is one "
+        "(clustering: the broker's ConsumerOffsetManager entry; broadcasting: the client's "
+        "local offsets file), -1 or (broker zero-if-not-found) 0 when there is none, -2 on an "
+        "error; the ProcessQueue's first pull offset is computePullFromWhere of that value "
+        "(the value itself if >= 0; else LAST: retry topic 0, otherwise maxOffset; FIRST: 0; "
+        "TIMESTAMP: a searched offset); pulls never use a negative offset.",
+        "RebalancePushImpl.computePullFromWhereWithException, "
+        "RemoteBrokerOffsetStore/LocalFileOffsetStore.readOffset.",
+        "A new group without a committed offset legitimately starts at maxOffset (LAST) and "
+        "may skip messages a previous owner had not persisted yet: ANOM-START-SKIP.",
+        "error", False, "step", "queue",
+        "#2708 (offset query failure read as 'no offset'), #1825 (orderly recompute -1), "
+        "#4016 (local offsets file forgot the queue)."),
+    Invariant(
+        "INV-PULL-1", "One pull in flight per ProcessQueue, at its next offset",
+        "A ProcessQueue has at most one pull in flight; each pull asks for the ProcessQueue's "
+        "next offset (its first offset, then the previous answer's nextBeginOffset).",
+        "One PullRequest object per ProcessQueue, re-queued by the pull callback.",
+        "", "error", False, "step", "queue",
+        "#2449 (concurrent resetOffset duplicated PullRequests)."),
+    Invariant(
+        "INV-PULL-2", "Pull answers are faithful",
+        "A pull answer lists only stored messages with their stored ids, ascending, from the "
+        "requested offset; every stored offset in [request, nextBeginOffset) is returned or "
+        "reported as filtered; nextBeginOffset never goes back on a found/no-new answer; "
+        "OFFSET_ILLEGAL corrections move to the nearest valid offset (too small -> minOffset, "
+        "overflow badly -> maxOffset, empty queue -> 0).",
+        "DefaultMessageStore.getMessage, nextOffsetCorrection; PullAPIWrapper.processPullResult.",
+        "", "error", False, "step", "queue",
+        "#4215 (overflow badly corrected to minOffset 0: mass re-consumption)."),
+    Invariant(
+        "INV-FILTER-1", "Filter correctness",
+        "Messages handed to a ProcessQueue match the subscription (TAG: the exact tag is in "
+        "the tag set, or '*'; SQL92: the expression is TRUE); offsets the broker filtered do "
+        "not pass the broker's match (tags-code set or SQL92); offsets the client filtered "
+        "passed the broker's hash match but fail the exact tag check; retry topic "
+        "subscriptions match everything.",
+        "ExpressionMessageFilter.isMatchedByConsumeQueue/isMatchedByCommitLog, "
+        "PullAPIWrapper.processPullResult, %RETRY% subscribed with '*'.",
+        "", "error", False, "step", "queue"),
+    Invariant(
+        "INV-DROP-1", "A dropped ProcessQueue consumes and commits nothing",
+        "After a ProcessQueue is dropped, its client starts no new batch on it and makes no "
+        "offset update for it (except the OFFSET_ILLEGAL correction, which freezes the offset "
+        "by design); a concurrent batch that finishes on a dropped ProcessQueue is not "
+        "processed (no send-back, no removeMessage, no offset update).",
+        "ConsumeRequest.run checks processQueue.isDropped() before and after the listener; "
+        "updateOffset only if !dropped.",
+        "", "error", False, "step", "queue"),
+    # ------------------------------------------------------------------ retries
+    Invariant(
+        "INV-RETRY-1", "The retry count leads to the DLQ",
+        "A send-back of a copy whose reconsume count reached maxReconsumeTimes (or with delay "
+        "level < 0) puts it in %DLQ%<group>; no retry copy carries a reconsume count above "
+        "maxReconsumeTimes (with the default 16: copies 1..16 are retries, the 17th send-back "
+        "goes to the DLQ).",
+        "Broker consumerSendMsgBack (reconsumeTimes >= max); orderly checkReconsumeTimes with "
+        "the producer send to %RETRY% and handleRetryAndDLQ (4.9.x '>=' with r, 5.1.1+ '>' with "
+        "r+1 or group locked).",
+        "maxReconsumeTimes is the client's setting (-1: 16 concurrent, unbounded orderly).",
+        "error", False, "step", "retry chain",
+        "#6163 (5.0.0 orderly retries forever)."),
+    Invariant(
+        "INV-RETRY-2", "Retries use the right delay level and count",
+        "A send-back of a copy with reconsume count r < max goes to the schedule with delay "
+        "level 3 + r (or the level the client chose, > 0), capped at the highest level; the "
+        "schedule service delivers it no earlier than its deliver time; the stored retry copy "
+        "has reconsume count r + 1 and the same origin message id.",
+        "consumerSendMsgBack delayLevel = 3 + reconsumeTimes; ScheduleMessageService; "
+        "sendMessageBackAsNormalMessage (DELAY = 3 + reconsumeTimes).",
+        "", "error", False, "step", "retry chain"),
+    Invariant(
+        "INV-RETRY-3", "One retry copy per failure",
+        "A client sends one stored copy back at most once (accepted send-backs); a send-back "
+        "concerns a message the client consumed and failed (or an expired message in its "
+        "ProcessQueue).",
+        "processConsumeResult skips messages no longer in the ProcessQueue (5.1.0+).",
+        "Different clients may each send back a copy they both consumed across a rebalance "
+        "(ANOM-DUP-1).",
+        "error", False, "step", "retry chain",
+        "#5481 (cleanExpiredMsg and RECONSUME_LATER both send back)."),
+    Invariant(
+        "INV-DLQ-1", "Nothing is consumed from the DLQ",
+        "No ProcessQueue, pull or consumption concerns a %DLQ%<group> topic, and a dead-lettered "
+        "copy carries no delay level.",
+        "The DLQ topic is not subscribed by consumers; #2724 fix clears the delay level.",
+        "", "error", False, "step", "queue",
+        "#2724 (DLQ copy kept its DELAY property: an extra schedule hop)."),
+    # ------------------------------------------------------------------ broadcast
+    Invariant(
+        "INV-BCAST-1", "Broadcast semantics",
+        "In broadcasting mode every client owns every queue of the topic, offsets are local "
+        "(LocalFileOffsetStore: nothing is persisted to the broker), failed messages are not "
+        "sent back, and (5.3.2+) orderly broadcast takes no broker locks.",
+        "RebalanceImpl BROADCASTING branch, LocalFileOffsetStore, processConsumeResult "
+        "BROADCASTING branch, #8772.",
+        "", "error", False, "step", "queue"),
+    # ------------------------------------------------------------------ clients
+    Invariant(
+        "INV-CLIENT-1", "Stopped, crashed or paused clients do nothing",
+        "A client acts only between client_started and client_stopped/client_crashed, and not "
+        "while paused; events name started clients, brokers and topics.",
+        "A frozen JVM runs no task; a dead one none at all.",
+        "", "error", False, "step", "directory"),
+    # ------------------------------------------------------------------ liveness
+    Invariant(
+        "INV-LIVE-1", "No loss at quiescence",
+        "When the trace ends quiescent, every stored message of every queue of a topic that a "
+        "live consumer subscribes, from the group's start position (each client's, in "
+        "broadcasting), has been consumed, sent back, dead-lettered or filtered out, and every "
+        "retry copy sent back has been delivered or dead-lettered.",
+        "At-least-once: rebalance gives every queue an owner; offsets never pass unconsumed "
+        "messages; retries go through the schedule.",
+        "Fairness: the trace ended because nothing was left to do (reason quiescent).",
+        "error", False, "end", "queue"),
+    # ------------------------------------------------------------------ allowed anomalies
+    Invariant(
+        "ANOM-DUP-1", "Duplicate consumption (allowed)",
+        "A message is consumed again by the group after it was already handled: allowed for "
+        "concurrent consumers (a rebalance hands the queue over at the last persisted offset) "
+        "and after a crash, and for orderly consumers after a reassignment (#4086: the consume "
+        "lock is released before the offset is committed).",
+        "At-least-once delivery.", "", "warning", True, "step", "queue"),
+    Invariant(
+        "ANOM-OFFSET-BACK", "Broker offset moves back (allowed)",
+        "The broker's committed offset of a queue decreases: a late one-way persist from a "
+        "previous owner overwrites a newer commit (ConsumerOffsetManager.commitOffset is not "
+        "increase-only).",
+        "Overwrite semantics of the broker offset table.", "", "warning", True, "step", "queue"),
+    Invariant(
+        "ANOM-START-SKIP", "New group starts past unconsumed messages (allowed)",
+        "A ProcessQueue of a group without a committed offset starts at maxOffset "
+        "(CONSUME_FROM_LAST_OFFSET) past messages an earlier owner had not persisted yet.",
+        "computePullFromWhere on -1.", "", "warning", True, "step", "queue"),
+    Invariant(
+        "ANOM-ASSUMPTION", "An invariant's assumption did not hold (reported, not an error)",
+        "An overlap or ownership violation happened while an assumption it needs was broken "
+        "(A-LEASE-MARGIN or A-BROKER-LOCKS); the report names the invariant and assumption.",
+        "", "", "warning", True, "step", "queue"),
+    Invariant(
+        "ANOM-DISCARD", "Send-back discarded by configuration (allowed)",
+        "The broker accepted a send-back and stored nothing because retryQueueNums <= 0.",
+        "consumerSendMsgBack returns SUCCESS without storing.", "", "warning", True, "step",
+        "retry chain"),
+)
+
+BY_ID: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}
+
+# Rejected-event ids that are not invariants: malformed or semantically impossible steps that
+# are not covered by a more specific invariant (an event about a ProcessQueue that never
+# existed, a commit nobody sent, ...). Reported with the failing guard.
+GUARD = "GUARD"
+
+
+def severity(inv_id: str) -> str:
+    inv = BY_ID.get(inv_id)
+    return inv.severity if inv else "error"
+
+
+def get(inv_id: str) -> Invariant:
+    return BY_ID[inv_id]

@@ -1,0 +1,127 @@
+"""Component lifecycles as python-statemachine classes, and the transition tables the spec uses.
+
+Three components of RocketMQ have a lifecycle that the spec tracks explicitly:
+
+- the client's **ProcessQueue** for one message queue (created by RebalanceImpl, dropped when the
+  queue is reassigned or the client stops, removed from the table afterwards);
+- the broker's **queue lock** entry in RebalanceLockManager (held by one client, renewed,
+  expired after the broker lock lifetime, released by its owner only, lost on broker restart);
+- one stored **message copy** on its way through consumption and the retry chain (stored,
+  pulled, consuming, consumed, sent back, delayed in SCHEDULE_TOPIC_XXXX, redelivered as a new
+  copy in %RETRY%<group>, or dead-lettered in %DLQ%<group>).
+
+The classes below are the single definition. Their events are named after the trace event kinds
+that drive them, so `transition_table(cls)` compiles each class into a plain dict
+`{(state, event_kind): next_state}` that the spec's hot path uses (a dict lookup, no
+statemachine object per queue). The diagrams in SPEC.md come from `mermaid(cls)`.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from statemachine import State, StateMachine
+
+
+class ProcessQueueLifecycle(StateMachine):
+    """ProcessQueue of one client for one message queue (RebalanceImpl, ProcessQueue.dropped)."""
+
+    created = State("created", initial=True)      # pq_created: in the table, no pull issued yet
+    active = State("active")                      # pulls flow, messages are put and consumed
+    dropped = State("dropped")                    # dropped=true: no new batch, no offset update
+    removed = State("removed", final=True)        # left the processQueueTable
+
+    pull_issued = created.to(active) | active.to.itself()
+    pq_dropped = created.to(dropped) | active.to(dropped) | dropped.to.itself()
+    client_crashed = created.to(dropped) | active.to(dropped) | dropped.to.itself()
+    pq_removed = dropped.to(removed)
+
+
+class QueueLockLifecycle(StateMachine):
+    """Broker lock entry of one (group, queue) in RebalanceLockManager.
+
+    'expired' is the state an entry is in once the broker has observed `now - lastUpdate >
+    lifetime`; a takeover from an expired-but-unobserved entry is held -> held with the time
+    guard checked by the spec."""
+
+    unlocked = State("unlocked", initial=True)
+    held = State("held")
+    expired = State("expired")
+
+    lock_acquired = unlocked.to(held) | held.to.itself() | expired.to(held)
+    lock_rejected = held.to.itself()
+    lock_expired = held.to(expired) | expired.to.itself()
+    lock_released = held.to(unlocked) | expired.to(unlocked)
+    lock_release_ignored = unlocked.to.itself() | held.to.itself() | expired.to.itself()
+    broker_restarted = unlocked.to.itself() | held.to(unlocked) | expired.to(unlocked)
+
+
+class MessageLifecycle(StateMachine):
+    """One stored copy of a message, from the consumer group's point of view.
+
+    A send-back ends the copy ('redelivered' once its successor copy has been stored by the
+    schedule service, or 'dead_lettered'); the successor is a new copy that starts at 'stored'
+    with the same origin_msg_id and reconsume_times + 1."""
+
+    stored = State("stored", initial=True)
+    pulled = State("pulled")
+    consuming = State("consuming")
+    consumed = State("consumed")
+    sent_back = State("sent_back")
+    delayed = State("delayed")
+    redelivered = State("redelivered", final=True)
+    dead_lettered = State("dead_lettered", final=True)
+
+    pull_answered = stored.to(pulled) | pulled.to.itself() | consumed.to(pulled)
+    consume_started = pulled.to(consuming) | consuming.to.itself()
+    consume_finished = consuming.to(consumed) | consuming.to(pulled)
+    message_sent_back = consuming.to(sent_back) | consuming.to(dead_lettered) | sent_back.to(dead_lettered)
+    message_scheduled = sent_back.to(delayed)
+    schedule_delivered = delayed.to(redelivered)
+    message_dead_lettered = consuming.to(dead_lettered) | sent_back.to(dead_lettered)
+
+
+LIFECYCLES = {
+    "ProcessQueue": ProcessQueueLifecycle,
+    "QueueLock": QueueLockLifecycle,
+    "Message": MessageLifecycle,
+}
+
+
+@lru_cache(maxsize=None)
+def transition_table(cls) -> dict[tuple[str, str], frozenset[str]]:
+    """{(state_id, event): {target state ids}} compiled from the statemachine class."""
+    table: dict[tuple[str, str], set[str]] = {}
+    for st in cls.states:
+        for tr in st.transitions:
+            for ev in str(tr.event).split():
+                table.setdefault((st.id, ev), set()).add(tr.target.id)
+    return {k: frozenset(v) for k, v in table.items()}
+
+
+def states_of(cls) -> list[str]:
+    return [s.id for s in cls.states]
+
+
+def initial_state(cls) -> str:
+    return next(s.id for s in cls.states if s.initial)
+
+
+def can(cls, state: str, event: str, target: str | None = None) -> bool:
+    """Whether `event` is allowed in `state` (and, if given, may lead to `target`)."""
+    targets = transition_table(cls).get((state, event))
+    if targets is None:
+        return False
+    return target is None or target in targets
+
+
+def mermaid(cls) -> str:
+    """Mermaid stateDiagram-v2 text of a lifecycle class (no graphviz needed)."""
+    from statemachine.contrib.diagram import MermaidGraphMachine
+
+    return MermaidGraphMachine(cls)().rstrip() + "\n"
+
+
+# Compiled tables used on the hot path (module constants: one dict lookup per check).
+PQ_TABLE = transition_table(ProcessQueueLifecycle)
+LOCK_TABLE = transition_table(QueueLockLifecycle)
+MSG_TABLE = transition_table(MessageLifecycle)
