@@ -1,0 +1,362 @@
+"""The reference broker: topics, the message store, pull processing with long polling, the
+consumer table, send-back to the retry topic or the DLQ, offsets, locks and the schedule.
+
+Calls from clients arrive as plain method calls through `reference.network` (synchronous
+calls take no virtual time; pulls and one-way calls take the network latency). A broker
+that is down raises BrokerUnavailable to synchronous callers.
+"""
+from __future__ import annotations
+
+from ..message import DLQ_PREFIX, Message, dlq_topic, is_retry_topic, retry_topic
+from ..sim import Process
+from .lock_manager import RebalanceLockManager
+from .message_filter import pull_filter
+from .offset_manager import ConsumerOffsetManager
+from .schedule import ScheduleMessageService
+from .store import PULL_STATUS, MessageStore, response_code
+
+BROKER_SUSPEND_MAX_TIME_MS = 15000
+HOLD_SERVICE_PERIOD_MS = 5000
+SHORT_POLLING_MS = 1000
+CHANNEL_SCAN_PERIOD_MS = 10000
+PERM_READ_WRITE = 6
+
+
+class BrokerUnavailable(Exception):
+    pass
+
+
+class PullRequestData:
+    """What the client sends with a pull (PullMessageRequestHeader + subscription)."""
+
+    __slots__ = ("client", "group", "topic", "queue", "offset", "max_nums", "subscription", "sql",
+                 "commit_offset", "pull_id", "suspend", "respond", "expr_type")
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+class Broker:
+    def __init__(self, sim, name: str, profile, config: dict | None = None):
+        config = config or {}
+        self.sim = sim
+        self.name = name
+        self.profile = profile
+        self.proc = Process(f"broker:{name}")
+        self.store = MessageStore(profile)
+        self.offsets = ConsumerOffsetManager(self)
+        self.locks = RebalanceLockManager(self, config.get("lock_max_live_ms", profile.broker_lock_max_live_ms))
+        self.schedule = ScheduleMessageService(self, config.get("message_delay_level", profile.delay_levels))
+        self.long_polling = config.get("long_polling_enable", True)
+        self.enable_property_filter = config.get("enable_property_filter", False)
+        self.filter_support_retry = config.get("filter_support_retry", False)
+        self.retry_queue_nums = config.get("retry_queue_nums", profile.retry_queue_nums)
+        self.retry_max_times = config.get("retry_max_times", 16)
+        self.topics: dict[str, int] = {}
+        self.consumers: dict[str, dict[str, int]] = {}       # group -> client -> last heartbeat
+        self.subscriptions: dict[tuple[str, str], object] = {}  # (group, topic) -> SubscriptionData (for filterSupportRetry)
+        self.held: dict[tuple[str, int], list[PullRequestData]] = {}
+        self.index: dict[str, Message] = {}                  # msg_id -> stored copy (lookMessageByOffset)
+        self.commitlog_offset = 0
+        self.notify_group = None                             # set by the network: group -> notify clients
+        self.up = True
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.sim.emit("broker_started", broker=self.name)
+        self._start_services()
+
+    def _start_services(self) -> None:
+        p = self.profile
+        self.sim.every(p.broker_offset_flush_initial_delay_ms, p.broker_offset_flush_interval_ms,
+                       self.offsets.flush, owner=self.proc)
+        self.sim.every(CHANNEL_SCAN_PERIOD_MS, CHANNEL_SCAN_PERIOD_MS, self._scan_channels, owner=self.proc)
+        self.schedule.start()
+
+    def stop_for_restart(self) -> None:
+        self.up = False
+        self.proc.kill()
+
+    def restart(self) -> None:
+        """Store and flushed offsets survive; memory (offsets, locks, consumer table, held pulls) does not."""
+        self.proc = Process(self.proc.name)
+        self.up = True
+        self.sim.emit("broker_restarted", broker=self.name)
+        self.offsets.reload()
+        self.locks.clear()
+        self.consumers.clear()
+        self.held.clear()
+        p = self.profile
+        self.sim.every(p.broker_offset_flush_initial_delay_ms, p.broker_offset_flush_interval_ms,
+                       self.offsets.flush, owner=self.proc)
+        self.sim.every(CHANNEL_SCAN_PERIOD_MS, CHANNEL_SCAN_PERIOD_MS, self._scan_channels, owner=self.proc)
+        self.schedule.restart()
+
+    def _check_up(self) -> None:
+        if not self.up:
+            raise BrokerUnavailable(f"broker {self.name} is down")
+
+    # ------------------------------------------------------------------ topics and messages
+    def create_topic(self, topic: str, queue_count: int, perm: int = PERM_READ_WRITE) -> None:
+        if self.topics.get(topic) == queue_count:
+            return
+        self.topics[topic] = queue_count
+        for q in range(queue_count):
+            self.store.consume_queue(topic, q)
+        self.sim.emit("topic_created", topic=topic, broker=self.name, queue_count=queue_count, perm=perm)
+
+    def _new_id(self) -> str:
+        self.commitlog_offset += 1
+        return f"{self.name}:{self.commitlog_offset}"
+
+    def put_message(self, msg: Message, *, source: str = "producer", group: str | None = None) -> Message:
+        """Store a message sent to this broker. A delay level diverts it to the schedule topic."""
+        self._check_up()
+        msg.broker = self.name
+        msg.msg_id = self._new_id()
+        if msg.origin_msg_id is None:
+            msg.origin_msg_id = msg.msg_id
+        msg.store_ts = self.sim.now
+        self.index[msg.msg_id] = msg
+        if msg.delay_level > 0:
+            self.schedule.schedule(msg, group)
+            return msg
+        self._append(msg, source, group)
+        return msg
+
+    def append_and_notify(self, msg: Message, source: str) -> None:
+        """Used by the schedule service: a fresh stored copy in the real topic."""
+        msg.broker = self.name
+        msg.msg_id = self._new_id()
+        msg.store_ts = self.sim.now
+        self.index[msg.msg_id] = msg
+        self._append(msg, source, None)
+
+    def _append(self, msg: Message, source: str, group: str | None) -> None:
+        self.store.append(msg)
+        self.sim.emit("message_stored", topic=msg.topic, broker=self.name, queue=msg.queue, offset=msg.offset,
+                      msg_id=msg.msg_id, origin_msg_id=msg.origin_msg_id, source=source, tags=msg.tags,
+                      tags_code=msg.tags_code, keys=msg.keys, props=msg.props or None, body_size=msg.body_size,
+                      reconsume_times=msg.reconsume_times, retry_topic=msg.retry_topic, group=group)
+        self._notify_arriving(msg.topic, msg.queue)
+
+    # ------------------------------------------------------------------ consumers
+    def heartbeat(self, client: str, group: str, clustering: bool) -> None:
+        self._check_up()
+        members = self.consumers.setdefault(group, {})
+        new = client not in members
+        members[client] = self.sim.now
+        if clustering:
+            # The retry topic exists once a clustering consumer of the group heartbeats.
+            self.create_topic(retry_topic(group), self.retry_queue_nums)
+        if new:
+            self.sim.emit("consumer_registered", broker=self.name, group=group, client=client)
+            self._ids_changed(group)
+
+    def register_subscription(self, group: str, topic: str, subscription) -> None:
+        self.subscriptions[(group, topic)] = subscription
+
+    def unregister(self, client: str, group: str) -> None:
+        self._check_up()
+        if self.consumers.get(group, {}).pop(client, None) is not None:
+            self.sim.emit("consumer_unregistered", broker=self.name, group=group, client=client, reason="shutdown")
+            self._ids_changed(group)
+
+    def _scan_channels(self) -> None:
+        now = self.sim.now
+        for group, members in self.consumers.items():
+            for client, last in list(members.items()):
+                if now - last > self.profile.channel_expired_ms:
+                    del members[client]
+                    self.sim.emit("consumer_unregistered", broker=self.name, group=group, client=client,
+                                  reason="channel_expired")
+                    self._ids_changed(group)
+
+    def _ids_changed(self, group: str) -> None:
+        if self.notify_group is not None:
+            self.notify_group(self, group)
+
+    def find_consumer_ids(self, group: str) -> list[str]:
+        self._check_up()
+        return list(self.consumers.get(group, {}))
+
+    # ------------------------------------------------------------------ offsets
+    def query_consumer_offset(self, group: str, topic: str, queue: int) -> int | None:
+        """None means QUERY_NOT_FOUND. With no offset, the broker may answer 0 itself when the
+        queue starts at 0 and offset 0 is still in memory (#334; 4.9.x: not yet on disk)."""
+        self._check_up()
+        off = self.offsets.query(group, topic, queue)
+        if off >= 0:
+            return off
+        if self.store.min_offset(topic, queue) <= 0 and self.store.max_offset(topic, queue) > 0:
+            return 0
+        return None
+
+    def update_consumer_offset(self, group, topic, queue, offset, client) -> None:
+        if self.up:
+            self.offsets.commit(group, topic, queue, offset, client=client, source="persist")
+
+    def min_offset(self, topic, queue) -> int:
+        self._check_up()
+        return self.store.min_offset(topic, queue)
+
+    def max_offset(self, topic, queue) -> int:
+        self._check_up()
+        return self.store.max_offset(topic, queue)
+
+    def search_offset(self, topic, queue, timestamp: int) -> int:
+        """First offset whose store time is >= timestamp (max offset if none)."""
+        self._check_up()
+        cq = self.store.consume_queue(topic, queue)
+        for m in cq.messages[cq.min_offset:]:
+            if m is not None and m.store_ts >= timestamp:
+                return m.offset
+        return cq.max_offset
+
+    # ------------------------------------------------------------------ locks
+    def lock_batch(self, group: str, mqs: list, client: str) -> set:
+        self._check_up()
+        return self.locks.try_lock_batch(group, mqs, client)
+
+    def unlock_batch(self, group: str, mqs: list, client: str) -> None:
+        if self.up:
+            self.locks.unlock_batch(group, mqs, client)
+
+    # ------------------------------------------------------------------ pull
+    def pull(self, req: PullRequestData) -> None:
+        """Process a pull; the answer goes to req.respond(result, status) now or after a hold."""
+        self._check_up()
+        if req.commit_offset is not None and req.commit_offset >= 0 and req.suspend:
+            self.offsets.commit(req.group, req.topic, req.queue, req.commit_offset, client=req.client, source="pull")
+        if req.expr_type == "SQL92" and not self.enable_property_filter:
+            req.respond(None, "SYSTEM_ERROR")
+            return
+        self._process(req)
+
+    def _matcher(self, req: PullRequestData):
+        return pull_filter(self, req)
+
+    def _process(self, req: PullRequestData) -> bool:
+        result = self.store.get_message(req.topic, req.queue, req.offset, req.max_nums, self._matcher(req))
+        code = response_code(result.status, req.offset)
+        if code == "PULL_NOT_FOUND" and req.suspend:
+            self._hold(req)
+            return False
+        req.respond(result, PULL_STATUS[code])
+        return True
+
+    def _hold(self, req: PullRequestData) -> None:
+        key = (req.topic, req.queue)
+        self.held.setdefault(key, []).append(req)
+        hold_ms = BROKER_SUSPEND_MAX_TIME_MS if self.long_polling else SHORT_POLLING_MS
+        period = HOLD_SERVICE_PERIOD_MS if self.long_polling else SHORT_POLLING_MS
+        deadline = self.sim.now + hold_ms
+        # The hold service wakes every `period` ms; it answers the request at the first wake after the deadline.
+        wake = -(-deadline // period) * period
+        self.sim.emit("pull_held", client=req.client, group=req.group, topic=req.topic, broker=self.name,
+                      queue=req.queue, pull_id=req.pull_id, offset=req.offset, duration=wake - self.sim.now)
+        self.sim.schedule(wake - self.sim.now, self._hold_timeout, req, owner=self.proc)
+
+    def _hold_timeout(self, req: PullRequestData) -> None:
+        waiting = self.held.get((req.topic, req.queue), [])
+        if req in waiting:
+            waiting.remove(req)
+            req.suspend = False
+            self._process(req)
+
+    def _notify_arriving(self, topic: str, queue: int) -> None:
+        waiting = self.held.get((topic, queue))
+        if not waiting:
+            return
+        max_off = self.store.max_offset(topic, queue)
+        keep = []
+        for req in waiting:
+            if max_off > req.offset:
+                req.suspend = False  # re-run once; a miss now answers NO_NEW_MSG / NO_MATCHED_MSG
+                self._process(req)
+            else:
+                keep.append(req)
+        self.held[(topic, queue)] = keep
+
+    # ------------------------------------------------------------------ send back, retry, DLQ
+    def consumer_send_msg_back(self, group: str, msg_id: str, delay_level: int, max_reconsume_times: int,
+                               client: str) -> None:
+        """consumerSendMsgBack: the stored copy (not the client's) decides the count."""
+        self._check_up()
+        original = self.index.get(msg_id)
+        if original is None:
+            raise BrokerUnavailable(f"message {msg_id} not found on {self.name}")
+        if self.retry_queue_nums <= 0:
+            self.sim.emit("message_sent_back", broker=self.name, group=group, msg_id=msg_id,
+                          origin_msg_id=original.origin_msg_id, reconsume_times=original.reconsume_times,
+                          outcome="discarded", via="consumer_send_back", client=client)
+            return
+        r = original.reconsume_times
+        max_times = max_reconsume_times if max_reconsume_times is not None else self.retry_max_times
+        new = original.clone()
+        new.msg_id = None
+        new.retry_topic = original.retry_topic or original.topic
+        new.reconsume_times = r + 1
+        new.origin_msg_id = original.origin_msg_id
+        if r >= max_times or delay_level < 0:
+            self.sim.emit("message_sent_back", broker=self.name, group=group, msg_id=msg_id,
+                          origin_msg_id=original.origin_msg_id, reconsume_times=r, outcome="dlq",
+                          delay_level=delay_level, via="consumer_send_back", client=client)
+            self._put_dlq(group, new)
+            return
+        level = 3 + r if delay_level == 0 else delay_level
+        self.sim.emit("message_sent_back", broker=self.name, group=group, msg_id=msg_id,
+                      origin_msg_id=original.origin_msg_id, reconsume_times=r, outcome="retry",
+                      delay_level=level, via="consumer_send_back", client=client)
+        new.topic = retry_topic(group)
+        new.queue = self.sim.rng.randrange(self.retry_queue_nums)
+        new.delay_level = level
+        self.create_topic(new.topic, self.retry_queue_nums)
+        self.put_message(new, source="send_back", group=group)
+
+    def send_to_retry_topic(self, group: str, msg: Message, reconsume_times: int, max_reconsume_times: int,
+                            delay_level: int, via: str, client: str) -> None:
+        """A producer send to %RETRY%group (sendMessageBackAsNormalMessage, orderly DLQ path):
+        handleRetryAndDLQ decides between the retry topic and the DLQ by the header count."""
+        self._check_up()
+        mode = self.profile.retry_dlq_compare
+        max_times = max_reconsume_times if max_reconsume_times is not None else self.retry_max_times
+        if mode == "ge":
+            to_dlq = reconsume_times >= max_times
+        elif mode == "gt":
+            to_dlq = reconsume_times > max_times
+        else:  # gt_or_locked: 5.1.1+ also dead-letters for a group that holds orderly locks
+            to_dlq = reconsume_times > max_times or not self.locks.is_lock_all_expired(group)
+        new = msg.clone()
+        new.msg_id = None
+        new.reconsume_times = reconsume_times
+        new.retry_topic = msg.retry_topic or msg.topic
+        self.sim.emit("message_sent_back", broker=self.name, group=group, msg_id=msg.msg_id,
+                      origin_msg_id=msg.origin_msg_id, reconsume_times=reconsume_times,
+                      outcome="dlq" if to_dlq else "retry", delay_level=None if to_dlq else delay_level,
+                      via=via, client=client)
+        if to_dlq:
+            self._put_dlq(group, new)
+            return
+        new.topic = retry_topic(group)
+        new.queue = self.sim.rng.randrange(max(1, self.retry_queue_nums))
+        new.delay_level = delay_level
+        self.create_topic(new.topic, max(1, self.retry_queue_nums))
+        self.put_message(new, source="send_back_fallback" if via == "fallback_producer" else "send_back", group=group)
+
+    def _put_dlq(self, group: str, msg: Message) -> None:
+        msg.topic = dlq_topic(group)
+        msg.queue = 0
+        msg.delay_level = 0  # #2724: the DLQ copy must not go through the schedule again
+        self.create_topic(msg.topic, 1)
+        stored = self.put_message(msg, source="dlq", group=group)
+        self.sim.emit("message_dead_lettered", broker=self.name, group=group, msg_id=stored.msg_id,
+                      origin_msg_id=stored.origin_msg_id, reconsume_times=stored.reconsume_times,
+                      offset=stored.offset)
+
+    def is_dlq(self, topic: str) -> bool:
+        return topic.startswith(DLQ_PREFIX)
+
+    def is_retry(self, topic: str) -> bool:
+        return is_retry_topic(topic)

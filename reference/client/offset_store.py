@@ -1,0 +1,162 @@
+"""Client offset stores (digest section 8).
+
+RemoteBrokerOffsetStore (clustering): an in-memory table per queue, raised only on
+consumption (increaseOnly) or set (orderly commit, reset), persisted to the broker by
+one-way calls. In 5.x an entry can be frozen (updateAndFreeze on OFFSET_ILLEGAL) until it is
+removed. LocalFileOffsetStore (broadcasting): the same table, persisted to a file that
+outlives the process.
+"""
+from __future__ import annotations
+
+from ..broker.broker import BrokerUnavailable
+
+READ_FROM_MEMORY = "memory"
+READ_FROM_STORE = "store"
+MEMORY_FIRST_THEN_STORE = "memory_first"
+
+
+class OffsetQueryError(Exception):
+    """A queryConsumerOffset that failed for another reason than 'not found'."""
+
+
+class _Entry:
+    __slots__ = ("value", "frozen")
+
+    def __init__(self, value: int):
+        self.value = value
+        self.frozen = False
+
+
+class OffsetStore:
+    kind = "remote"
+
+    def __init__(self, consumer):
+        self.consumer = consumer
+        self.sim = consumer.sim
+        self.profile = consumer.profile
+        self.table: dict = {}    # mq -> _Entry
+
+    def _emit(self, kind, mq, **fields):
+        topic, broker, queue = mq
+        self.sim.emit(kind, client=self.consumer.client_id, group=self.consumer.group, topic=topic, broker=broker,
+                      queue=queue, **fields)
+
+    def update_offset(self, mq, offset: int, increase_only: bool) -> None:
+        entry = self.table.get(mq)
+        if entry is None:
+            entry = self.table[mq] = _Entry(offset)
+        elif not entry.frozen:
+            if increase_only:
+                if offset > entry.value:
+                    entry.value = offset
+            else:
+                entry.value = offset
+        self._emit("offset_updated", mq, offset=offset, increase_only=increase_only, stored=entry.value,
+                   frozen=entry.frozen or None, store=self.kind)
+
+    def update_and_freeze(self, mq, offset: int) -> None:
+        """5.x ControllableOffset: set and ignore further updates until removeOffset."""
+        entry = self.table.setdefault(mq, _Entry(offset))
+        entry.value = offset
+        entry.frozen = True
+        self._emit("offset_updated", mq, offset=offset, increase_only=False, stored=offset, frozen=True,
+                   store=self.kind)
+
+    def read_memory(self, mq) -> int:
+        entry = self.table.get(mq)
+        return entry.value if entry is not None else -1
+
+    def remove_offset(self, mq) -> None:
+        if self.table.pop(mq, None) is not None:
+            self._emit("offset_removed", mq, store=self.kind)
+
+    def read_offset(self, mq, source: str) -> int:
+        if source == READ_FROM_MEMORY:
+            value = self.read_memory(mq)
+        elif source == MEMORY_FIRST_THEN_STORE and mq in self.table:
+            value = self.read_memory(mq)
+        else:
+            value = self._read_store(mq)
+            source = READ_FROM_STORE
+        self._emit("offset_read", mq, offset=value, source=source)
+        return value
+
+
+class RemoteBrokerOffsetStore(OffsetStore):
+    kind = "remote"
+
+    def _read_store(self, mq) -> int:
+        """-1: the broker has no offset (QUERY_NOT_FOUND); -2: the query failed otherwise."""
+        topic, broker, queue = mq
+        try:
+            if self.consumer.faults.take_offset_query_failure(self.consumer.client_id):
+                raise OffsetQueryError("queryConsumerOffset failed (injected broker error)")
+            value = self.consumer.net.broker(broker).query_consumer_offset(self.consumer.group, topic, queue)
+        except OffsetQueryError:
+            # 4.9.x reads any MQBrokerException as not found; before 4.9.1 (#2708) any failure did.
+            if self.profile.read_offset_broker_exception_is_not_found or self.profile.offset_query_failure_as_not_found:
+                return -1
+            return -2
+        except BrokerUnavailable:
+            return -1 if self.profile.offset_query_failure_as_not_found else -2
+        if value is None:
+            return -1
+        self.update_offset(mq, value, increase_only=False)
+        return value
+
+    def persist(self, mq, reason: str = "persist") -> None:
+        entry = self.table.get(mq)
+        if entry is None:
+            return
+        self.consumer.net.oneway_update_offset(self.consumer, mq, entry.value, reason)
+
+    def persist_all(self, mqs) -> None:
+        """Persist every queue in mqs; entries for other queues are dropped from the table."""
+        for mq in sorted(self.table):
+            if mq in mqs:
+                self.persist(mq, "persist_all")
+        for mq in [m for m in self.table if m not in mqs]:
+            self.remove_offset(mq)
+
+
+class LocalFileOffsetStore(OffsetStore):
+    """Broadcasting: offsets in ~/.rocketmq_offsets/<clientId>/<group>/offsets.json.
+
+    `disk` is that file's content, owned by the run so that it outlives a crash or restart."""
+
+    kind = "local"
+
+    def __init__(self, consumer, disk: dict):
+        super().__init__(consumer)
+        self.disk = disk
+
+    def _read_store(self, mq) -> int:
+        value = self.disk.get(mq)
+        if value is None:
+            return -1
+        self.update_offset(mq, value, increase_only=False)
+        return value
+
+    def persist(self, mq, reason: str = "persist") -> None:
+        entry = self.table.get(mq)
+        if entry is not None:
+            self._write(mq, entry.value)
+
+    def _write(self, mq, value) -> None:
+        if self.disk.get(mq) != value:
+            self.disk[mq] = value
+            topic, broker, queue = mq
+            self.sim.emit("offset_flushed", group=self.consumer.group, topic=topic, broker=broker, queue=queue,
+                          offset=value, store="local", client=self.consumer.client_id)
+
+    def persist_all(self, mqs) -> None:
+        for mq in sorted(self.table):
+            if mq in mqs:
+                self._write(mq, self.table[mq].value)
+        if not self.profile.local_offset_persist_merges:
+            # Before #7740 the file was rewritten with only the current queues.
+            for mq in sorted(m for m in self.disk if m not in mqs):
+                del self.disk[mq]
+                topic, broker, queue = mq
+                self.sim.emit("offset_erased", group=self.consumer.group, topic=topic, broker=broker, queue=queue,
+                              store="local", client=self.consumer.client_id)

@@ -1,0 +1,319 @@
+"""DefaultMQPushConsumer: lifecycle, the pull loop with flow control, and send-back.
+
+One consumer instance per client id. Its periodic work (rebalance, offset persist,
+heartbeat, expired-message cleaning) and every pull callback run as tasks owned by its
+process, so a pause freezes all of it and a crash ends all of it.
+"""
+from __future__ import annotations
+
+from rocketspec.spec import filter as filter_language
+from rocketspec.spec.filter import build_subscription, client_tag_match
+
+from ..broker.broker import BrokerUnavailable, PullRequestData
+from ..message import retry_topic
+from ..sim import Process
+from .consume_concurrently import ConsumeMessageConcurrentlyService
+from .listener import ListenerSpec
+from .offset_store import READ_FROM_MEMORY, LocalFileOffsetStore, RemoteBrokerOffsetStore
+from .rebalance import RebalanceImpl
+
+MIB = 1024 * 1024
+
+
+class ConsumerConfig:
+    """DefaultMQPushConsumer settings with RocketMQ's defaults (digest section 3)."""
+
+    DEFAULTS = {
+        "consume_mode": "CONCURRENTLY", "message_model": "CLUSTERING", "strategy": "AVG",
+        "consume_from_where": "CONSUME_FROM_LAST_OFFSET", "consume_timestamp": None,
+        "max_reconsume_times": -1, "consume_message_batch_max_size": 1, "pull_batch_size": 32,
+        "pull_interval": 0, "consume_thread_max": 20, "pull_threshold_for_queue": 1000,
+        "pull_threshold_size_for_queue": 100, "consume_concurrently_max_span": 2000,
+        "suspend_current_queue_time_millis": 1000, "consume_timeout": 15, "virtual_node_cnt": 10,
+        "config_mqs": None, "consumeridcs": None,
+    }
+
+    @classmethod
+    def resolve(cls, given: dict) -> dict:
+        unknown = set(given) - set(cls.DEFAULTS) - {"subscriptions", "listener", "name"}
+        if unknown:
+            raise ValueError(f"unknown consumer settings: {', '.join(sorted(unknown))}")
+        out = dict(cls.DEFAULTS)
+        out.update({k: v for k, v in given.items() if k in cls.DEFAULTS})
+        return out
+
+
+class PushConsumer:
+    def __init__(self, sim, net, profile, client_id: str, group: str, config: dict, subscriptions: dict,
+                 listener: dict | None, local_disk: dict):
+        self.sim = sim
+        self.net = net
+        self.profile = profile
+        self.client_id = client_id
+        self.group = group
+        self.faults = net.faults
+        cfg = ConsumerConfig.resolve(config)
+        self.config = cfg
+        self.orderly = cfg["consume_mode"] == "ORDERLY"
+        self.broadcasting = cfg["message_model"] == "BROADCASTING"
+        self.strategy = cfg["strategy"]
+        self.consume_from_where = cfg["consume_from_where"]
+        self.consume_timestamp = cfg["consume_timestamp"]
+        self.virtual_node_cnt = cfg["virtual_node_cnt"]
+        self.config_mqs = cfg["config_mqs"]
+        self.consumeridcs = cfg["consumeridcs"]
+        self.batch_size = cfg["consume_message_batch_max_size"]
+        self.pull_batch_size = cfg["pull_batch_size"]
+        self.consume_threads = cfg["consume_thread_max"]
+        self.consume_timeout_min = cfg["consume_timeout"]
+        self.max_reconsume_times = cfg["max_reconsume_times"]
+        self.listener = ListenerSpec(listener, self.orderly)
+        self.proc = Process(f"client:{client_id}")
+        self._consume_ids = 0
+        self._pull_ids = 0
+        # subscriptionInner: topic -> (SubscriptionData, compiled SQL or None); clustering adds %RETRY%group with "*".
+        self.subscriptions: dict[str, tuple] = {}
+        for topic, sub in subscriptions.items():
+            expr_type, expr = ("TAG", sub) if isinstance(sub, str) else (sub.get("type", "TAG"), sub["expr"])
+            data = build_subscription(expr, expr_type)
+            sql = filter_language.compile_sql92(expr, profile) if expr_type == "SQL92" else None
+            self.subscriptions[topic] = (data, sql)
+        if not self.broadcasting:
+            self.subscriptions[retry_topic(group)] = (build_subscription("*"), None)
+        self.offset_store = (LocalFileOffsetStore(self, local_disk) if self.broadcasting
+                             else RemoteBrokerOffsetStore(self))
+        self.rebalance = RebalanceImpl(self)
+        self.pull_service = PullService(self)
+        if self.orderly:
+            from .consume_orderly import ConsumeMessageOrderlyService
+            self.consume_service = ConsumeMessageOrderlyService(self)
+        else:
+            self.consume_service = ConsumeMessageConcurrentlyService(self)
+        self.running = False
+
+    # ------------------------------------------------------------------ helpers
+    def emit_pq(self, kind: str, mq, **fields) -> None:
+        topic, broker, queue = mq
+        self.sim.emit(kind, client=self.client_id, group=self.group, topic=topic, broker=broker, queue=queue, **fields)
+
+    def next_consume_id(self) -> int:
+        self._consume_ids += 1
+        return self._consume_ids
+
+    def max_reconsume(self) -> int:
+        """getMaxReconsumeTimes: -1 means 16 for concurrent consumers (orderly: Integer.MAX_VALUE)."""
+        if self.max_reconsume_times == -1:
+            return 2**31 - 1 if self.orderly else self.profile.default_max_reconsume_times
+        return self.max_reconsume_times
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.running = True
+        self.net.clients[self.client_id] = self
+        subs = {t: {"type": d.expression_type, "expr": d.sub_string} for t, (d, _) in self.subscriptions.items()}
+        self.sim.emit("client_started", client=self.client_id, group=self.group,
+                      consume_mode=self.config["consume_mode"], message_model=self.config["message_model"],
+                      subscriptions=subs, config={k: v for k, v in self.config.items() if v is not None}
+                      | {"max_reconsume_resolved": self.max_reconsume()})
+        p = self.profile
+        self.consume_service.start()
+        self.sim.every(p.persist_offset_initial_delay_ms, p.persist_offset_interval_ms, self.persist_all_offsets,
+                       owner=self.proc)
+        self.sim.every(p.heartbeat_interval_ms, p.heartbeat_interval_ms, self.heartbeat, owner=self.proc)
+        self.heartbeat()
+        self.rebalance.start()
+        self.rebalance.rebalance_immediately()
+
+    def heartbeat(self) -> None:
+        for name in sorted(self.net.brokers):
+            try:
+                b = self.net.broker(name)
+                b.heartbeat(self.client_id, self.group, clustering=not self.broadcasting)
+                for topic, (data, _) in self.subscriptions.items():
+                    b.register_subscription(self.group, topic, data)
+            except BrokerUnavailable:
+                continue
+
+    def persist_all_offsets(self) -> None:
+        mqs = set(self.rebalance.pq_table)
+        if mqs:
+            self.offset_store.persist_all(mqs)
+
+    def shutdown(self) -> None:
+        """Graceful: stop consuming, persist offsets, unregister, drop every ProcessQueue."""
+        if not self.running:
+            return
+        self.running = False
+        self.consume_service.shutdown() if hasattr(self.consume_service, "shutdown") else None
+        self.persist_all_offsets()
+        for name in sorted(self.net.brokers):
+            try:
+                self.net.broker(name).unregister(self.client_id, self.group)
+            except BrokerUnavailable:
+                continue
+        self.rebalance.destroy("shutdown")
+        self.sim.emit("client_stopped", client=self.client_id, group=self.group)
+        self.proc.kill()
+
+    def crash(self) -> None:
+        self.running = False
+        self.sim.emit("client_crashed", client=self.client_id, group=self.group)
+        self.proc.kill()
+
+    def pause(self, duration: int) -> None:
+        self.sim.emit("client_paused", client=self.client_id, group=self.group, duration=duration)
+        self.proc.paused_until = max(self.proc.paused_until, self.sim.now + duration)
+        self.sim.schedule(duration, self._resumed)
+
+    def _resumed(self) -> None:
+        if self.proc.alive and self.sim.now >= self.proc.paused_until:
+            self.sim.emit("client_resumed", client=self.client_id, group=self.group)
+
+    # ------------------------------------------------------------------ rebalance hooks
+    def message_queue_changed(self, topic: str) -> None:
+        self.heartbeat()
+
+    def remove_unnecessary_message_queue(self, mq, pq) -> bool:
+        if self.orderly and not self.broadcasting:
+            return self.consume_service.remove_unnecessary_message_queue(mq, pq)
+        self.offset_store.persist(mq, "remove_queue")
+        self.offset_store.remove_offset(mq)
+        return True
+
+    def lock(self, mq) -> bool:
+        return self.consume_service.lock(mq)
+
+    # ------------------------------------------------------------------ send back
+    def send_message_back(self, msg, delay_level: int, mq) -> bool:
+        """consumerSendMessageBack, falling back to a producer send to %RETRY%group."""
+        self.sim.emit("send_back_requested", client=self.client_id, group=self.group, msg_id=msg.msg_id,
+                      origin_msg_id=msg.origin_msg_id, reconsume_times=msg.reconsume_times, delay_level=delay_level,
+                      topic=mq[0], broker=mq[1], queue=mq[2], offset=msg.offset, via="consumer_send_back")
+        try:
+            self.net.broker(msg.broker).consumer_send_msg_back(self.group, msg.msg_id, delay_level,
+                                                               self.max_reconsume(), self.client_id)
+            return True
+        except BrokerUnavailable:
+            pass
+        return self.send_to_retry_topic(msg, msg.reconsume_times + 1, 3 + msg.reconsume_times, "fallback_producer")
+
+    def send_to_retry_topic(self, msg, reconsume_times: int, delay_level: int, via: str) -> bool:
+        """A normal producer send to %RETRY%group, to any live broker that hosts it."""
+        topic = retry_topic(self.group)
+        for name in sorted(self.net.brokers):
+            b = self.net.brokers[name]
+            if not b.up or topic not in b.topics:
+                continue
+            try:
+                b.send_to_retry_topic(self.group, msg, reconsume_times, self.max_reconsume(), delay_level, via,
+                                      self.client_id)
+                return True
+            except BrokerUnavailable:
+                continue
+        self.sim.emit("send_back_failed", client=self.client_id, group=self.group, msg_id=msg.msg_id,
+                      origin_msg_id=msg.origin_msg_id, reason="no broker accepted the message")
+        return False
+
+
+class PullService:
+    """PullMessageService plus DefaultMQPushConsumerImpl.pullMessage and its callback."""
+
+    def __init__(self, consumer: PushConsumer):
+        self.c = consumer
+        self.sim = consumer.sim
+
+    def execute_later(self, req, delay: int) -> None:
+        self.sim.schedule(delay, self.pull_message, req, owner=self.c.proc)
+
+    def _flow(self, req, reason: str, delay: int) -> None:
+        self.c.emit_pq("pull_flow_controlled", req.mq, reason=reason, delay=delay)
+        self.execute_later(req, delay)
+
+    def pull_message(self, req) -> None:
+        c, pq, p = self.c, req.pq, self.c.profile
+        if pq.dropped:
+            return
+        pq.last_pull_ts = self.sim.now
+        if pq.msg_count > c.config["pull_threshold_for_queue"]:
+            return self._flow(req, "count", p.pull_delay_when_flow_control_ms)
+        if pq.msg_size // MIB > c.config["pull_threshold_size_for_queue"]:
+            return self._flow(req, "size", p.pull_delay_when_flow_control_ms)
+        if not c.orderly:
+            if pq.max_span() > c.config["consume_concurrently_max_span"]:
+                return self._flow(req, "span", p.pull_delay_when_flow_control_ms)
+        elif not c.consume_service.ready_to_pull(req):
+            return
+        topic = req.mq[0]
+        sub = c.subscriptions.get(topic)
+        if sub is None:
+            return self._flow(req, "no_subscription", p.pull_delay_when_exception_ms)
+        data, sql = sub
+        commit = -1
+        if not c.broadcasting:
+            mem = c.offset_store.read_memory(req.mq)
+            commit = mem if mem > 0 else -1
+        c._pull_ids += 1
+        pull_id = c._pull_ids
+        mq = req.mq
+        c.emit_pq("pull_issued", mq, offset=req.next_offset, pull_id=pull_id, max_nums=c.pull_batch_size,
+                  commit_offset=commit, expr=data.sub_string, expr_type=data.expression_type)
+        data_req = PullRequestData(client=c.client_id, group=c.group, topic=topic, queue=mq[2], offset=req.next_offset,
+                                   max_nums=c.pull_batch_size, subscription=data, sql=sql,
+                                   commit_offset=commit if commit > 0 else None, pull_id=pull_id, suspend=True,
+                                   expr_type=data.expression_type, respond=None)
+
+        def respond(result, status):
+            # The answer travels back to the client.
+            self.sim.schedule(c.net.latency_ms, self.on_pull_result, req, pull_id, result, status, owner=c.proc)
+
+        data_req.respond = respond
+        c.net.pull_async(c, mq[1], data_req, lambda: self._flow(req, "exception", p.pull_delay_when_exception_ms))
+
+    def on_pull_result(self, req, pull_id, result, status) -> None:
+        c, pq, mq = self.c, req.pq, req.mq
+        p = c.profile
+        if result is None:  # SYSTEM_ERROR (e.g. SQL92 without enablePropertyFilter)
+            c.emit_pq("pull_flow_controlled", mq, reason="exception", delay=p.pull_delay_when_exception_ms)
+            return self.execute_later(req, p.pull_delay_when_exception_ms)
+        requested = req.next_offset
+        base = dict(pull_id=pull_id, offset=requested, get_status=result.status, status=status,
+                    next_offset=result.next_begin, min_offset=result.min_offset, max_offset=result.max_offset)
+        if status == "FOUND":
+            data, _ = c.subscriptions.get(mq[0], (None, None))
+            kept, dropped_ids = [], []
+            for m in result.messages:
+                if data is None or client_tag_match(data, m.tags):
+                    kept.append(m.clone())
+                else:
+                    dropped_ids.append(m.offset)
+            req.next_offset = result.next_begin
+            c.emit_pq("pull_answered", mq, **base, offsets=[m.offset for m in kept], msg_ids=[m.msg_id for m in kept],
+                      broker_filtered=result.filtered or None, client_filtered=dropped_ids or None)
+            if not kept:
+                return self.execute_later(req, 0)
+            dispatch = pq.put_messages(kept)
+            c.consume_service.submit(kept, pq, mq, dispatch)
+            return self.execute_later(req, c.config["pull_interval"])
+        c.emit_pq("pull_answered", mq, **base, broker_filtered=result.filtered or None)
+        if status in ("NO_NEW_MSG", "NO_MATCHED_MSG"):
+            req.next_offset = result.next_begin
+            if pq.msg_count == 0 and not pq.dropped:   # correctTagsOffset
+                c.offset_store.update_offset(mq, req.next_offset, increase_only=True)
+            return self.execute_later(req, 0)
+        # OFFSET_ILLEGAL
+        req.next_offset = result.next_begin
+        if not pq.dropped:
+            pq.dropped = True
+            c.emit_pq("pq_dropped", mq, reason="offset_illegal")
+        self.sim.schedule(p.offset_illegal_delay_ms, self._fix_illegal_offset, mq, req.next_offset, owner=c.proc)
+
+    def _fix_illegal_offset(self, mq, next_offset: int) -> None:
+        c = self.c
+        if c.profile.controllable_offset:
+            c.offset_store.update_and_freeze(mq, next_offset)
+        else:
+            c.offset_store.update_offset(mq, next_offset, increase_only=False)
+        c.offset_store.persist(mq, "offset_illegal")
+        c.rebalance.remove_process_queue(mq)
+        if c.profile.controllable_offset:
+            c.rebalance.rebalance_immediately()

@@ -1,0 +1,109 @@
+"""How clients reach brokers in the simulation, and the network faults.
+
+Synchronous calls (lock, offset query, send-back, heartbeat) take no virtual time and raise
+BrokerUnavailable when the broker is down. Pulls take `latency_ms` each way. One-way calls
+(offset persist, unlock, group-change notification) take `latency_ms` and may be lost with
+probability `oneway_loss`; a loss is recorded as an event, so a trace explains itself.
+"""
+from __future__ import annotations
+
+from .broker.broker import Broker, BrokerUnavailable
+
+
+class Faults:
+    def __init__(self):
+        self.oneway_loss = 0.0
+        self.offset_query_failures: dict[str, int] = {}   # client -> failures still to inject
+
+    def take_offset_query_failure(self, client: str) -> bool:
+        n = self.offset_query_failures.get(client, 0)
+        if n > 0:
+            self.offset_query_failures[client] = n - 1
+            return True
+        return False
+
+
+class Network:
+    def __init__(self, sim, latency_ms: int = 1):
+        self.sim = sim
+        self.latency_ms = latency_ms
+        self.brokers: dict[str, Broker] = {}
+        self.clients: dict[str, object] = {}
+        self.faults = Faults()
+
+    def add_broker(self, broker: Broker) -> None:
+        self.brokers[broker.name] = broker
+        broker.notify_group = self._notify_group
+
+    def broker(self, name: str) -> Broker:
+        b = self.brokers.get(name)
+        if b is None or not b.up:
+            raise BrokerUnavailable(f"broker {name} is unavailable")
+        return b
+
+    # ---------------------------------------------------------------- routes
+    def route(self, topic: str) -> list[tuple[str, str, int]]:
+        """The name server's view: every queue of the topic on every broker that has it."""
+        out = []
+        for name in sorted(self.brokers):
+            n = self.brokers[name].topics.get(topic)
+            if n:
+                out.extend((topic, name, q) for q in range(n))
+        return out
+
+    def find_consumer_ids(self, topic: str, group: str):
+        """Asks one random broker that hosts the topic, as findConsumerIdList does."""
+        hosts = [n for n in sorted(self.brokers) if topic in self.brokers[n].topics]
+        if not hosts:
+            return None
+        return self.broker(self.sim.rng.choice(hosts)).find_consumer_ids(group)
+
+    # ---------------------------------------------------------------- one-way calls
+    def _lost(self, call: str, **where) -> bool:
+        if self.sim.chance(self.faults.oneway_loss):
+            self.sim.emit("oneway_lost", call=call, **where)
+            return True
+        return False
+
+    def oneway_update_offset(self, consumer, mq, offset: int, reason: str) -> None:
+        topic, broker_name, queue = mq
+        lost = self.sim.chance(self.faults.oneway_loss)
+        self.sim.emit("offset_persisted", client=consumer.client_id, group=consumer.group, topic=topic,
+                      broker=broker_name, queue=queue, offset=offset, lost=lost, reason=reason)
+        b = self.brokers.get(broker_name)
+        if lost or b is None or not b.up:
+            return
+        self.sim.schedule(self.latency_ms, b.update_consumer_offset, consumer.group, topic, queue, offset,
+                          consumer.client_id, owner=b.proc)
+
+    def oneway_unlock(self, consumer, broker_name: str, mqs: list, delay: int = 0) -> None:
+        b = self.brokers.get(broker_name)
+        if b is None or not b.up or self._lost("unlock", client=consumer.client_id, broker=broker_name,
+                                                  group=consumer.group):
+            return
+        self.sim.schedule(delay + self.latency_ms, b.unlock_batch, consumer.group, mqs, consumer.client_id,
+                          owner=b.proc)
+
+    def _notify_group(self, broker: Broker, group: str) -> None:
+        """NOTIFY_CONSUMER_IDS_CHANGED to every member of the group (one-way)."""
+        for client_id in sorted(broker.consumers.get(group, {})):
+            c = self.clients.get(client_id)
+            if c is None or not c.proc.alive:
+                continue
+            if self._lost("notify_consumer_ids_changed", client=client_id, broker=broker.name, group=group):
+                continue
+            self.sim.schedule(self.latency_ms, c.rebalance.rebalance_immediately, owner=c.proc)
+
+    # ---------------------------------------------------------------- async pull
+    def pull_async(self, consumer, broker_name: str, req, on_error) -> None:
+        b = self.brokers.get(broker_name)
+        if b is None or not b.up:
+            self.sim.schedule(self.latency_ms, on_error, owner=consumer.proc)
+            return
+
+        def arrive():
+            if not b.up:
+                return
+            b.pull(req)
+
+        self.sim.schedule(self.latency_ms, arrive, owner=b.proc)

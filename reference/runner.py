@@ -1,0 +1,230 @@
+"""Run a scenario on the reference broker and client and emit its trace.
+
+`run(scenario, seed, profile, sink)` builds brokers, topics, producers and the step
+timeline on one simulator, runs the scenario's duration, then keeps running until the
+system is quiescent (everything consumed or dead-lettered) or the drain limit passes, and
+ends the trace with `trace_ended`.
+"""
+from __future__ import annotations
+
+from rocketspec.spec.filter import java_string_hash, tags_code
+from rocketspec.spec.profiles import get_profile
+from rocketspec.traces.schema import SCHEMA_VERSION
+
+from .broker.broker import Broker, BrokerUnavailable
+from .client.push_consumer import PushConsumer
+from .message import Message, is_retry_topic
+from .network import Network
+from .sim import Simulator
+
+QUIESCENCE_CHECK_MS = 1000
+
+
+class Producer:
+    """Sends `count` messages at `rate_per_s`, rotating over the topic's queues, or choosing
+    the queue by sharding key (hash mod queue count) as an orderly producer's selector does."""
+
+    def __init__(self, run: "Run", spec: dict):
+        self.run = run
+        self.spec = spec
+        self.topic = spec["topic"]
+        self.remaining = spec.get("count", 100)
+        self.interval = max(1, int(round(1000 / float(spec.get("rate_per_s", 100)))))
+        self.next_queue = 0
+        self.sent = 0
+
+    def start(self) -> None:
+        self.run.sim.schedule(self.spec.get("start_ms", 0), self.tick)
+
+    def tick(self) -> None:
+        if self.remaining <= 0:
+            return
+        self.send_one()
+        self.remaining -= 1
+        if self.remaining > 0:
+            self.run.sim.schedule(self.interval, self.tick)
+
+    def send_one(self, tags=None, keys=None, props=None) -> None:
+        run, sim, spec = self.run, self.run.sim, self.spec
+        queues = run.net.route(self.topic)
+        live = [q for q in queues if run.net.brokers[q[1]].up]
+        if not live:
+            return  # every broker of the topic is down: the send fails, the producer moves on
+        if tags is None and spec.get("tags"):
+            tags = sim.rng.choice(spec["tags"])
+            tags = tags if tags else None   # "" in a list of tags means untagged
+        n_keys = spec.get("sharding_keys")
+        if keys is None and n_keys:
+            keys = f"order-{sim.rng.randrange(n_keys)}"
+        if keys is not None and n_keys:
+            mq = queues[abs(java_string_hash(keys)) % len(queues)]
+            if mq not in live:
+                return
+        else:
+            mq = live[self.next_queue % len(live)]
+            self.next_queue += 1
+        if props is None and spec.get("props"):
+            props = {k: str(sim.rng.choice(v)) if isinstance(v, list) else str(v) for k, v in spec["props"].items()}
+        self.sent += 1
+        msg = Message(topic=self.topic, queue=mq[2], tags=tags, tags_code=tags_code(tags), keys=keys,
+                      props=props or {}, body_size=spec.get("body_size", 128))
+        try:
+            run.net.broker(mq[1]).put_message(msg, source="producer")
+        except BrokerUnavailable:
+            pass
+
+
+class Run:
+    def __init__(self, scenario: dict, seed: int, profile, sink):
+        self.scenario = scenario
+        self.profile = get_profile(profile)
+        self.sim = Simulator(seed, sink)
+        self.net = Network(self.sim, scenario["latency_ms"])
+        self.consumers: dict[str, PushConsumer] = {}
+        self.local_disks: dict[str, dict] = {}     # broadcasting offsets.json per client id
+        self.producers: list[Producer] = []
+        self.steps_done = False
+        self.ended = None
+
+    # ------------------------------------------------------------------ build
+    def setup(self) -> None:
+        sc, sim = self.scenario, self.sim
+        sim.emit("trace_started", schema_version=SCHEMA_VERSION, profile=self.profile.name, seed=sim.seed,
+                 scenario=sc["name"], config=sc_for_trace(sc))
+        for name in sc["brokers"]:
+            b = Broker(sim, name, self.profile, sc["broker_config"])
+            self.net.add_broker(b)
+            b.start()
+        for t in sc["topics"]:
+            for bname in t["brokers"]:
+                self.net.brokers[bname].create_topic(t["name"], t["queues"])
+        for spec in sc["producers"]:
+            p = Producer(self, spec)
+            self.producers.append(p)
+            p.start()
+        last = 0
+        for st in sc["steps"]:
+            sim.schedule(st["at_ms"], self.do_step, st)
+            last = max(last, st["at_ms"])
+        sim.schedule(last, self._steps_finished)
+
+    def _steps_finished(self) -> None:
+        self.steps_done = True
+
+    # ------------------------------------------------------------------ steps
+    def do_step(self, st: dict) -> None:
+        a = st["action"]
+        sim = self.sim
+        if a == "start":
+            cid = st["client"]
+            old = self.consumers.get(cid)
+            if old is not None and old.running:
+                return
+            g = self.scenario["groups"][st["group"]]
+            c = PushConsumer(sim, self.net, self.profile, cid, st["group"], g, g["subscriptions"], g.get("listener"),
+                             self.local_disks.setdefault(cid, {}))
+            self.consumers[cid] = c
+            c.start()
+        elif a == "shutdown":
+            self.consumers[st["client"]].shutdown()
+        elif a == "crash":
+            c = self.consumers[st["client"]]
+            if c.running:
+                c.crash()
+        elif a == "pause":
+            self.consumers[st["client"]].pause(st["duration_ms"])
+        elif a == "restart_broker":
+            b = self.net.brokers[st["broker"]]
+            b.stop_for_restart()
+            sim.schedule(st.get("downtime_ms", 0), b.restart)
+        elif a == "oneway_loss":
+            self.net.faults.oneway_loss = float(st["probability"])
+        elif a == "fail_offset_queries":
+            self.net.faults.offset_query_failures[st["client"]] = int(st["count"])
+        elif a == "delete_messages":
+            self.net.brokers[st["broker"]].store.delete_before(st["topic"], st["queue"], st["before"])
+        elif a == "produce":
+            p = Producer(self, {"topic": st["topic"], "count": st["count"], "rate_per_s": 1000})
+            for _ in range(st["count"]):
+                p.send_one(tags=st.get("tags"), keys=st.get("keys"), props=st.get("props"))
+
+    # ------------------------------------------------------------------ quiescence
+    def quiescent(self) -> bool:
+        """Nothing left to do: producers and steps done, no delayed message pending, and every
+        group with a live consumer has consumed every queue of every subscribed topic."""
+        if not self.steps_done or any(p.remaining > 0 for p in self.producers):
+            return False
+        for b in self.net.brokers.values():
+            if not b.up or b.schedule.pending():
+                return False
+        live = [c for c in self.consumers.values() if c.running and c.proc.alive]
+        if any(c.proc.paused_until > self.sim.now for c in live):
+            return False
+        groups: dict[str, list[PushConsumer]] = {}
+        for c in live:
+            groups.setdefault(c.group, []).append(c)
+        for group, members in groups.items():
+            for topic in members[0].subscriptions:
+                for mq in self.net.route(topic):
+                    maxo = self.net.brokers[mq[1]].store.max_offset(mq[0], mq[2])
+                    holders = members if members[0].broadcasting else [
+                        c for c in members if mq in c.rebalance.pq_table]
+                    if not holders and maxo > 0:
+                        return False
+                    for c in holders:
+                        pq = c.rebalance.pq_table.get(mq)
+                        if pq is None or pq.dropped or pq.msg_count or pq.consuming_tree:
+                            return False
+                        if maxo > 0 and c.offset_store.read_memory(mq) != maxo:
+                            return False
+            if not all(c.consume_service.idle() for c in members):
+                return False
+        # Every group that has messages waiting needs a live consumer to be called drained.
+        for group in self.scenario["groups"]:
+            if group not in groups and self._group_has_backlog(group):
+                return False
+        return True
+
+    def _group_has_backlog(self, group: str) -> bool:
+        g = self.scenario["groups"][group]
+        for topic in g["subscriptions"]:
+            for mq in self.net.route(topic):
+                b = self.net.brokers[mq[1]]
+                if b.store.max_offset(mq[0], mq[2]) > max(0, b.offsets.query(group, mq[0], mq[2])):
+                    return True
+        return False
+
+    def execute(self) -> str:
+        sc, sim = self.scenario, self.sim
+        self.setup()
+        sim.run_until(sc["duration_ms"])
+        limit = sc["duration_ms"] + sc["drain_limit_ms"]
+        reason = "duration"
+        while sim.now < limit:
+            if self.quiescent():
+                reason = "quiescent"
+                break
+            nxt = sim.next_due()
+            if nxt is None:
+                break
+            sim.run_until(min(limit, max(nxt, sim.now + QUIESCENCE_CHECK_MS)))
+        sim.emit("trace_ended", reason=reason)
+        return reason
+
+
+def sc_for_trace(sc: dict) -> dict:
+    return {k: sc[k] for k in ("name", "duration_ms", "brokers", "topics") if k in sc} | {
+        "groups": sorted(sc["groups"])}
+
+
+def run(scenario: dict, seed: int, profile, sink) -> str:
+    """Run a validated scenario; events go to sink(event). Returns the trace_ended reason."""
+    return Run(scenario, seed, profile, sink).execute()
+
+
+def run_to_list(scenario: dict, seed: int, profile) -> list[dict]:
+    out: list[dict] = []
+    run(scenario, seed, profile, out.append)
+    return out
+
+
