@@ -142,7 +142,9 @@ class Run:
         elif a == "fail_offset_queries":
             self.net.faults.offset_query_failures[st["client"]] = int(st["count"])
         elif a == "delete_messages":
-            self.net.brokers[st["broker"]].store.delete_before(st["topic"], st["queue"], st["before"])
+            b = self.net.brokers[st["broker"]]
+            low = b.store.delete_before(st["topic"], st["queue"], st["before"])
+            sim.emit("messages_deleted", topic=st["topic"], broker=b.name, queue=st["queue"], min_offset=low)
         elif a == "produce":
             p = Producer(self, {"topic": st["topic"], "count": st["count"], "rate_per_s": 1000})
             for _ in range(st["count"]):

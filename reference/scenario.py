@@ -156,9 +156,13 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
             raise ScenarioError(source, f"{path}.at_ms", "must be >= 0")
         sc["steps"].append(st)
     started = set()
+    ever_started = {st["client"] for st in sc["steps"] if st["action"] == "start"}
     for i, st in enumerate(sc["steps"]):
         if st["action"] == "start":
             started.add(st["client"])
+        elif st["action"] == "fail_offset_queries":
+            if st["client"] not in ever_started:   # a fault may be armed before the client starts
+                raise ScenarioError(source, f"steps[{i}].client", f"client {st['client']!r} is never started")
         elif "client" in st and st["client"] not in started:
             raise ScenarioError(source, f"steps[{i}].client", f"client {st['client']!r} is not started by an earlier step")
     return sc

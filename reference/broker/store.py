@@ -62,13 +62,14 @@ class MessageStore:
         cq = self.queues.get((topic, queue))
         return cq.max_offset if cq else 0
 
-    def delete_before(self, topic, queue, offset) -> None:
-        """Retention: messages below offset are gone (commit log files expired)."""
+    def delete_before(self, topic, queue, offset) -> int:
+        """Retention: messages below offset are gone (commit log files expired). Returns the new min."""
         cq = self.consume_queue(topic, queue)
         offset = min(offset, cq.max_offset)
         for i in range(cq.min_offset, offset):
             cq.messages[i] = None
         cq.min_offset = max(cq.min_offset, offset)
+        return cq.min_offset
 
     def get_message(self, topic: str, queue: int, offset: int, max_nums: int, matches) -> GetResult:
         """matches(msg) -> bool is the broker's subscription filter (tags hash or SQL92)."""
