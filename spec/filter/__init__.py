@@ -1,8 +1,26 @@
 """The filter language of RocketMQ, as the spec's definition (digest section 9).
 
-* Tags: :func:`java_string_hash`, :func:`tags_code`, :class:`SubscriptionData`,
-  :func:`build_subscription`, :func:`broker_tag_match`, :func:`client_tag_match`.
+Pure, stateless definitions that the reference broker may use directly:
+
+* Tags (:mod:`.tags`): :func:`java_string_hash`, :func:`tags_code`,
+  :class:`SubscriptionData`, :func:`build_subscription`, :func:`broker_tag_match`,
+  :func:`client_tag_match`.
+* SQL92 (:mod:`.sql92`): :func:`compile_sql92` -> :class:`Expression` (``evaluate``),
+  :func:`sql92_match`, :class:`FilterCompileError`, :class:`FilterEvaluateError`.
+* The broker's whole decision for one message (:mod:`.broker_match`):
+  :func:`broker_matches`.
 """
+from .broker_match import broker_matches
+from .sql92 import (
+    MAX_DEPTH,
+    MAX_EXPR_LENGTH,
+    Expression,
+    FilterCompileError,
+    FilterError,
+    FilterEvaluateError,
+    compile_sql92,
+    sql92_match,
+)
 from .tags import (
     SQL92,
     SUB_ALL,
@@ -17,6 +35,8 @@ from .tags import (
 )
 
 __all__ = [
-    "SQL92", "SUB_ALL", "TAG", "SubscriptionData", "SubscriptionError", "broker_tag_match",
-    "build_subscription", "client_tag_match", "java_string_hash", "tags_code",
+    "MAX_DEPTH", "MAX_EXPR_LENGTH", "SQL92", "SUB_ALL", "TAG", "Expression", "FilterCompileError",
+    "FilterError", "FilterEvaluateError", "SubscriptionData", "SubscriptionError",
+    "broker_matches", "broker_tag_match", "build_subscription", "client_tag_match",
+    "compile_sql92", "java_string_hash", "sql92_match", "tags_code",
 ]

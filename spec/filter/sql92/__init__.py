@@ -1,0 +1,107 @@
+"""RocketMQ's SQL92 message selector: lexer, parser and evaluator, as the spec's definition.
+
+``compile_sql92(text, profile)`` gives an :class:`Expression` (or raises
+:class:`FilterCompileError`); ``Expression.evaluate(props)`` gives TRUE, FALSE or null
+(``True``/``False``/``None``) for a message's properties (all strings, as the broker sees
+them), or raises :class:`FilterEvaluateError`; :func:`sql92_match` is the broker's
+decision: only exactly TRUE matches, an error means no match.
+
+The grammar and its quirks are described in :mod:`.parser`, the evaluation rules in
+:mod:`.nodes` and :mod:`.javavalues`. The profile matters through one switch:
+``sql_string_functions`` (CONTAINS / STARTSWITH / ENDSWITH, from 5.1.3).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+
+from ...profiles import Profile, get_profile
+from .errors import FilterCompileError, FilterError, FilterEvaluateError
+from .javavalues import JLong
+from .nodes import Node, to_sql
+from .parser import MAX_DEPTH, MAX_EXPR_LENGTH, parse
+
+__all__ = [
+    "Expression", "FilterCompileError", "FilterError", "FilterEvaluateError", "JLong",
+    "MAX_DEPTH", "MAX_EXPR_LENGTH", "compile_sql92", "sql92_match",
+]
+
+
+class Expression:
+    """A compiled selector. Immutable; equal when the trees are equal."""
+
+    __slots__ = ("source", "root", "string_functions")
+
+    def __init__(self, source: str, root: Node, string_functions: bool):
+        self.source = source
+        self.root = root
+        self.string_functions = string_functions
+
+    def evaluate(self, props: Mapping[str, str]) -> bool | None:
+        """The value RocketMQ's ``evaluate`` returns for a message with these properties:
+        ``True``, ``False`` or ``None`` (null). A property missing from ``props`` (or None)
+        is null. Raises :class:`FilterEvaluateError` where RocketMQ throws."""
+        try:
+            return self.root.evaluate(props)
+        except RecursionError:
+            raise FilterEvaluateError("expression nests too deeply to evaluate here") from None
+
+    def matches(self, props: Mapping[str, str]) -> bool:
+        """The broker's decision for one message; same as :func:`sql92_match`."""
+        return sql92_match(self, props)
+
+    def to_sql(self) -> str:
+        """Fully parenthesised selector text that compiles back to an equal expression."""
+        return to_sql(self.root)
+
+    def __str__(self) -> str:
+        return self.to_sql()
+
+    def __repr__(self) -> str:
+        return f"Expression({self.source!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Expression) and self.root == other.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+
+_CACHE: OrderedDict[tuple[str, bool], Expression] = OrderedDict()
+_CACHE_SIZE = 4096
+
+
+def _string_functions(profile: Profile | str | None) -> bool:
+    return get_profile(profile).sql_string_functions
+
+
+def compile_sql92(expr: str, profile: Profile | str | None = None, *, cache: bool = True) -> Expression:
+    """Compile a selector as the given profile's broker does (``profile``: a
+    :class:`~rocketspec.spec.profiles.Profile`, a profile name, or None for the default).
+    Raises :class:`FilterCompileError` with a message and position. Successful compilations
+    are cached (like RocketMQ's parse cache); ``cache=False`` bypasses the cache."""
+    sf = _string_functions(profile)
+    if not cache:
+        return Expression(expr, parse(expr, sf), sf)
+    key = (expr, sf)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        _CACHE.move_to_end(key)
+        return hit
+    compiled = Expression(expr, parse(expr, sf), sf)
+    _CACHE[key] = compiled
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return compiled
+
+
+def sql92_match(expression: Expression, props: Mapping[str, str]) -> bool:
+    """The broker's SQL92 decision (``ExpressionMessageFilter.isMatchedByCommitLog``): the
+    message matches only when the expression evaluates to exactly TRUE; FALSE, null and an
+    evaluation error (logged by the broker) all mean no match."""
+    try:
+        return expression.root.evaluate(props) is True
+    except FilterEvaluateError:
+        return False
+    except RecursionError:
+        return False
