@@ -47,6 +47,7 @@ class Profile:
     broadcast_orderly_takes_locks: bool = False  # #8772 fixed 5.3.2
     orderly_reconsume_time_plus_one: bool = True  # #6163 fix, 5.1.1
     orderly_first_pull_recompute_bug: bool = False  # #1825: recompute returned -1 -> broker corrects to min
+    lock_all_skips_dropped: bool = True          # 5.x lockAll renews only non-dropped pqs; 4.9.x renews every pq in the table
 
     # ---- offsets (section 8, 10) ---------------------------------------------------------
     controllable_offset: bool = True             # 5.x ControllableOffset (#7634): updateAndFreeze
@@ -102,9 +103,28 @@ ROCKETMQ_4_9_8 = Profile(
     retry_tag_filter_fixed=False,
     broker_flow_control_status=False,
     broadcast_orderly_takes_locks=True,  # #8772 is fixed only in 5.3.2
+    lock_all_skips_dropped=False,
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3)}
+BUG_6163_ROCKETMQ_5_0_0 = Profile(
+    name="bug-6163-rocketmq-5.0.0", release="5.0.0",
+    description="5.0.0: the broker dead-letters a %RETRY% send only when RECONSUME_TIME > max (RIP-32, no lock "
+                "check), while the orderly client still sends RECONSUME_TIME = r; a message whose local retries "
+                "are exhausted bounces between %RETRY% and the schedule forever.",
+    known_bug="#6163", expected_violation="INV-RETRY-1",
+    retry_dlq_compare="gt",
+    orderly_reconsume_time_plus_one=False,
+    # Fixes that 5.0.0 does not have yet (digest sections 2, 5, 8, 9, 12):
+    orderly_remove_style="49x",            # tryRemoveOrderMessageQueue is #7644, 5.2.0
+    broadcast_orderly_takes_locks=True,    # #8772, 5.3.2
+    sendback_skips_not_contained=False,    # #5481, 5.1.0
+    local_offset_persist_merges=False,     # #7740, 5.2.0
+    controllable_offset=False,             # #7634, 5.2.0
+    sql_string_functions=False,            # 5.1.3
+    retry_tag_filter_fixed=False,          # #7039, 5.1.4
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3, BUG_6163_ROCKETMQ_5_0_0)}
 DEFAULT_PROFILE = ROCKETMQ_5_3_3.name
 
 
