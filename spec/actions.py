@@ -1,0 +1,1384 @@
+"""The spec's actions: one per trace event kind, named after the RocketMQ mechanism it models.
+
+Each action is a function ``act(st, ev, out)``:
+
+- the **guard** part (first) checks that the step is allowed in state ``st``; every failed check
+  is reported with ``out.report(inv_id, message, key)`` naming the invariant it protects (see
+  ``spec.invariants``);
+- the **effect** part then updates ``st`` in place.
+
+An action keeps going after a failed check (a recorded trace is what happened; the replay
+follows it to report every violation, not just the first). ``spec.step``/``spec.guard``/
+``spec.apply`` (in ``spec/__init__.py``) wrap these functions for the model checker, which wants
+a non-mutating guard and a successor state.
+
+The state-predicate invariants (``spec.invariants`` form "state") are evaluated on the key an
+action touched, inside the action, right after its effect.
+"""
+from __future__ import annotations
+
+import heapq
+
+from .allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
+from .filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
+from .lifecycles import LOCK_TABLE, MSG_TABLE, PQ_TABLE
+from .state import (M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Client, Progress, QueueState, SpecState,
+                    StoredQueue, View)
+
+INT_MAX = 2 ** 31 - 1
+
+
+def _delay_table(profile):
+    units = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
+    out = [0]
+    for tok in profile.delay_levels.split():
+        out.append(int(tok[:-1]) * units[tok[-1]])
+    return out
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def _q(st: SpecState, ev) -> QueueState:
+    key = (ev["group"], ev["topic"], ev["broker"], ev["queue"])
+    qs = st.queues.get(key)
+    if qs is None:
+        qs = st.queues[key] = QueueState(key)
+    return qs
+
+
+def _client(st, ev, out, key=None):
+    """INV-CLIENT-1: the acting client is started and neither paused, stopped nor crashed."""
+    cid = ev["client"]
+    c = st.dir.clients.get(cid)
+    if c is None:
+        out.report("INV-CLIENT-1", f"client {cid!r} acts but never started", key)
+        return None
+    if c.status != "running":
+        if c.status == "paused" and ev["ts"] >= c.paused_until:
+            c.status = "running"
+        else:
+            out.report("INV-CLIENT-1", f"client {cid!r} acts while {c.status}", key)
+    return c
+
+
+def _unit(pq_or_client) -> str:
+    return pq_or_client.client if isinstance(pq_or_client, PQ) and pq_or_client.broadcast else (
+        pq_or_client.cid if isinstance(pq_or_client, Client) and pq_or_client.broadcast else "")
+
+
+def _max_reconsume(st, client: Client | None):
+    """Resolved maxReconsumeTimes: -1 means 16 (concurrent) or unbounded (orderly)."""
+    if client is None:
+        return st.profile.default_max_reconsume_times
+    m = client.max_reconsume
+    if m == -1:
+        return None if client.orderly else st.profile.default_max_reconsume_times
+    return m
+
+
+def _group_client(st, group, cid=None):
+    d = st.dir
+    if cid is not None and cid in d.clients:
+        return d.clients[cid]
+    g = d.groups.get(group)
+    if g:
+        for c in g["clients"]:
+            return d.clients.get(c)
+    return None
+
+
+def _committed_for(st, qs: QueueState, client: Client | None):
+    """The committed offset a store read must return: broker table (clustering) or the
+    client's local offsets file (broadcasting; the spec keeps the value even if a buggy
+    rewrite erased it)."""
+    if client is not None and client.broadcast:
+        loc = qs.local.get(client.cid)
+        return None if loc is None else loc[0]
+    return qs.committed
+
+
+def _pull_from_where(st, qs, client, read, sq):
+    """computePullFromWhere of a store read: (exact value or None, low, high)."""
+    if read >= 0:
+        return read, read, read
+    topic = qs.key[1]
+    fw = client.from_where if client else "CONSUME_FROM_LAST_OFFSET"
+    mx = sq.next if sq else 0
+    mn = sq.min if sq else 0
+    if read == -1:
+        if "TIMESTAMP" in fw:
+            if topic.startswith(RETRY_PREFIX):
+                return mx, mx, mx
+            return None, mn, mx
+        if "FIRST" in fw:
+            return 0, 0, 0
+        if topic.startswith(RETRY_PREFIX):
+            return 0, 0, 0
+        return mx, mx, mx
+    return None, None, None   # -2/-3: computePullFromWhere fails; no ProcessQueue should follow
+
+
+def _check_orderly_serial(st, qs, client, ev, out):
+    """INV-ORDER-1 (state predicate on the queue): at most one client consuming an orderly
+    clustering queue at a time; downgraded under a broken A-LEASE-MARGIN."""
+    margin = st.profile.broker_lock_max_live_ms - st.profile.client_lock_max_live_ms
+    for other, (cid_, since) in qs.busy.items():
+        if other == client:
+            out.report("INV-ORDER-1", f"client {client} starts a second batch on the queue while consume "
+                       f"{cid_} is still running (one consume thread per queue)", qs.key)
+        elif ev["ts"] - since > margin:
+            out.report("ANOM-ASSUMPTION", f"INV-ORDER-1 under broken A-LEASE-MARGIN: {client} consumes while "
+                       f"{other}'s batch {cid_} has run {ev['ts'] - since} ms (> margin {margin} ms)", qs.key)
+        else:
+            out.report("INV-ORDER-1", f"client {client} consumes the orderly queue while {other} is still "
+                       f"consuming it (batch {cid_} since ts {since})", qs.key)
+
+
+# ---------------------------------------------------------------------------- directory
+
+def trace_started(st, ev, out):
+    d = st.dir
+    if d.started:
+        out.report("GUARD", "trace_started twice", None)
+    d.started = True
+    d.profile_name = ev.get("profile")
+    d.scenario = ev.get("scenario")
+    d.seed = ev.get("seed")
+
+
+def trace_ended(st, ev, out):
+    st.ended = ev["reason"]
+    if ev["reason"] == "quiescent":
+        check_quiescent(st, out)
+
+
+def broker_started(st, ev, out):
+    st.dir.brokers.setdefault(ev["broker"], 0)
+
+
+def broker_restarted(st, ev, out):
+    b = ev["broker"]
+    d = st.dir
+    if b not in d.brokers:
+        out.report("INV-CLIENT-1", f"broker {b!r} restarted but never started", None)
+    d.brokers[b] = d.brokers.get(b, 0) + 1
+    # RebalanceLockManager and ConsumerOffsetManager are in memory: locks are gone, offsets
+    # come back from the last flush (offset_loaded follows).
+    for key, qs in st.queues.items():
+        if key[2] == b:
+            qs.lock_state, qs.holder, qs.lock_exp = "unlocked", None, 0
+            qs.committed = None
+            qs.persists.clear()
+
+
+def topic_created(st, ev, out):
+    st.dir.topics[(ev["topic"], ev["broker"])] = (ev["queue_count"], ev.get("perm", 6))
+
+
+def consumer_registered(st, ev, out):
+    st.dir.registered.setdefault((ev["broker"], ev["group"]), set()).add(ev["client"])
+
+
+def consumer_unregistered(st, ev, out):
+    st.dir.registered.setdefault((ev["broker"], ev["group"]), set()).discard(ev["client"])
+
+
+def client_started(st, ev, out):
+    d = st.dir
+    cid = ev["client"]
+    old = d.clients.get(cid)
+    if old is not None and old.status in ("running", "paused"):
+        out.report("INV-CLIENT-1", f"client {cid!r} started twice without stopping", None)
+    c = Client(cid, ev["group"], ev["consume_mode"], ev["message_model"], ev.get("subscriptions"), ev.get("config"))
+    d.clients[cid] = c
+    g = d.groups.setdefault(ev["group"], {"mode": c.mode, "model": c.model, "clients": set()})
+    g["clients"].add(cid)
+
+
+def _drop_all(st, cid, reason):
+    for qs in st.queues.values():
+        pq = qs.pqs.get(cid)
+        if pq is not None and pq.status != "dropped":
+            pq.status = "dropped"
+        qs.busy.pop(cid, None)
+        if reason == "crash":
+            qs.stores.pop(cid, None)
+            qs.reads.pop(cid, None)
+
+
+def client_stopped(st, ev, out):
+    c = _client(st, ev, out)
+    if c is not None:
+        c.status = "stopped"
+    _drop_all(st, ev["client"], "stop")
+
+
+def client_crashed(st, ev, out):
+    c = st.dir.clients.get(ev["client"])
+    if c is None:
+        out.report("INV-CLIENT-1", f"client {ev['client']!r} crashed but never started", None)
+        return
+    c.status = "crashed"
+    _drop_all(st, ev["client"], "crash")
+
+
+def client_paused(st, ev, out):
+    c = _client(st, ev, out)
+    if c is not None:
+        c.status = "paused"
+        c.paused_until = ev["ts"] + ev["duration"]
+
+
+def client_resumed(st, ev, out):
+    c = st.dir.clients.get(ev["client"])
+    if c is None or c.status not in ("paused", "running"):
+        out.report("INV-CLIENT-1", f"client {ev['client']!r} resumed but was not paused", None)
+        return
+    c.status = "running"
+
+
+# ---------------------------------------------------------------------------- rebalance
+
+def allocation_computed(st, ev, out):
+    c = _client(st, ev, out)
+    if ev.get("ok") is False:
+        return
+    group, topic, cid = ev["group"], ev["topic"], ev["client"]
+    vkey = (group, topic, ev["view"])
+    mqs = tuple(tuple(m) for m in ev["mqs"])
+    cids = tuple(ev["cids"])
+    alloc = frozenset(tuple(m) for m in ev["allocated"])
+    v = st.views.get(vkey)
+    if v is None:
+        if len(st.views) > 20000:
+            st.views.pop(next(iter(st.views)))
+        v = st.views[vkey] = View(mqs, cids, ev["strategy"])
+        if not is_sorted_view(mqs, cids):
+            out.report("INV-OWNER-1", "the view given to the strategy is not sorted (MessageQueue.compareTo, "
+                       "client ids by String order)", vkey)
+    elif v.mqs != mqs or v.cids != cids:
+        out.report("INV-OWNER-1", f"view digest {ev['view']} names two different views", vkey)
+    mqset = set(mqs)
+    if not alloc <= mqset:
+        out.report("INV-ALLOC-1", f"allocated queues not in the view: {sorted(alloc - mqset)}", vkey)
+    if cid not in cids and alloc:
+        out.report("INV-ALLOC-1", f"client {cid} is not in the view's cids but got {len(alloc)} queues", vkey)
+    if c is not None and not c.broadcast:
+        exp = expected_allocation(ev["strategy"], list(mqs), list(cids), cid)
+        if exp is not None and frozenset(exp) != alloc:
+            out.report("INV-ALLOC-1", f"{ev['strategy']} gives {cid} {sorted(exp)}, trace says {sorted(alloc)}", vkey)
+        prev = v.alloc.get(cid)
+        if prev is not None and prev != alloc:
+            out.report("INV-OWNER-1", f"{cid} computed two different allocations from one view", vkey)
+        for mq in alloc:
+            owner = v.owner.get(mq)
+            if owner is not None and owner != cid:
+                out.report("INV-OWNER-1", f"queue {list(mq)} allocated to both {owner} and {cid} from one view", vkey)
+            v.owner[mq] = cid
+        v.alloc[cid] = alloc
+        if ev["strategy"] in TOTAL_STRATEGIES and set(v.alloc) >= set(cids) and len(v.owner) != len(mqset):
+            missing = sorted(mqset - set(v.owner))
+            out.report("INV-OWNER-1", f"every client of the view reported and queues {missing} have no owner", vkey)
+    st.dir.alloc[(cid, topic)] = alloc
+
+
+def pq_created(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    c = _client(st, ev, out, key)
+    cid, topic, off, ts = ev["client"], ev["topic"], ev["offset"], ev["ts"]
+    if topic.startswith(DLQ_PREFIX):
+        out.report("INV-DLQ-1", f"a ProcessQueue was created for the DLQ topic {topic}", key)
+    broadcast = c is not None and c.broadcast
+    orderly = c is not None and c.orderly
+    if c is not None and not broadcast:
+        alloc = st.dir.alloc.get((cid, topic))
+        mq = (topic, ev["broker"], ev["queue"])
+        if alloc is not None and mq not in alloc:
+            out.report("INV-ALLOC-2", f"{cid} created a ProcessQueue for {list(mq)} outside its allocation", key)
+        if orderly:
+            if qs.holder != cid or ts > qs.lock_exp:
+                out.report("INV-OWNER-2", f"orderly {cid} created a ProcessQueue without holding the broker lock "
+                           f"(holder {qs.holder}, expires_at {qs.lock_exp})", key)
+    old = qs.pqs.get(cid)
+    if old is not None and old.live:
+        out.report("INV-PQ-1", f"{cid} already has a live ProcessQueue for the queue (status {old.status})", key)
+    # INV-START-1: the first pull offset is computePullFromWhere of the store read.
+    read = qs.reads.pop(cid, None)
+    sq = st.stored.get((topic, ev["broker"], ev["queue"]))
+    committed = _committed_for(st, qs, c)
+    reported = False
+    if off < 0:
+        out.report("INV-START-1", f"ProcessQueue starts at negative offset {off}", key)
+        reported = True
+    elif read is not None:
+        exact, lo, hi = _pull_from_where(st, qs, c, read, sq)
+        if lo is None:
+            out.report("INV-START-1", f"store read failed ({read}) but a ProcessQueue was created at {off}", key)
+            reported = True
+        elif (exact is not None and off != exact) or (exact is None and not lo <= off <= hi):
+            want = exact if exact is not None else f"[{lo}, {hi}]"
+            out.report("INV-START-1", f"ProcessQueue starts at {off}; computePullFromWhere({read}) with "
+                       f"{c.from_where if c else '?'} gives {want}", key)
+            reported = True
+    elif committed is not None and off != committed:
+        out.report("INV-START-1", f"ProcessQueue starts at {off} but the committed offset is {committed}", key)
+        reported = True
+    # effect
+    gen = (old.gen + 1) if old is not None else 1
+    pq = PQ(cid, gen, off, ts, orderly, broadcast, topic.startswith(RETRY_PREFIX))
+    if orderly and not broadcast:
+        locked = ev.get("locked")
+        if locked is None:
+            locked = st.profile.pq_locked_on_create
+        pq.locked = bool(locked)
+        pq.last_lock_ts = ts
+    qs.pqs[cid] = pq
+    unit = cid if broadcast else ""
+    p = qs.units.get(unit)
+    if p is None:
+        qs.units[unit] = Progress(off)
+    elif off > p.wm:
+        hi = min(off, sq.next if sq else off)
+        gap = [o for o in range(p.wm, hi) if o not in p.done] if hi - p.wm < 100000 else None
+        if gap is None or gap:
+            if read == -1 and committed is None:
+                out.report("ANOM-START-SKIP", f"new ProcessQueue of {cid} starts at {off}; offsets "
+                           f"{(gap or [])[:8]} not yet consumed by the group are skipped (no committed offset)", key)
+            elif not reported:
+                out.report("INV-START-1", f"ProcessQueue of {cid} starts at {off}, skipping unconsumed offsets "
+                           f"{(gap or [])[:8]}", key)
+        p.skipped += len(gap or ())
+        p.done = {o for o in p.done if o > off}
+        p.wm = off
+        while p.wm in p.done:
+            p.done.discard(p.wm)
+            p.wm += 1
+    elif off < p.start:
+        p.start = off
+
+
+def pq_dropped(st, ev, out):
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is None:
+        out.report("INV-PQ-1", f"{ev['client']} drops a ProcessQueue it does not have", qs.key)
+        return
+    if (pq.status, "pq_dropped") not in PQ_TABLE:
+        out.report("INV-PQ-1", f"ProcessQueue dropped in state {pq.status}", qs.key)
+    pq.status = "dropped"
+
+
+def pq_removed(st, ev, out):
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is None:
+        out.report("INV-PQ-1", f"{ev['client']} removes a ProcessQueue it does not have", qs.key)
+        return
+    if (pq.status, "pq_removed") not in PQ_TABLE:
+        out.report("INV-PQ-1", f"ProcessQueue removed in state {pq.status} (must be dropped first)", qs.key)
+    del qs.pqs[ev["client"]]
+
+
+# ---------------------------------------------------------------------------- pull
+
+def pull_issued(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    cid = ev["client"]
+    c = st.dir.clients.get(cid)
+    if c is None or c.status != "running":
+        _client(st, ev, out, key)
+    pq = qs.pqs.get(cid)
+    off = ev["offset"]
+    if ev["topic"].startswith(DLQ_PREFIX):
+        out.report("INV-DLQ-1", "a pull from the DLQ topic", key)
+    if pq is None:
+        out.report("INV-PQ-1", f"{cid} pulls a queue it has no ProcessQueue for", key)
+        return
+    if pq.status == "dropped":
+        out.report("INV-DROP-1", f"{cid} pulls from a dropped ProcessQueue", key)
+    if pq.pull_id is not None:
+        out.report("INV-PULL-1", f"second pull {ev['pull_id']} while pull {pq.pull_id} is in flight", key)
+    if off < 0:
+        out.report("INV-START-1", f"pull at negative offset {off}", key)
+    elif off != pq.next_pull and off != pq.alt_pull:
+        out.report("INV-PULL-1", f"pull at offset {off}, the ProcessQueue's next offset is {pq.next_pull}", key)
+    co = ev.get("commit_offset")
+    if co is not None and co >= 0:
+        s = qs.stores.get(cid)
+        if s is not None and s[0] != co:
+            out.report("INV-OFFSET-1", f"pull piggybacks commit offset {co}, the client store holds {s[0]}", key)
+        qs.pull_commit[cid] = co
+    if pq.status == "created":
+        pq.status = "active"
+    pq.pull_id = ev["pull_id"]
+    pq.next_pull = off
+    pq.alt_pull = None
+    pq.pulls += 1
+
+
+def pull_held(st, ev, out):
+    pass
+
+
+_ILLEGAL = {"OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_BADLY", "NO_MESSAGE_IN_QUEUE", "NO_MATCHED_LOGIC_QUEUE"}
+
+
+def pull_answered(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    cid = ev["client"]
+    pq = qs.pqs.get(cid)
+    if pq is None or pq.pull_id != ev["pull_id"]:
+        return      # the answer of a pull whose ProcessQueue is gone: discarded by the client
+    pq.pull_id = None
+    offsets = ev.get("offsets") or ()
+    if pq.status == "dropped":
+        if offsets:
+            out.report("INV-DROP-1", "messages put into a dropped ProcessQueue", key)
+        return
+    req, nxt, gs, status = ev["offset"], ev["next_offset"], ev["get_status"], ev["status"]
+    sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
+    smax = sq.next if sq is not None else 0
+    if req != pq.next_pull:
+        out.report("INV-PULL-1", f"answer for offset {req}, the pull asked for {pq.next_pull}", key)
+    mx = ev.get("max_offset")
+    if mx is not None and mx != smax:
+        out.report("INV-PULL-2", f"answer says maxOffset {mx}, {smax} messages were stored", key)
+    if gs in _ILLEGAL or status == "OFFSET_ILLEGAL":
+        mn = ev.get("min_offset")
+        if mn is None:
+            mn = sq.min if sq is not None else 0
+        if gs == "OFFSET_TOO_SMALL":
+            want = mn
+        elif gs == "OFFSET_OVERFLOW_BADLY":
+            want = mx if mx is not None else smax
+        else:
+            want = 0
+        if nxt != want:
+            out.report("INV-PULL-2", f"{gs} at offset {req}: nextBeginOffset must be {want} "
+                       f"(min {mn}, max {mx if mx is not None else smax}), answer gives {nxt}", key)
+        pq.next_pull = nxt
+        pq.pending_upd.append(("illegal", nxt))
+        return
+    if nxt < req:
+        out.report("INV-PULL-2", f"nextBeginOffset {nxt} goes back from the request offset {req}", key)
+    unit = qs.units.get(pq.client if pq.broadcast else "")
+    bf = ev.get("broker_filtered") or ()
+    cf = ev.get("client_filtered") or ()
+    if offsets or bf or cf:
+        _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out)
+    if offsets:
+        put = pq.put
+        for o in offsets:
+            put(o)
+    if unit is not None:
+        for o in bf:
+            unit.handle(o)
+        for o in cf:
+            unit.handle(o)
+    pq.next_pull = nxt
+    if status != "FOUND" and not pq.tree and not pq.consuming:
+        pq.pending_upd.append(nxt)    # correctTagsOffset (msgCount == 0)
+
+
+def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
+    key = qs.key
+    msgs = sq.msgs if sq is not None else {}
+    smax = sq.next if sq is not None else 0
+    prev = req - 1
+    for o in offsets:
+        if o <= prev:
+            out.report("INV-PULL-2", f"answer offsets not ascending/unique or before the request: {list(offsets)[:8]}", key)
+            break
+        prev = o
+    if offsets and (offsets[-1] >= nxt or offsets[-1] >= smax):
+        out.report("INV-PULL-2", f"answer lists offset {offsets[-1]} beyond nextBeginOffset {nxt} or never stored "
+                   f"(max {smax})", key)
+    ids = ev.get("msg_ids")
+    if ids is not None:
+        for o, mid in zip(offsets, ids):
+            m = msgs.get(o)
+            if m is not None and m[M_ID] != mid:
+                out.report("INV-PULL-2", f"offset {o} is {m[M_ID]} in the store, the answer says {mid}", key)
+                break
+    scanned = len(offsets) + len(bf) + len(cf)
+    expect = max(0, min(nxt, smax) - req)
+    if scanned != expect:
+        acc = set(offsets) | set(bf) | set(cf)
+        missing = [o for o in range(req, min(nxt, smax)) if o not in acc]
+        if missing:
+            out.report("INV-PULL-2", f"offsets {missing[:8]} in [{req}, {nxt}) neither returned nor filtered", key)
+    # INV-FILTER-1
+    topic = key[1]
+    if topic.startswith(RETRY_PREFIX):
+        if bf or cf:
+            out.report("INV-FILTER-1", "retry-topic subscription is '*': nothing may be filtered", key)
+        return
+    c = st.dir.clients.get(pq.client)
+    s = c.subs.get(topic) if c is not None else None
+    if s is None:
+        return
+    sub = subscription(s.get("type"), s.get("expr"))
+    if sub is None or (sub[0] == "TAG" and sub[1].sub_string == "*"):
+        if bf or cf:
+            out.report("INV-FILTER-1", f"subscription '*' but offsets were filtered: {list(bf or cf)[:8]}", key)
+        return
+    for o in offsets:
+        m = msgs.get(o)
+        if m is not None:
+            b, cl = decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])
+            if b is False or cl is False:
+                out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) does not match {s.get('expr')!r} "
+                           f"but was handed to the ProcessQueue", key)
+                break
+    for o in bf:
+        m = msgs.get(o)
+        if m is not None:
+            b, _ = decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])
+            if b is True:
+                out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) matches {s.get('expr')!r} at the "
+                           f"broker but was filtered", key)
+                break
+    for o in cf:
+        m = msgs.get(o)
+        if m is not None:
+            b, cl = decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])
+            if b is False or cl is True:
+                out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) wrongly dropped by the client's "
+                           f"re-check of {s.get('expr')!r}", key)
+                break
+
+
+def pull_flow_controlled(st, ev, out):
+    qs = _q(st, ev)
+    _client(st, ev, out, qs.key)
+
+
+# ---------------------------------------------------------------------------- consume
+
+def consume_started(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    cid = ev["client"]
+    c = st.dir.clients.get(cid)
+    if c is None or c.status != "running":
+        c = _client(st, ev, out, key)
+    pq = qs.pqs.get(cid)
+    offsets = ev["offsets"]
+    if pq is None:
+        out.report("INV-PQ-1", f"{cid} consumes from a queue it has no ProcessQueue for", key)
+        return
+    if pq.status == "dropped":
+        out.report("INV-DROP-1", f"{cid} starts a batch {offsets[:8]} on a dropped ProcessQueue", key)
+    if key[1].startswith(DLQ_PREFIX):
+        out.report("INV-DLQ-1", "a message of the DLQ topic was consumed", key)
+    cons_id = ev["consume_id"]
+    if cons_id in pq.batches:
+        out.report("GUARD", f"consume id {cons_id} reused while in flight", key)
+    if pq.orderly:
+        if list(offsets) != pq.consuming[-len(offsets):] if offsets else True:
+            out.report("INV-ORDER-2", f"orderly batch {list(offsets)[:8]} is not the messages just taken "
+                       f"({pq.consuming[-8:]})", key)
+        if not pq.broadcast:
+            ts = ev["ts"]
+            lease = st.profile.client_lock_max_live_ms
+            if not pq.locked or ts - pq.last_lock_ts > lease:
+                out.report("INV-OWNER-2", f"{cid} consumes an orderly queue without a valid lease (locked="
+                           f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts})", key)
+            elif qs.holder != cid or ts > qs.lock_exp:
+                restarted = st.dir.brokers.get(key[2], 0) != qs.lock_epoch or qs.holder is None
+                inv = "ANOM-ASSUMPTION" if restarted and qs.holder is None else "INV-OWNER-2"
+                out.report(inv, f"{cid} consumes but the broker lock is held by {qs.holder} (expires_at "
+                           f"{qs.lock_exp}, now {ts})" + (" after a broker restart (A-BROKER-LOCKS)"
+                                                          if inv == "ANOM-ASSUMPTION" else ""), key)
+            if qs.busy:
+                _check_orderly_serial(st, qs, cid, ev, out)
+            qs.busy[cid] = (cons_id, ts)
+    else:
+        tree = pq.tree
+        for o in offsets:
+            if o not in tree:
+                out.report("INV-PQ-1", f"offset {o} consumed but not in {cid}'s ProcessQueue", key)
+                break
+        if pq.batches:
+            for b in pq.batches.values():
+                if not set(b).isdisjoint(offsets):
+                    out.report("INV-PQ-1", f"offsets {list(offsets)[:8]} consumed twice at once by {cid}", key)
+                    break
+        if pq.failed:
+            for o in offsets:
+                pq.failed.pop(o, None)
+    sq = st.stored.get((key[1], key[2], key[3]))
+    ids = ev.get("msg_ids")
+    if sq is not None and ids is not None:
+        msgs = sq.msgs
+        for o, mid in zip(offsets, ids):
+            m = msgs.get(o)
+            if m is not None and m[M_ID] != mid:
+                out.report("INV-PQ-1", f"offset {o} holds {m[M_ID]}, the listener got {mid}", key)
+                break
+    unit = qs.units.get(pq.client if pq.broadcast else "")
+    if unit is not None:
+        for o in offsets:
+            if o < unit.wm or o in unit.done:
+                st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+    pq.batches[cons_id] = tuple(offsets)
+
+
+def consume_finished(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    cid = ev["client"]
+    c = st.dir.clients.get(cid)
+    if c is None or c.status != "running":
+        c = _client(st, ev, out, key)
+    pq = qs.pqs.get(cid)
+    if pq is None:
+        return      # ProcessQueue removed meanwhile: nothing is processed
+    batch = pq.batches.pop(ev["consume_id"], None)
+    b = qs.busy.get(cid)
+    if b is not None and b[0] == ev["consume_id"]:
+        del qs.busy[cid]
+    if batch is None:
+        out.report("GUARD", f"consume {ev['consume_id']} finished but never started", key)
+        return
+    if pq.orderly:
+        return      # outcome follows as pq_committed / pq_rolled_back / consume_suspended
+    dropped = ev.get("dropped")
+    if dropped:
+        if pq.status != "dropped":
+            out.report("GUARD", "consume_finished says dropped but the ProcessQueue is live", key)
+        return
+    if pq.status == "dropped":
+        out.report("INV-DROP-1", "result of a batch processed although its ProcessQueue was dropped", key)
+    n = len(batch)
+    if ev["status"] == "CONSUME_SUCCESS":
+        ai = ev.get("ack_index")
+        ack = n - 1 if ai is None else min(ai, n - 1)
+    else:
+        ack = -1
+    unit = qs.units.get(pq.client if pq.broadcast else "")
+    for i, o in enumerate(batch):
+        if i <= ack or pq.broadcast:
+            if unit is not None:
+                unit.handle(o)
+        else:
+            pq.failed[o] = "failed"
+
+
+def consume_resubmitted(st, ev, out):
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is None:
+        return
+    for o in ev["offsets"]:
+        if pq.failed.get(o) not in ("failed", "resubmit"):
+            out.report("GUARD", f"offset {o} resubmitted but it did not fail a send-back", qs.key)
+        pq.failed[o] = "resubmit"
+
+
+def consume_suspended(st, ev, out):
+    _q(st, ev)
+
+
+def pq_messages_removed(st, ev, out):
+    """ProcessQueue.removeMessage: -1 if the tree was empty before, else the tree minimum after
+    removal, else queueOffsetMax + 1."""
+    qs = _q(st, ev)
+    key = qs.key
+    pq = qs.pqs.get(ev["client"])
+    if pq is None:
+        out.report("INV-PQ-1", f"{ev['client']} removes messages from a ProcessQueue it does not have", key)
+        return
+    tree = pq.tree
+    offsets = ev["offsets"]
+    failed = pq.failed
+    if failed:
+        for o in offsets:
+            s = failed.get(o)
+            if s is not None and s != "requested":
+                out.report("INV-OFFSET-3", f"offset {o} removed from the ProcessQueue although its send-back did not "
+                           f"succeed (it must stay and block the offset)", key)
+            failed.pop(o, None)
+    if not tree:
+        want = -1
+    else:
+        for o in offsets:
+            tree.discard(o)
+        if tree:
+            want = pq.tree_min()
+        else:
+            want = pq.max_new + 1
+    got = ev["offset"]
+    if got != want:
+        out.report("INV-OFFSET-1", f"removeMessage returned {got}; the ProcessQueue gives {want} (tree min "
+                   f"{pq.tree_min()}, queueOffsetMax {pq.max_new})", key)
+    if got >= 0:
+        pq.pending_upd.append(got)
+
+
+def messages_taken(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    pq = qs.pqs.get(ev["client"])
+    if pq is None:
+        out.report("INV-PQ-1", f"{ev['client']} takes messages from a ProcessQueue it does not have", key)
+        return
+    if pq.status == "dropped":
+        out.report("INV-DROP-1", "messages taken from a dropped ProcessQueue", key)
+    offsets = ev["offsets"]
+    for o in offsets:
+        m = pq.tree_min()
+        if m != o:
+            out.report("INV-ORDER-2", f"takeMessages took {list(offsets)[:8]} but the lowest offset in the tree is {m}",
+                       key)
+            break
+        pq.tree.discard(o)
+        heapq.heappop(pq.heap)
+    for o in offsets:
+        pq.tree.discard(o)
+    pq.consuming.extend(offsets)
+    pq.consuming.sort()
+
+
+def pq_committed(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    pq = qs.pqs.get(ev["client"])
+    if pq is None:
+        out.report("INV-PQ-1", f"{ev['client']} commits a ProcessQueue it does not have", key)
+        return
+    offsets = list(ev["offsets"])
+    if not pq.consuming:
+        out.report("INV-ORDER-2", "commit with nothing taken (NoSuchElementException in RocketMQ)", key)
+    elif offsets != pq.consuming:
+        out.report("INV-ORDER-2", f"commit of {offsets[:8]}, the consuming map holds {pq.consuming[:8]}", key)
+    want = (pq.consuming[-1] + 1) if pq.consuming else None
+    if want is not None and ev["offset"] != want:
+        out.report("INV-OFFSET-1", f"commit returned {ev['offset']}, lastKey + 1 is {want}", key)
+    unit = qs.units.get(pq.client if pq.broadcast else "")
+    if unit is not None:
+        for o in offsets:
+            if not unit.handle(o):
+                st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+    pq.consuming = []
+    pq.pending_upd.append(ev["offset"])
+
+
+def pq_rolled_back(st, ev, out):
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is None:
+        out.report("INV-PQ-1", f"{ev['client']} rolls back a ProcessQueue it does not have", qs.key)
+        return
+    back = set(ev["offsets"])
+    if not back <= set(pq.consuming):
+        out.report("INV-ORDER-2", f"rollback of {sorted(back - set(pq.consuming))[:8]} that were not taken", qs.key)
+    pq.consuming = [o for o in pq.consuming if o not in back]
+    for o in back:
+        if o not in pq.tree:
+            pq.tree.add(o)
+            heapq.heappush(pq.heap, o)
+
+
+# ---------------------------------------------------------------------------- offsets
+
+def offset_updated(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    cid = ev["client"]
+    c = st.dir.clients.get(cid)
+    off, inc = ev["offset"], ev["increase_only"]
+    pq = qs.pqs.get(cid)
+    s = qs.stores.get(cid)
+    prev = s[0] if s is not None else None
+    frozen = s[1] if s is not None else False
+    source = None
+    if pq is not None and pq.pending_upd:
+        pend = pq.pending_upd
+        if off in pend:
+            pend.remove(off)
+            source = "pq"
+        elif ("illegal", off) in pend:
+            pend.remove(("illegal", off))
+            source = "illegal"
+    if source is None:
+        # READ_FROM_STORE: the client adopts the store's value with updateOffset(..., false)
+        committed = _committed_for(st, qs, c)
+        if not inc and (off == committed or (committed is None and off == 0)):
+            source = "read"
+        else:
+            out.report("INV-OFFSET-1", f"offset update to {off} that the ProcessQueue did not produce "
+                       f"(pending {pq.pending_upd[-4:] if pq else []}, committed {committed})", key)
+            source = "unknown"
+    if source == "pq" and pq is not None and pq.status == "dropped":
+        out.report("INV-DROP-1", f"offset update to {off} from a dropped ProcessQueue", key)
+    if source == "illegal" and st.profile.controllable_offset:
+        want, want_frozen = off, True          # updateAndFreeze
+    elif frozen:
+        want, want_frozen = prev, True
+    elif inc:
+        want, want_frozen = (off if prev is None else max(prev, off)), False
+    else:
+        want, want_frozen = off, False
+    stored = ev["stored"]
+    if stored != want:
+        out.report("INV-OFFSET-1", f"store holds {stored} after update({off}, increaseOnly={inc}) from {prev}"
+                   f"{' (frozen)' if frozen else ''}; expected {want}", key)
+    if pq is not None and pq.live and source == "pq":
+        if prev is not None and stored < prev:
+            out.report("INV-OFFSET-2", f"client offset moves back from {prev} to {stored} in a live ProcessQueue", key)
+        m = pq.pending_min()
+        if m is not None and stored > m:
+            out.report("INV-OFFSET-3", f"client offset {stored} passes unconsumed offset {m} still in the "
+                       f"ProcessQueue", key)
+    fr = ev.get("frozen")
+    qs.stores[cid] = [stored, want_frozen if fr is None else fr]
+
+
+def offset_read(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    cid = ev["client"]
+    off = ev["offset"]
+    c = st.dir.clients.get(cid)
+    if ev["source"] == "store":
+        committed = _committed_for(st, qs, c)
+        if committed is not None:
+            if off != committed and off != -2:
+                where = "local offsets file" if c is not None and c.broadcast else "broker"
+                out.report("INV-START-1", f"store read returns {off}, the {where} holds {committed}", key)
+        elif off not in (-1, 0, -2, -3):
+            out.report("INV-START-1", f"store read returns {off} but no offset is committed", key)
+        qs.reads[cid] = off
+        pq = qs.pqs.get(cid)
+        if pq is not None and pq.live and pq.pulls == 0:
+            # orderly first pull after locking re-reads the offset (computePullFromWhere)
+            sq = st.stored.get((key[1], key[2], key[3]))
+            exact, lo, hi = _pull_from_where(st, qs, c, off, sq)
+            pq.alt_pull = exact
+            qs.reads.pop(cid, None)
+    else:
+        s = qs.stores.get(cid)
+        want = s[0] if s is not None else -1
+        if off != want:
+            out.report("INV-OFFSET-1", f"memory read returns {off}, the store holds {want}", key)
+
+
+def offset_removed(st, ev, out):
+    qs = _q(st, ev)
+    qs.stores.pop(ev["client"], None)
+
+
+def offset_persisted(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    cid = ev["client"]
+    s = qs.stores.get(cid)
+    off = ev["offset"]
+    if s is not None and s[0] != off:
+        out.report("INV-OFFSET-1", f"persist sends {off}, the client store holds {s[0]}", key)
+    c = st.dir.clients.get(cid)
+    if c is not None and c.broadcast:
+        out.report("INV-BCAST-1", "a broadcasting client persisted an offset to the broker", key)
+    if not ev["lost"]:
+        k = (cid, off)
+        qs.persists[k] = qs.persists.get(k, 0) + 1
+
+
+def offset_committed(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    off = ev["offset"]
+    src = ev.get("source", "persist")
+    cid = ev.get("client")
+    if src == "persist":
+        k = (cid, off)
+        n = qs.persists.get(k)
+        if n is None and cid is None:
+            k = next((kk for kk in qs.persists if kk[1] == off), None)
+            n = qs.persists.get(k) if k else None
+        if not n:
+            out.report("INV-OFFSET-1", f"broker commits {off} from {cid}, which no persist in flight carries", key)
+        elif n == 1:
+            del qs.persists[k]
+        else:
+            qs.persists[k] = n - 1
+    elif src == "pull":
+        pc = qs.pull_commit.get(cid)
+        if pc != off:
+            out.report("INV-OFFSET-1", f"broker commits {off} from {cid}'s pull, which carried {pc}", key)
+    if "previous" in ev and ev.get("previous") != qs.committed:
+        out.report("GUARD", f"broker commit says previous {ev.get('previous')}, the table held {qs.committed}", key)
+    g = st.dir.groups.get(key[0])
+    if g is not None and g["model"] == "BROADCASTING":
+        out.report("INV-BCAST-1", "offset committed on the broker for a broadcasting group", key)
+    if qs.committed is not None and off < qs.committed:
+        out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {qs.committed} to {off} ({src} from {cid})", key)
+    unit = qs.units.get("")
+    if unit is not None and src != "reset":
+        sq = st.stored.get((key[1], key[2], key[3]))
+        top = min(off, sq.next if sq is not None else off)
+        if unit.wm < top:
+            out.report("INV-OFFSET-3", f"broker commits {off} but offset {unit.wm} has not been consumed by the group",
+                       key)
+    qs.committed = off
+
+
+def offset_flushed(st, ev, out):
+    qs = _q(st, ev)
+    if ev["store"] == "broker":
+        if qs.committed is not None and ev["offset"] != qs.committed:
+            out.report("GUARD", f"broker flushes {ev['offset']}, its table holds {qs.committed}", qs.key)
+        qs.flushed = ev["offset"]
+    else:
+        cid = ev.get("client")
+        s = qs.stores.get(cid)
+        if s is not None and s[0] != ev["offset"]:
+            out.report("INV-OFFSET-1", f"local store flushes {ev['offset']}, it holds {s[0]}", qs.key)
+        qs.local[cid] = [ev["offset"], False]
+
+
+def offset_erased(st, ev, out):
+    qs = _q(st, ev)
+    loc = qs.local.get(ev.get("client"))
+    if loc is not None:
+        loc[1] = True       # the spec keeps the value: a correct LocalFileOffsetStore never forgets it
+
+
+def offset_loaded(st, ev, out):
+    qs = _q(st, ev)
+    if ev["store"] == "broker":
+        if qs.flushed is not None and ev["offset"] != qs.flushed:
+            out.report("GUARD", f"broker reloads {ev['offset']}, its last flush was {qs.flushed}", qs.key)
+        qs.committed = ev["offset"]
+    else:
+        loc = qs.local.get(ev.get("client"))
+        if loc is not None and loc[0] != ev["offset"]:
+            out.report("INV-START-1", f"local offsets file reloads {ev['offset']}, last flushed {loc[0]}", qs.key)
+
+
+# ---------------------------------------------------------------------------- retry, schedule, DLQ
+
+def _chain(st, group, origin) -> Chain:
+    k = (group, origin)
+    ch = st.chains.get(k)
+    if ch is None:
+        ch = st.chains[k] = Chain()
+    return ch
+
+
+def send_back_requested(st, ev, out):
+    cid = ev["client"]
+    c = _client(st, ev, out)
+    ckey = (ev["group"], ev["origin_msg_id"])
+    if c is not None and c.broadcast:
+        out.report("INV-BCAST-1", "a broadcasting client sent a message back", ckey)
+    qkey = None
+    off = ev.get("offset")
+    if ev.get("topic") is not None and ev.get("queue") is not None and off is not None:
+        qkey = (ev["group"], ev["topic"], ev["broker"], ev["queue"])
+        qs = st.queues.get(qkey)
+        pq = qs.pqs.get(cid) if qs is not None else None
+        if pq is None:
+            out.report("INV-RETRY-3", f"send-back of offset {off} from a queue {cid} has no ProcessQueue for", ckey)
+        elif pq.orderly:
+            if off not in pq.consuming:
+                out.report("INV-RETRY-3", f"orderly send-back of offset {off} that is not being consumed", ckey)
+        else:
+            s = pq.failed.get(off)
+            if s is None and off not in pq.tree:
+                out.report("INV-RETRY-3", f"send-back of offset {off} that {cid} neither failed nor holds", ckey)
+            if s is not None:
+                pq.failed[off] = "requested"
+        sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
+        if sq is not None:
+            m = sq.msgs.get(off)
+            if m is not None and m[M_ID] != ev["msg_id"]:
+                out.report("INV-RETRY-3", f"send-back names {ev['msg_id']} but offset {off} holds {m[M_ID]}", ckey)
+            if m is not None and ev["reconsume_times"] < m[M_R]:
+                out.report("INV-RETRY-2", f"send-back with reconsume_times {ev['reconsume_times']} below the copy's "
+                           f"{m[M_R]}", ckey)
+    ch = _chain(st, *ckey)
+    ch.requests[(cid, ev["msg_id"])] = (ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off)
+
+
+def send_back_failed(st, ev, out):
+    ch = st.chains.get((ev["group"], ev["origin_msg_id"]))
+    req = ch.requests.pop((ev["client"], ev["msg_id"]), None) if ch is not None else None
+    if req is None:
+        out.report("GUARD", "send-back failed but was never requested", (ev["group"], ev["origin_msg_id"]))
+        return
+    qkey, off = req[3], req[4]
+    if qkey is not None:
+        qs = st.queues.get(qkey)
+        pq = qs.pqs.get(ev["client"]) if qs is not None else None
+        if pq is not None and off in pq.failed:
+            pq.failed[off] = "resubmit"
+    _gc_chain(st, (ev["group"], ev["origin_msg_id"]), ch)
+
+
+def message_sent_back(st, ev, out):
+    ckey = (ev["group"], ev["origin_msg_id"])
+    ch = _chain(st, *ckey)
+    cid = ev.get("client")
+    mid = ev["msg_id"]
+    req = ch.requests.pop((cid, mid), None)
+    if req is None:
+        for k in list(ch.requests):
+            if k[1] == mid:
+                req = ch.requests.pop(k)
+                cid = k[0]
+                break
+    r = req[0] if req is not None else ev["reconsume_times"]
+    dl = req[1] if req is not None else ev.get("delay_level", 0)
+    client = _group_client(st, ev["group"], cid)
+    mx = _max_reconsume(st, client)
+    via = (req[2] if req is not None else None) or ev.get("via")
+    if mx is None and via == "orderly_producer":
+        mx = r          # orderly sends back only once the count reached the client's maximum
+    should_dlq = (mx is not None and r >= mx) or (dl is not None and dl < 0)
+    outcome = ev["outcome"]
+    if outcome == "retry" and should_dlq:
+        out.report("INV-RETRY-1", f"copy {mid} with reconsume_times {r} >= maxReconsumeTimes {mx} was sent to "
+                   f"%RETRY% instead of the DLQ", ckey)
+    elif outcome == "dlq" and not should_dlq:
+        out.report("INV-RETRY-1", f"copy {mid} with reconsume_times {r} < maxReconsumeTimes {mx} was dead-lettered "
+                   f"early", ckey)
+    if (cid, mid) in ch.accepted and outcome != "discarded":
+        out.report("INV-RETRY-3", f"{cid} sent copy {mid} back twice: two retry copies of one failure", ckey)
+    ch.accepted.add((cid, mid))
+    if outcome == "retry":
+        levels = len(_delay_table(st.profile)) - 1
+        want = dl if (dl is not None and dl > 0) else 3 + r
+        want = min(want, levels)
+        got = ev.get("delay_level")
+        if got is not None and got != want:
+            out.report("INV-RETRY-2", f"retry of copy {mid} (reconsume_times {r}) at delay level {got}, "
+                       f"expected {want}", ckey)
+        ch.entries.append(["sent_back", r + 1, got if got is not None else want, None, None, mid])
+    elif outcome == "discarded":
+        st.counts["ANOM-DISCARD"] = st.counts.get("ANOM-DISCARD", 0) + 1
+    # the failed original is now handled by the group (its successor carries the obligation)
+    if req is not None and req[3] is not None:
+        qs = st.queues.get(req[3])
+        if qs is not None:
+            pq = qs.pqs.get(cid)
+            if pq is not None and not pq.broadcast:
+                unit = qs.units.get("")
+                if unit is not None:
+                    unit.handle(req[4])
+                if pq.orderly:
+                    pass
+    _gc_chain(st, ckey, ch)
+
+
+def message_scheduled(st, ev, out):
+    real = ev.get("real_topic") or ""
+    if not real.startswith(RETRY_PREFIX):
+        return
+    group = ev.get("group") or real[len(RETRY_PREFIX):]
+    ckey = (group, ev["origin_msg_id"])
+    ch = st.chains.get(ckey)
+    lvl = ev["delay_level"]
+    entry = None
+    if ch is not None:
+        for e in ch.entries:
+            if e[0] == "sent_back" and e[2] == lvl:
+                entry = e
+                break
+        if entry is None:
+            entry = next((e for e in ch.entries if e[0] == "sent_back"), None)
+    if entry is None:
+        out.report("GUARD", f"retry copy scheduled without an accepted send-back (origin {ev['origin_msg_id']})", ckey)
+        ch = _chain(st, *ckey)
+        entry = ["sent_back", ev.get("reconsume_times", 0), lvl, None, None, None]
+        ch.entries.append(entry)
+    if ("sent_back", "message_scheduled") not in MSG_TABLE:
+        out.report("GUARD", "message lifecycle: scheduling not allowed", ckey)
+    table = _delay_table(st.profile)
+    if 0 < lvl < len(table):
+        want = ev["ts"] + table[lvl]
+        if ev["deliver_ts"] != want:
+            out.report("INV-RETRY-2", f"delay level {lvl} is {table[lvl]} ms: deliver time must be {want}, "
+                       f"is {ev['deliver_ts']}", ckey)
+    if ev.get("reconsume_times") is not None and ev["reconsume_times"] != entry[1]:
+        out.report("INV-RETRY-2", f"scheduled copy carries reconsume_times {ev['reconsume_times']}, expected "
+                   f"{entry[1]}", ckey)
+    entry[0], entry[3], entry[4] = "delayed", ev["deliver_ts"], ev["msg_id"]
+
+
+def schedule_delivered(st, ev, out):
+    real = ev.get("real_topic") or ""
+    group = ev.get("group") or (real[len(RETRY_PREFIX):] if real.startswith(RETRY_PREFIX) else None)
+    if group is None:
+        return
+    ckey = (group, ev["origin_msg_id"])
+    ch = st.chains.get(ckey)
+    entry = None
+    if ch is not None:
+        entry = next((e for e in ch.entries if e[0] == "delayed" and e[4] == ev["msg_id"]), None)
+    if entry is None:
+        out.report("GUARD", f"schedule delivered {ev['msg_id']} that was never scheduled", ckey)
+        return
+    if ev["ts"] < entry[3]:
+        out.report("INV-RETRY-2", f"retry copy delivered at {ev['ts']}, before its deliver time {entry[3]}", ckey)
+    entry[0] = "redelivered"
+
+
+def message_stored(st, ev, out):
+    tkey = (ev["topic"], ev["broker"], ev["queue"])
+    sq = st.stored.get(tkey)
+    if sq is None:
+        sq = st.stored[tkey] = StoredQueue()
+    off = ev["offset"]
+    if off != sq.next:
+        out.report("GUARD", f"message stored at offset {off}, the queue's next offset is {sq.next}", tkey)
+        if off > sq.next:
+            sq.next = off
+    sq.next = max(sq.next, off + 1)
+    r = ev.get("reconsume_times", 0) or 0
+    topic = ev["topic"]
+    if topic[0] == "%":
+        if topic.startswith(RETRY_PREFIX):
+            group = topic[len(RETRY_PREFIX):]
+            ckey = (group, ev["origin_msg_id"])
+            mx = _max_reconsume(st, _group_client(st, group))
+            if mx is not None and r > mx:
+                out.report("INV-RETRY-1", f"retry copy {ev['msg_id']} stored with reconsume_times {r} > "
+                           f"maxReconsumeTimes {mx}", ckey)
+            if ev.get("source") == "schedule":
+                ch = st.chains.get(ckey)
+                entry = next((e for e in ch.entries if e[0] == "redelivered"), None) if ch else None
+                if entry is None:
+                    out.report("GUARD", f"retry copy {ev['msg_id']} stored without a schedule delivery", ckey)
+                else:
+                    if r != entry[1]:
+                        out.report("INV-RETRY-2", f"retry copy stored with reconsume_times {r}, expected {entry[1]}",
+                                   ckey)
+                    ch.entries.remove(entry)
+                    _gc_chain(st, ckey, ch)
+        elif topic.startswith(DLQ_PREFIX):
+            if (ev.get("delay_level") or 0) > 0:
+                out.report("INV-DLQ-1", f"dead-lettered copy {ev['msg_id']} keeps delay level {ev['delay_level']} "
+                           f"(#2724)", (topic[len(DLQ_PREFIX):], ev["origin_msg_id"]))
+            return      # DLQ copies are never consumed: nothing else to keep
+    sq.msgs[off] = (ev["msg_id"], ev["origin_msg_id"], ev.get("tags"), ev.get("tags_code"), ev.get("props"), r)
+
+
+def message_dead_lettered(st, ev, out):
+    ckey = (ev["group"], ev["origin_msg_id"])
+    ch = st.chains.get(ckey)
+    if ch is not None:
+        _gc_chain(st, ckey, ch)
+
+
+def _gc_chain(st, ckey, ch):
+    if not ch.requests and all(e[0] in ("redelivered",) for e in ch.entries) and not ch.entries:
+        st.chains.pop(ckey, None)
+
+
+# ---------------------------------------------------------------------------- locks
+
+def lock_requested(st, ev, out):
+    c = _client(st, ev, out)
+    if c is not None and c.broadcast and not st.profile.broadcast_orderly_takes_locks:
+        out.report("INV-BCAST-1", "a broadcasting client asked for broker locks (#8772 fixed in 5.3.2)", None)
+
+
+def lock_acquired(st, ev, out):
+    qs = _q(st, ev)
+    key = qs.key
+    cid, ts, reason = ev["client"], ev["ts"], ev["reason"]
+    p = st.profile
+    if (qs.lock_state, "lock_acquired") not in LOCK_TABLE:
+        out.report("INV-LOCK-1", f"lock acquired in state {qs.lock_state}", key)
+    if ev["expires_at"] != ts + p.broker_lock_max_live_ms:
+        out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be now + "
+                   f"{p.broker_lock_max_live_ms}", key)
+    h = qs.holder
+    if h is not None and h != cid and ts <= qs.lock_exp:
+        out.report("INV-LOCK-1", f"{cid} acquires the lock ({reason}) while {h} holds it until {qs.lock_exp}: "
+                   f"two lock holders", key)
+    elif reason == "new" and h is not None and qs.lock_state != "unlocked":
+        if h != cid:
+            out.report("INV-LOCK-1", f"lock 'new' although {h}'s expired entry exists (takeover expected)", key)
+    elif reason == "takeover" and (h is None or h == cid) and ev.get("previous_holder") not in (None, cid):
+        out.report("INV-LOCK-1", f"takeover from {ev.get('previous_holder')} but the entry names {h}", key)
+    elif reason == "renewed" and h != cid:
+        out.report("INV-LOCK-1", f"{cid} renews a lock held by {h}", key)
+    g = st.dir.groups.get(key[0])
+    if g is not None and g["model"] == "BROADCASTING" and not p.broadcast_orderly_takes_locks:
+        out.report("INV-BCAST-1", "a broadcasting group holds a broker lock (#8772)", key)
+    qs.holder, qs.lock_exp, qs.lock_ts, qs.lock_state = cid, ev["expires_at"], ts, "held"
+    qs.lock_epoch = st.dir.brokers.get(key[2], 0)
+
+
+def lock_rejected(st, ev, out):
+    qs = _q(st, ev)
+    if qs.holder is None or qs.holder != ev["holder"] or ev["ts"] > qs.lock_exp or qs.holder == ev["client"]:
+        out.report("INV-LOCK-1", f"lock of {ev['client']} rejected for holder {ev['holder']}, but the entry names "
+                   f"{qs.holder} (expires_at {qs.lock_exp})", qs.key)
+
+
+def lock_released(st, ev, out):
+    qs = _q(st, ev)
+    if qs.holder != ev["client"]:
+        out.report("INV-LOCK-1", f"unlock by {ev['client']} removed an entry held by {qs.holder}", qs.key)
+    qs.holder, qs.lock_state, qs.lock_exp = None, "unlocked", 0
+
+
+def lock_release_ignored(st, ev, out):
+    qs = _q(st, ev)
+    if qs.holder == ev["client"]:
+        out.report("INV-LOCK-1", f"unlock by the owner {ev['client']} was ignored", qs.key)
+
+
+def lock_expired(st, ev, out):
+    qs = _q(st, ev)
+    if qs.holder != ev["holder"]:
+        out.report("INV-LOCK-1", f"expiry of {ev['holder']}'s lock, the entry names {qs.holder}", qs.key)
+    elif ev["ts"] <= qs.lock_exp:
+        out.report("INV-LOCK-1", f"lock found expired at {ev['ts']}, it expires only after {qs.lock_exp}", qs.key)
+    qs.lock_state = "expired"
+
+
+def pq_lock_changed(st, ev, out):
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is None:
+        return
+    if ev["locked"]:
+        if qs.holder != ev["client"] or ev["ts"] > qs.lock_exp:
+            if not (pq.broadcast and st.profile.broadcast_orderly_takes_locks):
+                out.report("INV-OWNER-2", f"{ev['client']}'s ProcessQueue marked locked but the broker lock is "
+                           f"held by {qs.holder}", qs.key)
+        if ev["last_lock_ts"] > ev["ts"]:
+            out.report("GUARD", "lastLockTimestamp in the future", qs.key)
+    pq.locked = ev["locked"]
+    pq.last_lock_ts = ev["last_lock_ts"]
+
+
+def lease_expired(st, ev, out):
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is not None and pq.locked and ev["ts"] - pq.last_lock_ts <= st.profile.client_lock_max_live_ms:
+        out.report("GUARD", f"lease reported expired at {ev['ts']} but last lock {pq.last_lock_ts} is within "
+                   f"{st.profile.client_lock_max_live_ms} ms", qs.key)
+
+
+def oneway_lost(st, ev, out):
+    pass
+
+
+def lock_noop(st, ev, out):
+    pass
+
+
+# ---------------------------------------------------------------------------- end of trace
+
+def check_quiescent(st, out):
+    """INV-LIVE-1 at trace_ended{reason: quiescent}."""
+    d = st.dir
+    units_by_topic: dict[str, list] = {}
+    for c in d.clients.values():
+        if c.status in ("running", "paused"):
+            for t in c.subs:
+                units_by_topic.setdefault(t, []).append(c)
+    reported = 0
+    for (topic, broker, q), sq in st.stored.items():
+        if sq.next == 0 or topic.startswith(DLQ_PREFIX):
+            continue
+        seen = set()
+        for c in units_by_topic.get(topic, ()):
+            unit = c.cid if c.broadcast else ""
+            gk = (c.group, unit)
+            if gk in seen:
+                continue
+            seen.add(gk)
+            key = (c.group, topic, broker, q)
+            qs = st.queues.get(key)
+            p = qs.units.get(unit) if qs is not None else None
+            if p is None:
+                out.report("INV-LIVE-1", f"{sq.next} stored messages and group {c.group}"
+                           f"{' client ' + unit if unit else ''} never consumed the queue", key)
+                reported += 1
+            elif p.wm < sq.next:
+                left = [o for o in range(p.wm, sq.next) if o not in p.done][:8]
+                if left:
+                    out.report("INV-LIVE-1", f"quiescent but offsets {left} were never consumed"
+                               f"{' by ' + unit if unit else ''} (handled below {p.wm}, max {sq.next})", key)
+                    reported += 1
+    for ckey, ch in st.chains.items():
+        pending = [e for e in ch.entries if e[0] in ("sent_back", "delayed", "redelivered")]
+        if pending:
+            g = d.groups.get(ckey[0])
+            live = g is not None and any(d.clients[c].status in ("running", "paused") for c in g["clients"]
+                                         if c in d.clients)
+            if live:
+                out.report("INV-LIVE-1", f"retry copy of {ckey[1]} still {pending[0][0]} at quiescence", ckey)
+
+
+HANDLERS = {
+    "trace_started": trace_started, "trace_ended": trace_ended,
+    "broker_started": broker_started, "broker_restarted": broker_restarted, "topic_created": topic_created,
+    "consumer_registered": consumer_registered, "consumer_unregistered": consumer_unregistered,
+    "message_stored": message_stored, "message_scheduled": message_scheduled,
+    "schedule_delivered": schedule_delivered,
+    "client_started": client_started, "client_stopped": client_stopped, "client_crashed": client_crashed,
+    "client_paused": client_paused, "client_resumed": client_resumed,
+    "allocation_computed": allocation_computed, "pq_created": pq_created, "pq_dropped": pq_dropped,
+    "pq_removed": pq_removed,
+    "pull_issued": pull_issued, "pull_held": pull_held, "pull_answered": pull_answered,
+    "pull_flow_controlled": pull_flow_controlled,
+    "consume_started": consume_started, "consume_finished": consume_finished,
+    "consume_resubmitted": consume_resubmitted, "consume_suspended": consume_suspended,
+    "messages_taken": messages_taken, "pq_committed": pq_committed, "pq_rolled_back": pq_rolled_back,
+    "pq_messages_removed": pq_messages_removed,
+    "offset_updated": offset_updated, "offset_read": offset_read, "offset_removed": offset_removed,
+    "offset_persisted": offset_persisted, "offset_committed": offset_committed, "offset_flushed": offset_flushed,
+    "offset_erased": offset_erased, "offset_loaded": offset_loaded,
+    "send_back_requested": send_back_requested, "send_back_failed": send_back_failed,
+    "message_sent_back": message_sent_back, "message_dead_lettered": message_dead_lettered,
+    "lock_requested": lock_requested, "lock_acquired": lock_acquired, "lock_rejected": lock_rejected,
+    "lock_released": lock_released, "lock_release_ignored": lock_release_ignored, "lock_expired": lock_expired,
+    "pq_lock_changed": pq_lock_changed, "lease_expired": lease_expired,
+    "oneway_lost": oneway_lost,
+}
+
+# The RocketMQ mechanism each action models (used by SPEC.md and reports).
+MECHANISMS = {
+    "trace_started": "trace header", "trace_ended": "end of run (quiescence check)",
+    "broker_started": "BrokerController.start", "broker_restarted": "broker restart (in-memory tables lost)",
+    "topic_created": "TopicConfigManager", "consumer_registered": "ConsumerManager.registerConsumer (heartbeat)",
+    "consumer_unregistered": "ConsumerManager.unregisterConsumer / channel expiry",
+    "message_stored": "CommitLog append + ConsumeQueue dispatch",
+    "message_scheduled": "delay level -> SCHEDULE_TOPIC_XXXX", "schedule_delivered": "ScheduleMessageService.messageTimeUp",
+    "client_started": "DefaultMQPushConsumer.start", "client_stopped": "DefaultMQPushConsumer.shutdown",
+    "client_crashed": "process death", "client_paused": "stop-the-world pause", "client_resumed": "pause ends",
+    "allocation_computed": "RebalanceImpl.rebalanceByTopic + AllocateMessageQueueStrategy",
+    "pq_created": "updateProcessQueueTableInRebalance (add) + computePullFromWhere",
+    "pq_dropped": "ProcessQueue.setDropped(true)", "pq_removed": "removeUnnecessaryMessageQueue",
+    "pull_issued": "DefaultMQPushConsumerImpl.pullMessage", "pull_held": "PullRequestHoldService (long polling)",
+    "pull_answered": "DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + ProcessQueue.putMessage",
+    "pull_flow_controlled": "pullMessage flow control",
+    "consume_started": "ConsumeRequest.run (listener called)", "consume_finished": "listener returns",
+    "consume_resubmitted": "submitConsumeRequestLater after failed send-back",
+    "consume_suspended": "ConsumeMessageOrderlyService suspend/retry later",
+    "messages_taken": "ProcessQueue.takeMessages", "pq_committed": "ProcessQueue.commit",
+    "pq_rolled_back": "ProcessQueue.rollback / makeMessageToConsumeAgain",
+    "pq_messages_removed": "ProcessQueue.removeMessage",
+    "offset_updated": "OffsetStore.updateOffset / updateAndFreeze", "offset_read": "OffsetStore.readOffset",
+    "offset_removed": "OffsetStore.removeOffset", "offset_persisted": "OffsetStore.persist (one-way)",
+    "offset_committed": "ConsumerOffsetManager.commitOffset", "offset_flushed": "offset table flush",
+    "offset_erased": "LocalFileOffsetStore.persistAll rewrite (pre-#7740)", "offset_loaded": "offset table load",
+    "send_back_requested": "DefaultMQPushConsumerImpl.sendMessageBack", "send_back_failed": "send-back and fallback failed",
+    "message_sent_back": "consumerSendMsgBack / handleRetryAndDLQ", "message_dead_lettered": "%DLQ% store",
+    "lock_requested": "RebalanceImpl.lock / lockAll", "lock_acquired": "RebalanceLockManager.tryLock",
+    "lock_rejected": "RebalanceLockManager.tryLock (held by another)", "lock_released": "RebalanceLockManager.unlockBatch",
+    "lock_release_ignored": "unlockBatch by a non-owner", "lock_expired": "LockEntry.isExpired",
+    "pq_lock_changed": "ProcessQueue.setLocked / lastLockTimestamp", "lease_expired": "ProcessQueue.isLockExpired",
+    "oneway_lost": "network loss of a one-way call",
+}

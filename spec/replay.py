@@ -1,0 +1,221 @@
+"""Trace validation: replay a recorded trace through the spec, streaming.
+
+`check_trace(path, profile=None)` reads the trace one event at a time (JSON Lines or Parquet),
+routes each event to the action of its kind (`spec.actions.HANDLERS`), and collects findings:
+errors (a guard or invariant that failed), and warnings (allowed anomalies, counted). Memory
+grows with the live keys (queues, clients, retry chains, messages not yet consumed by every
+group), not with the trace length: messages every group has handled are pruned periodically.
+
+Bad input (malformed line, missing field, unknown kind, events out of order, unknown profile)
+raises `TraceInputError` with the file and line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..traces.io import TraceInputError, read_events
+from ..traces.schema import validate_event
+from . import invariants as _inv
+from .actions import HANDLERS, MECHANISMS
+from .profiles import Profile, UnknownProfile, get_profile
+from .state import SpecState, compact_chain, compact_queue
+
+PRUNE_EVERY = 1 << 16
+
+
+@dataclass
+class Finding:
+    inv: str
+    severity: str
+    message: str
+    key: tuple | None
+    seq: int | None
+    line: int | None
+    kind: str | None
+    event: dict | None = None
+    state: dict | None = None
+
+    def key_dict(self):
+        k = self.key
+        if k is None:
+            return None
+        if len(k) == 4:
+            return {"group": k[0], "topic": k[1], "broker": k[2], "queue": k[3]}
+        if len(k) == 2:
+            return {"group": k[0], "origin_msg_id": k[1]}
+        if len(k) == 3 and isinstance(k[2], int):
+            return {"topic": k[0], "broker": k[1], "queue": k[2]}
+        if len(k) == 3:
+            return {"group": k[0], "topic": k[1], "view": k[2]}
+        return {"key": list(k)}
+
+    def to_dict(self):
+        inv = _inv.BY_ID.get(self.inv)
+        return {"invariant": self.inv, "title": inv.title if inv else "guard of the action",
+                "severity": self.severity, "message": self.message, "key": self.key_dict(),
+                "seq": self.seq, "line": self.line, "event_kind": self.kind,
+                "action": MECHANISMS.get(self.kind) if self.kind else None,
+                "event": self.event, "last_state": self.state}
+
+
+class Findings:
+    """Sink of an action's reports. `errors` keeps up to `max_listed` errors with their context;
+    every finding is counted in `counts` by invariant id; warnings keep a few examples."""
+
+    def __init__(self, st: SpecState, max_listed: int = 50, warn_examples: int = 3):
+        self.st = st
+        self.errors: list[Finding] = []
+        self.warnings: list[Finding] = []
+        self.counts: dict[str, int] = {}
+        self.error_count = 0
+        self.max_listed = max_listed
+        self.warn_examples = warn_examples
+        self.ev = None
+        self.line = None
+
+    def report(self, inv: str, message: str, key=None) -> None:
+        sev = _inv.severity(inv)
+        self.counts[inv] = self.counts.get(inv, 0) + 1
+        if sev == "error":
+            self.error_count += 1
+            if len(self.errors) >= self.max_listed:
+                return
+        elif self.counts[inv] > self.warn_examples:
+            return
+        ev = self.ev
+        f = Finding(inv, sev, message, key, ev.get("seq") if ev else None, self.line,
+                    ev.get("kind") if ev else None, dict(ev) if ev else None, self._snapshot(key))
+        (self.errors if sev == "error" else self.warnings).append(f)
+
+    def _snapshot(self, key):
+        st = self.st
+        if key is None:
+            return None
+        if len(key) == 4:
+            return compact_queue(st.queues.get(key))
+        if len(key) == 2:
+            return compact_chain(st.chains.get(key))
+        if len(key) == 3 and key in st.views:
+            v = st.views[key]
+            return {"mqs": [list(m) for m in v.mqs], "cids": list(v.cids),
+                    "allocations": {c: sorted(list(m) for m in a) for c, a in v.alloc.items()}}
+        if len(key) == 3 and key in st.stored:
+            sq = st.stored[key]
+            return {"max_offset": sq.next}
+        return None
+
+
+@dataclass
+class Report:
+    path: str
+    profile: str
+    events: int = 0
+    ended: str | None = None
+    findings: Findings | None = None
+    seconds: float = 0.0
+    live_keys: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.findings.error_count == 0
+
+    def to_dict(self):
+        f = self.findings
+        return {"path": self.path, "profile": self.profile, "events": self.events, "ended": self.ended,
+                "verdict": "holds" if self.ok else "violated", "errors": f.error_count,
+                "counts": dict(sorted(f.counts.items())),
+                "violations": [e.to_dict() for e in f.errors],
+                "warnings": [w.to_dict() for w in f.warnings],
+                "seconds": round(self.seconds, 3), "live_keys": self.live_keys}
+
+
+def prune(st: SpecState) -> None:
+    """Forget stored messages that every consumer unit has handled and no committed offset
+    points below (they can only come back as duplicates, whose content was checked already)."""
+    low: dict[tuple, int] = {}
+    for key, qs in st.queues.items():
+        tkey = (key[1], key[2], key[3])
+        m = low.get(tkey)
+        for p in qs.units.values():
+            m = p.wm if m is None else min(m, p.wm)
+        if qs.committed is not None:
+            m = qs.committed if m is None else min(m, qs.committed)
+        for pq in qs.pqs.values():
+            m = pq.next_pull if m is None else min(m, pq.next_pull)
+        if m is not None:
+            low[tkey] = m
+    for tkey, sq in st.stored.items():
+        m = low.get(tkey)
+        if m is None:
+            m = sq.next - 100000
+        if sq.msgs and min(sq.msgs) < m:
+            sq.msgs = {o: v for o, v in sq.msgs.items() if o >= m}
+
+
+def resolve_profile(name, first_event, path) -> Profile:
+    if name is None and first_event is not None:
+        name = first_event.get("profile")
+    try:
+        return get_profile(name)
+    except UnknownProfile as exc:
+        raise TraceInputError(path, 1 if name == (first_event or {}).get("profile") else None, str(exc)) from None
+
+
+def check_events(events, profile: Profile, path: str = "<events>", max_listed: int = 50) -> Report:
+    """Replay (line, event) pairs that are already validated."""
+    import time
+
+    t0 = time.perf_counter()
+    st = SpecState(profile)
+    out = Findings(st, max_listed=max_listed)
+    handlers = HANDLERS
+    n = 0
+    for line, ev in events:
+        out.ev = ev
+        out.line = line
+        handlers[ev["kind"]](st, ev, out)
+        n += 1
+        if not n & (PRUNE_EVERY - 1):
+            prune(st)
+    rep = Report(path=str(path), profile=profile.name, events=n, ended=st.ended, findings=out)
+    rep.seconds = time.perf_counter() - t0
+    rep.live_keys = {"queues": len(st.queues), "stored_queues": len(st.stored), "chains": len(st.chains),
+                     "views": len(st.views), "messages_kept": sum(len(s.msgs) for s in st.stored.values())}
+    for k, v in st.counts.items():
+        out.counts[k] = out.counts.get(k, 0) + v
+    return rep
+
+
+def _validated(path):
+    """(line, event) pairs with schema and envelope-order validation (TraceInputError on bad input)."""
+    last_seq = last_ts = None
+    ve = validate_event
+    for line, ev in read_events(path, validate=False):
+        problem = ve(ev)
+        if problem:
+            raise TraceInputError(path, line, problem)
+        seq, ts = ev["seq"], ev["ts"]
+        if last_seq is not None and seq <= last_seq:
+            raise TraceInputError(path, line, f"events out of order: seq {seq} after seq {last_seq}")
+        if last_ts is not None and ts < last_ts:
+            raise TraceInputError(path, line, f"events out of order: ts {ts} after ts {last_ts} (seq {seq})")
+        last_seq, last_ts = seq, ts
+        yield line, ev
+
+
+def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50) -> Report:
+    """Validate the trace at `path` against the spec. Raises TraceInputError on bad input."""
+    it = _validated(path)
+    first = next(it, None)
+    if first is None:
+        raise TraceInputError(path, None, "empty trace: expected a trace_started event first")
+    line, ev = first
+    if ev["kind"] != "trace_started":
+        raise TraceInputError(path, line, f"the first event must be trace_started, got {ev['kind']!r}")
+    prof = profile if isinstance(profile, Profile) else resolve_profile(profile, ev, path)
+
+    def chained():
+        yield first
+        yield from it
+
+    return check_events(chained(), prof, path, max_listed=max_listed)

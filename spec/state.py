@@ -1,0 +1,312 @@
+"""The spec's state variables, decomposed by key.
+
+TLA-style: the state is a record of variables; here each variable family is a dict keyed the
+way trace events are keyed (docs/trace-conventions.md), so that one key's state can be replayed
+and inspected on its own:
+
+- ``queues[(group, topic, broker, queue)]`` -> QueueState: the broker's committed offset and its
+  last flush, the broker lock entry, each client's ProcessQueue view and offset store entry for
+  that queue, the one-way persists in flight, and the group's progress over the queue's
+  messages (per client in broadcasting mode).
+- ``stored[(topic, broker, queue)]`` -> StoredQueue: the queue's messages (max offset and the
+  messages still needed to judge pulls and filters).
+- ``chains[(group, origin_msg_id)]`` -> Chain: send-back requests and retry copies in flight.
+- ``views[(group, topic, view)]`` -> View: allocations computed from one view.
+- ``dir`` -> Directory: clients, groups, brokers, topics (bounded by the deployment).
+
+Values are plain Python objects with ``__slots__`` (fast to mutate during trace replay).
+``copy_state`` deep-copies, ``freeze`` turns any state into a hashable canonical value (for the
+model checker's visited set), ``compact`` gives a short JSON-able summary for reports.
+"""
+from __future__ import annotations
+
+import copy as _copy
+import heapq
+
+from .profiles import Profile
+
+
+class Client:
+    __slots__ = ("cid", "group", "mode", "model", "subs", "config", "status", "paused_until",
+                 "from_where", "max_reconsume")
+
+    def __init__(self, cid, group, mode, model, subs, config):
+        self.cid, self.group, self.mode, self.model = cid, group, mode, model
+        self.subs = subs or {}
+        self.config = config or {}
+        self.status = "running"           # running | paused | stopped | crashed
+        self.paused_until = 0
+        self.from_where = _cfg(self.config, "from_where", "consume_from_where", "consumeFromWhere") or \
+            "CONSUME_FROM_LAST_OFFSET"
+        mr = _cfg(self.config, "max_reconsume_times", "maxReconsumeTimes")
+        self.max_reconsume = -1 if mr is None else int(mr)
+
+    @property
+    def orderly(self) -> bool:
+        return self.mode == "ORDERLY"
+
+    @property
+    def broadcast(self) -> bool:
+        return self.model == "BROADCASTING"
+
+
+def _cfg(config, *names):
+    if not isinstance(config, dict):
+        return None
+    for n in names:
+        if n in config and config[n] is not None:
+            return config[n]
+    return None
+
+
+class Directory:
+    __slots__ = ("brokers", "topics", "clients", "groups", "registered", "alloc", "started", "profile_name",
+                 "scenario", "seed")
+
+    def __init__(self):
+        self.brokers: dict[str, int] = {}                 # broker -> restart count
+        self.topics: dict[tuple, tuple] = {}              # (topic, broker) -> (queue_count, perm)
+        self.clients: dict[str, Client] = {}
+        self.groups: dict[str, dict] = {}                 # group -> {"mode", "model", "clients": set}
+        self.registered: dict[tuple, set] = {}            # (broker, group) -> client ids
+        self.alloc: dict[tuple, frozenset] = {}           # (client, topic) -> allocated queues (latest)
+        self.started = False
+        self.profile_name = None
+        self.scenario = None
+        self.seed = None
+
+
+class PQ:
+    """One client's ProcessQueue for one queue, as the spec sees it."""
+
+    __slots__ = ("client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull",
+                 "pull_id", "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd",
+                 "created_ts", "orderly", "broadcast", "retry_topic")
+
+    def __init__(self, client, gen, offset, ts, orderly, broadcast, retry_topic):
+        self.client = client
+        self.status = "created"
+        self.gen = gen
+        self.tree: set[int] = set()       # msgTreeMap keys
+        self.heap: list[int] = []         # lazy min-heap over tree
+        self.consuming: list[int] = []    # orderly consumingMsgOrderlyTreeMap keys, ascending
+        self.max_new = 0                  # queueOffsetMax: last *new* offset put
+        self.next_pull = offset           # offset the next pull must ask for
+        self.alt_pull = None              # orderly first-pull recompute (store re-read)
+        self.pull_id = None               # pull in flight
+        self.pulls = 0
+        self.locked = False
+        self.last_lock_ts = 0
+        self.batches: dict[int, tuple] = {}   # consume_id -> offsets in flight
+        self.failed: dict[int, str] = {}      # concurrent: offset -> failed | requested | resubmit
+        self.pending_upd: list = []           # offsets an offset_updated may carry next
+        self.created_ts = ts
+        self.orderly = orderly
+        self.broadcast = broadcast
+        self.retry_topic = retry_topic
+
+    def tree_min(self):
+        h, t = self.heap, self.tree
+        while h and h[0] not in t:
+            heapq.heappop(h)
+        return h[0] if h else None
+
+    def put(self, off):
+        if off in self.tree:
+            return False
+        self.tree.add(off)
+        heapq.heappush(self.heap, off)
+        self.max_new = off
+        return True
+
+    def pending_min(self):
+        """Lowest offset still pending in this ProcessQueue (tree, taken, in flight)."""
+        m = self.tree_min()
+        if self.consuming and (m is None or self.consuming[0] < m):
+            m = self.consuming[0]
+        for offs in self.batches.values():
+            if offs:
+                x = min(offs)
+                if m is None or x < m:
+                    m = x
+        return m
+
+    @property
+    def live(self) -> bool:
+        return self.status == "created" or self.status == "active"
+
+
+class Progress:
+    """A consumer unit's progress over one queue: the group (clustering) or one client
+    (broadcasting). Offsets below `wm` are handled; `done` holds handled offsets >= wm."""
+
+    __slots__ = ("start", "wm", "done", "skipped")
+
+    def __init__(self, start):
+        self.start = start
+        self.wm = start
+        self.done: set[int] = set()
+        self.skipped = 0
+
+    def handle(self, off) -> bool:
+        """Mark off handled; False if it already was (a duplicate)."""
+        if off < self.wm or off in self.done:
+            return False
+        if off == self.wm:
+            wm = off + 1
+            d = self.done
+            while wm in d:
+                d.discard(wm)
+                wm += 1
+            self.wm = wm
+        else:
+            self.done.add(off)
+        return True
+
+    def handled(self, off) -> bool:
+        return off < self.wm or off in self.done
+
+    def first_unhandled(self):
+        return self.wm
+
+
+class QueueState:
+    __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
+                 "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit")
+
+    def __init__(self, key):
+        self.key = key
+        self.committed = None           # broker ConsumerOffsetManager value (None: no entry)
+        self.flushed = None             # broker's last flushed value
+        self.lock_state = "unlocked"    # QueueLockLifecycle state
+        self.holder = None
+        self.lock_exp = 0               # entry expired at any ts > lock_exp
+        self.lock_ts = 0
+        self.lock_epoch = 0             # broker restart count when the entry was made
+        self.pqs: dict[str, PQ] = {}
+        self.stores: dict[str, list] = {}       # client -> [value, frozen]
+        self.local: dict[str, list] = {}        # client -> [flushed value, erased] (LocalFileOffsetStore file)
+        self.persists: dict[tuple, int] = {}    # (client, offset) -> one-way persists in flight
+        self.units: dict[str, Progress] = {}    # "" (clustering group) or client id (broadcast)
+        self.busy: dict[str, tuple] = {}        # orderly: client -> (consume_id, start_ts)
+        self.reads: dict[str, int] = {}         # client -> last store read (READ_FROM_STORE)
+        self.pull_commit: dict[str, int] = {}   # client -> commit offset piggybacked on its last pull
+
+
+class StoredQueue:
+    __slots__ = ("next", "min", "msgs")
+
+    def __init__(self):
+        self.next = 0                   # maxOffset: the next offset to be written
+        self.min = 0
+        self.msgs: dict[int, tuple] = {}   # offset -> Msg
+
+
+# Msg fields (a tuple, cheap to store): msg_id, origin, tags, tags_code, props, reconsume_times
+M_ID, M_ORIGIN, M_TAGS, M_CODE, M_PROPS, M_R = range(6)
+
+
+class Chain:
+    __slots__ = ("requests", "entries", "accepted")
+
+    def __init__(self):
+        self.requests: dict[tuple, tuple] = {}   # (client, msg_id) -> (r, delay_level, via, kind)
+        self.entries: list[list] = []            # [state, r_next, level, deliver_ts, sched_id, from_msg]
+        self.accepted: set[tuple] = set()        # (client, msg_id) send-backs accepted
+
+
+class View:
+    __slots__ = ("mqs", "cids", "strategy", "alloc", "owner")
+
+    def __init__(self, mqs, cids, strategy):
+        self.mqs, self.cids, self.strategy = mqs, cids, strategy
+        self.alloc: dict[str, frozenset] = {}
+        self.owner: dict[tuple, str] = {}
+
+
+class SpecState:
+    """The whole spec state. Mutated in place by `spec.actions.step`; copy with `copy_state`."""
+
+    __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts")
+
+    def __init__(self, profile: Profile):
+        self.profile = profile
+        self.dir = Directory()
+        self.queues: dict[tuple, QueueState] = {}
+        self.stored: dict[tuple, StoredQueue] = {}
+        self.chains: dict[tuple, Chain] = {}
+        self.views: dict[tuple, View] = {}
+        self.ended = None
+        self.counts: dict[str, int] = {}
+
+
+def copy_state(state: SpecState) -> SpecState:
+    """A deep copy (the profile is shared: it is immutable)."""
+    memo = {id(state.profile): state.profile}
+    return _copy.deepcopy(state, memo)
+
+
+def freeze(obj):
+    """A hashable, canonical value of any spec state (dicts and sets sorted; heaps normalised)."""
+    if isinstance(obj, (int, str, float, bool, type(None))):
+        return obj
+    if isinstance(obj, Profile):
+        return obj.name
+    if isinstance(obj, dict):
+        return tuple(sorted(((freeze(k), freeze(v)) for k, v in obj.items()), key=repr))
+    if isinstance(obj, (set, frozenset)):
+        return tuple(sorted((freeze(v) for v in obj), key=repr))
+    if isinstance(obj, (list, tuple)):
+        return tuple(freeze(v) for v in obj)
+    if isinstance(obj, PQ):
+        return ("PQ",) + tuple(freeze(getattr(obj, n)) for n in PQ.__slots__ if n not in ("heap", "pulls"))
+    if hasattr(obj, "__slots__"):
+        return (type(obj).__name__,) + tuple(freeze(getattr(obj, n)) for n in obj.__slots__)
+    return repr(obj)
+
+
+def _short(offs, limit=12):
+    offs = sorted(offs)
+    return offs if len(offs) <= limit else offs[:limit] + [f"... {len(offs)} in all"]
+
+
+def compact_queue(qs: QueueState | None, now: int | None = None) -> dict:
+    """A short summary of one queue key's state, for violation reports."""
+    if qs is None:
+        return {}
+    out = {
+        "broker_committed": qs.committed,
+        "lock": None if qs.holder is None else {"holder": qs.holder, "state": qs.lock_state,
+                                                 "expires_at": qs.lock_exp},
+        "process_queues": {},
+        "client_offsets": {c: v[0] for c, v in qs.stores.items()},
+    }
+    for c, pq in qs.pqs.items():
+        d = {"status": pq.status, "next_pull": pq.next_pull, "tree": _short(pq.tree),
+             "queue_offset_max": pq.max_new}
+        if pq.consuming:
+            d["consuming"] = _short(pq.consuming)
+        if pq.batches:
+            d["in_flight"] = {str(k): list(v) for k, v in list(pq.batches.items())[:4]}
+        if pq.orderly:
+            d["locked"] = pq.locked
+            d["last_lock_ts"] = pq.last_lock_ts
+        if pq.pull_id is not None:
+            d["pull_in_flight"] = pq.pull_id
+        out["process_queues"][c] = d
+    units = {}
+    for u, p in qs.units.items():
+        units[u or "group"] = {"start": p.start, "handled_below": p.wm, "handled_above": _short(p.done, 6)}
+    out["progress"] = units
+    if qs.busy:
+        out["orderly_consuming"] = {c: {"consume_id": b[0], "since": b[1]} for c, b in qs.busy.items()}
+    return out
+
+
+def compact_chain(ch: Chain | None) -> dict:
+    if ch is None:
+        return {}
+    return {"requests": [{"client": k[0], "msg_id": k[1], "reconsume_times": v[0], "delay_level": v[1]}
+                         for k, v in list(ch.requests.items())[:6]],
+            "copies_in_flight": [{"state": e[0], "next_reconsume_times": e[1], "delay_level": e[2]}
+                                 for e in ch.entries[:6]]}
