@@ -285,6 +285,12 @@ CATALOGUE: tuple[Invariant, ...] = (
         "(A-LEASE-MARGIN or A-BROKER-LOCKS); the report names the invariant and assumption.",
         "", "", "warning", True, "step", "queue"),
     Invariant(
+        "ANOM-RETENTION", "Messages deleted before they were consumed (allowed)",
+        "The queue's minOffset moved past messages a consumer unit had not consumed: the "
+        "commit log's retention deleted them (OFFSET_TOO_SMALL moves the consumer forward).",
+        "DefaultMessageStore cleans expired commit-log files; getMessage answers OFFSET_TOO_SMALL.",
+        "", "warning", True, "step", "queue"),
+    Invariant(
         "ANOM-DISCARD", "Send-back discarded by configuration (allowed)",
         "The broker accepted a send-back and stored nothing because retryQueueNums <= 0.",
         "consumerSendMsgBack returns SUCCESS without storing.", "", "warning", True, "step",

@@ -227,7 +227,7 @@ class View:
 class SpecState:
     """The whole spec state. Mutated in place by `spec.actions.step`; copy with `copy_state`."""
 
-    __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts")
+    __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done")
 
     def __init__(self, profile: Profile):
         self.profile = profile
@@ -238,6 +238,7 @@ class SpecState:
         self.views: dict[tuple, View] = {}
         self.ended = None
         self.counts: dict[str, int] = {}
+        self.sched_done: dict[str, tuple] = {}   # schedule copy id -> (reconsume_times, broker restarts)
 
 
 def copy_state(state: SpecState) -> SpecState:
