@@ -124,7 +124,58 @@ BUG_6163_ROCKETMQ_5_0_0 = Profile(
     retry_tag_filter_fixed=False,          # #7039, 5.1.4
 )
 
+
+# ---- known-bug profiles of the spec issue (#5): each is a current release with only the
+# defect's switches reverted, so that the defect is the one thing that differs; the checker
+# must flag each with `expected_violation` (see spec/invariants.py).
+BUG_4215_ROCKETMQ_4_9_3 = replace(
+    ROCKETMQ_4_9_8, name="bug-4215-rocketmq-4.9.3", release="4.9.3",
+    description="<= 4.9.3: OFFSET_OVERFLOW_BADLY corrects nextBeginOffset to minOffset when minOffset is 0, "
+                "so a consumer whose offset ran past maxOffset starts again from the beginning.",
+    known_bug="#4215", expected_violation="INV-PULL-2", overflow_badly_min_if_zero=True)
+
+BUG_1825_ROCKETMQ_4_X = replace(
+    ROCKETMQ_4_9_8, name="bug-1825-rocketmq-4.x", release="4.x",
+    description="Orderly: the first pull after locking recomputes the offset, the recompute returns -1, "
+                "the broker corrects the pull to minOffset and the queue is consumed again from the start.",
+    known_bug="#1825", expected_violation="INV-START-1", orderly_first_pull_recompute_bug=True)
+
+BUG_4016_ROCKETMQ_4_9_7 = replace(
+    ROCKETMQ_4_9_8, name="bug-4016-rocketmq-4.9.7", release="4.9.7",
+    description="Broadcasting: LocalFileOffsetStore.persistAll rewrites offsets.json with the current queues "
+                "only; a queue that comes back reads no offset, starts at LAST and skips messages.",
+    known_bug="#4016", expected_violation="INV-START-1", local_offset_persist_merges=False)
+
+BUG_5481_ROCKETMQ_5_0_0 = replace(
+    ROCKETMQ_5_3_3, name="bug-5481-rocketmq-5.0.0", release="5.0.0",
+    description="cleanExpiredMsg sends back a message that is still being consumed; when the listener then "
+                "returns RECONSUME_LATER the same copy is sent back a second time (two retry copies).",
+    known_bug="#5481", expected_violation="INV-RETRY-3", sendback_skips_not_contained=False)
+
+BUG_2449_ROCKETMQ_4_8_0 = replace(
+    ROCKETMQ_4_9_8, name="bug-2449-rocketmq-4.8.0", release="4.8.0",
+    description="Concurrent resetOffset creates a second PullRequest for a queue: two pulls in flight per "
+                "ProcessQueue and continuous duplicate consumption.",
+    known_bug="#2449", expected_violation="INV-PULL-1", reset_offset_duplicates_pull=True)
+
+BUG_2708_ROCKETMQ_4_9_0 = replace(
+    ROCKETMQ_4_9_8, name="bug-2708-rocketmq-4.9.0", release="4.9.0",
+    description="A failed offset query reads as 'no offset' (-1): the new owner of a queue starts at LAST "
+                "(skipping messages) or FIRST (re-consuming) instead of the committed offset.",
+    known_bug="#2708", expected_violation="INV-START-1", offset_query_failure_as_not_found=True)
+
+BUG_2724_ROCKETMQ_4_9_1 = replace(
+    ROCKETMQ_4_9_8, name="bug-2724-rocketmq-4.9.1", release="4.9.1",
+    description="The DLQ copy keeps its DELAY property, so it takes an extra trip through the schedule "
+                "before it lands in %DLQ%.",
+    known_bug="#2724", expected_violation="INV-DLQ-1", dlq_clears_delay=False)
+
+KNOWN_BUG_PROFILES_SPEC = (BUG_4215_ROCKETMQ_4_9_3, BUG_1825_ROCKETMQ_4_X, BUG_4016_ROCKETMQ_4_9_7,
+                           BUG_5481_ROCKETMQ_5_0_0, BUG_2449_ROCKETMQ_4_8_0, BUG_2708_ROCKETMQ_4_9_0,
+                           BUG_2724_ROCKETMQ_4_9_1)
+
 PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3, BUG_6163_ROCKETMQ_5_0_0)}
+PROFILES.update({p.name: p for p in KNOWN_BUG_PROFILES_SPEC})
 DEFAULT_PROFILE = ROCKETMQ_5_3_3.name
 
 
