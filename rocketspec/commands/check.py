@@ -1,0 +1,86 @@
+"""`rocketspec check PATH [--profile P] [--json]`: validate a trace against the spec.
+
+Exit codes: 0 the trace holds (warnings allowed), 1 a violation, 2 bad input (malformed line,
+missing field, unknown event kind, events out of order, unknown profile, missing file).
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+def _fmt_state(state, indent="      ") -> str:
+    import orjson
+
+    if not state:
+        return f"{indent}(no state for this key yet)"
+    text = orjson.dumps(state, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    lines = text.splitlines()
+    if len(lines) > 40:
+        lines = lines[:40] + ["..."]
+    return "\n".join(indent + ln for ln in lines)
+
+
+def render_text(rep) -> str:
+    d = rep.to_dict()
+    out = []
+    verdict = "HOLDS" if rep.ok else "VIOLATED"
+    out.append(f"{d['path']}: {verdict} under profile {d['profile']} ({d['events']} events, "
+               f"ended {d['ended'] or 'without trace_ended'})")
+    for v in d["violations"]:
+        key = v["key"]
+        keys = ", ".join(f"{k}={val}" for k, val in key.items()) if key else "-"
+        out.append("")
+        out.append(f"  {v['invariant']} {v['title']}")
+        out.append(f"    {v['message']}")
+        out.append(f"    event: seq {v['seq']}, line {v['line']}, kind {v['event_kind']}"
+                   f"{' (' + v['action'] + ')' if v['action'] else ''}")
+        out.append(f"    key: {keys}")
+        out.append("    last accepted state of the key:")
+        out.append(_fmt_state(v["last_state"]))
+    hidden = d["errors"] - len(d["violations"])
+    if hidden > 0:
+        out.append(f"\n  ... and {hidden} more errors")
+    counts = d["counts"]
+    if counts:
+        out.append("")
+        out.append("  counts: " + ", ".join(f"{k} {n}" for k, n in counts.items()))
+    warn = [w for w in d["warnings"]]
+    if warn:
+        out.append("  allowed anomalies (first examples):")
+        for w in warn[:6]:
+            out.append(f"    {w['invariant']} at seq {w['seq']} (line {w['line']}): {w['message']}")
+    return "\n".join(out)
+
+
+@click.command("check")
+@click.argument("path")
+@click.option("--profile", "profile", default=None,
+              help="Version profile (default: the profile named by the trace's trace_started event).")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON report.")
+@click.option("--max-violations", default=50, show_default=True, help="List at most this many errors.")
+def check(path, profile, as_json, max_violations):
+    """Replay the trace at PATH (JSON Lines or Parquet) through the spec.
+
+    Exit 0 when it holds, 1 on a violation, 2 on bad input."""
+    import orjson
+
+    from rocketspec.spec.replay import check_trace
+    from rocketspec.traces.io import TraceInputError
+
+    try:
+        rep = check_trace(path, profile, max_listed=max_violations)
+    except TraceInputError as exc:
+        if as_json:
+            sys.stdout.write(orjson.dumps({"path": str(path), "verdict": "bad_input", "error": str(exc),
+                                           "line": exc.line}).decode() + "\n")
+        else:
+            click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    if as_json:
+        sys.stdout.write(orjson.dumps(rep.to_dict(), option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    else:
+        click.echo(render_text(rep))
+    sys.exit(0 if rep.ok else 1)
+
