@@ -156,8 +156,8 @@ class RebalanceImpl:
                 continue
             c.offset_store.remove_offset(mq)   # removeDirtyOffset
             pq = ProcessQueue(now)
-            if self.profile.pq_locked_on_create and need_lock:
-                pq.locked = True  # #5465: the lock just taken belongs to this new queue
+            if self.profile.pq_locked_on_create:
+                pq.locked = True  # #5465: set unconditionally (also broadcast orderly, which takes no lock since #8772)
             next_offset = self.compute_pull_from_where(mq)
             if next_offset < 0:
                 continue
