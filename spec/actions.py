@@ -325,6 +325,9 @@ def pq_created(st, ev, out):
         out.report("INV-START-1", f"ProcessQueue starts at {off} but the committed offset is {committed}", key)
         reported = True
     # effect
+    if old is not None and old.batches:
+        for k, v in old.batches.items():
+            qs.orphans[(cid, k)] = v
     gen = (old.gen + 1) if old is not None else 1
     pq = PQ(cid, gen, off, ts, orderly, broadcast, topic.startswith(RETRY_PREFIX))
     if orderly and not broadcast:
@@ -337,7 +340,8 @@ def pq_created(st, ev, out):
     unit = cid if broadcast else ""
     p = qs.units.get(unit)
     if p is None:
-        qs.units[unit] = Progress(off)
+        # messages below minOffset were deleted by retention: not expected any more
+        qs.units[unit] = Progress(max(off, sq.min) if sq is not None else off)
     elif off > p.wm:
         hi = min(off, sq.next if sq else off)
         gap = [o for o in range(p.wm, hi) if o not in p.done] if hi - p.wm < 100000 else None
@@ -377,6 +381,8 @@ def pq_removed(st, ev, out):
         return
     if (pq.status, "pq_removed") not in PQ_TABLE:
         out.report("INV-PQ-1", f"ProcessQueue removed in state {pq.status} (must be dropped first)", qs.key)
+    for k, v in pq.batches.items():
+        qs.orphans[(pq.client, k)] = v     # ConsumeRequests still hold the removed ProcessQueue
     del qs.pqs[ev["client"]]
 
 
@@ -577,6 +583,18 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
                 break
 
 
+def messages_deleted(st, ev, out):
+    tkey = (ev["topic"], ev["broker"], ev["queue"])
+    sq = st.stored.get(tkey)
+    if sq is None:
+        sq = st.stored[tkey] = StoredQueue()
+    mn = ev["min_offset"]
+    if mn > sq.next:
+        out.report("GUARD", f"retention to minOffset {mn} beyond maxOffset {sq.next}", tkey)
+    if mn > sq.min:
+        _retention(st, sq, (None,) + tkey, mn, out)
+
+
 def pull_flow_controlled(st, ev, out):
     qs = _q(st, ev)
     _client(st, ev, out, qs.key)
@@ -661,8 +679,17 @@ def consume_finished(st, ev, out):
     if c is None or c.status != "running":
         c = _client(st, ev, out, key)
     pq = qs.pqs.get(cid)
+    orphan = qs.orphans.pop((cid, ev["consume_id"]), None) if qs.orphans else None
+    if orphan is not None:
+        if not ev.get("dropped") and not (pq is not None and pq.orderly):
+            out.report("INV-DROP-1", "a batch of a removed ProcessQueue was processed (not reported dropped)", key)
+        b = qs.busy.get(cid)
+        if b is not None and b[0] == ev["consume_id"]:
+            del qs.busy[cid]
+        return
     if pq is None:
-        return      # ProcessQueue removed meanwhile: nothing is processed
+        out.report("GUARD", f"consume {ev['consume_id']} finished but never started", key)
+        return
     batch = pq.batches.pop(ev["consume_id"], None)
     b = qs.busy.get(cid)
     if b is not None and b[0] == ev["consume_id"]:
@@ -1364,7 +1391,7 @@ HANDLERS = {
     "trace_started": trace_started, "trace_ended": trace_ended,
     "broker_started": broker_started, "broker_restarted": broker_restarted, "topic_created": topic_created,
     "consumer_registered": consumer_registered, "consumer_unregistered": consumer_unregistered,
-    "message_stored": message_stored, "message_scheduled": message_scheduled,
+    "message_stored": message_stored, "messages_deleted": messages_deleted, "message_scheduled": message_scheduled,
     "schedule_delivered": schedule_delivered,
     "client_started": client_started, "client_stopped": client_stopped, "client_crashed": client_crashed,
     "client_paused": client_paused, "client_resumed": client_resumed,
@@ -1394,6 +1421,7 @@ MECHANISMS = {
     "topic_created": "TopicConfigManager", "consumer_registered": "ConsumerManager.registerConsumer (heartbeat)",
     "consumer_unregistered": "ConsumerManager.unregisterConsumer / channel expiry",
     "message_stored": "CommitLog append + ConsumeQueue dispatch",
+    "messages_deleted": "commit-log retention (DefaultMessageStore clean expired files)",
     "message_scheduled": "delay level -> SCHEDULE_TOPIC_XXXX", "schedule_delivered": "ScheduleMessageService.messageTimeUp",
     "client_started": "DefaultMQPushConsumer.start", "client_stopped": "DefaultMQPushConsumer.shutdown",
     "client_crashed": "process death", "client_paused": "stop-the-world pause", "client_resumed": "pause ends",

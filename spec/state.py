@@ -172,7 +172,7 @@ class Progress:
 
 class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
-                 "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit")
+                 "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans")
 
     def __init__(self, key):
         self.key = key
@@ -191,6 +191,7 @@ class QueueState:
         self.busy: dict[str, tuple] = {}        # orderly: client -> (consume_id, start_ts)
         self.reads: dict[str, int] = {}         # client -> last store read (READ_FROM_STORE)
         self.pull_commit: dict[str, int] = {}   # client -> commit offset piggybacked on its last pull
+        self.orphans: dict[tuple, tuple] = {}   # (client, consume_id) -> offsets: batches of removed pqs
 
 
 class StoredQueue:
