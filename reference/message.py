@@ -53,9 +53,12 @@ class Message:
 
     def clone(self) -> "Message":
         m = Message.__new__(Message)
-        for s in Message.__slots__:
-            setattr(m, s, getattr(self, s))
-        m.props = dict(self.props)
+        m.msg_id, m.origin_msg_id, m.topic, m.broker = self.msg_id, self.origin_msg_id, self.topic, self.broker
+        m.queue, m.offset, m.tags, m.tags_code = self.queue, self.offset, self.tags, self.tags_code
+        m.keys, m.props, m.body_size = self.keys, dict(self.props), self.body_size
+        m.reconsume_times, m.retry_topic, m.delay_level = self.reconsume_times, self.retry_topic, self.delay_level
+        m.store_ts, m.real_topic, m.real_queue, m.deliver_ts = self.store_ts, self.real_topic, self.real_queue, self.deliver_ts
+        m.consume_start_ts, m.max_reconsume_times = self.consume_start_ts, self.max_reconsume_times
         return m
 
     def __repr__(self):

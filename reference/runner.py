@@ -32,6 +32,7 @@ class Producer:
         self.interval = max(1, int(round(1000 / float(spec.get("rate_per_s", 100)))))
         self.next_queue = 0
         self.sent = 0
+        self.queues = None   # the topic's route, read at the first send
 
     def start(self) -> None:
         self.run.sim.schedule(self.spec.get("start_ms", 0), self.tick)
@@ -46,10 +47,10 @@ class Producer:
 
     def send_one(self, tags=None, keys=None, props=None) -> None:
         run, sim, spec = self.run, self.run.sim, self.spec
-        queues = run.net.route(self.topic)
-        live = [q for q in queues if run.net.brokers[q[1]].up]
-        if not live:
-            return  # every broker of the topic is down: the send fails, the producer moves on
+        queues = self.queues
+        if queues is None:
+            queues = self.queues = run.net.route(self.topic)
+        brokers = run.net.brokers
         if tags is None and spec.get("tags"):
             tags = sim.rng.choice(spec["tags"])
             tags = tags if tags else None   # "" in a list of tags means untagged
@@ -58,11 +59,17 @@ class Producer:
             keys = f"order-{sim.rng.randrange(n_keys)}"
         if keys is not None and n_keys:
             mq = queues[abs(java_string_hash(keys)) % len(queues)]
-            if mq not in live:
-                return
+            if not brokers[mq[1]].up:
+                return  # an orderly send to a down broker fails; the producer moves on
         else:
-            mq = live[self.next_queue % len(live)]
-            self.next_queue += 1
+            # Rotate over the queues, skipping brokers that are down (the producer's retry).
+            for _ in range(len(queues)):
+                mq = queues[self.next_queue % len(queues)]
+                self.next_queue += 1
+                if brokers[mq[1]].up:
+                    break
+            else:
+                return  # every broker of the topic is down: the send fails
         if props is None and spec.get("props"):
             props = {k: str(sim.rng.choice(v)) if isinstance(v, list) else str(v) for k, v in spec["props"].items()}
         self.sent += 1

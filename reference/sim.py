@@ -54,18 +54,23 @@ class Simulator:
 
     # ------------------------------------------------------------------ events
     def emit(self, kind: str, **fields) -> dict:
+        """Emit one trace event; optional fields given as None are left out."""
         ev = {"seq": self.seq, "ts": self.now, "kind": kind}
-        ev.update(fields)
+        for k, v in fields.items():
+            if v is not None:
+                ev[k] = v
         self.seq += 1
         self._sink(ev)
         return ev
 
+
     # ------------------------------------------------------------------ tasks
-    def schedule(self, delay: int, fn: Callable, *args, owner: Process | None = None, timer: Timer | None = None) -> Timer:
-        """Run fn(*args) after delay ms (delay >= 0) on behalf of owner."""
+    def schedule(self, delay: int, fn: Callable, *args, owner: Process | None = None,
+                 timer: Timer | None = None) -> Timer | None:
+        """Run fn(*args) after delay ms (delay >= 0) on behalf of owner. Pass a Timer to be
+        able to cancel the task (most tasks are never cancelled and need none)."""
         if delay < 0:
             raise ValueError(f"negative delay {delay}")
-        timer = timer or Timer()
         inc = owner.incarnation if owner is not None else 0
         self._order += 1
         heapq.heappush(self._heap, (self.now + delay, self._order, fn, args, owner, inc, timer))
@@ -92,7 +97,7 @@ class Simulator:
         pop, push = heapq.heappop, heapq.heappush
         while heap and heap[0][0] <= t_end:
             due, order, fn, args, owner, inc, timer = pop(heap)
-            if timer.cancelled:
+            if timer is not None and timer.cancelled:
                 continue
             if owner is not None:
                 if not owner.alive or owner.incarnation != inc:

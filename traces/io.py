@@ -38,15 +38,26 @@ def trace_format(path) -> str:
 # ---------------------------------------------------------------- writing
 
 class JsonlWriter:
+    """One compact JSON object per line, written in chunks."""
+
+    _CHUNK = 2048
+
     def __init__(self, path):
         self.path = path
         self._fh = open(path, "wb")
+        self._lines: list[bytes] = []
 
     def write(self, event: dict) -> None:
-        self._fh.write(orjson.dumps({k: v for k, v in event.items() if v is not None}))
-        self._fh.write(b"\n")
+        # Events are written as given: a None value becomes null, which readers treat as absent.
+        self._lines.append(orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
+        if len(self._lines) >= self._CHUNK:
+            self._fh.write(b"".join(self._lines))
+            self._lines.clear()
 
     def close(self) -> None:
+        if self._lines:
+            self._fh.write(b"".join(self._lines))
+            self._lines.clear()
         self._fh.close()
 
 

@@ -32,9 +32,11 @@ class PullRequestData:
     __slots__ = ("client", "group", "topic", "queue", "offset", "max_nums", "subscription", "sql",
                  "commit_offset", "pull_id", "suspend", "respond", "expr_type")
 
-    def __init__(self, **kw):
-        for k, v in kw.items():
-            setattr(self, k, v)
+    def __init__(self, *, client, group, topic, queue, offset, max_nums, subscription, sql, commit_offset,
+                 pull_id, suspend, respond, expr_type):
+        self.client, self.group, self.topic, self.queue, self.offset = client, group, topic, queue, offset
+        self.max_nums, self.subscription, self.sql, self.commit_offset = max_nums, subscription, sql, commit_offset
+        self.pull_id, self.suspend, self.respond, self.expr_type = pull_id, suspend, respond, expr_type
 
 
 class Broker:
@@ -61,6 +63,7 @@ class Broker:
         self.commitlog_offset = 0
         self.notify_group = None                             # set by the network: group -> notify clients
         self.up = True
+        self._matchers: dict = {}   # one compiled filter per subscription, not per pull
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -235,7 +238,11 @@ class Broker:
         self._process(req)
 
     def _matcher(self, req: PullRequestData):
-        return pull_filter(self, req)
+        key = (req.group, req.topic, id(req.subscription), id(req.sql))
+        m = self._matchers.get(key)
+        if m is None or m[0] is not req.subscription:
+            m = self._matchers[key] = (req.subscription, pull_filter(self, req))
+        return m[1]
 
     def _process(self, req: PullRequestData) -> bool:
         result = self.store.get_message(req.topic, req.queue, req.offset, req.max_nums, self._matcher(req))

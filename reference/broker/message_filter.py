@@ -9,6 +9,10 @@ from __future__ import annotations
 from ..message import is_retry_topic
 
 
+def _match_all(m) -> bool:
+    return True
+
+
 def pull_filter(broker, req):
     sub = req.subscription
     sql = req.sql
@@ -19,9 +23,9 @@ def pull_filter(broker, req):
     group = req.group
 
     if sub is None:
-        return lambda m: True
+        return _match_all
     if sub.expression_type == "TAG" and sub.sub_string == "*" and not (retry and support_retry):
-        return lambda m: True  # SUB_ALL: the common fast path
+        return _match_all  # SUB_ALL: the common fast path
 
     from rocketspec.spec.filter import broker_matches
 

@@ -37,9 +37,7 @@ class OffsetStore:
         self.table: dict = {}    # mq -> _Entry
 
     def _emit(self, kind, mq, **fields):
-        topic, broker, queue = mq
-        self.sim.emit(kind, client=self.consumer.client_id, group=self.consumer.group, topic=topic, broker=broker,
-                      queue=queue, **fields)
+        self.consumer.emit_pq(kind, mq, **fields)
 
     def update_offset(self, mq, offset: int, increase_only: bool) -> None:
         entry = self.table.get(mq)
@@ -51,8 +49,12 @@ class OffsetStore:
                     entry.value = offset
             else:
                 entry.value = offset
-        self._emit("offset_updated", mq, offset=offset, increase_only=increase_only, stored=entry.value,
-                   frozen=entry.frozen or None, store=self.kind)
+        if entry.frozen:
+            self._emit("offset_updated", mq, offset=offset, increase_only=increase_only, stored=entry.value,
+                       frozen=True, store=self.kind)
+        else:
+            self._emit("offset_updated", mq, offset=offset, increase_only=increase_only, stored=entry.value,
+                       store=self.kind)
 
     def update_and_freeze(self, mq, offset: int) -> None:
         """5.x ControllableOffset: set and ignore further updates until removeOffset."""

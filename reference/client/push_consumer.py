@@ -70,6 +70,7 @@ class PushConsumer:
         self.listener = ListenerSpec(listener, self.orderly)
         self.proc = Process(f"client:{client_id}")
         self._consume_ids = 0
+        self._mq_keys: dict = {}
         self._pull_ids = 0
         # subscriptionInner: topic -> (SubscriptionData, compiled SQL or None); clustering adds %RETRY%group with "*".
         self.subscriptions: dict[str, tuple] = {}
@@ -93,8 +94,14 @@ class PushConsumer:
 
     # ------------------------------------------------------------------ helpers
     def emit_pq(self, kind: str, mq, **fields) -> None:
-        topic, broker, queue = mq
-        self.sim.emit(kind, client=self.client_id, group=self.group, topic=topic, broker=broker, queue=queue, **fields)
+        keys = self._mq_keys.get(mq)
+        if keys is None:
+            keys = self._mq_keys[mq] = {"client": self.client_id, "group": self.group, "topic": mq[0],
+                                        "broker": mq[1], "queue": mq[2]}
+        sim = self.sim   # inlined Simulator.emit: this is the hottest emitter
+        ev = {"seq": sim.seq, "ts": sim.now, "kind": kind, **keys, **fields}
+        sim.seq += 1
+        sim._sink(ev)
 
     def next_consume_id(self) -> int:
         self._consume_ids += 1
@@ -287,14 +294,19 @@ class PullService:
                 else:
                     dropped_ids.append(m.offset)
             req.next_offset = result.next_begin
-            c.emit_pq("pull_answered", mq, **base, offsets=[m.offset for m in kept], msg_ids=[m.msg_id for m in kept],
-                      broker_filtered=result.filtered or None, client_filtered=dropped_ids or None)
+            if result.filtered:
+                base["broker_filtered"] = result.filtered
+            if dropped_ids:
+                base["client_filtered"] = dropped_ids
+            c.emit_pq("pull_answered", mq, **base, offsets=[m.offset for m in kept], msg_ids=[m.msg_id for m in kept])
             if not kept:
                 return self.execute_later(req, 0)
             dispatch = pq.put_messages(kept)
             c.consume_service.submit(kept, pq, mq, dispatch)
             return self.execute_later(req, c.config["pull_interval"])
-        c.emit_pq("pull_answered", mq, **base, broker_filtered=result.filtered or None)
+        if result.filtered:
+            base["broker_filtered"] = result.filtered
+        c.emit_pq("pull_answered", mq, **base)
         if status in ("NO_NEW_MSG", "NO_MATCHED_MSG"):
             req.next_offset = result.next_begin
             if pq.msg_count == 0 and not pq.dropped:   # correctTagsOffset

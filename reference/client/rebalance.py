@@ -14,6 +14,7 @@ from ..broker.broker import BrokerUnavailable
 from ..message import is_retry_topic
 from ..message_queue import MessageQueue, sort_cids, sort_mqs
 from .offset_store import READ_FROM_STORE
+from ..sim import Timer
 from .process_queue import ProcessQueue
 
 CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
@@ -53,7 +54,7 @@ class RebalanceImpl:
     def _arm(self, delay: int) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = self.sim.schedule(delay, self._service_run, owner=self.c.proc)
+        self._timer = self.sim.schedule(delay, self._service_run, owner=self.c.proc, timer=Timer())
 
     def rebalance_immediately(self) -> None:
         self._arm(0)
@@ -162,8 +163,10 @@ class RebalanceImpl:
             if next_offset < 0:
                 continue
             self.pq_table[mq] = pq
-            c.emit_pq("pq_created", mq, offset=next_offset, from_where=c.consume_from_where,
-                      locked=pq.locked if c.orderly else None)
+            if c.orderly:
+                c.emit_pq("pq_created", mq, offset=next_offset, from_where=c.consume_from_where, locked=pq.locked)
+            else:
+                c.emit_pq("pq_created", mq, offset=next_offset, from_where=c.consume_from_where)
             if pq.locked and c.orderly:
                 c.emit_pq("pq_lock_changed", mq, locked=True, last_lock_ts=pq.last_lock_ts)
             requests.append(PullRequest(mq, pq, next_offset))
