@@ -58,12 +58,12 @@ class Token(NamedTuple):
         return repr(self.text)
 
 
-# Alternatives are ordered so that Python's first match is JavaCC's longest match:
-# a float literal is always longer than the decimal literal at the same place, and a
-# complete line comment longer than the '-' it starts with.
+# Alternatives are ordered so that Python's first match is JavaCC's longest match: a
+# float literal is always longer than the decimal literal at the same place. Line
+# comments are handled before the expression (see Lexer.next) so that a run of '-'
+# without a line break after it is not rescanned to the end at every position.
 _TOKEN = re.compile(r"""
     (?P<skip>[ \t\n\r\f]+
-        | --[^\n\r]*(?:\r\n|\n|\r)
         | /\*[^*]*\*+(?:[^/*][^*]*\*+)*/ )
   | (?P<FLOATING_POINT_LITERAL>
           [0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?
@@ -74,17 +74,20 @@ _TOKEN = re.compile(r"""
   | (?P<ID>[A-Za-z_$][A-Za-z0-9_$]*)
   | (?P<op><>|<=|>=|[=<>(),+\-])
 """, re.VERBOSE)
+_LINE_BREAK = re.compile(r"[\n\r]")
 
 
 class Lexer:
     """Hands out tokens on demand; ``keywords`` is the profile's keyword set."""
 
-    __slots__ = ("src", "pos", "keywords")
+    __slots__ = ("src", "pos", "keywords", "last_break")
 
     def __init__(self, src: str, keywords: frozenset[str]):
         self.src = src
         self.pos = 0
         self.keywords = keywords
+        # A '--' comment needs a line break after it; past the last one there is none.
+        self.last_break = max(src.rfind("\n"), src.rfind("\r"))
 
     def next(self) -> Token:
         src, match = self.src, _TOKEN.match
@@ -94,6 +97,13 @@ class Lexer:
             if pos >= n:
                 self.pos = pos
                 return Token(EOF, "", pos)
+            if src.startswith("--", pos) and self.last_break > pos + 1:
+                # a complete line comment: up to and including the first line break
+                end = _LINE_BREAK.search(src, pos + 2).start()
+                if src[end] == "\r" and src.startswith("\n", end + 1):
+                    end += 1
+                pos = end + 1
+                continue
             m = match(src, pos)
             if m is None:
                 self.pos = pos

@@ -204,16 +204,31 @@ def _as_bool(v) -> bool:
 
 # ---- logic -----------------------------------------------------------------------------
 
-class And(Node):
-    """AND over two or more operands, left to right: FALSE as soon as one operand is
-    FALSE (later operands are not evaluated); else null if any was null; else TRUE."""
+class _Chain(Node):
+    """A flat AND/OR. While the parser builds a chain it appends operands in place
+    (:meth:`extend`); the node is not shared with anything else at that point."""
 
     __slots__ = ("operands",)
     is_boolean = True
 
-    def __init__(self, operands: tuple[Node, ...]):
-        self.operands = operands
-        self.depth = 1 + max(o.depth for o in operands)
+    def __init__(self, operands):
+        self.operands = list(operands)
+        self.depth = 1 + max(o.depth for o in self.operands)
+
+    def extend(self, operand: Node) -> None:
+        self.operands.append(operand)
+        if operand.depth >= self.depth:
+            self.depth = operand.depth + 1
+
+    def _key(self):
+        return tuple(self.operands)
+
+
+class And(_Chain):
+    """AND over two or more operands, left to right: FALSE as soon as one operand is
+    FALSE (later operands are not evaluated); else null if any was null; else TRUE."""
+
+    __slots__ = ()
 
     def evaluate(self, props):
         unknown = False
@@ -225,20 +240,12 @@ class And(Node):
                 return False
         return None if unknown else True
 
-    def _key(self):
-        return self.operands
 
-
-class Or(Node):
+class Or(_Chain):
     """OR over two or more operands, left to right: TRUE as soon as one operand is TRUE;
     else null if any was null; else FALSE."""
 
-    __slots__ = ("operands",)
-    is_boolean = True
-
-    def __init__(self, operands: tuple[Node, ...]):
-        self.operands = operands
-        self.depth = 1 + max(o.depth for o in operands)
+    __slots__ = ()
 
     def evaluate(self, props):
         unknown = False
@@ -249,9 +256,6 @@ class Or(Node):
             elif _as_bool(v):
                 return True
         return None if unknown else False
-
-    def _key(self):
-        return self.operands
 
 
 # ---- comparisons -----------------------------------------------------------------------

@@ -202,7 +202,8 @@ class Parser:
             right = self.as_condition(right, op)
             cls = Or if k == L.OR else And
             if type(left) is cls:  # left-deep chain: keep it flat
-                return self.node(cls(left.operands + (right,)), op)
+                left.extend(right)
+                return self.node(left, op)
             return self.node(cls((left, right)), op)
         if k == L.EQ:
             return self.create_equal(left, right, op)
