@@ -147,6 +147,16 @@ def test_tag_hashing_to_zero_matches_untagged_on_broker_only():
     assert not client_tag_match(sub, None)
 
 
+def test_blank_subscription_is_not_sub_all():
+    """StringUtils.isEmpty(" ") is false: a blank subscription has no tags but is not
+    SUB_ALL, so the broker passes only unknown codes while the client keeps everything."""
+    sub = build_subscription(" ")
+    assert sub.sub_string == " " and sub.tags_set == () and not sub.is_sub_all
+    assert not broker_tag_match(sub, 0) and not broker_tag_match(sub, tags_code("TagA"))
+    assert broker_tag_match(sub, None)
+    assert client_tag_match(sub, "TagA")
+
+
 def test_client_tag_match():
     sub = build_subscription("TagA || TagB")
     assert client_tag_match(sub, "TagA")
@@ -159,9 +169,10 @@ def test_client_tag_match():
 
 @given(st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=5), st.text(max_size=8))
 def test_client_implies_broker(tags, tag):
-    """Whatever the client keeps, the broker passed (the client check is the stricter)."""
+    """Whatever the client keeps, the broker passed (the client check is the stricter) -
+    for subscriptions that have tags (see test_blank_subscription_is_not_sub_all)."""
     sub = build_subscription(" || ".join(t.replace("|", "") or "x" for t in tags))
-    if client_tag_match(sub, tag or None):
+    if sub.tags_set and client_tag_match(sub, tag or None):
         assert broker_tag_match(sub, tags_code(tag or None))
 
 
@@ -169,3 +180,88 @@ def test_client_implies_broker(tags, tag):
 def test_to_int32(n):
     v = to_int32(n)
     assert -2**31 <= v < 2**31 and (v - n) % 2**32 == 0
+
+
+# ---- the broker's whole decision (broker_match) ----------------------------------------
+
+from rocketspec.spec.filter import FilterCompileError, broker_matches, compile_sql92  # noqa: E402
+
+P4, P5 = "rocketmq-4.9.8", "rocketmq-5.3.3"
+
+
+def decide(sub, *, props=None, tags=None, retry=False, fsr=False, original=None, profile=P5, compiled=None):
+    return broker_matches(sub, compiled, tags_code=tags_code(tags), props=props or {},
+                          is_retry_topic=retry, filter_support_retry=fsr,
+                          original_topic_subscription=original, profile=profile)
+
+
+@pytest.mark.parametrize("profile", [P4, P5])
+@pytest.mark.parametrize("fsr", [False, True])
+def test_broker_tag_subscriptions(profile, fsr):
+    sub = build_subscription("TagA || TagB")
+    assert decide(sub, tags="TagA", fsr=fsr, profile=profile)
+    assert not decide(sub, tags="TagC", fsr=fsr, profile=profile)
+    assert not decide(sub, tags=None, fsr=fsr, profile=profile)          # untagged: code 0
+    assert decide(sub, tags="BB", fsr=fsr, profile=profile) is False
+    assert decide(build_subscription("Aa"), tags="BB", fsr=fsr, profile=profile)  # collision passes
+    assert decide(build_subscription("*"), tags=None, fsr=fsr, profile=profile)
+    assert decide(None, tags="x", fsr=fsr, profile=profile)
+    assert broker_matches(sub, None, tags_code=None, props={}, is_retry_topic=False,
+                          filter_support_retry=fsr, profile=profile)      # unknown code passes
+
+
+@pytest.mark.parametrize("profile", [P4, P5])
+@pytest.mark.parametrize("fsr", [False, True])
+def test_broker_sql92_subscriptions(profile, fsr):
+    sub = build_subscription("a > 5", "SQL92")
+    assert decide(sub, props={"a": "6"}, fsr=fsr, profile=profile)
+    assert not decide(sub, props={"a": "5"}, fsr=fsr, profile=profile)
+    assert not decide(sub, props={}, fsr=fsr, profile=profile)             # null: no match
+    assert not decide(sub, props={"a": "abc"}, fsr=fsr, profile=profile)   # error: no match
+    assert decide(sub, props={"a": "6"}, tags="whatever", fsr=fsr, profile=profile)
+    compiled = compile_sql92("a < 5", profile)                             # the registered filter wins
+    assert decide(sub, props={"a": "1"}, fsr=fsr, profile=profile, compiled=compiled)
+    with pytest.raises(FilterCompileError):
+        decide(build_subscription("a >", "SQL92"), fsr=fsr, profile=profile)
+
+
+@pytest.mark.parametrize("profile", [P4, P5])
+def test_retry_topic_without_filter_support_retry_passes_everything(profile):
+    retry_sub = build_subscription("*")
+    original = build_subscription("a > 5", "SQL92")
+    for props in ({"a": "1"}, {}, {"a": "x"}):
+        assert decide(retry_sub, props=props, tags="TagZ", retry=True, fsr=False,
+                      original=original, profile=profile)
+
+
+def test_filter_support_retry_before_7039_applies_the_original_sql():
+    retry_sub = build_subscription("*")
+    original = build_subscription("a > 5", "SQL92")
+    assert not decide(retry_sub, props={"a": "1"}, retry=True, fsr=True, original=original, profile=P4)
+    assert decide(retry_sub, props={"a": "9"}, retry=True, fsr=True, original=original, profile=P4)
+    assert not decide(retry_sub, props={"a": "x"}, retry=True, fsr=True, original=original, profile=P4)
+    # no filter data for the original topic: match
+    assert decide(retry_sub, props={"a": "1"}, retry=True, fsr=True, original=None, profile=P4)
+    assert decide(retry_sub, props={"a": "1"}, retry=True, fsr=True,
+                  original=build_subscription("TagA"), profile=P4)
+    assert decide(retry_sub, props={"a": "1"}, retry=True, fsr=True,
+                  original=build_subscription("a >", "SQL92"), profile=P4)
+
+
+def test_filter_support_retry_after_7039_passes_tag_type_retry_subscriptions():
+    retry_sub = build_subscription("*")
+    original = build_subscription("a > 5", "SQL92")
+    for props in ({"a": "1"}, {"a": "9"}, {}):
+        assert decide(retry_sub, props=props, retry=True, fsr=True, original=original, profile=P5)
+    # an SQL92-typed subscription on a retry topic still reads the original topic's filter
+    sql_retry_sub = build_subscription("b = 1", "SQL92")
+    assert not decide(sql_retry_sub, props={"a": "1", "b": "1"}, retry=True, fsr=True,
+                      original=original, profile=P5)
+    assert decide(sql_retry_sub, props={"a": "9"}, retry=True, fsr=True, original=original, profile=P5)
+
+
+@pytest.mark.parametrize("profile", [P4, P5])
+def test_retry_topic_with_a_tag_list_still_tests_codes(profile):
+    sub = build_subscription("TagA")
+    assert not decide(sub, tags="TagB", retry=True, fsr=False, profile=profile)
+    assert not decide(sub, tags="TagB", retry=True, fsr=True, profile=profile)
