@@ -1,0 +1,145 @@
+"""Client offset stores and computePullFromWhere, against RemoteBrokerOffsetStoreTest and
+RebalancePushImplTest's vectors (digest section 11) and section 2's table."""
+import pytest
+
+from rocketspec.reference.broker.broker import Broker
+from rocketspec.reference.client.offset_store import READ_FROM_MEMORY, READ_FROM_STORE
+from rocketspec.reference.client.push_consumer import PushConsumer
+from rocketspec.reference.message import Message
+from rocketspec.reference.network import Network
+from rocketspec.reference.sim import Simulator
+from rocketspec.spec.profiles import get_profile
+
+MQ = ("T", "b", 0)
+RETRY = ("%RETRY%g", "b", 0)
+
+
+def consumer(profile="rocketmq-5.3.3", **cfg):
+    events = []
+    sim = Simulator(0, events.append)
+    net = Network(sim)
+    b = Broker(sim, "b", get_profile(profile))
+    net.add_broker(b)
+    b.create_topic("T", 1)
+    b.create_topic("%RETRY%g", 1)
+    c = PushConsumer(sim, net, get_profile(profile), "c1", "g", cfg, {"T": "*"}, None, {})
+    return c, b, events
+
+
+@pytest.mark.parametrize("profile", ["rocketmq-5.3.3", "rocketmq-4.9.8"])
+def test_update_offset_increase_only(profile):
+    c, _, _ = consumer(profile)
+    s = c.offset_store
+    s.update_offset(MQ, 1024, False)
+    s.update_offset(MQ, 1023, False)
+    assert s.read_offset(MQ, READ_FROM_MEMORY) == 1023
+    s.update_offset(MQ, 1022, True)
+    assert s.read_offset(MQ, READ_FROM_MEMORY) == 1023
+    s.update_offset(MQ, 1030, True)
+    assert s.read_offset(MQ, READ_FROM_MEMORY) == 1030
+
+
+def test_frozen_offset_ignores_updates_until_removed():
+    c, _, _ = consumer()
+    s = c.offset_store
+    s.update_and_freeze(MQ, 1024)
+    s.update_offset(MQ, 2000, True)
+    s.update_offset(MQ, 10, False)
+    assert s.read_offset(MQ, READ_FROM_MEMORY) == 1024
+    s.remove_offset(MQ)
+    assert s.read_offset(MQ, READ_FROM_MEMORY) == -1
+    s.update_offset(MQ, 7, False)
+    assert s.read_offset(MQ, READ_FROM_MEMORY) == 7
+
+
+def test_read_from_store_not_found_and_failure():
+    c, b, _ = consumer()
+    assert c.offset_store.read_offset(MQ, READ_FROM_STORE) == -1          # nothing committed, empty queue
+    c.faults.offset_query_failures["c1"] = 1
+    assert c.offset_store.read_offset(MQ, READ_FROM_STORE) == -2          # another failure: -2 in 5.x
+    b.offsets.commit("g", "T", 0, 42)
+    assert c.offset_store.read_offset(MQ, READ_FROM_STORE) == 42
+    assert c.offset_store.read_offset(MQ, READ_FROM_MEMORY) == 42         # the store read updates memory
+
+
+def test_4_9_reads_a_broker_exception_as_not_found():
+    c, _, _ = consumer("rocketmq-4.9.8")
+    c.faults.offset_query_failures["c1"] = 1
+    assert c.offset_store.read_offset(MQ, READ_FROM_STORE) == -1
+
+
+def test_persist_all_drops_entries_of_queues_not_held():
+    c, _, events = consumer()
+    s = c.offset_store
+    s.update_offset(MQ, 5, False)
+    s.update_offset(RETRY, 3, False)
+    s.persist_all({MQ})
+    assert s.read_offset(RETRY, READ_FROM_MEMORY) == -1
+    assert [e["offset"] for e in events if e["kind"] == "offset_persisted"] == [5]
+
+
+def fill(b, n, topic="T"):
+    for _ in range(n):
+        b.put_message(Message(topic=topic, queue=0))
+
+
+@pytest.mark.parametrize("where", ["CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"])
+def test_committed_offset_wins(where):
+    c, b, _ = consumer(consume_from_where=where)
+    b.offsets.commit("g", "T", 0, 0)
+    fill(b, 5)
+    assert c.rebalance.compute_pull_from_where(MQ) == 0
+    b.offsets.commit("g", "T", 0, 3)
+    assert c.rebalance.compute_pull_from_where(MQ) == 3
+
+
+def test_last_offset_without_commit_is_max_offset_and_retry_topic_is_zero():
+    c, b, _ = consumer()
+    fill(b, 5)
+    b.store.delete_before("T", 0, 2)       # offset 0 gone: the broker no longer answers 0 itself
+    assert c.rebalance.compute_pull_from_where(MQ) == 5
+    assert c.rebalance.compute_pull_from_where(RETRY) == 0
+
+
+def test_last_offset_new_group_starts_at_zero_while_offset_zero_is_kept():
+    c, b, _ = consumer()
+    fill(b, 5)
+    assert c.rebalance.compute_pull_from_where(MQ) == 0   # #334: the broker answers 0
+
+
+def test_first_offset_without_commit_is_zero():
+    c, b, _ = consumer(consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    fill(b, 5)
+    b.store.delete_before("T", 0, 2)
+    assert c.rebalance.compute_pull_from_where(MQ) == 0   # fixed later through OFFSET_ILLEGAL
+
+
+def test_timestamp_searches_store_time_and_retry_topic_is_max():
+    c, b, _ = consumer(consume_from_where="CONSUME_FROM_TIMESTAMP", consume_timestamp=1000)
+    fill(b, 2)
+    c.sim.now = 2000
+    fill(b, 3)
+    b.store.delete_before("T", 0, 1)
+    assert c.rebalance.compute_pull_from_where(MQ) == 2
+    fill(b, 4, "%RETRY%g")
+    b.store.delete_before("%RETRY%g", 0, 1)
+    assert c.rebalance.compute_pull_from_where(RETRY) == 4
+
+
+def test_failed_offset_query_skips_the_queue():
+    c, b, _ = consumer()
+    fill(b, 5)
+    c.faults.offset_query_failures["c1"] = 1
+    assert c.rebalance.compute_pull_from_where(MQ) == -1
+
+
+def test_2708_failure_read_as_not_found_restarts_at_max():
+    bug = get_profile("rocketmq-4.9.8")
+    from rocketspec.spec.profiles import derive
+    c, b, _ = consumer()
+    c.profile = c.offset_store.profile = derive(bug, name="x", offset_query_failure_as_not_found=True)
+    fill(b, 5)
+    b.offsets.commit("g", "T", 0, 2)
+    b.store.delete_before("T", 0, 1)
+    c.faults.offset_query_failures["c1"] = 1
+    assert c.rebalance.compute_pull_from_where(MQ) == 5    # committed 2 ignored: messages 2..4 skipped
