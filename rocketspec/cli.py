@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "explore": ("rocketspec.commands.explore", "explore", "Exhaustive small-scope model checking."),
     "prove": ("rocketspec.commands.prove", "prove", "z3 proofs of allocation and lock-lease properties."),
     "profiles": ("rocketspec.commands.profiles", "profiles", "List version profiles and their switches."),
+    "schema": ("rocketspec.commands.schema", "schema", "Print the trace schema (JSON, or Markdown)."),
 }
 
 

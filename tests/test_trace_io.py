@@ -1,0 +1,123 @@
+"""The trace contract: schema validation, readers and writers, bad-input reports."""
+import json
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings, strategies as st
+
+from rocketspec.cli import main
+from rocketspec.reference.runner import run_to_list
+from rocketspec.reference.scenario import load_scenario
+from rocketspec.traces.io import TraceInputError, iter_trace, read_events, write_trace
+from rocketspec.traces.schema import fields, kinds, markdown, validate_event
+
+
+def test_docs_schema_is_generated_from_the_schema_file():
+    from pathlib import Path
+
+    doc = Path(__file__).parent.parent / "docs" / "trace-schema.md"
+    assert doc.read_text() == markdown(), "run `rocketspec schema --markdown > docs/trace-schema.md`"
+
+
+def test_every_kind_names_known_fields_and_every_field_is_documented():
+    for name, kd in kinds().items():
+        assert kd["doc"] and kd["category"]
+        for f in kd["required"] + kd["optional"]:
+            assert f in fields(), (name, f)
+    for name, fd in fields().items():
+        assert fd["doc"] and fd["type"] in ("int", "str", "bool", "int_list", "str_list", "json")
+
+
+def test_reference_emits_only_valid_events_of_every_core_kind():
+    seen = set()
+    for name in ("faults", "retry-dlq", "broadcast", "offsets", "tags"):
+        for e in run_to_list(load_scenario(name), 1, "rocketmq-5.3.3"):
+            assert validate_event(e) is None, (name, e, validate_event(e))
+            seen.add(e["kind"])
+    for k in ("message_stored", "pull_answered", "consume_finished", "offset_committed", "message_dead_lettered",
+              "schedule_delivered", "offset_flushed", "offset_loaded", "client_paused", "messages_deleted"):
+        assert k in seen
+
+
+@pytest.mark.parametrize("ext", ["jsonl", "parquet"])
+def test_roundtrip_both_formats(tmp_path, ext):
+    events = run_to_list(load_scenario("basic"), 2, "rocketmq-4.9.8")
+    path = tmp_path / f"t.{ext}"
+    assert write_trace(path, events) == len(events)
+    back = list(iter_trace(path))
+    assert back == events
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.text(max_size=5),
+                           lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+                           max_leaves=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.text(max_size=8)), json_values),
+                min_size=1, max_size=30))
+def test_parquet_roundtrip_any_values(tmp_path_factory, rows):
+    events = []
+    for i, (topic, tags, props) in enumerate(rows):
+        e = {"seq": i, "ts": i * 3, "kind": "message_stored", "topic": topic, "broker": "b", "queue": i % 3,
+             "offset": i, "msg_id": f"m{i}", "origin_msg_id": f"m{i}", "source": "producer", "props": props}
+        if tags is not None:
+            e["tags"] = tags
+        if props is None:
+            del e["props"]
+        events.append(e)
+    path = tmp_path_factory.mktemp("pq") / "t.parquet"
+    write_trace(path, events)
+    assert list(iter_trace(path)) == events
+
+
+@pytest.mark.parametrize("line,needle", [
+    ("{not json", "malformed JSON"),
+    ('{"seq": 1, "ts": 0}', "missing envelope field 'kind'"),
+    ('{"seq": 1, "ts": 0, "kind": "teleported"}', "unknown event kind"),
+    ('{"seq": 1, "ts": 0, "kind": "client_paused", "client": "c", "group": "g"}', "missing required field 'duration'"),
+    ('{"seq": 1, "ts": 0, "kind": "client_paused", "client": "c", "group": "g", "duration": "5"}', "must be int"),
+    ('{"seq": 1, "ts": 0, "kind": "client_paused", "client": "c", "group": "g", "duration": 5, "x": 1}', "not part of"),
+    ('[1, 2]', "expected a JSON object"),
+])
+def test_bad_lines_name_the_line(tmp_path, line, needle):
+    p = tmp_path / "bad.jsonl"
+    good = {"seq": 0, "ts": 0, "kind": "trace_started", "schema_version": 1, "profile": "rocketmq-5.3.3"}
+    p.write_text(json.dumps(good) + "\n" + line + "\n")
+    with pytest.raises(TraceInputError) as ei:
+        list(read_events(p))
+    assert ei.value.line == 2 and needle in str(ei.value) and str(p) in str(ei.value)
+
+
+def test_out_of_order_events_are_rejected(tmp_path):
+    p = tmp_path / "o.jsonl"
+    evs = [{"seq": 0, "ts": 10, "kind": "trace_ended", "reason": "duration"},
+           {"seq": 1, "ts": 5, "kind": "trace_ended", "reason": "duration"}]
+    p.write_text("".join(json.dumps(e) + "\n" for e in evs))
+    with pytest.raises(TraceInputError, match="out of order: ts 5 after ts 10"):
+        list(read_events(p))
+
+
+def test_not_a_parquet_file_and_unknown_extension(tmp_path):
+    p = tmp_path / "x.parquet"
+    p.write_text("hello")
+    with pytest.raises(TraceInputError, match="not a readable Parquet file"):
+        list(read_events(p))
+    (tmp_path / "x.csv").write_text("a,b\n")
+    with pytest.raises(TraceInputError, match="unknown trace format"):
+        list(read_events(tmp_path / "x.csv"))
+    with pytest.raises(TraceInputError, match="no such file"):
+        list(read_events(tmp_path / "missing.jsonl"))
+
+
+def test_simulate_cli_writes_and_reports_errors(tmp_path):
+    r = CliRunner().invoke(main, ["simulate", "--scenario", "basic", "--out", str(tmp_path / "t.parquet")])
+    assert r.exit_code == 0 and "ended quiescent" in r.output
+    r = CliRunner().invoke(main, ["simulate", "--scenario", "nope"])
+    assert r.exit_code == 2 and "not a built-in scenario" in r.output
+    r = CliRunner().invoke(main, ["simulate", "--profile", "rocketmq-1.0"])
+    assert r.exit_code == 2 and "unknown profile" in r.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[topics]]\nname = "T"\n[[groups]]\nname = "G"\nsubscriptions = { Nope = "*" }\n')
+    r = CliRunner().invoke(main, ["simulate", "--scenario", str(bad)])
+    assert r.exit_code == 2 and "groups[0].subscriptions.Nope" in r.output and "bad.toml" in r.output
