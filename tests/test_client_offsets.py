@@ -143,3 +143,19 @@ def test_2708_failure_read_as_not_found_restarts_at_max():
     b.store.delete_before("T", 0, 1)
     c.faults.offset_query_failures["c1"] = 1
     assert c.rebalance.compute_pull_from_where(MQ) == 5    # committed 2 ignored: messages 2..4 skipped
+
+
+def test_message_queue_changed_divides_topic_thresholds():
+    # RebalancePushImplTest: the per-topic threshold is shared by the queues held, at least 1 each.
+    c, b, _ = consumer(pull_threshold_for_topic=1024, pull_threshold_size_for_topic=1024)
+    b.create_topic("T", 3)
+    from rocketspec.reference.client.process_queue import ProcessQueue
+    for q in range(3):
+        c.rebalance.pq_table[("T", "b", q)] = ProcessQueue()
+    c.message_queue_changed("T")
+    assert c.config["pull_threshold_for_queue"] == 341 and c.config["pull_threshold_size_for_queue"] == 341
+    c2, b2, _ = consumer(pull_threshold_for_topic=2)
+    for q in range(3):
+        c2.rebalance.pq_table[("T", "b", q)] = ProcessQueue()
+    c2.message_queue_changed("T")
+    assert c2.config["pull_threshold_for_queue"] == 1

@@ -28,7 +28,8 @@ class ConsumerConfig:
         "consume_from_where": "CONSUME_FROM_LAST_OFFSET", "consume_timestamp": None,
         "max_reconsume_times": -1, "consume_message_batch_max_size": 1, "pull_batch_size": 32,
         "pull_interval": 0, "consume_thread_max": 20, "pull_threshold_for_queue": 1000,
-        "pull_threshold_size_for_queue": 100, "consume_concurrently_max_span": 2000,
+        "pull_threshold_size_for_queue": 100, "pull_threshold_for_topic": -1, "pull_threshold_size_for_topic": -1,
+        "consume_concurrently_max_span": 2000,
         "suspend_current_queue_time_millis": 1000, "consume_timeout": 15, "virtual_node_cnt": 10,
         "config_mqs": None, "consumeridcs": None,
     }
@@ -178,6 +179,14 @@ class PushConsumer:
 
     # ------------------------------------------------------------------ rebalance hooks
     def message_queue_changed(self, topic: str) -> None:
+        """A topic's assignment changed: spread the per-topic pull thresholds over the queues
+        now held (at least 1 each), then heartbeat so brokers see the new subscription version."""
+        cfg = self.config
+        held = sum(1 for mq in self.rebalance.pq_table if mq[0] == topic)
+        if cfg["pull_threshold_for_topic"] != -1 and held:
+            cfg["pull_threshold_for_queue"] = max(1, cfg["pull_threshold_for_topic"] // held)
+        if cfg["pull_threshold_size_for_topic"] != -1 and held:
+            cfg["pull_threshold_size_for_queue"] = max(1, cfg["pull_threshold_size_for_topic"] // held)
         self.heartbeat()
 
     def remove_unnecessary_message_queue(self, mq, pq) -> bool:
