@@ -655,3 +655,32 @@ def test_string_functions_agree_with_java_semantics(value, search):
     assert ev(f"a STARTSWITH {lit}", props) is starts
     assert ev(f"a ENDSWITH {lit}", props) is ends
     assert ev(f"a NOT STARTSWITH {lit}", props) is (bool(search) and not starts)
+
+
+# ---- the fuzz run (bench/fuzz_filter.py) -----------------------------------------------
+
+def _fuzz_module():
+    import importlib
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    return importlib.import_module("bench.fuzz_filter")
+
+
+def test_fuzz_smoke(capsys):
+    """A few thousand fuzz inputs, so the benchmark itself stays working."""
+    assert _fuzz_module().main(["--count", "3000", "--seed", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "crashes:             0" in out and "inputs run:          3000" in out
+
+
+@pytest.mark.slow
+def test_fuzz_a_million_inputs(capsys):
+    """The full fuzz run: a million inputs, no crash, no hang (about a minute)."""
+    assert _fuzz_module().main(["--count", "1000000"]) == 0
+    out = capsys.readouterr().out
+    print(out)
+    assert "crashes:             0" in out and "hangs (> 5 s):      0" in out

@@ -12,6 +12,7 @@ The grammar and its quirks are described in :mod:`.parser`, the evaluation rules
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 
@@ -69,6 +70,7 @@ class Expression:
 
 _CACHE: OrderedDict[tuple[str, bool], Expression] = OrderedDict()
 _CACHE_SIZE = 4096
+_CACHE_LOCK = threading.Lock()
 
 
 def _string_functions(profile: Profile | str | None) -> bool:
@@ -84,14 +86,16 @@ def compile_sql92(expr: str, profile: Profile | str | None = None, *, cache: boo
     if not cache:
         return Expression(expr, parse(expr, sf), sf)
     key = (expr, sf)
-    hit = _CACHE.get(key)
-    if hit is not None:
-        _CACHE.move_to_end(key)
-        return hit
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
     compiled = Expression(expr, parse(expr, sf), sf)
-    _CACHE[key] = compiled
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    with _CACHE_LOCK:
+        _CACHE[key] = compiled
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return compiled
 
 
