@@ -153,7 +153,9 @@ class RebalanceImpl:
                 continue
             if need_lock and not c.lock(mq):
                 if self.profile.rebalance_retry_unbalanced_ms is not None:
-                    self._arm(500)  # 5.x rebalanceLater(500)
+                    # 5.x rebalanceLater(500): a separate one-shot wake-up of the service, which
+                    # still honours its minimum interval between runs.
+                    self.sim.schedule(500, self.rebalance_immediately, owner=self.c.proc)
                 continue
             c.offset_store.remove_offset(mq)   # removeDirtyOffset
             pq = ProcessQueue(now)
