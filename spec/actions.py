@@ -441,8 +441,10 @@ def pull_answered(st, ev, out):
     pq.pull_id = None
     offsets = ev.get("offsets") or ()
     if pq.status == "dropped":
-        if offsets:
-            out.report("INV-DROP-1", "messages put into a dropped ProcessQueue", key)
+        # PullCallback.onSuccess has no dropped check: FOUND messages are put into a dropped
+        # ProcessQueue (nothing consumes them: ConsumeRequest checks dropped). Harmless.
+        for o in offsets:
+            pq.put(o)
         return
     req, nxt, gs, status = ev["offset"], ev["next_offset"], ev["get_status"], ev["status"]
     sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
@@ -1316,13 +1318,12 @@ def pq_lock_changed(st, ev, out):
     pq = qs.pqs.get(ev["client"])
     if pq is None:
         return
-    if ev["locked"]:
+    if ev["locked"] and pq.orderly and not pq.broadcast:
         if qs.holder != ev["client"] or ev["ts"] > qs.lock_exp:
-            if not (pq.broadcast and st.profile.broadcast_orderly_takes_locks):
-                out.report("INV-OWNER-2", f"{ev['client']}'s ProcessQueue marked locked but the broker lock is "
-                           f"held by {qs.holder}", qs.key)
-        if ev["last_lock_ts"] > ev["ts"]:
-            out.report("GUARD", "lastLockTimestamp in the future", qs.key)
+            out.report("INV-OWNER-2", f"{ev['client']}'s ProcessQueue marked locked but the broker lock is "
+                       f"held by {qs.holder}", qs.key)
+    if ev["last_lock_ts"] > ev["ts"]:
+        out.report("GUARD", "lastLockTimestamp in the future", qs.key)
     pq.locked = ev["locked"]
     pq.last_lock_ts = ev["last_lock_ts"]
 
