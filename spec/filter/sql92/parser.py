@@ -43,7 +43,8 @@ Facts of the real parser kept here:
 
 Limits of this implementation (RocketMQ has none; deep input overflows its stack and fails
 there too): at most :data:`MAX_EXPR_LENGTH` characters, parentheses nested at most
-:data:`MAX_DEPTH` deep, and an expression tree at most :data:`MAX_DEPTH` deep. Beyond
+:data:`MAX_DEPTH` deep, at most :data:`MAX_DEPTH` unary operators in a row, and an
+expression tree at most :data:`MAX_DEPTH` deep. Beyond
 them the expression does not compile, with a message that says so.
 """
 from __future__ import annotations
@@ -258,6 +259,10 @@ class Parser:
             k = self.peek().kind
             if k == L.PLUS or k == L.MINUS or k == L.NOT:
                 prefixes.append(self.take())
+                if len(prefixes) > MAX_DEPTH:
+                    raise self.semantic_error(
+                        f"unary operators nest too deeply: more than {MAX_DEPTH} in a row (a limit "
+                        "of this implementation)", prefixes[-1])
             else:
                 break
         node = self.primary()
