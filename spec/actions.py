@@ -634,11 +634,16 @@ def consume_started(st, ev, out):
                 out.report("INV-OWNER-2", f"{cid} consumes an orderly queue without a valid lease (locked="
                            f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts})", key)
             elif qs.holder != cid or ts > qs.lock_exp:
-                restarted = st.dir.brokers.get(key[2], 0) != qs.lock_epoch or qs.holder is None
-                inv = "ANOM-ASSUMPTION" if restarted and qs.holder is None else "INV-OWNER-2"
-                out.report(inv, f"{cid} consumes but the broker lock is held by {qs.holder} (expires_at "
-                           f"{qs.lock_exp}, now {ts})" + (" after a broker restart (A-BROKER-LOCKS)"
-                                                          if inv == "ANOM-ASSUMPTION" else ""), key)
+                if qs.holder is None or (qs.holder == cid and ts > qs.lock_exp):
+                    # nobody else holds the entry: a window of exposure, not a second owner
+                    why = ("the broker restarted and forgot its locks (A-BROKER-LOCKS)"
+                           if st.dir.brokers.get(key[2], 0) != qs.lock_epoch else
+                           "the entry was released or expired under a valid client lease")
+                    out.report("ANOM-LOCK-GAP", f"{cid} consumes under a valid lease while the broker has no "
+                               f"lock entry for it: {why}", key)
+                else:
+                    out.report("INV-OWNER-2", f"{cid} consumes but the broker lock is held by {qs.holder} "
+                               f"(expires_at {qs.lock_exp}, now {ts})", key)
             if qs.busy:
                 _check_orderly_serial(st, qs, cid, ev, out)
             qs.busy[cid] = (cons_id, ts)

@@ -291,6 +291,16 @@ CATALOGUE: tuple[Invariant, ...] = (
         "DefaultMessageStore cleans expired commit-log files; getMessage answers OFFSET_TOO_SMALL.",
         "", "warning", True, "step", "queue"),
     Invariant(
+        "ANOM-LOCK-GAP", "Orderly consumption without a broker lock entry (allowed, watched)",
+        "A client consumes an orderly queue under a valid client lease while the broker holds no "
+        "lock entry for it (nobody else holds one either): a broker restart forgot the lock table, "
+        "or a stale unlock removed the entry. In 4.9.x the delayed unlock that "
+        "removeUnnecessaryMessageQueue schedules (20 s) also removes the entry of a queue the same "
+        "client has re-acquired meanwhile. Until the next lockAll another client could lock the "
+        "queue; if one does and consumes, INV-ORDER-1 / INV-OWNER-2 report it.",
+        "Client lease checked before each batch; lockAll every 20 s re-creates the entry.",
+        "", "warning", True, "step", "queue"),
+    Invariant(
         "ANOM-DISCARD", "Send-back discarded by configuration (allowed)",
         "The broker accepted a send-back and stored nothing because retryQueueNums <= 0.",
         "consumerSendMsgBack returns SUCCESS without storing.", "", "warning", True, "step",
