@@ -1,0 +1,57 @@
+"""The checker against the reference: clean traces under the release profiles, and every
+known-bug profile flagged with its expected invariant on its built-in scenario."""
+import pytest
+
+from rocketspec.spec.profiles import PROFILES, get_profile
+from rocketspec.spec.replay import check_events
+
+reference = pytest.importorskip("rocketspec.reference.runner")
+from rocketspec.reference.scenario import builtin_names, load_scenario  # noqa: E402
+
+RELEASES = ("rocketmq-5.3.3", "rocketmq-4.9.8")
+
+# Known bug -> the built-in scenario that shows it. Scenarios whose name mentions the issue
+# number (e.g. "bug-4215") are found automatically; this table adds the ones named otherwise.
+BUG_SCENARIOS = {"#6163": "orderly-dlq"}
+
+
+def run_and_check(name, seed, profile):
+    evs = reference.run_to_list(load_scenario(name), seed, profile)
+    return check_events(enumerate(evs, 1), get_profile(profile))
+
+
+def errors(rep):
+    return [(f.inv, f.seq, f.message) for f in rep.findings.errors[:5]]
+
+
+@pytest.mark.parametrize("profile", RELEASES)
+@pytest.mark.parametrize("name", builtin_names())
+def test_builtin_scenarios_validate_clean(name, profile):
+    rep = run_and_check(name, 1, profile)
+    assert rep.ok, errors(rep)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", RELEASES)
+@pytest.mark.parametrize("name", builtin_names())
+def test_builtin_scenarios_many_seeds(name, profile):
+    for seed in range(2, 21):
+        rep = run_and_check(name, seed, profile)
+        assert rep.ok, (seed, errors(rep))
+
+
+def scenario_for(p):
+    num = p.known_bug.lstrip("#")
+    named = [n for n in builtin_names() if num in n]
+    return named[0] if named else BUG_SCENARIOS.get(p.known_bug)
+
+
+@pytest.mark.parametrize("pname", [n for n, p in PROFILES.items() if p.known_bug])
+def test_known_bug_profiles_are_flagged(pname):
+    p = PROFILES[pname]
+    name = scenario_for(p)
+    if name is None:
+        pytest.skip(f"no built-in scenario for {p.known_bug} yet")
+    rep = run_and_check(name, 1, pname)
+    ids = {f.inv for f in rep.findings.errors}
+    assert p.expected_violation in ids, (name, sorted(ids))
