@@ -161,8 +161,11 @@ def resolve_profile(name, first_event, path) -> Profile:
         raise TraceInputError(path, 1 if name == (first_event or {}).get("profile") else None, str(exc)) from None
 
 
-def check_events(events, profile: Profile, path: str = "<events>", max_listed: int = 50) -> Report:
-    """Replay (line, event) pairs that are already validated."""
+def check_events(events, profile: Profile, path: str = "<events>", max_listed: int = 50,
+                 validate=None) -> Report:
+    """Replay (line, event) pairs. With `validate` (a FastValidator), check each event's schema
+    and the envelope order on the way (TraceInputError on bad input); otherwise the events must
+    be valid already."""
     import time
 
     t0 = time.perf_counter()
@@ -170,7 +173,18 @@ def check_events(events, profile: Profile, path: str = "<events>", max_listed: i
     out = Findings(st, max_listed=max_listed)
     handlers = HANDLERS
     n = 0
+    last_seq = last_ts = None
     for line, ev in events:
+        if validate is not None:
+            problem = validate(ev)
+            if problem:
+                raise TraceInputError(path, line, problem)
+            seq, ts = ev["seq"], ev["ts"]
+            if last_seq is not None and (seq <= last_seq or ts < last_ts):
+                if seq <= last_seq:
+                    raise TraceInputError(path, line, f"events out of order: seq {seq} after seq {last_seq}")
+                raise TraceInputError(path, line, f"events out of order: ts {ts} after ts {last_ts} (seq {seq})")
+            last_seq, last_ts = seq, ts
         out.ev = ev
         out.line = line
         handlers[ev["kind"]](st, ev, out)
@@ -186,70 +200,95 @@ def check_events(events, profile: Profile, path: str = "<events>", max_listed: i
     return rep
 
 
-_LIST_ELEM = {"int_list": int, "str_list": str}
-
-
 class FastValidator:
-    """Schema validation with a per-shape cache: events of one kind from one emitter have the
-    same field order, so their value types are compared as one tuple; anything unusual (a new
-    shape, a None, a json field of another type) goes through `validate_event`, the reference."""
+    """Schema validation compiled per event kind: one generated function per kind checks the
+    field set with a C-level subset test and each field's type with `type(v) is T`. Anything
+    that does not pass goes through `validate_event` (the reference), which produces the message
+    (and accepts what the fast path was too strict for, e.g. a null optional field)."""
 
-    def __init__(self, max_shapes: int = 4096):
-        from ..traces.schema import fields, kinds
+    _PY = {"int": "int", "str": "str", "bool": "bool", "int_list": "list", "str_list": "list"}
 
-        self._fields = fields()
-        self._kinds = kinds()
-        self.cache: dict[tuple, tuple] = {}
-        self.max_shapes = max_shapes
+    def __init__(self):
+        from ..traces.schema import ENVELOPE, fields, kinds
+
+        self.funcs = {}
+        fd = fields()
+        for kind, kd in kinds().items():
+            allowed = frozenset((*ENVELOPE, *kd["required"], *kd["optional"]))
+            lines = ["def f(ev, _allowed=_allowed):",
+                     "    if not ev.keys() <= _allowed: return False",
+                     "    try:",
+                     "        if type(ev['seq']) is not int or type(ev['ts']) is not int: return False"]
+            for n in kd["required"]:
+                t = fd[n]["type"]
+                if t in self._PY:
+                    lines.append(f"        if type(ev[{n!r}]) is not {self._PY[t]}: return False")
+                else:
+                    lines.append(f"        if ev[{n!r}] is None: return False")
+            lines.append("    except KeyError: return False")
+            for n in kd["optional"]:
+                t = fd[n]["type"]
+                if t in self._PY:
+                    lines.append(f"    v = ev.get({n!r})")
+                    lines.append(f"    if v is not None and type(v) is not {self._PY[t]}: return False")
+            for n in (*kd["required"], *kd["optional"]):
+                t = fd[n]["type"]
+                if t in ("int_list", "str_list"):
+                    et = "int" if t == "int_list" else "str"
+                    lines.append(f"    v = ev.get({n!r})")
+                    lines.append("    if v:")
+                    lines.append("        for x in v:")
+                    lines.append(f"            if type(x) is not {et}: return False")
+            lines.append("    return True")
+            ns = {"_allowed": allowed}
+            exec("\n".join(lines), ns)
+            self.funcs[kind] = ns["f"]
 
     def __call__(self, ev):
-        if type(ev) is not dict:
-            return validate_event(ev)
-        kind = ev.get("kind")
-        sig = (kind, tuple(ev))
-        spec = self.cache.get(sig)
-        if spec is None:
-            problem = validate_event(ev)
-            if problem is None and len(self.cache) < self.max_shapes:
-                types = tuple(map(type, ev.values()))
-                lists = tuple((n, _LIST_ELEM[self._fields[n]["type"]]) for n in ev
-                              if self._fields.get(n, {}).get("type") in _LIST_ELEM)
-                self.cache[sig] = (types, lists)
-            return problem
-        types, lists = spec
-        if tuple(map(type, ev.values())) != types:
-            return validate_event(ev)
-        for name, et in lists:
-            for x in ev[name]:
-                if type(x) is not et:
-                    return validate_event(ev)
-        return None
+        if type(ev) is dict:
+            f = self.funcs.get(ev.get("kind"))
+            if f is not None and f(ev):
+                return None
+        return validate_event(ev)
 
 
-def _validated(path):
-    """(line, event) pairs with schema and envelope-order validation (TraceInputError on bad input)."""
-    last_seq = last_ts = None
-    ve = FastValidator()
-    for line, ev in read_events(path, validate=False):
-        problem = ve(ev)
-        if problem:
-            raise TraceInputError(path, line, problem)
-        seq, ts = ev["seq"], ev["ts"]
-        if last_seq is not None and seq <= last_seq:
-            raise TraceInputError(path, line, f"events out of order: seq {seq} after seq {last_seq}")
-        if last_ts is not None and ts < last_ts:
-            raise TraceInputError(path, line, f"events out of order: ts {ts} after ts {last_ts} (seq {seq})")
-        last_seq, last_ts = seq, ts
-        yield line, ev
+def _lines(path):
+    """(line, event) pairs of a JSON Lines file, parsed but not validated (a lean version of
+    traces.io's reader for the hot loop; Parquet goes through traces.io)."""
+    import orjson
+
+    loads, err = orjson.loads, orjson.JSONDecodeError
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                yield lineno, loads(raw)
+            except err as exc:
+                if not raw.strip():
+                    continue
+                raise TraceInputError(path, lineno, f"malformed JSON: {exc}") from None
 
 
 def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50) -> Report:
     """Validate the trace at `path` against the spec. Raises TraceInputError on bad input."""
-    it = _validated(path)
+    import os
+
+    from ..traces.io import trace_format
+
+    path_s = str(path)
+    if path_s != "-" and not os.path.exists(path_s):
+        raise TraceInputError(path, None, "no such file")
+    if trace_format(path) == "jsonl" and path_s != "-":
+        it = _lines(path)
+    else:
+        it = read_events(path, validate=False)
+    validate = FastValidator()
     first = next(it, None)
     if first is None:
         raise TraceInputError(path, None, "empty trace: expected a trace_started event first")
     line, ev = first
+    problem = validate(ev)
+    if problem:
+        raise TraceInputError(path, line, problem)
     if ev["kind"] != "trace_started":
         raise TraceInputError(path, line, f"the first event must be trace_started, got {ev['kind']!r}")
     prof = profile if isinstance(profile, Profile) else resolve_profile(profile, ev, path)
@@ -265,7 +304,7 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
     was = gc.isenabled()
     gc.disable()
     try:
-        return check_events(chained(), prof, path, max_listed=max_listed)
+        return check_events(chained(), prof, path, max_listed=max_listed, validate=validate)
     finally:
         if was:
             gc.enable()
