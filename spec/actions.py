@@ -457,7 +457,7 @@ def pull_answered(st, ev, out):
     mn = ev.get("min_offset")
     if mn is not None and sq is not None and mn > sq.min:
         _retention(st, sq, key, mn, out)
-    if gs in _ILLEGAL or status == "OFFSET_ILLEGAL":
+    if status == "OFFSET_ILLEGAL":
         if mn is None:
             mn = sq.min if sq is not None else 0
         if gs == "OFFSET_TOO_SMALL":
@@ -1092,11 +1092,20 @@ def message_sent_back(st, ev, out):
                 req = ch.requests.pop(k)
                 cid = k[0]
                 break
+    via = (req[2] if req is not None else None) or ev.get("via")
     r = req[0] if req is not None else ev["reconsume_times"]
+    if via == "consumer_send_back":
+        # consumerSendMsgBack looks the message up by commit-log offset: the count it judges is
+        # the stored copy's, not the client's in-memory one (raised by failed send-backs)
+        stored_r = None
+        if req is not None and req[3] is not None:
+            sq = st.stored.get(req[3][1:])
+            m = sq.msgs.get(req[4]) if sq is not None else None
+            stored_r = m[M_R] if m is not None else None
+        r = stored_r if stored_r is not None else ev["reconsume_times"]
     dl = req[1] if req is not None else ev.get("delay_level", 0)
     client = _group_client(st, ev["group"], cid)
     mx = _max_reconsume(st, client)
-    via = (req[2] if req is not None else None) or ev.get("via")
     if mx is None and via == "orderly_producer":
         mx = r          # orderly sends back only once the count reached the client's maximum
     should_dlq = (mx is not None and r >= mx) or (dl is not None and dl < 0)
