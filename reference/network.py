@@ -14,13 +14,24 @@ class Faults:
     def __init__(self):
         self.oneway_loss = 0.0
         self.offset_query_failures: dict[str, int] = {}   # client -> failures still to inject
+        self.offset_query_failure_kind: dict[str, str] = {}  # client -> "timeout" | "broker_error"
+        self.offset_query_skip: dict[str, int] = {}       # client -> queries that succeed first
 
-    def take_offset_query_failure(self, client: str) -> bool:
+    def take_offset_query_failure(self, client: str) -> str | None:
+        """The kind of failure the client's next offset query meets, or None."""
+        skip = self.offset_query_skip.get(client, 0)
+        if skip > 0:
+            self.offset_query_skip[client] = skip - 1
+            return None
         n = self.offset_query_failures.get(client, 0)
         if n > 0:
             self.offset_query_failures[client] = n - 1
-            return True
-        return False
+            return self.offset_query_failure_kind.get(client, "timeout")
+        return None
+
+
+# The name server drops a broker that has not registered for this long (BROKER_CHANNEL_EXPIRED_TIME).
+NAMESRV_BROKER_EXPIRED_MS = 120000
 
 
 class Network:
@@ -30,10 +41,12 @@ class Network:
         self.brokers: dict[str, Broker] = {}
         self.clients: dict[str, object] = {}
         self.faults = Faults()
+        self._routes: dict[str, tuple[list, int]] = {}   # topic -> (route, valid until)
 
     def add_broker(self, broker: Broker) -> None:
         self.brokers[broker.name] = broker
         broker.notify_group = self._notify_group
+        broker.on_topology_change = self._routes.clear
 
     def broker(self, name: str) -> Broker:
         b = self.brokers.get(name)
@@ -43,12 +56,25 @@ class Network:
 
     # ---------------------------------------------------------------- routes
     def route(self, topic: str) -> list[tuple[str, str, int]]:
-        """The name server's view: every queue of the topic on every broker that has it."""
-        out = []
+        """The name server's view: every queue of the topic on every broker that has it,
+        except brokers down for longer than the name server's expiry."""
+        now = self.sim.now
+        cached = self._routes.get(topic)
+        if cached is not None and now < cached[1]:
+            return cached[0]
+        out, valid_until = [], 1 << 62
         for name in sorted(self.brokers):
-            n = self.brokers[name].topics.get(topic)
-            if n:
-                out.extend((topic, name, q) for q in range(n))
+            b = self.brokers[name]
+            n = b.topics.get(topic)
+            if not n:
+                continue
+            if not b.up:
+                expiry = b.down_since + NAMESRV_BROKER_EXPIRED_MS
+                if now > expiry:
+                    continue
+                valid_until = min(valid_until, expiry + 1)
+            out.extend((topic, name, q) for q in range(n))
+        self._routes[topic] = (out, valid_until)
         return out
 
     def find_consumer_ids(self, topic: str, group: str):

@@ -32,7 +32,6 @@ class Producer:
         self.interval = max(1, int(round(1000 / float(spec.get("rate_per_s", 100)))))
         self.next_queue = 0
         self.sent = 0
-        self.queues = None   # the topic's route, read at the first send
 
     def start(self) -> None:
         self.run.sim.schedule(self.spec.get("start_ms", 0), self.tick)
@@ -47,9 +46,9 @@ class Producer:
 
     def send_one(self, tags=None, keys=None, props=None) -> None:
         run, sim, spec = self.run, self.run.sim, self.spec
-        queues = self.queues
-        if queues is None:
-            queues = self.queues = run.net.route(self.topic)
+        queues = run.net.route(self.topic)
+        if not queues:
+            return  # no route: the send fails
         brokers = run.net.brokers
         if tags is None and spec.get("tags"):
             tags = sim.rng.choice(spec["tags"])
@@ -148,6 +147,15 @@ class Run:
             self.net.faults.oneway_loss = float(st["probability"])
         elif a == "fail_offset_queries":
             self.net.faults.offset_query_failures[st["client"]] = int(st["count"])
+            self.net.faults.offset_query_failure_kind[st["client"]] = st.get("kind", "timeout")
+            self.net.faults.offset_query_skip[st["client"]] = int(st.get("skip", 0))
+        elif a == "set_broker_offset":
+            # An operator writes the broker's consumer offset table (e.g. restoring a group's
+            # offsets from another cluster); the broker stores it as any commit: overwrite.
+            self.net.brokers[st["broker"]].offsets.commit(st["group"], st["topic"], int(st["queue"]),
+                                                          int(st["offset"]), source="reset")
+        elif a == "reset_offset":
+            self.reset_offset(st["group"], st["topic"], int(st["timestamp_ms"]))
         elif a == "delete_messages":
             b = self.net.brokers[st["broker"]]
             low = b.store.delete_before(st["topic"], st["queue"], st["before"])
@@ -156,6 +164,23 @@ class Run:
             p = Producer(self, {"topic": st["topic"], "count": st["count"], "rate_per_s": 1000})
             for _ in range(st["count"]):
                 p.send_one(tags=st.get("tags"), keys=st.get("keys"), props=st.get("props"))
+
+    def reset_offset(self, group: str, topic: str, timestamp: int) -> None:
+        """An operator resets the group's offsets of topic to a time (mqadmin resetOffsetByTime):
+        the broker commits the offset of the first message stored at or after it and tells
+        every live consumer of the group to reset too."""
+        table = {}
+        for mq in self.net.route(topic):
+            b = self.net.brokers[mq[1]]
+            if not b.up:
+                continue
+            offset = b.search_offset(topic, mq[2], timestamp)
+            b.offsets.commit(group, topic, mq[2], offset, source="reset")
+            table[mq] = offset
+        for cid in sorted(self.consumers):
+            c = self.consumers[cid]
+            if c.group == group and c.running and c.proc.alive:
+                self.sim.schedule(self.net.latency_ms, c.reset_offset, topic, table, owner=c.proc)
 
     # ------------------------------------------------------------------ quiescence
     def quiescent(self) -> bool:

@@ -24,8 +24,12 @@ STEP_ACTIONS = {
     "fail_offset_queries": {"client", "count"},
     "delete_messages": {"broker", "topic", "queue", "before"},
     "produce": {"topic", "count"},
+    "set_broker_offset": {"broker", "group", "topic", "queue", "offset"},
+    "reset_offset": {"group", "topic", "timestamp_ms"},
 }
-STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "produce": {"tags", "keys", "props"}}
+STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "produce": {"tags", "keys", "props"},
+                 "fail_offset_queries": {"kind", "skip"}}
+OFFSET_QUERY_FAILURES = ("timeout", "broker_error")
 
 
 class ScenarioError(ValueError):
@@ -154,6 +158,10 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
             raise ScenarioError(source, f"{path}.broker", f"unknown broker {st['broker']!r}")
         if at < 0:
             raise ScenarioError(source, f"{path}.at_ms", "must be >= 0")
+        if action == "fail_offset_queries" and st.get("kind", "timeout") not in OFFSET_QUERY_FAILURES:
+            raise ScenarioError(source, f"{path}.kind", f"expected one of {list(OFFSET_QUERY_FAILURES)}")
+        if "group" in st and action != "start" and st["group"] not in sc["groups"]:
+            raise ScenarioError(source, f"{path}.group", f"unknown group {st['group']!r}")
         sc["steps"].append(st)
     started = set()
     ever_started = {st["client"] for st in sc["steps"] if st["action"] == "start"}

@@ -62,10 +62,18 @@ def test_read_from_store_not_found_and_failure():
     assert c.offset_store.read_offset(MQ, READ_FROM_MEMORY) == 42         # the store read updates memory
 
 
-def test_4_9_reads_a_broker_exception_as_not_found():
+def test_4_9_reads_a_broker_exception_as_not_found_but_a_timeout_as_failure():
     c, _, _ = consumer("rocketmq-4.9.8")
     c.faults.offset_query_failures["c1"] = 1
-    assert c.offset_store.read_offset(MQ, READ_FROM_STORE) == -1
+    c.faults.offset_query_failure_kind["c1"] = "broker_error"
+    assert c.offset_store.read_offset(MQ, READ_FROM_STORE) == -1        # residual of #2708 in 4.9.x
+    c.faults.offset_query_failures["c1"] = 1
+    c.faults.offset_query_failure_kind["c1"] = "timeout"
+    assert c.offset_store.read_offset(MQ, READ_FROM_STORE) == -2        # fixed in 4.9.1
+    c5, _, _ = consumer("rocketmq-5.3.3")
+    c5.faults.offset_query_failures["c1"] = 1
+    c5.faults.offset_query_failure_kind["c1"] = "broker_error"
+    assert c5.offset_store.read_offset(MQ, READ_FROM_STORE) == -2
 
 
 def test_persist_all_drops_entries_of_queues_not_held():

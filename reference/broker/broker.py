@@ -62,6 +62,8 @@ class Broker:
         self.index: dict[str, Message] = {}                  # msg_id -> stored copy (lookMessageByOffset)
         self.commitlog_offset = 0
         self.notify_group = None                             # set by the network: group -> notify clients
+        self.on_topology_change = lambda: None               # set by the network: routes changed
+        self.down_since = 0
         self.up = True
         self._matchers: dict = {}   # one compiled filter per subscription, not per pull
 
@@ -79,12 +81,15 @@ class Broker:
 
     def stop_for_restart(self) -> None:
         self.up = False
+        self.down_since = self.sim.now
         self.proc.kill()
+        self.on_topology_change()
 
     def restart(self) -> None:
         """Store and flushed offsets survive; memory (offsets, locks, consumer table, held pulls) does not."""
         self.proc = Process(self.proc.name)
         self.up = True
+        self.on_topology_change()
         self.sim.emit("broker_restarted", broker=self.name)
         self.offsets.reload()
         self.locks.clear()
@@ -105,6 +110,7 @@ class Broker:
         if self.topics.get(topic) == queue_count:
             return
         self.topics[topic] = queue_count
+        self.on_topology_change()
         for q in range(queue_count):
             self.store.consume_queue(topic, q)
         self.sim.emit("topic_created", topic=topic, broker=self.name, queue_count=queue_count, perm=perm)
@@ -135,6 +141,8 @@ class Broker:
         msg.store_ts = self.sim.now
         self.index[msg.msg_id] = msg
         self._append(msg, source, None)
+        if msg.topic.startswith(DLQ_PREFIX):   # the pre-#2724 detour ends in the DLQ
+            self._dead_lettered(msg.topic[len(DLQ_PREFIX):], msg)
 
     def _append(self, msg: Message, source: str, group: str | None) -> None:
         self.store.append(msg)
@@ -310,7 +318,7 @@ class Broker:
             self.sim.emit("message_sent_back", broker=self.name, group=group, msg_id=msg_id,
                           origin_msg_id=original.origin_msg_id, reconsume_times=r, outcome="dlq",
                           delay_level=delay_level, via="consumer_send_back", client=client)
-            self._put_dlq(group, new)
+            self._put_dlq(group, new, kept_delay_level=min(3 + r, self.schedule.max_level))
             return
         level = 3 + r if delay_level == 0 else delay_level
         self.sim.emit("message_sent_back", broker=self.name, group=group, msg_id=msg_id,
@@ -352,12 +360,19 @@ class Broker:
         self.create_topic(new.topic, max(1, self.retry_queue_nums))
         self.put_message(new, source="send_back_fallback" if via == "fallback_producer" else "send_back", group=group)
 
-    def _put_dlq(self, group: str, msg: Message) -> None:
+    def _put_dlq(self, group: str, msg: Message, kept_delay_level: int = 0) -> None:
         msg.topic = dlq_topic(group)
         msg.queue = 0
-        msg.delay_level = 0  # #2724: the DLQ copy must not go through the schedule again
+        # #2724 (fixed 4.9.2): the DLQ copy must not go through the schedule again. Before the
+        # fix it kept the DELAY level of the send-back, took one more schedule trip, and only
+        # then landed in %DLQ%.
+        msg.delay_level = 0 if self.profile.dlq_clears_delay else kept_delay_level
         self.create_topic(msg.topic, 1)
         stored = self.put_message(msg, source="dlq", group=group)
+        if stored.delay_level == 0:
+            self._dead_lettered(group, stored)
+
+    def _dead_lettered(self, group: str, stored: Message) -> None:
         self.sim.emit("message_dead_lettered", broker=self.name, group=group, msg_id=stored.msg_id,
                       origin_msg_id=stored.origin_msg_id, reconsume_times=stored.reconsume_times,
                       offset=stored.offset)

@@ -90,17 +90,18 @@ class RemoteBrokerOffsetStore(OffsetStore):
     def _read_store(self, mq) -> int:
         """-1: the broker has no offset (QUERY_NOT_FOUND); -2: the query failed otherwise."""
         topic, broker, queue = mq
+        p = self.profile
+        failure = self.consumer.faults.take_offset_query_failure(self.consumer.client_id)
         try:
-            if self.consumer.faults.take_offset_query_failure(self.consumer.client_id):
-                raise OffsetQueryError("queryConsumerOffset failed (injected broker error)")
+            if failure is not None:
+                raise OffsetQueryError(f"queryConsumerOffset failed ({failure})")
             value = self.consumer.net.broker(broker).query_consumer_offset(self.consumer.group, topic, queue)
-        except OffsetQueryError:
-            # 4.9.x reads any MQBrokerException as not found; before 4.9.1 (#2708) any failure did.
-            if self.profile.read_offset_broker_exception_is_not_found or self.profile.offset_query_failure_as_not_found:
-                return -1
+        except (OffsetQueryError, BrokerUnavailable):
+            if p.offset_query_failure_as_not_found:
+                return -1        # before 4.9.1 (#2708): any failure reads as "no offset"
+            if failure == "broker_error" and p.read_offset_broker_exception_is_not_found:
+                return -1        # 4.9.x residual: any MQBrokerException reads as "no offset"
             return -2
-        except BrokerUnavailable:
-            return -1 if self.profile.offset_query_failure_as_not_found else -2
         if value is None:
             return -1
         self.update_offset(mq, value, increase_only=False)

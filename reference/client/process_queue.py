@@ -83,6 +83,14 @@ class ProcessQueue:
             result = tree.keys()[0]
         return result
 
+    def clear(self) -> None:
+        """Forget every buffered message (resetOffset)."""
+        self.msg_tree.clear()
+        self.consuming_tree.clear()
+        self.msg_count = 0
+        self.msg_size = 0
+        self.queue_offset_max = 0
+
     def contains(self, msg) -> bool:
         return msg.offset in self.msg_tree
 

@@ -92,6 +92,9 @@ class PushConsumer:
         else:
             self.consume_service = ConsumeMessageConcurrentlyService(self)
         self.running = False
+        self.paused = False          # DefaultMQPushConsumer.suspend(): no pull, no rebalance
+        self._resetting = False
+        self._resets_waiting: list = []
 
     # ------------------------------------------------------------------ helpers
     def emit_pq(self, kind: str, mq, **fields) -> None:
@@ -177,6 +180,41 @@ class PushConsumer:
         if self.proc.alive and self.sim.now >= self.proc.paused_until:
             self.sim.emit("client_resumed", client=self.client_id, group=self.group)
 
+    # ------------------------------------------------------------------ resetOffset
+    def reset_offset(self, topic: str, table: dict) -> None:
+        """MQClientInstance.resetOffset, asked by the broker for an operator's offset reset:
+        suspend, drop and clear the topic's ProcessQueues, wait 10 s, set each offset and
+        remove the queues now in the table, resume. Since 4.9.0 (#2449) resets are serialized;
+        before, two resets could interleave and remove a queue created in between without
+        dropping it, leaving two pull loops on one queue."""
+        if self._resetting and not self.profile.reset_offset_duplicates_pull:
+            self._resets_waiting.append((topic, table))   # synchronized: wait for the running reset
+            return
+        self._resetting = True
+        self.paused = True
+        for mq, pq in list(self.rebalance.pq_table.items()):
+            if mq[0] == topic and mq in table:
+                if not pq.dropped:
+                    pq.dropped = True
+                    self.emit_pq("pq_dropped", mq, reason="reset")
+                pq.clear()
+        self.sim.schedule(10000, self._reset_finish, topic, table, owner=self.proc)
+
+    def _reset_finish(self, topic: str, table: dict) -> None:
+        pqs = self.rebalance.pq_table
+        for mq in list(pqs):
+            offset = table.get(mq)
+            if mq[0] != topic or offset is None:
+                continue
+            self.offset_store.update_offset(mq, offset, increase_only=False)
+            self.remove_unnecessary_message_queue(mq, pqs[mq])
+            del pqs[mq]
+            self.emit_pq("pq_removed", mq)
+        self.paused = False
+        self._resetting = False
+        if self._resets_waiting:
+            self.reset_offset(*self._resets_waiting.pop(0))
+
     # ------------------------------------------------------------------ rebalance hooks
     def message_queue_changed(self, topic: str) -> None:
         """A topic's assignment changed: spread the per-topic pull thresholds over the queues
@@ -250,6 +288,8 @@ class PullService:
         if pq.dropped:
             return
         pq.last_pull_ts = self.sim.now
+        if c.paused:
+            return self._flow(req, "paused", p.pull_delay_when_suspend_ms)
         if pq.msg_count > c.config["pull_threshold_for_queue"]:
             return self._flow(req, "count", p.pull_delay_when_flow_control_ms)
         if pq.msg_size // MIB > c.config["pull_threshold_size_for_queue"]:

@@ -73,6 +73,8 @@ class RebalanceImpl:
 
     # ------------------------------------------------------------------ doRebalance
     def do_rebalance(self) -> bool:
+        if self.c.paused:
+            return True   # a suspended consumer does not rebalance
         balanced = True
         for topic in list(self.c.subscriptions):
             if not self.rebalance_by_topic(topic):
