@@ -12,7 +12,7 @@ from tracefacts import increase_only_violations, schedule_violations, unaccounte
 
 PROFILES = ["rocketmq-5.3.3", "rocketmq-4.9.8"]
 CONCURRENT = ["basic", "rebalance", "faults", "retry-dlq", "broadcast", "multi-broker", "offsets", "tags",
-              "long-pause"]
+              "long-pause", "sql-filter"]
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +137,27 @@ def test_same_seed_same_bytes_different_seed_differs():
 
     assert dump(7) == dump(7)
     assert dump(7) != dump(8)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_sql92_group_consumes_exactly_the_matching_messages(traces, profile):
+    """`amount > 100 AND region = 'eu'` over string properties: "150" and "1000" convert and
+    match; "99.5" and "abc" cannot become the Integer 100's class (an evaluation error: no
+    match); "50" is smaller; region compares exactly ("EU" is not "eu")."""
+    events = traces("sql-filter", 1, profile)
+    want = {e["msg_id"] for e in events if e["kind"] == "message_stored" and e["source"] == "producer"
+            and e["props"]["amount"] in ("150", "1000") and e["props"]["region"] == "eu"}
+    got_ok, seen = set(), set()
+    started = {}
+    for e in events:
+        if e["kind"] == "consume_started" and e["group"] == "GID_sql":
+            started[(e["client"], e["consume_id"])] = e
+            seen.update(e["origin_msg_ids"])
+        elif e["kind"] == "consume_finished" and e["group"] == "GID_sql" and e["status"] == "CONSUME_SUCCESS":
+            got_ok.update(started[(e["client"], e["consume_id"])]["origin_msg_ids"])
+    assert want and seen == want and got_ok == want
+    tag_seen = {m for e in events if e["kind"] == "consume_started" and e["group"] == "GID_tag"
+                for m in e["msg_ids"]}
+    tagged = {e["msg_id"] for e in events if e["kind"] == "message_stored" and e["source"] == "producer"
+              and e.get("tags") in ("card", "wire")}
+    assert tag_seen == tagged
