@@ -17,7 +17,7 @@ import z3
 
 from .core import PROVED, REFUTED, UNKNOWN, ProofResult, find
 from .core import prove as _prove_with
-from .formulas import avg_block, avg_owner, circle_count, circle_member
+from .formulas import AVG_VARIANTS, avg_block, avg_owner, circle_count, circle_member
 
 __all__ = ["avg_proofs", "circle_proofs", "avg_mutant_proof", "ALLOCATION_PROOFS"]
 
@@ -105,9 +105,10 @@ def avg_unique(variant="rocketmq", name="avg_unique", expected=PROVED) -> ProofR
     bi, bj = avg_block(n, N, i, variant), avg_block(n, N, j, variant)
     return prove(
         name,
+        ("" if variant == "rocketmq" else "Demonstration (expected refuted): ") +
         "AVG partition, uniqueness: for all n >= 1, N >= 1, consumers 0 <= i, j < N and "
         "queue q, if q is in block i and in block j then i = j (blocks are disjoint)."
-        + ("" if variant == "rocketmq" else f" [rule variant: {variant}]"),
+        + ("" if variant == "rocketmq" else f" With the wrong rule: {AVG_VARIANTS[variant]}."),
         z3.Implies(z3.And(bi.contains(q), bj.contains(q)), i == j),
         [*_sizes(n, N), _index(i, N), _index(j, N)],
         expected=expected,
