@@ -1,0 +1,393 @@
+"""The explicit-state explorer: breadth-first over every step the scope's deployment can take,
+through the spec.
+
+For each state, `Generator.moves` lists the candidate moves (see model_checks/generator.py); each
+is applied event by event with `spec.step` on a copy of the state:
+
+- an **adversary** move whose event the spec's guard rejects is not taken (the guard is its
+  enabling condition);
+- an **implementation** move whose event the guard rejects is a *violation*: the profile's
+  client or broker takes a step the spec forbids (this is how known-bug profiles show);
+- after each move, `check_state` (every state predicate) must hold;
+- at quiescent states (nothing but time, faults and self-loops left), `check_end` (INV-LIVE-1).
+
+Breadth-first, so the first violation found per invariant has a shortest trace. States are
+deduplicated by a 64-bit fingerprint of their canonical form (`model_checks.canon`: abstract
+time, symmetry over interchangeable consumers and queues), as TLC does.
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from array import array
+from collections import deque
+from dataclasses import dataclass, field
+
+from rocketspec.spec import check_end, check_state, get_profile, initial_state, step
+from rocketspec.reference.allocation import allocate
+from rocketspec.reference.message_queue import MessageQueue
+
+from .canon import Canon, fast_copy
+from .generator import BROKER, GROUP, TOPIC, Generator, msg_id, view_id
+from .scopes import Scope
+
+
+@dataclass
+class Violation:
+    invariant: str
+    message: str
+    kind: str                  # "guard" (an implementation step rejected), "state", "end", "liveness"
+    depth: int
+    events: list               # the full trace, trace_started first, with seq and ts
+    key: object = None
+    detail: dict = field(default_factory=dict)
+
+    def to_dict(self):
+        return {"invariant": self.invariant, "kind": self.kind, "message": self.message, "depth": self.depth,
+                "events": len(self.events), "key": list(self.key) if isinstance(self.key, tuple) else self.key,
+                **self.detail}
+
+
+@dataclass
+class Result:
+    scope: str
+    profile: str
+    generated: int = 0
+    distinct: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    complete: bool = True
+    quiescent: int = 0
+    violations: list = field(default_factory=list)
+    graph: object = None       # (edges, labels) when liveness was asked for
+    symmetries: int = 1
+
+    @property
+    def states_per_second(self):
+        return self.generated / self.cpu_seconds if self.cpu_seconds else 0.0
+
+    def to_dict(self):
+        return {"scope": self.scope, "profile": self.profile, "states_generated": self.generated,
+                "states_distinct": self.distinct, "depth": self.depth, "seconds": round(self.seconds, 3),
+                "cpu_seconds": round(self.cpu_seconds, 3), "states_per_second": round(self.states_per_second),
+                "complete": self.complete, "quiescent_states": self.quiescent, "symmetries": self.symmetries,
+                "violations": [v.to_dict() for v in self.violations]}
+
+
+class Node:
+    __slots__ = ("st", "now", "aux", "budget")
+
+    def __init__(self, st, now, aux, budget):
+        self.st, self.now, self.aux, self.budget = st, now, aux, budget
+
+
+# ---------------------------------------------------------------------------- symmetry
+
+def symmetry_group(scope: Scope):
+    """(names, qmap) pairs under which the scope's transition relation is invariant: a client
+    permutation and a queue permutation such that the initial state maps to itself (messages per
+    queue) and the strategy commutes with them for every view (subset of clients)."""
+    clients = [f"c{i}" for i in range(scope.consumers)]
+    nq = scope.queues
+    per_q = [len(range(q, scope.messages, nq)) for q in range(nq)]
+    mqs = [MessageQueue(TOPIC, BROKER, q) for q in range(nq)]
+    subsets = [list(s) for r in range(1, len(clients) + 1) for s in itertools.combinations(clients, r)]
+
+    def alloc(c, cids):
+        return frozenset(m.queue_id for m in (allocate(scope.strategy, c, mqs, sorted(cids)) or ()))
+
+    table = {(c, tuple(S)): alloc(c, S) for S in subsets for c in S}
+    group = []
+    for cp in itertools.permutations(clients):
+        cm = dict(zip(clients, cp))
+        for qp in itertools.permutations(range(nq)):
+            qm = dict(zip(range(nq), qp))
+            if any(per_q[q] != per_q[qm[q]] for q in range(nq)):
+                continue
+            ok = True
+            for S in subsets:
+                img = tuple(sorted(cm[c] for c in S))
+                for c in S:
+                    if table[(cm[c], img)] != frozenset(qm[q] for q in table[(c, tuple(S))]):
+                        ok = False
+                        break
+                if not ok:
+                    break
+            if ok:
+                group.append((cm, qm))
+    if not scope.symmetry:
+        group = group[:1]
+    out = []
+    rmax = scope.max_reconsume_times + 3
+    for cm, qm in group:
+        names = dict(cm)
+        for S in subsets:
+            names[view_id(S)] = view_id(sorted(cm[c] for c in S))
+        for q in range(nq):
+            for o in range(per_q[q]):
+                a, b = msg_id(q, o), msg_id(qm[q], o)
+                names[a] = b
+                names[a + "~d"] = b + "~d"
+                for r in range(rmax):
+                    names[f"{a}~{r}"] = f"{b}~{r}"
+                    names[f"{a}~s{r}"] = f"{b}~s{r}"
+        identity = all(k == v for k, v in cm.items()) and all(k == v for k, v in qm.items())
+        out.append((names, qm, identity))
+    out.sort(key=lambda g: not g[2])     # identity first
+    return [(n, q) for n, q, _ in out]
+
+
+# ---------------------------------------------------------------------------- the explorer
+
+class Explorer:
+    def __init__(self, scope: Scope, profile=None, *, liveness=False, progress=None, max_states=None,
+                 stop_at_first=False):
+        self.scope = scope
+        self.profile = get_profile(profile)
+        self.gen = Generator(scope, self.profile)
+        self.canon = Canon(self.profile, TOPIC, BROKER)
+        self.group = symmetry_group(scope)
+        self.liveness = liveness
+        self.progress = progress
+        self.max_states = max_states or scope.max_states
+        self.stop_at_first = stop_at_first
+
+    # ------------------------------------------------------------------ fingerprints
+    def fingerprint(self, node: Node) -> int:
+        best = None
+        st, now, aux = node.st, node.now, node.aux
+        for names, qmap in self.group:
+            a = tuple(sorted(((names.get(c, c), k[:-1] + (qmap.get(k[-1], k[-1]) if k[1] == TOPIC else k[-1],), o), r)
+                             for (c, k, o), r in aux.items())) if aux else ()
+            h = hash((self.canon(st, now, names, qmap), a, node.budget))
+            if best is None or h < best:
+                best = h
+        return best
+
+    # ------------------------------------------------------------------ setup
+    def initial(self):
+        st = initial_state(self.profile)
+        evs = []
+        for i, ev in enumerate(self.gen.setup_events()):
+            ev = dict(ev, seq=i, ts=0)
+            errs = [f for f in step(st, ev) if f.severity == "error"]
+            if errs:
+                raise RuntimeError(f"setup event {ev['kind']} rejected: {errs[0].inv}: {errs[0].message}")
+            evs.append(ev)
+        return Node(st, 0, {}, (self.scope.faults, self.scope.failures)), evs
+
+    def apply_move(self, node: Node, move):
+        """(successor node, None) or (None, (finding, events applied including the rejected one))."""
+        st = fast_copy(node.st)
+        now = node.now + move.tick
+        done = []
+        for ev in move.events:
+            ev = dict(ev)
+            ev["ts"] = now
+            ev["seq"] = 0
+            fs = step(st, ev)
+            done.append(ev)
+            for f in fs:
+                if f.severity == "error":
+                    return None, (f, done)
+        budget = node.budget
+        if move.cost:
+            budget = (budget[0] - move.cost.get("faults", 0), budget[1] - move.cost.get("failures", 0))
+        aux = node.aux
+        if move.aux:
+            aux = dict(aux)
+            aux.update(move.aux)
+        return Node(st, now, aux, budget), None
+
+    # ------------------------------------------------------------------ path reconstruction
+    def trace_of(self, parents, moves_taken, nid, setup_events, extra=(), end_ts=None):
+        path = []
+        while nid > 0:
+            path.append(moves_taken[nid])
+            nid = parents[nid]
+        path.reverse()
+        node, evs = self.initial()
+        evs = list(setup_events)
+        for mi in path:
+            move = self.gen.moves(node.st, node.now, node.aux, node.budget)[mi]
+            nxt, bad = self.apply_move(node, move)
+            if nxt is None:
+                raise RuntimeError("path replay hit a rejected move")
+            evs.extend(dict(ev, ts=nxt.now) for ev in move.events)
+            node = nxt
+        evs.extend(extra)
+        return _numbered(evs), node
+
+    # ------------------------------------------------------------------ search
+    def run(self) -> Result:
+        scope = self.scope
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = Result(scope=scope.name, profile=self.profile.name, symmetries=len(self.group))
+        root, setup = self.initial()
+        self.setup = setup
+        fp0 = self.fingerprint(root)
+        seen = {fp0: 0}
+        parents = array("q", [-1])
+        moves_taken = array("i", [-1])
+        depths = array("i", [0])
+        frontier = deque([(0, root)])
+        found = {}
+        edges = [] if self.liveness else None
+        labels = {} if self.liveness else None
+        bar = self.progress
+        generated = 1
+        for f in check_state(root.st):
+            found.setdefault(f[0], ("state", f, 0, []))
+        while frontier:
+            nid, node = frontier.popleft()
+            d = depths[nid]
+            moves = self.gen.moves(node.st, node.now, node.aux, node.budget)
+            productive = False
+            for mi, move in enumerate(moves):
+                nxt, bad = self.apply_move(node, move)
+                if nxt is None:
+                    if move.env:
+                        continue
+                    f, done = bad
+                    if f.inv not in found:
+                        found[f.inv] = ("guard", f, nid, (mi, done))
+                    continue
+                generated += 1
+                fp = self.fingerprint(nxt)
+                cid = seen.get(fp)
+                if cid is None:
+                    cid = len(parents)
+                    seen[fp] = cid
+                    parents.append(nid)
+                    moves_taken.append(mi)
+                    depths.append(d + 1)
+                    if d + 1 > res.depth:
+                        res.depth = d + 1
+                    for f in check_state(nxt.st):
+                        if f[0] not in found:
+                            found[f[0]] = ("state", f, cid, None)
+                    if d + 1 < scope.max_depth:
+                        frontier.append((cid, nxt))
+                    if len(parents) >= self.max_states:
+                        res.complete = False
+                        frontier.clear()
+                        break
+                if cid != nid and not move.cost and not move.env and not move.tick:
+                    productive = True
+                if edges is not None:
+                    edges.append((nid, cid, mi))
+                    labels[(nid, mi)] = _move_class(move)
+            if not productive and self._quiescent_ok(node):
+                res.quiescent += 1
+                for f in check_end(node.st):
+                    if f.inv not in found:
+                        found[f.inv] = ("end", f, nid, None)
+            if bar is not None and not (nid & 1023):
+                bar.set(len(parents), generated, depths[nid], len(found))
+            if self.stop_at_first and found:
+                break
+        res.generated = generated
+        res.distinct = len(parents)
+        res.seconds = time.perf_counter() - t0
+        res.cpu_seconds = time.process_time() - c0
+        self._parents, self._moves, self._depths = parents, moves_taken, depths
+        if edges is not None:
+            res.graph = (edges, labels)
+        for inv, (kind, f, nid, extra) in found.items():
+            res.violations.append(self._violation(kind, f, nid, extra))
+        res.violations.sort(key=lambda v: (v.depth, v.invariant))
+        if bar is not None:
+            bar.close()
+        return res
+
+    def _quiescent_ok(self, node):
+        st = node.st
+        for cl in st.dir.clients.values():
+            if cl.status == "paused":
+                return False
+        for ch in st.chains.values():
+            for e in ch.entries:
+                if e[0] == "delayed":
+                    return False
+        return True
+
+    def _violation(self, kind, f, nid, extra):
+        if kind == "guard":
+            mi, done = extra
+            evs, node = self.trace_of(self._parents, self._moves, nid, self.setup)
+            ts = node.now + self.gen.moves(node.st, node.now, node.aux, node.budget)[mi].tick
+            evs = _numbered([e for e in evs] + [dict(e, ts=ts) for e in done])
+            return Violation(f.inv, f.message, "guard", self._depths[nid] + 1, evs, f.key,
+                             {"rejected_event": done[-1]["kind"]})
+        if kind == "state":
+            inv, key, msg = f
+            evs, node = self.trace_of(self._parents, self._moves, nid, self.setup)
+            return Violation(inv, msg, "state", self._depths[nid], evs, key)
+        # end
+        evs, node = self.trace_of(self._parents, self._moves, nid, self.setup)
+        evs = _numbered(evs + [{"kind": "trace_ended", "reason": "quiescent", "ts": node.now}])
+        return Violation(f.inv, f.message, "end", self._depths[nid], evs, f.key)
+
+
+def _move_class(move) -> str:
+    """The fairness class of a move (see model_checks/liveness.py)."""
+    if move.env:
+        return "adversary"
+    if move.cost.get("faults"):
+        return "fault"
+    if move.tick:
+        return "time"
+    kinds = [e["kind"] for e in move.events]
+    k0 = kinds[0] if kinds else ""
+    if k0 == "allocation_computed":
+        return "rebalance"
+    if k0 in ("pull_issued", "offset_read"):
+        return "pull"
+    if k0 == "pull_answered":
+        return "pull_answer"
+    if k0 in ("consume_started", "messages_taken"):
+        return "consume"
+    if k0 == "consume_finished":
+        return "failure" if move.cost.get("failures") else "consume_return"
+    if k0 == "offset_persisted":
+        return "persist"
+    if k0 == "offset_committed":
+        return "commit"
+    if k0 == "schedule_delivered":
+        return "schedule"
+    if k0 == "lock_requested":
+        return "lock"
+    if k0 in ("client_resumed", "consumer_unregistered"):
+        return "recovery"
+    return k0
+
+
+def _numbered(evs):
+    out = []
+    last = 0
+    for i, ev in enumerate(evs):
+        ev = dict(ev)
+        ev["seq"] = i
+        ev["ts"] = max(last, ev.get("ts", 0))
+        last = ev["ts"]
+        kind = ev.pop("kind")
+        out.append({"seq": ev.pop("seq"), "ts": ev.pop("ts"), "kind": kind, **ev})
+    return out
+
+
+def explore(scope, profile=None, **kw) -> Result:
+    return Explorer(scope, profile, **kw).run()
+
+
+def write_trace(path, events) -> None:
+    import orjson
+
+    with open(path, "wb") as fh:
+        for ev in events:
+            fh.write(orjson.dumps(ev) + b"\n")
+
+
+__all__ = ["Explorer", "Result", "Violation", "explore", "symmetry_group", "write_trace"]
+_ = sys
