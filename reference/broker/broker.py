@@ -146,10 +146,25 @@ class Broker:
 
     def _append(self, msg: Message, source: str, group: str | None) -> None:
         self.store.append(msg)
-        self.sim.emit("message_stored", topic=msg.topic, broker=self.name, queue=msg.queue, offset=msg.offset,
-                      msg_id=msg.msg_id, origin_msg_id=msg.origin_msg_id, source=source, tags=msg.tags,
-                      tags_code=msg.tags_code, keys=msg.keys, props=msg.props or None, body_size=msg.body_size,
-                      reconsume_times=msg.reconsume_times, retry_topic=msg.retry_topic, group=group)
+        sim = self.sim   # built by hand: one event per stored message is the hottest broker emit
+        ev = {"seq": sim.seq, "ts": sim.now, "kind": "message_stored", "topic": msg.topic, "broker": self.name,
+              "queue": msg.queue, "offset": msg.offset, "msg_id": msg.msg_id, "origin_msg_id": msg.origin_msg_id,
+              "source": source}
+        if msg.tags is not None:
+            ev["tags"] = msg.tags
+        ev["tags_code"] = msg.tags_code
+        if msg.keys is not None:
+            ev["keys"] = msg.keys
+        if msg.props:
+            ev["props"] = msg.props
+        ev["body_size"] = msg.body_size
+        ev["reconsume_times"] = msg.reconsume_times
+        if msg.retry_topic is not None:
+            ev["retry_topic"] = msg.retry_topic
+        if group is not None:
+            ev["group"] = group
+        sim.seq += 1
+        sim._sink(ev)
         self._notify_arriving(msg.topic, msg.queue)
 
     # ------------------------------------------------------------------ consumers
