@@ -70,14 +70,14 @@ class Broker:
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         self.sim.emit("broker_started", broker=self.name)
-        self._start_services()
+        self._start_periodic_services()
+        self.schedule.start()
 
-    def _start_services(self) -> None:
+    def _start_periodic_services(self) -> None:
         p = self.profile
         self.sim.every(p.broker_offset_flush_initial_delay_ms, p.broker_offset_flush_interval_ms,
                        self.offsets.flush, owner=self.proc)
         self.sim.every(CHANNEL_SCAN_PERIOD_MS, CHANNEL_SCAN_PERIOD_MS, self._scan_channels, owner=self.proc)
-        self.schedule.start()
 
     def stop_for_restart(self) -> None:
         self.up = False
@@ -95,10 +95,7 @@ class Broker:
         self.locks.clear()
         self.consumers.clear()
         self.held.clear()
-        p = self.profile
-        self.sim.every(p.broker_offset_flush_initial_delay_ms, p.broker_offset_flush_interval_ms,
-                       self.offsets.flush, owner=self.proc)
-        self.sim.every(CHANNEL_SCAN_PERIOD_MS, CHANNEL_SCAN_PERIOD_MS, self._scan_channels, owner=self.proc)
+        self._start_periodic_services()
         self.schedule.restart()
 
     def _check_up(self) -> None:

@@ -37,16 +37,21 @@ when some answers are errors; 2 for a usage error (bad option, unreadable --inpu
 """
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 import click
 import orjson
 
+from rocketspec.commands.jsonlines import LineError, decode, serve, type_name
 from rocketspec.reference.allocation import STRATEGIES, AllocationError, make_strategy
-from rocketspec.reference.message_queue import INT32_MAX, INT32_MIN, MessageQueue, sort_cids, sort_mqs
+from rocketspec.reference.message_queue import (
+    INT32_MAX,
+    INT32_MIN,
+    MessageQueue,
+    sort_cids,
+    sort_mqs,
+)
 from rocketspec.spec.profiles import UnknownProfile, get_profile
 
 # Far above any real setting (RocketMQ's default is 10); keeps one line from hashing forever.
@@ -74,13 +79,6 @@ class Request:
     consumeridcs: list[str] | None
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -104,7 +102,7 @@ def _queues(obj: dict, key: str, *, required: bool) -> list[MessageQueue] | None
         return None
     if not isinstance(value, list):
         raise BadRequest(f"field {key!r}: expected a list of {QUEUE_SHAPE}, or null; "
-                         f"got {_type_name(value)}")
+                         f"got {type_name(value)}")
     return [_queue(item, f"field {key!r} item {i}") for i, item in enumerate(value)]
 
 
@@ -117,24 +115,24 @@ def _strings(obj: dict, key: str, *, required: bool) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise BadRequest(f"field {key!r}: expected a list of strings, or null; got {_type_name(value)}")
+        raise BadRequest(f"field {key!r}: expected a list of strings, or null; got {type_name(value)}")
     for i, item in enumerate(value):
         if not isinstance(item, str):
-            raise BadRequest(f"field {key!r} item {i}: expected a string, got {_type_name(item)}")
+            raise BadRequest(f"field {key!r} item {i}: expected a string, got {type_name(item)}")
     return value
 
 
 def _flag(obj: dict, key: str) -> bool:
     value = obj.get(key, False)
     if not isinstance(value, bool):
-        raise BadRequest(f"field {key!r}: expected true or false, got {_type_name(value)}")
+        raise BadRequest(f"field {key!r}: expected true or false, got {type_name(value)}")
     return value
 
 
 def parse_request(obj: Any) -> Request:
     """Validate one decoded JSON value as a request; raises `BadRequest`."""
     if not isinstance(obj, dict):
-        raise BadRequest(f"expected a JSON object, got {_type_name(obj)}")
+        raise BadRequest(f"expected a JSON object, got {type_name(obj)}")
     unknown = sorted(set(obj) - FIELDS)
     if unknown:
         raise BadRequest(f"unknown field(s) {', '.join(map(repr, unknown))}; "
@@ -142,14 +140,14 @@ def parse_request(obj: Any) -> Request:
 
     strategy = obj.get("strategy")
     if strategy not in STRATEGIES:
-        got = repr(strategy) if isinstance(strategy, str) else _type_name(strategy)
+        got = repr(strategy) if isinstance(strategy, str) else type_name(strategy)
         if "strategy" not in obj:
             raise BadRequest(f"missing field 'strategy': expected one of {', '.join(STRATEGIES)}")
         raise BadRequest(f"field 'strategy': expected one of {', '.join(STRATEGIES)}, got {got}")
 
     if "profile" in obj and obj["profile"] is not None:
         if not isinstance(obj["profile"], str):
-            raise BadRequest(f"field 'profile': expected a profile name, got {_type_name(obj['profile'])}")
+            raise BadRequest(f"field 'profile': expected a profile name, got {type_name(obj['profile'])}")
         try:
             get_profile(obj["profile"])
         except UnknownProfile as exc:
@@ -162,11 +160,11 @@ def parse_request(obj: Any) -> Request:
         raise BadRequest("missing field 'cid': expected the current client id, or \"all\": true")
     cid = obj.get("cid")
     if cid is not None and not isinstance(cid, str):
-        raise BadRequest(f"field 'cid': expected a string or null, got {_type_name(cid)}")
+        raise BadRequest(f"field 'cid': expected a string or null, got {type_name(cid)}")
 
     cnt = obj.get("virtual_node_cnt", 10)
     if not _is_int(cnt):
-        raise BadRequest(f"field 'virtual_node_cnt': expected an integer, got {_type_name(cnt)}")
+        raise BadRequest(f"field 'virtual_node_cnt': expected an integer, got {type_name(cnt)}")
     if cnt > MAX_VIRTUAL_NODE_CNT:
         raise BadRequest(f"field 'virtual_node_cnt': at most {MAX_VIRTUAL_NODE_CNT} here, got {cnt}")
 
@@ -211,16 +209,9 @@ def answer_line(raw: bytes, lineno: int) -> dict | None:
     if not raw.strip():
         return None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return {"id": None, "ok": False, "line": lineno,
-                "error": f"line {lineno}: not valid UTF-8 (byte {exc.start + 1}); expected a JSON object"}
-    try:
-        obj = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        return {"id": None, "ok": False, "line": lineno,
-                "error": f"line {lineno}: not valid JSON ({exc.msg}, column {exc.colno}); "
-                         "expected a JSON object"}
+        obj = decode(raw)
+    except LineError as exc:
+        return {"id": None, "ok": False, "line": lineno, "error": f"line {lineno}: {exc}"}
     rid = obj.get("id") if isinstance(obj, dict) else None
     try:
         req = parse_request(obj)
@@ -235,17 +226,4 @@ def answer_line(raw: bytes, lineno: int) -> dict | None:
               show_default=True,
               help="Read requests from FILE instead of standard input.")
 def allocate(input_file):
-    out = sys.stdout.buffer
-    try:
-        for lineno, raw in enumerate(input_file, start=1):
-            answer = answer_line(raw, lineno)
-            if answer is not None:
-                out.write(orjson.dumps(answer) + b"\n")
-                out.flush()
-    except BrokenPipeError:
-        # The reader went away: stop quietly, and keep Python's exit-time flush quiet too.
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
-        sys.exit(1)
+    serve(input_file, answer_line)

@@ -38,13 +38,11 @@ unreadable --input file); 1 if the output is closed before the input ends.
 """
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 import click
-import orjson
 
+from rocketspec.commands.jsonlines import LineError, decode, serve, type_name
 from rocketspec.spec.filter import (
     FilterCompileError,
     FilterEvaluateError,
@@ -67,13 +65,6 @@ class BadRequest(Exception):
     """The line is not a valid request; the message says what was expected."""
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
-
-
 def _kind(obj: dict) -> str:
     present = [k for k in KINDS if k in obj]
     if len(present) != 1:
@@ -91,21 +82,21 @@ def _kind(obj: dict) -> str:
 def answer_expr(obj: dict, default_profile: str) -> dict:
     expr = obj["expr"]
     if not isinstance(expr, str):
-        raise BadRequest(f"field 'expr': expected a string, got {_type_name(expr)}")
+        raise BadRequest(f"field 'expr': expected a string, got {type_name(expr)}")
     props = obj.get("props")
     if props is None:
         props = {}
     if not isinstance(props, dict):
-        raise BadRequest(f"field 'props': expected an object of string values, got {_type_name(props)}")
+        raise BadRequest(f"field 'props': expected an object of string values, got {type_name(props)}")
     for key, value in props.items():
         if not isinstance(value, str):
             raise BadRequest(f"field 'props' key {key!r}: expected a string value (the broker sees "
-                             f"every property as a string), got {_type_name(value)}")
+                             f"every property as a string), got {type_name(value)}")
     profile = obj.get("profile")
     if profile is None:
         profile = default_profile
     elif not isinstance(profile, str):
-        raise BadRequest(f"field 'profile': expected a profile name, got {_type_name(profile)}")
+        raise BadRequest(f"field 'profile': expected a profile name, got {type_name(profile)}")
     try:
         prof = get_profile(profile)
     except UnknownProfile as exc:
@@ -125,19 +116,19 @@ def answer_expr(obj: dict, default_profile: str) -> dict:
 def answer_tag(obj: dict) -> dict:
     tag = obj["tag"]
     if tag is not None and not isinstance(tag, str):
-        raise BadRequest(f"field 'tag': expected a string or null, got {_type_name(tag)}")
+        raise BadRequest(f"field 'tag': expected a string or null, got {type_name(tag)}")
     return {"ok": True, "tags_code": tags_code(tag)}
 
 
 def answer_sub(obj: dict) -> dict:
     sub = obj["sub"]
     if sub is not None and not isinstance(sub, str):
-        raise BadRequest(f"field 'sub': expected a string or null, got {_type_name(sub)}")
+        raise BadRequest(f"field 'sub': expected a string or null, got {type_name(sub)}")
     etype = obj.get("type", "TAG")
     if etype is None:
         etype = "TAG"
     if etype not in ("TAG", "SQL92"):
-        got = repr(etype) if isinstance(etype, str) else _type_name(etype)
+        got = repr(etype) if isinstance(etype, str) else type_name(etype)
         raise BadRequest(f"field 'type': expected \"TAG\" or \"SQL92\", got {got}")
     try:
         data = build_subscription(sub, etype)
@@ -156,15 +147,11 @@ def answer_line(raw: bytes, lineno: int, default_profile: str) -> dict | None:
         return {"id": rid, "ok": False, "phase": "input", "line": lineno, "error": f"line {lineno}: {message}"}
 
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return bad(None, f"not valid UTF-8 (byte {exc.start + 1}); expected a JSON object")
-    try:
-        obj = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        return bad(None, f"not valid JSON ({exc.msg}, column {exc.colno}); expected a JSON object")
+        obj = decode(raw)
+    except LineError as exc:
+        return bad(None, str(exc))
     if not isinstance(obj, dict):
-        return bad(None, f"expected a JSON object, got {_type_name(obj)}")
+        return bad(None, f"expected a JSON object, got {type_name(obj)}")
     rid = obj.get("id")
     try:
         kind = _kind(obj)
@@ -179,24 +166,6 @@ def answer_line(raw: bytes, lineno: int, default_profile: str) -> dict | None:
     return {"id": rid, **answer}
 
 
-def _dumps(answer: dict) -> bytes:
-    try:
-        return orjson.dumps(answer)
-    except TypeError:
-        # Only a lone surrogate in an echoed string can do this: spell it \\uXXXX.
-        return orjson.dumps(_ascii_safe(answer))
-
-
-def _ascii_safe(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_ascii_safe(k): _ascii_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_ascii_safe(v) for v in value]
-    return value
-
-
 @click.command("filter", help=__doc__.split("\n", 2)[2],
                short_help="Tag and SQL92 filter evaluation as JSON Lines.")
 @click.option("--input", "input_file", type=click.File("rb"), default="-", metavar="FILE",
@@ -209,16 +178,4 @@ def filter_cmd(input_file, default_profile):
         default_profile = get_profile(default_profile).name
     except UnknownProfile as exc:
         raise click.BadParameter(str(exc), param_hint="--profile") from None
-    out = sys.stdout.buffer
-    try:
-        for lineno, raw in enumerate(input_file, start=1):
-            answer = answer_line(raw, lineno, default_profile)
-            if answer is not None:
-                out.write(_dumps(answer) + b"\n")
-                out.flush()
-    except BrokenPipeError:
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
-        sys.exit(1)
+    serve(input_file, lambda raw, lineno: answer_line(raw, lineno, default_profile))
