@@ -202,11 +202,10 @@ def circle_count_exact() -> ProofResult:
         "is exactly {i + k*N : 0 <= k < c_i} with c_i = ceil((n - i)/N) for i < n, else 0: "
         "every member q is i + k*N with k = (q - i)/N in [0, c_i), every such i + k*N is a "
         "member, and k -> i + k*N is injective; so the block has c_i queues.",
-        z3.And(
-            z3.Implies(circle_member(n, N, i, q),
-                       z3.And(0 <= (q - i) / N, (q - i) / N < c, q == i + ((q - i) / N) * N)),
-            z3.Implies(z3.And(0 <= k, k < c), circle_member(n, N, i, i + k * N)),
-            z3.Implies(i + k * N == i + k2 * N, k == k2)),
+        [z3.Implies(circle_member(n, N, i, q),
+                    z3.And(0 <= (q - i) / N, (q - i) / N < c, q == i + ((q - i) / N) * N)),
+         z3.Implies(z3.And(0 <= k, k < c), circle_member(n, N, i, i + k * N)),
+         z3.Implies(i + k * N == i + k2 * N, k == k2)],
         [*_sizes(n, N), _index(i, N)],
         show={**_show({"c_i": c}), "k": k, "k2": k2})
 

@@ -114,25 +114,32 @@ def prove(name: str, statement: str, claim, hypotheses=(), *, expected: str = PR
           cases=(True,), notes=()) -> ProofResult:
     """Prove ``hypotheses => claim`` for all values of the free variables.
 
-    `cases` splits the query: the claim is proved under each case separately (the cases
-    must cover every possibility; ``n <= N`` / ``n > N`` for the allocation proofs). A
-    split keeps z3's non-linear arithmetic fast and its run time stable."""
+    `claim` may be a list: its parts are proved one by one (a conjunction split). `cases`
+    splits the query too: each part is proved under each case separately (the cases must
+    cover every possibility; ``n <= N`` / ``n > N`` for the allocation proofs). Small
+    queries keep z3's non-linear arithmetic fast and its run time stable."""
     t0 = time.perf_counter()
     status, model, notes = PROVED, None, list(notes)
-    s = _solver(timeout_ms, tactic)
-    s.add(z3.Not(z3.Or(*cases)) if len(cases) > 1 else z3.BoolVal(False))
-    if len(cases) > 1 and s.check() != z3.unsat:
-        raise ValueError(f"{name}: the proof's cases do not cover every possibility")
-    for case in cases:
+    parts = list(claim) if isinstance(claim, (list, tuple)) else [claim]
+    if len(cases) > 1:
         s = _solver(timeout_ms, tactic)
-        s.add(*hypotheses, case, z3.Not(claim))
-        r = s.check()
-        if r == z3.sat:
-            status, model = REFUTED, model_dict(s.model(), show)
+        s.add(z3.Not(z3.Or(*cases)))
+        if s.check() != z3.unsat:
+            raise ValueError(f"{name}: the proof's cases do not cover every possibility")
+    for part in parts:
+        for case in cases:
+            s = _solver(timeout_ms, tactic)
+            s.add(*hypotheses, case, z3.Not(part))
+            r = s.check()
+            if r == z3.sat:
+                status, model = REFUTED, model_dict(s.model(), show)
+                break
+            if r != z3.unsat:
+                status = UNKNOWN
+                where = f"case {case}" if len(cases) > 1 else "query"
+                notes.append(f"z3 ({where}): {s.reason_unknown()}")
+        if status == REFUTED:
             break
-        if r != z3.unsat:
-            status = UNKNOWN
-            notes.append(f"z3 ({'case ' + str(case) if len(cases) > 1 else 'query'}): {s.reason_unknown()}")
     return ProofResult(name=name, statement=statement, status=status, expected=expected,
                        kind=kind, model=model, seconds=time.perf_counter() - t0, notes=notes)
 

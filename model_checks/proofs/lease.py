@@ -11,30 +11,36 @@ listener call that is running is never interrupted.
 Question: for which L, T, R, consume durations C, latencies D and pauses can A and B both be
 inside a listener call for the same queue at the same time?
 
-Derived answer (proved below for all real parameter values, both directions):
+Derived answer (proved below for all parameter values, in both directions):
   overlap possible  <=>  L + C + D > T,      i.e. safe  <=>  C <= T - L - D
 R and the pause do not appear: renewals only postpone the deadlines, and once A's renewals
 stop reaching the broker (pause, lost request) A may still start a call up to L after its
 last client stamp, the call may run C more, while B may take over just after T from the
-broker's stamp, which can precede the client's by up to D.
+broker's stamp, which can precede the client's by up to D. The same condition holds with
+Java's whole-millisecond clock readings (`lease_exact`) and with exact real-valued
+readings (`lease_exact_ideal_clock`).
 
 Model assumptions (write any change here first):
-1. Time: one global clock, real-valued milliseconds. The client only compares client times
-   and the broker only broker times, so a constant offset between the machines' clocks does
-   not matter; clock *rate* drift is not modelled (it would scale L against T). Java reads
-   whole milliseconds: every whole-ms run is a run of this model, so "safe" carries over;
-   the configuration check looks for a whole-ms counterexample first.
+1. Time: one global clock, real-valued milliseconds; client and broker timestamps differ
+   only by when each side reads the clock (the request latency, item 3). The client only
+   compares client readings and the broker only broker readings, so a constant offset
+   between the machines' clocks does not matter; clock *rate* drift is not modelled (it
+   would scale L against T). Default ``clock="ms"``: each side compares whole-millisecond
+   readings ``floor(t)`` (``System.currentTimeMillis()``) and the parameters are whole
+   milliseconds; ``clock="ideal"`` compares exact times. (`MsClock` splits a time into its
+   reading and the fraction of a millisecond, which z3 decides quickly; ``floor`` over
+   symbolic parameters makes it time out.)
 2. One orderly queue, two clients. A is the earlier holder, B the one that takes over
    (the general case is symmetric). B's lock succeeds at broker time tB only if A's entry
-   expired: ``tB - b > T`` where b is A's last refresh (strict, as ``isExpired``). B starts
-   a call only after its own successful lock: ``sB >= tB``.
+   expired: ``reading(tB) - reading(b) > T`` where b is A's last refresh (strict, as
+   ``isExpired``). B starts a call only after its own successful lock: ``sB >= tB``.
 3. A's last successful lock (a lockAll renewal or lock(mq)): sent at x0, stamped by the
    broker at b, reply handled at a, where the client sets ``lastLockTimestamp = a``
    (``System.currentTimeMillis()`` after the reply): ``x0 <= b <= a <= x0 + D``. D >= 0 bounds
    the round trip including reply handling (the RPC times out after 1000 ms). D changes the
    condition: the client's stamp is later than the broker's.
-4. A starts a listener call at sA only if ``not (sA - a > L)`` and the queue is locked; the
-   call ends at eA with ``eA - sA <= C``; B's call likewise lasts at most C.
+4. A starts a listener call at sA only if ``not (reading(sA) - reading(a) > L)`` and the
+   queue is locked; the call ends at eA with ``eA - sA <= C``; B's call lasts at most C.
 5. Pause: A is paused during [ps, pe), any length, any time; while paused it sends nothing,
    handles no reply and starts no call. C and D are *wall-clock* bounds: a pause that falls
    inside a listener call or inside a lock round trip counts towards C or D. (The
@@ -42,13 +48,15 @@ Model assumptions (write any change here first):
    the demonstrations show that a pause there breaks safety for every configuration.)
 6. Renewals: A's next attempt after x0 is sent at ``x1 <= x0 + R``, or at ``pe`` if x0 + R
    falls in the pause (the scheduled executor runs an overdue task on resume); attempts
-   are at most R apart while A runs and none is sent during the pause.
+   are at most R apart while A runs and none is sent during the pause. x1 may precede a:
+   lockAll (scheduler thread) and lock(mq) (consume thread) can be in flight together.
    ``renewals="lossy"`` (the default, and what RocketMQ allows): an attempt may be lost or
    time out; lockAll then logs and leaves ``locked`` and ``lastLockTimestamp`` untouched.
    ``renewals="reliable"``: every attempt reaches the broker within D; it must arrive after
-   tB (otherwise it refreshes A's entry and B cannot take over), fails there, and lockAll
-   marks A's queue unlocked when the reply is handled at f1, so ``sA <= f1``. Only the first
-   attempt after x0 needs variables: later ones are sent later and can arrive after tB too.
+   tB (otherwise it refreshes A's entry and B cannot take over) while B's entry is live,
+   fails there, and lockAll marks A's queue unlocked when the reply is handled at f1, so
+   ``sA <= f1``. Only the first attempt after x0 needs variables: later ones are sent later
+   and can be given latencies that make them arrive after tB too.
 7. Overlap: ``max(sA, sB) < min(eA, eB)``.
 8. Not modelled: rebalance dropping A's process queue (it only stops A sooner; a running
    call continues either way), unlockAll at shutdown, 5.x ``lockInStrictMode`` quorum
@@ -351,7 +359,10 @@ def lease_model(L, T, R, C, D, *, renewals: str = "lossy", pause_stretches: bool
         k.lt(v.sA, v.eB), k.lt(v.sB, v.eA),
     ]
     delivered = [k.le(v.x1, v.p1), k.le(v.p1, v.f1), wall(v.x1, v.f1, D), running(v.f1),
-                 k.lt(v.tB, v.p1), k.le(v.sA, v.f1)]
+                 # it arrives after B's lock, while B's entry is still live, so it fails
+                 k.lt(v.tB, v.p1), k.reading_gap_le(v.tB, v.p1, T),
+                 # and lockAll marks A's queue unlocked once it handles the failure
+                 k.le(v.sA, v.f1)]
     if renewals == "reliable":
         cs += [z3.Not(v.lost1), *delivered]
     else:
@@ -406,12 +417,17 @@ def lease_safe() -> ProofResult:
         "Lock lease safety: for all L >= 0, T >= 0, R > 0, C > 0, D >= 0 (ms) with "
         "L + C + D <= T, for every pause of A (any start, any length), every renewal timing "
         "(attempts at most R apart while A runs, any of them lost) and every lock round trip "
-        f"up to D, A and B are never both inside a listener call for the queue; "
-        f"{_CLOCK_TEXT['ms']}.",
+        "up to D (C and D in wall-clock time: a pause inside a call or a round trip counts), "
+        f"A and B are never both inside a listener call for the queue; {_CLOCK_TEXT['ms']}.",
         z3.Not(z3.And(*cs)), [*_param_domain(L, T, R, C, D), safe_condition(L, T, R, C, D)],
         kind="safety", show=_show(v, L, T, R, C, D))
     r.model = _finish_model(r.model)
     return r
+
+
+def _iff(run, condition) -> list:
+    """``run <=> condition`` as two parts: the condition is necessary, and it is sufficient."""
+    return [z3.Implies(run, condition), z3.Implies(condition, run)]
 
 
 def _exact(name: str, clock: str) -> ProofResult:
@@ -428,7 +444,7 @@ def _exact(name: str, clock: str) -> ProofResult:
         "which A and B are both inside a listener call iff L + C + D > T; so the safe "
         "configurations are exactly C <= T - L - D, whatever R and the pause; "
         f"{_CLOCK_TEXT[clock]}.",
-        run == z3.Not(safe_condition(L, T, R, C, D)), _param_domain(L, T, R, C, D),
+        _iff(run, z3.Not(safe_condition(L, T, R, C, D))), _param_domain(L, T, R, C, D),
         kind="safety")
 
 
@@ -453,7 +469,7 @@ def lease_reliable_exact() -> ProofResult:
         "(R < D and T < D + min(D, L + C)). With RocketMQ's L, T, R and D <= 1000 that is "
         "C > 40000 = T - R: more permissive than C <= T - L - D, because it trusts the "
         "network.",
-        run == reliable_unsafe_condition(L, T, R, C, D), _param_domain(L, T, R, C, D),
+        _iff(run, reliable_unsafe_condition(L, T, R, C, D)), _param_domain(L, T, R, C, D),
         kind="safety",
         notes=["A refinement, not the guarantee: the default model lets renewals fail, as "
                "RocketMQ does (lockBatchMQ can time out), and its condition is the one to use."])
@@ -588,7 +604,7 @@ def lease_no_stall_exact() -> ProofResult:
         "renewal succeeding (sent at most R apart, round trip at most D), there is a moment "
         "between two renewals when A's own lease has lapsed (floor(now) - "
         "floor(lastLockTimestamp) > L, so A starts no call) iff R + D > L.",
-        run == (R + D > L), [L >= 0, R > 0, D >= 0], kind="liveness")
+        _iff(run, R + D > L), [L >= 0, R > 0, D >= 0], kind="liveness")
 
 
 def _stall_check(name: str, statement: str, L, R, D, expected: str, notes=()) -> ProofResult:

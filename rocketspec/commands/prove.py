@@ -12,7 +12,7 @@ Demonstrations (a deliberately wrong allocation rule, unsafe lease settings) are
 to be REFUTED; that counts as holding.
 
 With any of ``--client-lease``, ``--broker-lock``, ``--renew-period``, ``--consume-max``,
-``--latency`` it answers "is this lease configuration safe?" instead: it proves that no
+``--latency`` (or ``--profile``) it answers "is this lease configuration safe?" instead: it proves that no
 run lets two clients consume one orderly queue at once, or prints one that does, and
 checks liveness (whether a client's own lease lapses between renewals). Unset values come
 from the profile (L, T, R), and ``--consume-max`` defaults to the largest safe value.
@@ -67,7 +67,7 @@ def _emit_json(payload) -> None:
     sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-@click.command("prove")
+@click.command("prove", help=__doc__.replace("`", ""))
 @click.option("--only", "only", multiple=True, metavar="NAME",
               help="Run only this proof (a name or a prefix: avg, circle, lease); repeatable.")
 @click.option("--list", "list_names", is_flag=True, help="List the proofs' names and exit.")
@@ -90,7 +90,6 @@ def _emit_json(payload) -> None:
               help="Version profile for the default L, T, R.")
 def prove(only, list_names, as_json, client_lease, broker_lock, renew_period, consume_max,
           latency, renewals, profile_name):
-    """z3 proofs of allocation and lock-lease properties (see the module help)."""
     from rocketspec.model_checks.proofs import UnknownProof, proof_names, run_proofs, select
 
     if list_names:
