@@ -342,6 +342,11 @@ def pq_created(st, ev, out):
     if p is None:
         # messages below minOffset were deleted by retention: not expected any more
         qs.units[unit] = Progress(max(off, sq.min) if sq is not None else off)
+    elif off > p.wm and qs.reset_ahead is not None and not broadcast:
+        n = _skip_to(p, off, sq)
+        if n:
+            out.report("ANOM-RESET-SKIP", f"the group's offset was reset to {qs.reset_ahead}, past the queue's end: "
+                       f"{n} messages stored meanwhile are skipped", key)
     elif off > p.wm:
         hi = min(off, sq.next if sq else off)
         gap = [o for o in range(p.wm, hi) if o not in p.done] if hi - p.wm < 100000 else None
@@ -360,6 +365,21 @@ def pq_created(st, ev, out):
             p.wm += 1
     elif off < p.start:
         p.start = off
+
+
+def _skip_to(p, off, sq):
+    """Mark [p.wm, min(off, max offset)) handled (skipped); return how many were unhandled."""
+    top = min(off, sq.next) if sq is not None else off
+    if top <= p.wm:
+        return 0
+    left = sum(1 for o in range(p.wm, top) if o not in p.done)
+    p.skipped += left
+    p.done = {o for o in p.done if o > top}
+    p.wm = top
+    while p.wm in p.done:
+        p.done.discard(p.wm)
+        p.wm += 1
+    return left
 
 
 def pq_dropped(st, ev, out):
@@ -469,6 +489,13 @@ def pull_answered(st, ev, out):
         if nxt != want:
             out.report("INV-PULL-2", f"{gs} at offset {req}: nextBeginOffset must be {want} "
                        f"(min {mn}, max {mx if mx is not None else smax}), answer gives {nxt}", key)
+        elif qs.reset_ahead is not None and gs == "OFFSET_OVERFLOW_BADLY":
+            unit = qs.units.get(pq.client if pq.broadcast else "")
+            n = _skip_to(unit, nxt, sq) if unit is not None else 0
+            if n:
+                out.report("ANOM-RESET-SKIP", f"the reset past the end is corrected to maxOffset {nxt}: {n} messages "
+                           f"stored meanwhile are skipped", key)
+            qs.reset_ahead = None
         pq.next_pull = nxt
         pq.pending_upd.append(("illegal", nxt))
         return
@@ -724,8 +751,10 @@ def consume_finished(st, ev, out):
         if i <= ack or pq.broadcast:
             if unit is not None:
                 unit.handle(o)
-        else:
+        elif o in pq.tree:
             pq.failed[o] = "failed"
+        # else: cleanExpiredMsg already sent it back and removed it; processConsumeResult skips
+        # it (5.1.0+, #5481); a client that sends it back again is caught by INV-RETRY-3
 
 
 def consume_resubmitted(st, ev, out):
@@ -758,7 +787,7 @@ def pq_messages_removed(st, ev, out):
     if failed:
         for o in offsets:
             s = failed.get(o)
-            if s is not None and s != "requested":
+            if s is not None and s not in ("requested", "expired_sent"):
                 out.report("INV-OFFSET-3", f"offset {o} removed from the ProcessQueue although its send-back did not "
                            f"succeed (it must stay and block the offset)", key)
             failed.pop(o, None)
@@ -776,7 +805,10 @@ def pq_messages_removed(st, ev, out):
         out.report("INV-OFFSET-1", f"removeMessage returned {got}; the ProcessQueue gives {want} (tree min "
                    f"{pq.tree_min()}, queueOffsetMax {pq.max_new})", key)
     if got >= 0:
-        pq.pending_upd.append(got)
+        pu = pq.pending_upd
+        pu.append(got)
+        if len(pu) > 64:
+            del pu[:32]
 
 
 def messages_taken(st, ev, out):
@@ -869,6 +901,8 @@ def offset_updated(st, ev, out):
         committed = _committed_for(st, qs, c)
         if not inc and (off == committed or (committed is None and off == 0)):
             source = "read"
+        elif not inc and off in qs.resets:
+            source = "reset"        # MQClientInstance.resetOffset: updateOffset(mq, reset, false)
         else:
             out.report("INV-OFFSET-1", f"offset update to {off} that the ProcessQueue did not produce "
                        f"(pending {pq.pending_upd[-4:] if pq else []}, committed {committed})", key)
@@ -978,7 +1012,26 @@ def offset_committed(st, ev, out):
     if qs.committed is not None and off < qs.committed:
         out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {qs.committed} to {off} ({src} from {cid})", key)
     unit = qs.units.get("")
-    if unit is not None and src != "reset":
+    if src == "reset":
+        qs.resets.append(off)
+        if len(qs.resets) > 4:
+            del qs.resets[0]
+        sq = st.stored.get((key[1], key[2], key[3]))
+        qs.reset_ahead = off if sq is not None and off > sq.next else None
+        if unit is not None:
+            top = min(off, sq.next) if sq is not None else off
+            if unit.wm < top:
+                left = sum(1 for o in range(unit.wm, top) if o not in unit.done)
+                if left:
+                    out.report("ANOM-RESET-SKIP", f"operator reset to {off} skips {left} messages the group had "
+                               f"not consumed", key)
+                unit.skipped += left
+                unit.done = {o for o in unit.done if o > top}
+                unit.wm = top
+                while unit.wm in unit.done:
+                    unit.done.discard(unit.wm)
+                    unit.wm += 1
+    elif unit is not None and off not in qs.resets:     # re-stating an operator reset is not judged
         sq = st.stored.get((key[1], key[2], key[3]))
         top = min(off, sq.next if sq is not None else off)
         if unit.wm < top:
@@ -1053,6 +1106,8 @@ def send_back_requested(st, ev, out):
                 out.report("INV-RETRY-3", f"send-back of offset {off} that {cid} neither failed nor holds", ckey)
             if s is not None:
                 pq.failed[off] = "requested"
+            elif off in pq.tree:
+                pq.failed[off] = "expired"      # cleanExpiredMsg: sendMessageBack(msg, 3), then removeMessage
         sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
         if sq is not None:
             m = sq.msgs.get(off)
@@ -1139,13 +1194,19 @@ def message_sent_back(st, ev, out):
                 unit = qs.units.get("")
                 if unit is not None:
                     unit.handle(req[4])
-                if pq.orderly:
-                    pass
+                if pq.failed.get(req[4]) == "expired":
+                    pq.failed[req[4]] = "expired_sent"
+                    pq.expired.add(req[4])
     _gc_chain(st, ckey, ch)
 
 
 def message_scheduled(st, ev, out):
     real = ev.get("real_topic") or ""
+    if real.startswith(DLQ_PREFIX):
+        out.report("INV-DLQ-1", f"a dead-lettered copy of {ev['origin_msg_id']} goes through the schedule (delay level "
+                   f"{ev['delay_level']}) instead of straight to {real} (#2724)",
+                   (ev.get("group") or real[len(DLQ_PREFIX):], ev["origin_msg_id"]))
+        return
     if not real.startswith(RETRY_PREFIX):
         return
     group = ev.get("group") or real[len(RETRY_PREFIX):]

@@ -301,6 +301,12 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Client lease checked before each batch; lockAll every 20 s re-creates the entry.",
         "", "warning", True, "step", "queue"),
     Invariant(
+        "ANOM-RESET-SKIP", "An operator reset skips messages (allowed)",
+        "An offset reset (offset_committed with source reset: resetOffset / a restored offset) moved "
+        "the group's offset past messages it had not consumed. The operator asked for it.",
+        "ConsumerOffsetManager reset; MQClientInstance.resetOffset on the clients.",
+        "", "warning", True, "step", "queue"),
+    Invariant(
         "ANOM-DISCARD", "Send-back discarded by configuration (allowed)",
         "The broker accepted a send-back and stored nothing because retryQueueNums <= 0.",
         "consumerSendMsgBack returns SUCCESS without storing.", "", "warning", True, "step",

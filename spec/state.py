@@ -81,7 +81,7 @@ class PQ:
 
     __slots__ = ("client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull",
                  "pull_id", "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd",
-                 "created_ts", "orderly", "broadcast", "retry_topic")
+                 "created_ts", "orderly", "broadcast", "retry_topic", "expired")
 
     def __init__(self, client, gen, offset, ts, orderly, broadcast, retry_topic):
         self.client = client
@@ -104,6 +104,7 @@ class PQ:
         self.orderly = orderly
         self.broadcast = broadcast
         self.retry_topic = retry_topic
+        self.expired: set[int] = set()        # in flight, but sent back by cleanExpiredMsg (handled)
 
     def tree_min(self):
         h, t = self.heap, self.tree
@@ -124,10 +125,10 @@ class PQ:
         m = self.tree_min()
         if self.consuming and (m is None or self.consuming[0] < m):
             m = self.consuming[0]
+        ex = self.expired
         for offs in self.batches.values():
-            if offs:
-                x = min(offs)
-                if m is None or x < m:
+            for x in offs:
+                if (m is None or x < m) and x not in ex:
                     m = x
         return m
 
@@ -172,7 +173,8 @@ class Progress:
 
 class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
-                 "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans")
+                 "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
+                 "resets", "reset_ahead")
 
     def __init__(self, key):
         self.key = key
@@ -192,6 +194,8 @@ class QueueState:
         self.reads: dict[str, int] = {}         # client -> last store read (READ_FROM_STORE)
         self.pull_commit: dict[str, int] = {}   # client -> commit offset piggybacked on its last pull
         self.orphans: dict[tuple, tuple] = {}   # (client, consume_id) -> offsets: batches of removed pqs
+        self.resets: list[int] = []             # recent operator resets of the group's offset (newest last)
+        self.reset_ahead = None                 # a reset past the queue's end, not yet corrected
 
 
 class StoredQueue:

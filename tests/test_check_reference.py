@@ -14,6 +14,10 @@ RELEASES = ("rocketmq-5.3.3", "rocketmq-4.9.8")
 # number (e.g. "bug-4215") are found automatically; this table adds the ones named otherwise.
 BUG_SCENARIOS = {"#6163": "orderly-dlq"}
 
+# Known bugs whose scenario does not show the defect in the reference yet (see
+# docs/notes/spec-findings.md); the checker's rule for them is tested on hand-made events.
+NOT_REPRODUCED = {"bug-2449-rocketmq-4.8.0": "reference: bug-2449 under its profile shows no second puller yet"}
+
 
 def run_and_check(name, seed, profile):
     evs = reference.run_to_list(load_scenario(name), seed, profile)
@@ -24,10 +28,19 @@ def errors(rep):
     return [(f.inv, f.seq, f.message) for f in rep.findings.errors[:5]]
 
 
+# A release that really has a defect is flagged on that defect's scenario: 4.9.x never got the
+# #5481 fix (sendback_skips_not_contained is False in 4.9.8 too).
+RELEASE_HAS_BUG = {("bug-5481", "rocketmq-4.9.8"): "INV-RETRY-3"}
+
+
 @pytest.mark.parametrize("profile", RELEASES)
 @pytest.mark.parametrize("name", builtin_names())
 def test_builtin_scenarios_validate_clean(name, profile):
     rep = run_and_check(name, 1, profile)
+    expected = RELEASE_HAS_BUG.get((name, profile))
+    if expected:
+        assert {f.inv for f in rep.findings.errors} == {expected}, errors(rep)
+        return
     assert rep.ok, errors(rep)
 
 
@@ -37,6 +50,8 @@ def test_builtin_scenarios_validate_clean(name, profile):
 def test_builtin_scenarios_many_seeds(name, profile):
     for seed in range(2, 21):
         rep = run_and_check(name, seed, profile)
+        if (name, profile) in RELEASE_HAS_BUG:
+            continue
         assert rep.ok, (seed, errors(rep))
 
 
@@ -52,6 +67,8 @@ def test_known_bug_profiles_are_flagged(pname):
     name = scenario_for(p)
     if name is None:
         pytest.skip(f"no built-in scenario for {p.known_bug} yet")
+    if pname in NOT_REPRODUCED:
+        pytest.xfail(NOT_REPRODUCED[pname])
     rep = run_and_check(name, 1, pname)
     ids = {f.inv for f in rep.findings.errors}
     assert p.expected_violation in ids, (name, sorted(ids))

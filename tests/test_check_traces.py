@@ -20,6 +20,7 @@ EXPECTED = {
     "wrong_17th_retry.jsonl": "INV-RETRY-1",
     "wrong_dlq_consume.jsonl": "INV-DLQ-1",
     "wrong_loss_at_quiescence.jsonl": "INV-LIVE-1",
+    "wrong_two_pullers.jsonl": "INV-PULL-1",
 }
 
 BAD = {

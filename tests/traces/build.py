@@ -1,6 +1,6 @@
 """Builds tests/traces/*.jsonl (run once; the files are committed and reviewed as text)."""
 import json, os
-OUT = "/work/main/tests/traces"
+OUT = os.path.dirname(os.path.abspath(__file__))
 Q = dict(group="G", topic="T", broker="broker-a", queue=0)
 RQ = dict(group="G", topic="%RETRY%G", broker="broker-a", queue=0)
 SUB = {"T": {"type": "TAG", "expr": "*"}, "%RETRY%G": {"type": "TAG", "expr": "*"}}
@@ -187,6 +187,13 @@ t = T(); setup(t); own(t); pull(t, "c1", 1, 0, [0, 1])
 consume_ok(t, "c1", 1, 0, 1)
 t.e("trace_ended", reason="quiescent")
 t.write("wrong_loss_at_quiescence.jsonl")
+
+# 8. two pulls in flight for one ProcessQueue (#2449: a second PullRequest for the queue)
+t = T(); setup(t); own(t)
+t.e("pull_issued", client="c1", **Q, offset=0, pull_id=1, max_nums=32, commit_offset=-1)
+t.e("pull_issued", client="c1", **Q, offset=0, pull_id=2, max_nums=32, commit_offset=-1)
+t.e("trace_ended", reason="duration")
+t.write("wrong_two_pullers.jsonl")
 
 # bad input
 lines = [json.dumps(e, separators=(",", ":")) for e in valid]
