@@ -148,8 +148,12 @@ class Explorer:
         self.profile = get_profile(profile)
         self.gen = Generator(scope, self.profile)
         self.canon = Canon(self.profile, TOPIC, BROKER)
+        if liveness and scope.symmetry:
+            from dataclasses import replace
+            scope = self.scope = replace(scope, symmetry=False)   # see model_checks/liveness.py
         self.group = symmetry_group(scope)
         self.liveness = liveness
+        self.live_info = {}
         self.progress = progress
         self.max_states = max_states or scope.max_states
         self.stop_at_first = stop_at_first
@@ -240,11 +244,14 @@ class Explorer:
         generated = 1
         for f in check_state(root.st):
             found.setdefault(f[0], ("state", f, 0, []))
+        if self.liveness:
+            from .liveness import FAIR, action_key, obligations
         while frontier:
             nid, node = frontier.popleft()
             d = depths[nid]
             moves = self.gen.moves(node.st, node.now, node.aux, node.budget)
             productive = False
+            enabled = set() if edges is not None else None
             for mi, move in enumerate(moves):
                 nxt, bad = self.apply_move(node, move)
                 if nxt is None:
@@ -277,8 +284,13 @@ class Explorer:
                 if cid != nid and not move.cost and not move.env and not move.tick:
                     productive = True
                 if edges is not None:
-                    edges.append((nid, cid, mi))
-                    labels[(nid, mi)] = _move_class(move)
+                    cls = _move_class(move)
+                    key = action_key(move, cls)
+                    edges.append((nid, cid, mi, key))
+                    if cls in FAIR:
+                        enabled.add(key)
+            if edges is not None:
+                self.live_info[nid] = (obligations(node.st), frozenset(enabled))
             if not productive and self._quiescent_ok(node):
                 res.quiescent += 1
                 for f in check_end(node.st):

@@ -1,0 +1,117 @@
+"""`rocketspec explore [--scope S|FILE] [--profile P] [--json] [--out-dir D]`: exhaustive
+small-scope model checking of the spec.
+
+Exit codes: 0 no violation, 1 violations (each written as a trace file that `rocketspec check`
+also rejects), 2 bad input (unknown scope or profile, bad scope file).
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+class _Bar:
+    """tqdm on stderr, only on a terminal."""
+
+    def __init__(self, enabled: bool, limit: int):
+        self.t = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.t = tqdm(total=None, unit=" states", file=sys.stderr, dynamic_ncols=True, leave=False)
+        self.last = 0
+
+    def set(self, distinct, generated, depth, violations):
+        if self.t is None:
+            return
+        self.t.update(distinct - self.last)
+        self.last = distinct
+        self.t.set_postfix(generated=generated, depth=depth, violations=violations, refresh=False)
+
+    def close(self):
+        if self.t is not None:
+            self.t.close()
+
+
+def _render(res, files, live) -> str:
+    d = res.to_dict()
+    out = [f"explore {d['scope']} under {d['profile']}: {d['states_generated']} states generated, "
+           f"{d['states_distinct']} distinct, depth {d['depth']}, {d['seconds']} s "
+           f"({d['states_per_second']} states/s CPU), symmetry group of {d['symmetries']}"
+           + ("" if d["complete"] else " (INCOMPLETE: state cap reached)")]
+    if live is not None:
+        out.append(f"liveness: {live['sccs']} strongly connected components, {live['fair_cycles']} fair cycles "
+                   f"checked, {len(live['violations'])} violations")
+    if not res.violations:
+        out.append("no violation")
+    for v, path in zip(res.violations, files):
+        out.append("")
+        out.append(f"  {v.invariant} ({v.kind}) at depth {v.depth}: {v.message}")
+        if path:
+            out.append(f"    trace: {path}  ({len(v.events)} events; `rocketspec check {path}` rejects it)")
+        for ev in v.events[-5:]:
+            brief = {k: ev[k] for k in ev if k not in ("seq", "group", "broker")}
+            out.append(f"      {brief}")
+    return "\n".join(out)
+
+
+@click.command("explore")
+@click.option("--scope", "scope_name", default="small", show_default=True,
+              help="A named scope (tiny, small, small-orderly, medium) or a scope TOML file.")
+@click.option("--profile", "profile", default=None, help="Version profile (default rocketmq-5.3.3).")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON report.")
+@click.option("--out-dir", "out_dir", default="explore-out", show_default=True,
+              help="Directory for the counterexample traces (JSON Lines).")
+@click.option("--liveness/--no-liveness", default=True, show_default=True,
+              help="Also look for fair cycles that violate the liveness properties.")
+@click.option("--max-states", type=int, default=None, help="Stop after this many distinct states.")
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def explore(scope_name, profile, as_json, out_dir, liveness, max_states, quiet):
+    """Explore every behaviour of a small deployment through the spec, breadth-first.
+
+    Exit 0 when no violation is found, 1 on violations, 2 on bad input."""
+    import os
+
+    import orjson
+
+    from rocketspec.model_checks.explorer import Explorer, write_trace
+    from rocketspec.model_checks.scopes import ScopeError, load_scope
+    from rocketspec.spec.profiles import UnknownProfile, get_profile
+
+    try:
+        scope = load_scope(scope_name)
+        prof = get_profile(profile)
+    except (ScopeError, UnknownProfile) as exc:
+        if as_json:
+            sys.stdout.write(orjson.dumps({"verdict": "bad_input", "error": str(exc)}).decode() + "\n")
+        else:
+            click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    bar = _Bar(not quiet and not as_json and sys.stderr.isatty(), max_states or scope.max_states)
+    ex = Explorer(scope, prof, liveness=liveness, progress=bar, max_states=max_states)
+    res = ex.run()
+    live = None
+    if liveness:
+        from rocketspec.model_checks.liveness import check_liveness
+
+        live = check_liveness(ex, res)
+        res.violations.extend(live["violations"])
+    files = []
+    if res.violations:
+        os.makedirs(out_dir, exist_ok=True)
+    for v in res.violations:
+        name = f"{scope.name}-{prof.name}-{v.invariant}-{v.kind}.jsonl".replace("/", "_")
+        path = os.path.join(out_dir, name)
+        write_trace(path, v.events)
+        files.append(path)
+    if as_json:
+        d = res.to_dict()
+        d["violations"] = [dict(v.to_dict(), trace=p) for v, p in zip(res.violations, files)]
+        if live is not None:
+            d["liveness"] = {k: v for k, v in live.items() if k != "violations"}
+        d["verdict"] = "violated" if res.violations else "holds"
+        sys.stdout.write(orjson.dumps(d).decode() + "\n")
+    else:
+        click.echo(_render(res, files, live))
+    sys.exit(1 if res.violations else 0)
