@@ -14,9 +14,9 @@ RELEASES = ("rocketmq-5.3.3", "rocketmq-4.9.8")
 # number (e.g. "bug-4215") are found automatically; this table adds the ones named otherwise.
 BUG_SCENARIOS = {"#6163": "orderly-dlq"}
 
-# Known bugs whose scenario does not show the defect in the reference yet (see
+# Known bugs whose scenario does not show the defect in the reference (see
 # docs/notes/spec-findings.md); the checker's rule for them is tested on hand-made events.
-NOT_REPRODUCED = {"bug-2449-rocketmq-4.8.0": "reference: bug-2449 under its profile shows no second puller yet"}
+NOT_REPRODUCED: dict[str, str] = {}
 
 
 def run_and_check(name, seed, profile):
