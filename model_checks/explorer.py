@@ -323,6 +323,17 @@ class Explorer:
             for e in ch.entries:
                 if e[0] == "delayed":
                     return False
+        # time would still change something: a broker lock of a client that is gone (it expires),
+        # or an orderly lease that ran out (lockAll renews it)
+        lease = self.profile.client_lock_max_live_ms
+        for qs in st.queues.values():
+            if qs.holder is not None:
+                h = st.dir.clients.get(qs.holder)
+                if h is None or h.status != "running":
+                    return False
+            for pq in qs.pqs.values():
+                if pq.orderly and pq.live and (not pq.locked or node.now - pq.last_lock_ts > lease):
+                    return False
         return True
 
     def _violation(self, kind, f, nid, extra):

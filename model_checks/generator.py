@@ -622,23 +622,22 @@ class Generator:
         return out
 
     def _reset(self, st, now):
-        """Admin resetOffset past maxOffset of a fully consumed queue (the way a consumer's offset
-        ends up beyond maxOffset in #4215), and #2449's second PullRequest on the client."""
+        """Admin resetOffset past maxOffset (the way a consumer's offset ends up beyond maxOffset in
+        #4215; the spec counts the skip as ANOM-RESET-SKIP), and #2449's second PullRequest."""
         out = []
         for q in range(self.scope.queues):
             key = (GROUP, TOPIC, BROKER, q)
             qs = st.queues.get(key)
             sq = st.stored.get((TOPIC, BROKER, q))
             mx = sq.next if sq is not None else 0
-            unit = qs.units.get("") if qs is not None else None
-            if unit is None or unit.wm < mx or mx == 0:
+            if mx == 0:
                 continue
             v = mx + 1
-            if qs.committed == v:
+            if qs is not None and qs.committed == v:
                 continue
             evs = [E("offset_committed", broker=BROKER, group=GROUP, topic=TOPIC, queue=q, offset=v, source="reset",
-                     previous=qs.committed)]
-            if self.p.reset_offset_duplicates_pull:
+                     previous=qs.committed if qs is not None else None)]
+            if self.p.reset_offset_duplicates_pull and qs is not None:
                 for c, pq in sorted(qs.pqs.items()):
                     if pq.live and pq.pull_id is not None:
                         evs.append(E("pull_issued", client=c, **_mqf(key), offset=v, pull_id=pq.pull_id + 1))
