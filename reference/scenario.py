@@ -12,7 +12,39 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 
+from . import checks
+from .client.listener import check_listener
 from .client.push_consumer import ConsumerConfig
+
+_ID = checks.string
+_MS = checks.integer(0)
+
+
+def _props(path: str, table) -> None:
+    """Message properties: name = value, or name = [values] to draw from (strings or numbers;
+    the broker sees them as strings)."""
+    if not isinstance(table, dict):
+        raise checks.FieldError(path, f"expected a table of properties, got {table!r}")
+    for name, v in table.items():
+        values = v if isinstance(v, list) else [v]
+        if not values or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in values):
+            raise checks.FieldError(f"{path}.{name}", f"expected a string or number, or a non-empty list of them, got {v!r}")
+
+# The type of each step field (the action decides which fields it needs).
+STEP_FIELDS = {
+    "client": _ID, "group": _ID, "broker": _ID, "topic": _ID, "duration_ms": checks.integer(1),
+    "downtime_ms": _MS, "probability": checks.number(0, 1), "count": checks.integer(0),
+    "skip": checks.integer(0), "kind": checks.one_of("timeout", "broker_error"), "queue": checks.integer(0),
+    "before": checks.integer(0), "offset": checks.integer(0), "timestamp_ms": _MS,
+    "tags": checks.optional(checks.string), "keys": checks.optional(checks.string),
+    "props": _props,
+    "at_ms": _MS, "action": _ID, "note": checks.string,
+}
+PRODUCER_FIELDS = {
+    "topic": _ID, "count": checks.integer(0), "rate_per_s": checks.number(0, exclusive_lo=True),
+    "start_ms": _MS, "tags": checks.list_of(checks.string), "keys": checks.list_of(checks.string),
+    "body_size": checks.integer(0), "sharding_keys": checks.integer(1), "props": _props,
+}
 
 STEP_ACTIONS = {
     "start": {"client", "group"},
@@ -70,6 +102,25 @@ def _expect(source, path, value, types, what):
     return value
 
 
+def _check_subscription(source: str, path: str, expr) -> None:
+    """A subscription must parse as RocketMQ's FilterAPI and, for SQL92, compile."""
+    from rocketspec.spec.filter import FilterCompileError, SubscriptionError, build_subscription, compile_sql92
+
+    if isinstance(expr, dict):
+        bad = set(expr) - {"type", "expr"}
+        if bad or not isinstance(expr.get("expr"), str) or expr.get("type", "TAG") not in ("TAG", "SQL92"):
+            raise ScenarioError(source, path, 'expected a tag expression or {type = "TAG"|"SQL92", expr = "..."}')
+        kind, text = expr.get("type", "TAG"), expr["expr"]
+    else:
+        kind, text = "TAG", expr
+    try:
+        build_subscription(text, kind)
+        if kind == "SQL92":
+            compile_sql92(text)
+    except (SubscriptionError, FilterCompileError) as exc:
+        raise ScenarioError(source, path, f"{kind} subscription {text!r} is rejected: {exc}") from None
+
+
 def validate(raw: dict, source: str = "<scenario>") -> dict:
     if not isinstance(raw, dict):
         raise ScenarioError(source, "", "a scenario is a table/object")
@@ -118,9 +169,12 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
             if not isinstance(expr, (str, dict)):
                 raise ScenarioError(source, f"{path}.subscriptions.{topic}", "expected a tag expression or {type, expr}")
         try:
-            ConsumerConfig.resolve(g)
-        except ValueError as exc:
-            raise ScenarioError(source, path, str(exc)) from None
+            cfg = ConsumerConfig.resolve(g)
+            check_listener(g.get("listener"), cfg["consume_mode"] == "ORDERLY", "listener")
+        except checks.FieldError as exc:
+            raise ScenarioError(source, f"{path}.{exc.path}" if exc.path else path, str(exc)) from None
+        for topic, expr in subs.items():
+            _check_subscription(source, f"{path}.subscriptions.{topic}", expr)
         sc["groups"][name] = g
     producers = _expect(source, "producers", raw.get("producers", []), list, "a list of producers")
     sc["producers"] = []
@@ -129,12 +183,10 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         _expect(source, path, pr, dict, "a table")
         if pr.get("topic") not in topic_names:
             raise ScenarioError(source, f"{path}.topic", f"unknown topic {pr.get('topic')!r}")
-        allowed = {"topic", "count", "rate_per_s", "start_ms", "tags", "keys", "props", "body_size", "sharding_keys"}
-        bad = set(pr) - allowed
-        if bad:
-            raise ScenarioError(source, path, f"unknown keys {sorted(bad)}; known: {sorted(allowed)}")
-        _expect(source, f"{path}.count", pr.get("count", 100), int, "a message count")
-        _expect(source, f"{path}.rate_per_s", pr.get("rate_per_s", 100), (int, float), "messages per second")
+        try:
+            checks.check_table(pr, PRODUCER_FIELDS)
+        except checks.FieldError as exc:
+            raise ScenarioError(source, f"{path}.{exc.path}", str(exc)) from None
         sc["producers"].append(pr)
     steps = _expect(source, "steps", raw.get("steps", []), list, "a list of steps")
     sc["steps"] = []
@@ -152,6 +204,11 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         extra = set(st) - need - STEP_OPTIONAL.get(action, set()) - {"at_ms", "action", "note"}
         if extra:
             raise ScenarioError(source, path, f"{action} does not take {sorted(extra)}")
+        for key, value in st.items():
+            try:
+                STEP_FIELDS[key](f"{path}.{key}", value)
+            except checks.FieldError as exc:
+                raise ScenarioError(source, exc.path, str(exc)) from None
         if action == "start" and st["group"] not in sc["groups"]:
             raise ScenarioError(source, f"{path}.group", f"unknown group {st['group']!r}")
         if "broker" in st and st["broker"] not in sc["brokers"]:

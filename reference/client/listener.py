@@ -6,12 +6,46 @@ a slow one); otherwise the outcome is drawn from the simulator's one random sour
 """
 from __future__ import annotations
 
+from .. import checks
+
 CONCURRENT_STATUSES = ("CONSUME_SUCCESS", "RECONSUME_LATER", "NULL", "EXCEPTION")
 ORDERLY_STATUSES = ("SUCCESS", "SUSPEND_CURRENT_QUEUE_A_MOMENT", "COMMIT", "ROLLBACK", "NULL", "EXCEPTION")
 
 
+def _rule_checks(orderly: bool) -> dict:
+    statuses = ORDERLY_STATUSES if orderly else CONCURRENT_STATUSES
+    return {"tags": checks.list_of(checks.string), "keys": checks.list_of(checks.string),
+            "until_reconsume_times": checks.integer(0), "status": checks.one_of(*statuses),
+            "duration_ms": checks.duration_range}
+
+
+def listener_checks(orderly: bool) -> dict:
+    statuses = ORDERLY_STATUSES if orderly else CONCURRENT_STATUSES
+    rate = checks.number(0, 1)
+    rule = _rule_checks(orderly)
+
+    def rules(path, v):
+        checks.list_of(lambda p, r: checks.check_table(r, rule, p))(path, v)
+
+    return {"duration_ms": checks.duration_range, "fail_rate": rate, "null_rate": rate, "exception_rate": rate,
+            "fail_status": checks.one_of(*statuses), "success_status": checks.one_of(*statuses),
+            "ack_index": checks.integer(-1), "auto_commit": checks.boolean,
+            "suspend_ms": checks.integer(-1), "delay_level_when_next_consume": checks.integer(-1),
+            "rules": rules}
+
+
+def check_listener(spec: dict | None, orderly: bool, path: str = "listener") -> None:
+    if spec is None:
+        return
+    checks.check_table(spec, listener_checks(orderly), path)
+    total = sum(spec.get(k, 0.0) for k in ("fail_rate", "null_rate", "exception_rate"))
+    if total > 1:
+        raise checks.FieldError(path, f"fail_rate + null_rate + exception_rate = {total} exceeds 1")
+
+
 class ListenerSpec:
     def __init__(self, spec: dict | None, orderly: bool):
+        check_listener(spec, orderly)
         spec = spec or {}
         self.orderly = orderly
         d = spec.get("duration_ms", [1, 10])

@@ -9,6 +9,8 @@ from __future__ import annotations
 from rocketspec.spec import filter as filter_language
 from rocketspec.spec.filter import build_subscription, client_tag_match
 
+from .. import checks
+from ..allocation import STRATEGIES
 from ..broker.broker import BrokerUnavailable, PullRequestData
 from ..message import retry_topic
 from ..sim import Process
@@ -34,11 +36,35 @@ class ConsumerConfig:
         "config_mqs": None, "consumeridcs": None,
     }
 
+    # What each setting accepts (DefaultMQPushConsumer.checkConfig's ranges where it has them).
+    CHECKS = {
+        "consume_mode": checks.one_of("CONCURRENTLY", "ORDERLY"),
+        "message_model": checks.one_of("CLUSTERING", "BROADCASTING"),
+        "strategy": checks.one_of(*STRATEGIES),
+        "consume_from_where": checks.one_of("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET",
+                                            "CONSUME_FROM_TIMESTAMP"),
+        "consume_timestamp": checks.optional(checks.integer(0)),
+        "max_reconsume_times": checks.integer(-1),
+        "consume_message_batch_max_size": checks.integer(1, 1024),
+        "pull_batch_size": checks.integer(1, 1024),
+        "pull_interval": checks.integer(0, 65535),
+        "consume_thread_max": checks.integer(1, 1000),
+        "pull_threshold_for_queue": checks.integer(1, 65535),
+        "pull_threshold_size_for_queue": checks.integer(1, 1024),
+        "pull_threshold_for_topic": checks.integer(-1),
+        "pull_threshold_size_for_topic": checks.integer(-1),
+        "consume_concurrently_max_span": checks.integer(1, 65535),
+        "suspend_current_queue_time_millis": checks.integer(0),
+        "consume_timeout": checks.integer(1),
+        "virtual_node_cnt": checks.integer(0, 100000),
+        "config_mqs": checks.optional(checks.list_of(checks.queue_triple)),
+        "consumeridcs": checks.optional(checks.list_of(checks.string)),
+    }
+
     @classmethod
     def resolve(cls, given: dict) -> dict:
-        unknown = set(given) - set(cls.DEFAULTS) - {"subscriptions", "listener", "name"}
-        if unknown:
-            raise ValueError(f"unknown consumer settings: {', '.join(sorted(unknown))}")
+        """The settings with defaults filled in; checks.FieldError for a bad one."""
+        checks.check_table(given, cls.CHECKS, allow_extra=("subscriptions", "listener", "name"))
         out = dict(cls.DEFAULTS)
         out.update({k: v for k, v in given.items() if k in cls.DEFAULTS})
         return out
