@@ -18,6 +18,15 @@ def is_retry_topic(topic: str) -> bool:
     return topic.startswith(RETRY_PREFIX)
 
 
+def reset_retry_topic(msgs, group: str) -> None:
+    """resetRetryAndNamespace, before every listener call (concurrent and orderly): a message
+    pulled from the group's own %RETRY% topic shows its original topic to the listener."""
+    group_retry = RETRY_PREFIX + group
+    for m in msgs:
+        if m.topic == group_retry and m.retry_topic:
+            m.topic = m.retry_topic
+
+
 class Message:
     """One stored copy. The client works on its own copy (`clone`), whose reconsume_times it
     may raise in memory (send-back failure, orderly local retry) without touching the store."""

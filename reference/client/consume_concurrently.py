@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..message import retry_topic
+from ..message import reset_retry_topic
 
 CONSUME_START_TIME = "CONSUME_START_TIME"
 INT_MAX = 2**31 - 1
@@ -47,10 +47,8 @@ class ConsumeMessageConcurrentlyService:
 
     def _run(self, msgs, pq, mq) -> None:
         c = self.c
-        group_retry = retry_topic(c.group)
+        reset_retry_topic(msgs, c.group)
         for m in msgs:
-            if m.topic == group_retry and m.retry_topic:
-                m.topic = m.retry_topic   # resetRetryAndNamespace: the listener sees the original topic
             m.consume_start_ts = self.sim.now
         cid = c.next_consume_id()
         c.emit_pq("consume_started", mq, consume_id=cid, offsets=[m.offset for m in msgs],

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..broker.broker import BrokerUnavailable
-from ..message import retry_topic
+from ..message import reset_retry_topic
 from .process_queue import NoSuchElement
 
 INT_MAX = 2**31 - 1
@@ -334,10 +334,7 @@ class ConsumeMessageOrderlyService:
         if not msgs:
             return self._exit(req)   # takeMessages cleared `consuming`: the next pull dispatches again
         c.emit_pq("messages_taken", mq, offsets=[m.offset for m in msgs])
-        group_retry = retry_topic(c.group)
-        for m in msgs:
-            if m.topic == group_retry and m.retry_topic:
-                m.topic = m.retry_topic   # resetRetryAndNamespace
+        reset_retry_topic(msgs, c.group)
         # The consume lock, then the dropped re-check: a queue dropped here keeps its taken
         # messages in the consuming map (no rollback), as RocketMQ does.
         if pq.dropped:
