@@ -13,7 +13,7 @@ from rocketspec.traces.schema import SCHEMA_VERSION
 
 from .broker.broker import Broker, BrokerUnavailable
 from .client.push_consumer import PushConsumer
-from .message import Message, is_retry_topic
+from .message import Message
 from .network import Network
 from .sim import Simulator
 

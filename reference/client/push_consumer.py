@@ -16,7 +16,7 @@ from ..message import retry_topic
 from ..sim import Process
 from .consume_concurrently import ConsumeMessageConcurrentlyService
 from .listener import ListenerSpec
-from .offset_store import READ_FROM_MEMORY, LocalFileOffsetStore, RemoteBrokerOffsetStore
+from .offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 from .rebalance import RebalanceImpl
 
 MIB = 1024 * 1024
