@@ -29,7 +29,8 @@ def reset_retry_topic(msgs, group: str) -> None:
 
 class Message:
     """One stored copy. The client works on its own copy (`clone`), whose reconsume_times it
-    may raise in memory (send-back failure, orderly local retry) without touching the store."""
+    may raise in memory (send-back failure, orderly local retry) without touching the store.
+    Properties are never changed in place (a new copy gets a new dict), so clones share them."""
 
     __slots__ = ("msg_id", "origin_msg_id", "topic", "broker", "queue", "offset", "tags", "tags_code",
                  "keys", "props", "body_size", "reconsume_times", "retry_topic", "delay_level",
@@ -64,7 +65,7 @@ class Message:
         m = Message.__new__(Message)
         m.msg_id, m.origin_msg_id, m.topic, m.broker = self.msg_id, self.origin_msg_id, self.topic, self.broker
         m.queue, m.offset, m.tags, m.tags_code = self.queue, self.offset, self.tags, self.tags_code
-        m.keys, m.props, m.body_size = self.keys, dict(self.props), self.body_size
+        m.keys, m.props, m.body_size = self.keys, self.props, self.body_size
         m.reconsume_times, m.retry_topic, m.delay_level = self.reconsume_times, self.retry_topic, self.delay_level
         m.store_ts, m.real_topic, m.real_queue, m.deliver_ts = self.store_ts, self.real_topic, self.real_queue, self.deliver_ts
         m.consume_start_ts, m.max_reconsume_times = self.consume_start_ts, self.max_reconsume_times
