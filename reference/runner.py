@@ -32,6 +32,11 @@ class Producer:
         self.interval = max(1, int(round(1000 / float(spec.get("rate_per_s", 100)))))
         self.next_queue = 0
         self.sent = 0
+        self.tags_choices = spec.get("tags") or None
+        self.n_keys = spec.get("sharding_keys")
+        self.props_spec = spec.get("props") or None
+        self.body_size = spec.get("body_size", 128)
+        self._codes: dict = {}   # tag -> tags code (Java hashCode), computed once per tag
 
     def start(self) -> None:
         self.run.sim.schedule(self.spec.get("start_ms", 0), self.tick)
@@ -45,15 +50,15 @@ class Producer:
             self.run.sim.schedule(self.interval, self.tick)
 
     def send_one(self, tags=None, keys=None, props=None) -> None:
-        run, sim, spec = self.run, self.run.sim, self.spec
+        run, sim = self.run, self.run.sim
         queues = run.net.route(self.topic)
         if not queues:
             return  # no route: the send fails
         brokers = run.net.brokers
-        if tags is None and spec.get("tags"):
-            tags = sim.rng.choice(spec["tags"])
+        if tags is None and self.tags_choices:
+            tags = sim.rng.choice(self.tags_choices)
             tags = tags if tags else None   # "" in a list of tags means untagged
-        n_keys = spec.get("sharding_keys")
+        n_keys = self.n_keys
         if keys is None and n_keys:
             keys = f"order-{sim.rng.randrange(n_keys)}"
         if keys is not None and n_keys:
@@ -69,11 +74,14 @@ class Producer:
                     break
             else:
                 return  # every broker of the topic is down: the send fails
-        if props is None and spec.get("props"):
-            props = {k: str(sim.rng.choice(v)) if isinstance(v, list) else str(v) for k, v in spec["props"].items()}
+        if props is None and self.props_spec:
+            props = {k: str(sim.rng.choice(v)) if isinstance(v, list) else str(v) for k, v in self.props_spec.items()}
         self.sent += 1
-        msg = Message(topic=self.topic, queue=mq[2], tags=tags, tags_code=tags_code(tags), keys=keys,
-                      props=props or {}, body_size=spec.get("body_size", 128))
+        code = self._codes.get(tags)
+        if code is None:
+            code = self._codes[tags] = tags_code(tags)
+        msg = Message(topic=self.topic, queue=mq[2], tags=tags, tags_code=code, keys=keys,
+                      props=props or {}, body_size=self.body_size)
         try:
             run.net.broker(mq[1]).put_message(msg, source="producer")
         except BrokerUnavailable:
