@@ -303,6 +303,8 @@ class Generator:
         if sv is not None:
             persist = [E("offset_persisted", client=c, **_mqf(key), offset=sv, lost=False, reason="remove"),
                        E("offset_removed", client=c, **_mqf(key))]
+            if (c, sv) in qs.persists:
+                persist = persist[1:]     # the same one-way persist is already in flight: coalesced
         if not pq.orderly:
             return persist + [E("pq_removed", client=c, **_mqf(key))]
         busy = c in qs.busy
@@ -449,8 +451,9 @@ class Generator:
                 evs.append(E("offset_updated", client=c, **f, offset=nxt, increase_only=False, stored=nxt, frozen=True))
             else:
                 evs.append(self._offset_update(key, qs, c, nxt, False))
-            evs += [E("offset_persisted", client=c, **f, offset=nxt, lost=False, reason="offset_illegal"),
-                    E("offset_removed", client=c, **f),
+            if (c, nxt) not in qs.persists:     # an identical one-way persist in flight is coalesced
+                evs.append(E("offset_persisted", client=c, **f, offset=nxt, lost=False, reason="offset_illegal"))
+            evs += [E("offset_removed", client=c, **f),
                     E("pq_removed", client=c, **f)]
             return [Move(f"{c} pull q{key[3]}@{off}: {gs} -> {nxt}", evs)]
         hi = min(mx, off + self.scope.pull_batch)
@@ -510,8 +513,18 @@ class Generator:
                             evs.append(E("consume_resubmitted", client=c, **f, offsets=[o],
                                          delay=self.p.consume_failed_resubmit_ms))
                         else:
+                            if self.scope.adversary and m[M_R] >= self.scope.max_reconsume_times:
+                                # a broker that retries a copy whose count reached the maximum
+                                out.append(Move(f"{c} batch {k}: broker retries instead of the DLQ (adversary)",
+                                                evs + self._broker_send_back(st, now, c, m, 0, adversary=True),
+                                                env=True, cost={"failures": 1}))
                             evs.extend(self._broker_send_back(st, now, c, m, 0))
                             remaining.append(o)
+                    if sb_fail and self.scope.adversary:
+                        # a client that forgets the failed send-back and removes the message anyway
+                        out.append(Move(f"{c} batch {k} RECONSUME_LATER, send-back fails, removed anyway (adversary)",
+                                        evs + self._removed(key, qs, pq, c, list(batch)), env=True,
+                                        cost={"failures": 1, "faults": 1}))
                     evs.extend(self._removed(key, qs, pq, c, remaining))
                     cost = {"failures": 1}
                     if sb_fail:
@@ -549,13 +562,13 @@ class Generator:
                  reconsume_times=m[M_R] if r is None else r, delay_level=level, topic=key[1], broker=key[2],
                  queue=key[3], offset=off, via=via)
 
-    def _broker_send_back(self, st, now, c, m, level):
+    def _broker_send_back(self, st, now, c, m, level, adversary=False):
         """consumerSendMsgBack: the stored copy's count decides."""
         r = m[M_R]
         mx = self.scope.max_reconsume_times
         base = dict(broker=BROKER, group=GROUP, msg_id=m[M_ID], origin_msg_id=m[M_ORIGIN], reconsume_times=r,
                     via="consumer_send_back", client=c)
-        if r >= mx or level < 0:
+        if (r >= mx or level < 0) and not adversary:
             return [E("message_sent_back", **base, outcome="dlq", delay_level=level)] + \
                 self._dlq(st, m, r + 1, 3 + r)
         lvl = min(3 + r if level == 0 else level, len(self.delays) - 1)
