@@ -162,7 +162,8 @@ def test_named_scopes_and_bad_scope(tmp_path):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "rocketspec.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-c", "from rocketspec.cli import main; main()", *args],
+                          capture_output=True, text=True)
 
 
 def test_cli_exit_codes(tmp_path):
