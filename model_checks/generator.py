@@ -229,7 +229,33 @@ class Generator:
         dl = self.next_deadline(st, now)
         if dl is not None:
             out.append(Move(f"time +{dl - now} ms", [], tick=dl - now))
+        if not self.scope.oneway_delay:
+            for m in out:
+                self._attach_commits(st, m)
         return out
+
+    def _attach_commits(self, st, move):
+        """Without `oneway_delay`, a one-way persist that is not lost reaches the broker at once:
+        its commit follows in the same move (no reordering of persists in the network)."""
+        evs = move.events
+        if not any(e["kind"] == "offset_persisted" and not e["lost"] for e in evs):
+            return
+        out = []
+        committed = {}
+        for e in evs:
+            out.append(e)
+            if e["kind"] == "offset_committed":
+                committed[(e["topic"], e["queue"])] = e["offset"]
+            elif e["kind"] == "offset_persisted" and not e["lost"]:
+                tq = (e["topic"], e["queue"])
+                if tq not in committed:
+                    qs = st.queues.get((e["group"], e["topic"], e["broker"], e["queue"]))
+                    committed[tq] = qs.committed if qs is not None else None
+                out.append(E("offset_committed", broker=e["broker"], group=e["group"], topic=e["topic"],
+                             queue=e["queue"], offset=e["offset"], client=e["client"], source="persist",
+                             previous=committed[tq]))
+                committed[tq] = e["offset"]
+        move.events = out
 
     # ------------------------------------------------------------------ time
     def next_deadline(self, st, now):
