@@ -357,29 +357,14 @@ def pq_created(st, ev, out):
             elif not reported:
                 out.report("INV-START-1", f"ProcessQueue of {cid} starts at {off}, skipping unconsumed offsets "
                            f"{(gap or [])[:8]}", key)
-        p.skipped += len(gap or ())
-        p.done = {o for o in p.done if o > off}
-        p.wm = off
-        while p.wm in p.done:
-            p.done.discard(p.wm)
-            p.wm += 1
+        p.skip_to(off, hi)
     elif off < p.start:
         p.start = off
 
 
 def _skip_to(p, off, sq):
     """Mark [p.wm, min(off, max offset)) handled (skipped); return how many were unhandled."""
-    top = min(off, sq.next) if sq is not None else off
-    if top <= p.wm:
-        return 0
-    left = sum(1 for o in range(p.wm, top) if o not in p.done)
-    p.skipped += left
-    p.done = {o for o in p.done if o > top}
-    p.wm = top
-    while p.wm in p.done:
-        p.done.discard(p.wm)
-        p.wm += 1
-    return left
+    return p.skip_to(min(off, sq.next) if sq is not None else off)
 
 
 def pq_dropped(st, ev, out):
@@ -529,17 +514,10 @@ def _retention(st, sq, key, mn, out):
         if (k[1], k[2], k[3]) != tkey:
             continue
         for u, p in qs.units.items():
-            if p.wm < mn:
-                lost = sum(1 for o in range(p.wm, mn) if o not in p.done)
-                if lost:
-                    out.report("ANOM-RETENTION", f"{lost} messages below minOffset {mn} were deleted before "
-                               f"{'client ' + u if u else 'group ' + k[0]} consumed them", k)
-                p.skipped += lost
-                p.done = {o for o in p.done if o > mn}
-                p.wm = mn
-                while p.wm in p.done:
-                    p.done.discard(p.wm)
-                    p.wm += 1
+            lost = p.skip_to(mn)
+            if lost:
+                out.report("ANOM-RETENTION", f"{lost} messages below minOffset {mn} were deleted before "
+                           f"{'client ' + u if u else 'group ' + k[0]} consumed them", k)
     for o in [o for o in sq.msgs if o < mn]:
         del sq.msgs[o]
 
@@ -1019,18 +997,10 @@ def offset_committed(st, ev, out):
         sq = st.stored.get((key[1], key[2], key[3]))
         qs.reset_ahead = off if sq is not None and off > sq.next else None
         if unit is not None:
-            top = min(off, sq.next) if sq is not None else off
-            if unit.wm < top:
-                left = sum(1 for o in range(unit.wm, top) if o not in unit.done)
-                if left:
-                    out.report("ANOM-RESET-SKIP", f"operator reset to {off} skips {left} messages the group had "
-                               f"not consumed", key)
-                unit.skipped += left
-                unit.done = {o for o in unit.done if o > top}
-                unit.wm = top
-                while unit.wm in unit.done:
-                    unit.done.discard(unit.wm)
-                    unit.wm += 1
+            left = _skip_to(unit, off, sq)
+            if left:
+                out.report("ANOM-RESET-SKIP", f"operator reset to {off} skips {left} messages the group had "
+                           f"not consumed", key)
     elif unit is not None and off not in qs.resets:     # re-stating an operator reset is not judged
         sq = st.stored.get((key[1], key[2], key[3]))
         top = min(off, sq.next if sq is not None else off)

@@ -167,6 +167,24 @@ class Progress:
     def handled(self, off) -> bool:
         return off < self.wm or off in self.done
 
+    def skip_to(self, top: int, count_below: int | None = None) -> int:
+        """Treat every offset below `top` as handled (skipped: retention, an operator reset, a
+        start past them). Returns how many of those below `count_below` (default `top`: offsets
+        that exist) were not handled yet. Offsets handled out of order at or above `top` stay."""
+        if top <= self.wm:
+            return 0
+        d = self.done
+        hi = top if count_below is None else min(top, count_below)
+        left = sum(1 for o in range(self.wm, hi) if o not in d)
+        self.skipped += left
+        self.done = d = {o for o in d if o >= top}
+        wm = top
+        while wm in d:
+            d.discard(wm)
+            wm += 1
+        self.wm = wm
+        return left
+
     def first_unhandled(self):
         return self.wm
 
