@@ -146,6 +146,23 @@ def test_liveness_tiny_no_fair_cycle():
     assert live["violations"] == []
 
 
+def test_a_consumer_that_never_consumes_is_reported(monkeypatch):
+    """Plant a liveness defect: the client never calls its listener (consume moves removed).
+    The explorer must report INV-LIVE-1 for the stored messages nobody will consume. In this
+    model the defect ends in a state with nothing left to do, so the quiescence check finds it
+    (the SCC check covers runs that cycle instead)."""
+    from rocketspec.model_checks import generator
+    from rocketspec.model_checks.liveness import check_liveness
+
+    monkeypatch.setattr(generator.Generator, "_consume", lambda self, *a, **k: [])
+    scope = replace(load_scope("tiny"), faults=0, failures=0)
+    ex = Explorer(scope, "rocketmq-5.3.3", liveness=True)
+    res = ex.run()
+    found = {v["invariant"] for v in res.to_dict()["violations"]}
+    live = {v["invariant"] if isinstance(v, dict) else v.inv for v in check_liveness(ex, res)["violations"]}
+    assert "INV-LIVE-1" in found | live
+
+
 # ---------------------------------------------------------------------------- scopes and CLI
 
 def test_named_scopes_and_bad_scope(tmp_path):
