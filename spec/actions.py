@@ -564,30 +564,34 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
         if bf or cf:
             out.report("INV-FILTER-1", f"subscription '*' but offsets were filtered: {list(bf or cf)[:8]}", key)
         return
-    for o in offsets:
-        m = msgs.get(o)
-        if m is not None:
-            b, cl = decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])
-            if b is False or cl is False:
-                out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) does not match {s.get('expr')!r} "
-                           f"but was handed to the ProcessQueue", key)
+    for offs, wrong, what in _filter_judgements(offsets, bf, cf):
+        for o in offs:
+            m = msgs.get(o)
+            if m is not None and wrong(*decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])):
+                out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) "
+                           + what.format(expr=repr(s.get("expr"))), key)
                 break
-    for o in bf:
-        m = msgs.get(o)
-        if m is not None:
-            b, _ = decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])
-            if b is True:
-                out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) matches {s.get('expr')!r} at the "
-                           f"broker but was filtered", key)
-                break
-    for o in cf:
-        m = msgs.get(o)
-        if m is not None:
-            b, cl = decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])
-            if b is False or cl is True:
-                out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) wrongly dropped by the client's "
-                           f"re-check of {s.get('expr')!r}", key)
-                break
+
+
+def _filter_judgements(offsets, bf, cf):
+    """(offsets, wrong given (broker decision, client decision), what went wrong) for one answer."""
+    return (
+        (offsets, _handed_wrongly, "does not match {expr} but was handed to the ProcessQueue"),
+        (bf, _broker_dropped_wrongly, "matches {expr} at the broker but was filtered"),
+        (cf, _client_dropped_wrongly, "wrongly dropped by the client's re-check of {expr}"),
+    )
+
+
+def _handed_wrongly(b, cl):
+    return b is False or cl is False
+
+
+def _broker_dropped_wrongly(b, cl):
+    return b is True
+
+
+def _client_dropped_wrongly(b, cl):
+    return b is False or cl is True
 
 
 def messages_deleted(st, ev, out):
