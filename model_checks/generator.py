@@ -21,6 +21,13 @@ Two kinds of moves:
   is their enabling condition: a rejected adversary move is simply not taken. Accepted ones are
   explored, so a guard that is too weak shows up as a state or end invariant violation.
 
+Broadcasting groups (scope ``message_model = "BROADCASTING"``): every client takes every queue
+of the route (no allocation, no broker view), keeps its offsets in its LocalFileOffsetStore
+file (``offset_flushed`` / ``offset_erased`` / reads from the file, never a broker commit), and
+drops failed messages instead of sending them back. The route itself is explorer-side state
+(``aux``): the fault ``route_lost`` takes a queue out of the name server's route and a later
+move brings it back, each taken with the first rebalance that sees it (#4016).
+
 Nothing here imports the reference implementation's behaviour; only the pure allocation
 strategies (`rocketspec.reference.allocation.allocate`) are used.
 """
@@ -38,6 +45,11 @@ BROKER = "b"
 RETRY = "%RETRY%" + GROUP
 DLQ = "%DLQ%" + GROUP
 FROM_WHERE = "CONSUME_FROM_FIRST_OFFSET"
+# faults that exist for a broadcasting consumer: no broker offsets (no lost persist, no failed
+# offset query, no admin reset) and no send-back (no failed send-back; cleanExpiredMsg is left
+# out: it would send back, see docs/model-checking.md)
+BROADCAST_FAULTS = {"crash", "pause", "route_lost"}
+ROUTE = "route"     # aux key (ROUTE, queue key, 0) -> 1 while the queue is out of the route
 
 
 @dataclass
@@ -80,27 +92,36 @@ class Generator:
     def __init__(self, scope, profile):
         self.scope, self.p = scope, profile
         self.orderly = scope.mode == "ORDERLY"
+        self.broadcast = scope.message_model == "BROADCASTING"
         self.clients = [client_id(i) for i in range(scope.consumers)]
         self.topics = {TOPIC: scope.queues}
-        if scope.retry:
+        # a broadcasting consumer subscribes no %RETRY% topic and never sends a message back
+        self.retry = scope.retry and not self.broadcast
+        if self.retry:
             self.topics[RETRY] = 1
         self.delays = delay_table(profile)
         self.lease = profile.client_lock_max_live_ms
         self.block = profile.broker_lock_max_live_ms
-        self.faults = set(scope.fault_kinds) if scope.faults else set()
+        faults = set(scope.fault_kinds) if scope.faults else set()
+        if self.broadcast:
+            faults &= BROADCAST_FAULTS
+        else:
+            faults.discard("route_lost")     # clustering views would need the route in their id
+        self.faults = faults
+        self.store_kind = {"store": "local"} if self.broadcast else {}
 
     # ------------------------------------------------------------------ the fixed prefix
     def setup_events(self) -> list[dict]:
         s = self.scope
         subs = {t: {"type": "TAG", "expr": "*"} for t in self.topics}
         cfg = {"max_reconsume_times": s.max_reconsume_times, "consume_from_where": FROM_WHERE,
-               "consume_message_batch_max_size": 1, "strategy": s.strategy}
+               "consume_message_batch_max_size": 1, "strategy": s.strategy, "message_model": s.message_model}
         evs = [E("trace_started", schema_version=1, profile=self.p.name, scenario=f"explore:{s.name}",
                  config={"scope": s.to_dict()}),
                E("broker_started", broker=BROKER)]
         for t, n in self.topics.items():
             evs.append(E("topic_created", topic=t, broker=BROKER, queue_count=n))
-        if s.retry:
+        if self.retry:
             evs.append(E("topic_created", topic=DLQ, broker=BROKER, queue_count=1))
         for i in range(s.messages):
             q = i % s.queues
@@ -109,7 +130,7 @@ class Generator:
             evs.append(E("message_stored", topic=TOPIC, broker=BROKER, queue=q, offset=off, msg_id=mid,
                          origin_msg_id=mid, source="producer", reconsume_times=0))
         for c in self.clients:
-            evs.append(E("client_started", client=c, group=GROUP, consume_mode=s.mode, message_model="CLUSTERING",
+            evs.append(E("client_started", client=c, group=GROUP, consume_mode=s.mode, message_model=s.message_model,
                          subscriptions=subs, config=cfg))
             evs.append(E("consumer_registered", broker=BROKER, group=GROUP, client=c))
         return evs
@@ -146,7 +167,8 @@ class Generator:
             stored = max(prev, off)
         else:
             stored = off
-        return E("offset_updated", client=c, **_mqf(key), offset=off, increase_only=inc, stored=stored)
+        return E("offset_updated", client=c, **_mqf(key), offset=off, increase_only=inc, stored=stored,
+                 **self.store_kind)
 
     def _queue(self, st, key):
         from rocketspec.spec.state import QueueState
@@ -190,7 +212,10 @@ class Generator:
                                                                       reason="channel_expired")]))
                 continue
             for t in self.topics:
-                out.extend(self._rebalance(st, now, c, t, faults_left))
+                if self.broadcast:
+                    out.extend(self._rebalance_broadcast(st, now, c, t, aux))
+                else:
+                    out.extend(self._rebalance(st, now, c, t, faults_left))
             if self.orderly:
                 out.extend(self._lock_all(st, now, c))
             for key, qs, pq in self._pqs(st, c):
@@ -200,7 +225,12 @@ class Generator:
                     out.extend(self._orderly_consume(st, now, c, key, qs, pq, aux, fails_left))
                 else:
                     out.extend(self._consume(st, now, c, key, qs, pq, fails_left, faults_left))
-                out.extend(self._persist(st, c, key, qs, faults_left))
+                if self.broadcast:
+                    out.extend(self._jump_adversary(st, c, key, qs))
+                else:
+                    out.extend(self._persist(st, c, key, qs, faults_left))
+            if self.broadcast:
+                out.extend(self._persist_all_local(st, c))
             for key in sorted(st.queues):
                 qs = st.queues[key]
                 if qs.orphans:
@@ -226,6 +256,8 @@ class Generator:
         out.extend(self._deliver(st, now))
         if faults_left and "reset" in self.faults:
             out.extend(self._reset(st, now))
+        if self.broadcast:
+            out.extend(self._route_moves(st, now, aux, faults_left))
         dl = self.next_deadline(st, now)
         if dl is not None:
             out.append(Move(f"time +{dl - now} ms", [], tick=dl - now))
@@ -325,6 +357,11 @@ class Generator:
         """removeUnnecessaryMessageQueue; [] if the ProcessQueue must stay (orderly, consume lock busy)."""
         evs = []
         sv = self._store_val(qs, c)
+        if self.broadcast:
+            # persist(mq) (the local file), then removeOffset
+            if sv is not None:
+                evs = self._local_persist(c, key, qs, sv) + [E("offset_removed", client=c, **_mqf(key), store="local")]
+            return evs + [E("pq_removed", client=c, **_mqf(key))]
         persist = []
         if sv is not None:
             persist = [E("offset_persisted", client=c, **_mqf(key), offset=sv, lost=False, reason="remove"),
@@ -373,10 +410,14 @@ class Generator:
                 evs.append(E("lock_requested", client=c, group=GROUP, broker=BROKER, queues=[list(mq)]))
                 if not self._lock(st, qs, key, c, now, evs):
                     continue
-            read = self._read(qs, fail)
             if qs.stores.get(c) is not None:
-                evs.append(E("offset_removed", client=c, **_mqf(key)))
-            evs.append(E("offset_read", client=c, **_mqf(key), offset=read, source="store"))
+                evs.append(E("offset_removed", client=c, **_mqf(key), **self.store_kind))   # removeDirtyOffset
+            if self.broadcast:
+                rev, read = self._local_read(c, key, qs)
+                evs.extend(rev)
+            else:
+                read = self._read(qs, fail)
+                evs.append(E("offset_read", client=c, **_mqf(key), offset=read, source="store"))
             off = self._pull_from_where(read)
             if off < 0:
                 continue
@@ -395,16 +436,141 @@ class Generator:
             qs = self._queue(st, key)
             if self.orderly:
                 continue
-            read = self._read(qs, False)
+            if self.broadcast:
+                rev, read = self._local_read(c, key, qs)
+            else:
+                read = self._read(qs, False)
+                rev = [E("offset_read", client=c, **_mqf(key), offset=read, source="store")]
             good = self._pull_from_where(read)
             sq = st.stored.get(mq)
             mx = sq.next if sq is not None else 0
             for off in sorted({0, mx, good + 1} - {good}):
                 if off < 0:
                     continue
-                out.append([E("offset_read", client=c, **_mqf(key), offset=read, source="store"),
-                            E("pq_created", client=c, **_mqf(key), offset=off, from_where=FROM_WHERE)])
+                out.append(rev + [E("pq_created", client=c, **_mqf(key), offset=off, from_where=FROM_WHERE)])
         return out
+
+    # ------------------------------------------------------------------ broadcasting
+    def _route(self, topic, aux):
+        """The topic's queues in the name server's route, as the client's topicSubscribeInfoTable
+        holds them (a queue lost by `route_lost` is out until it comes back)."""
+        return [(topic, BROKER, q) for q in range(self.topics[topic])
+                if not aux.get((ROUTE, (GROUP, topic, BROKER, q), 0))]
+
+    def _route_moves(self, st, now, aux, faults_left):
+        """A queue leaves the route (its broker down longer than the name server's 120 s expiry,
+        or its read queues cut by an admin) and, any time later, comes back. Only rebalances read
+        the route, so each change is taken together with the first rebalance that sees it (one
+        move per running client whose rebalance then does something): steps between the change
+        and that rebalance could as well run before the change. The last queue never leaves: a
+        topic without route is not found, and the client keeps its old route."""
+        out = []
+        held = len(self._route(TOPIC, aux))
+        running = [c for c in self.clients if self._running(st, c)]
+        for q in range(self.topics[TOPIC]):
+            k = (ROUTE, (GROUP, TOPIC, BROKER, q), 0)
+            lost = bool(aux.get(k))
+            if not lost and not (faults_left and "route_lost" in self.faults and held > 1):
+                continue
+            after = dict(aux)
+            after[k] = 0 if lost else 1
+            for c in running:
+                evs = self._broadcast_rebalance_events(st, now, c, TOPIC, after)
+                if not evs:
+                    continue
+                if lost:
+                    out.append(Move(f"q{q} is back in the route; rebalance {c}", evs, aux={k: 0}))
+                else:
+                    out.append(Move(f"q{q} leaves the route; rebalance {c}", evs, aux={k: 1}, cost={"faults": 1}))
+        return out
+
+    def _rebalance_broadcast(self, st, now, c, topic, aux):
+        plan = self._broadcast_plan(st, now, c, topic, aux)
+        if plan is None:
+            return []
+        drops, new = plan
+        evs = drops + self._create_pqs(st, now, c, new, False)
+        # aux={} (no change): the move reads the explorer-side route, for independence footprints
+        moves = [Move(f"rebalance {c} {topic} (broadcast)", evs, aux={})] if evs else []
+        if self.scope.adversary and new:
+            for alt in self._create_pqs_adversary(st, now, c, new):
+                moves.append(Move(f"rebalance {c} {topic} (broadcast, adversary start)", drops + alt, env=True,
+                                  aux={}))
+        return moves
+
+    def _broadcast_rebalance_events(self, st, now, c, topic, aux):
+        plan = self._broadcast_plan(st, now, c, topic, aux)
+        return [] if plan is None else plan[0] + self._create_pqs(st, now, c, plan[1], False)
+
+    def _broadcast_plan(self, st, now, c, topic, aux):
+        """rebalanceByTopic, BROADCASTING: the client takes every queue of the route; it computes
+        no allocation (no allocation_computed event) and takes no lock. (drop events, queues to
+        create), or None when the ProcessQueue table already matches the route."""
+        mqset = set(self._route(topic, aux))
+        mine = [(key, qs, pq) for key, qs, pq in self._pqs(st, c) if key[1] == topic]
+        live = {(k[1], k[2], k[3]) for k, qs, pq in mine if pq.live}
+        if mqset == live and all(pq.live for _, _, pq in mine):
+            return None
+        drops = []
+        for key, qs, pq in mine:
+            mq = (key[1], key[2], key[3])
+            if pq.live and mq in mqset:
+                continue
+            if pq.live:
+                drops.append(E("pq_dropped", client=c, **_mqf(key), reason="reassigned"))
+            drops.extend(self._remove_pq(st, now, c, key, qs, pq))
+        new = [m for m in sorted(mqset) if (GROUP,) + m not in st.queues or c not in st.queues[(GROUP,) + m].pqs]
+        return drops, new
+
+    def _file(self, qs, c):
+        """The queue's entry in c's offsets file as the profile's code left it: None if never
+        written or erased (the spec keeps an erased value, flagged, to judge later reads)."""
+        loc = qs.local.get(c)
+        return None if loc is None or loc[1] else loc[0]
+
+    def _local_write(self, c, key, qs, value):
+        """LocalFileOffsetStore writes the queue's entry (an event only if the file changes)."""
+        if self._file(qs, c) == value:
+            return []
+        return [E("offset_flushed", group=key[0], topic=key[1], broker=key[2], queue=key[3], offset=value,
+                  store="local", client=c)]
+
+    def _local_persist(self, c, key, qs, value):
+        """LocalFileOffsetStore.persist(mq): an empty method before #7740 (only persistAll wrote the
+        file); since, it merges the queue's entry into the file."""
+        if not self.p.local_offset_persist_merges:
+            return []
+        return self._local_write(c, key, qs, value)
+
+    def _local_read(self, c, key, qs):
+        """readOffset(READ_FROM_STORE) on the local file: (events, value); a value found is adopted
+        with updateOffset(mq, v, false) before the read returns, -1 when the file has no entry."""
+        v = self._file(qs, c)
+        f = _mqf(key)
+        if v is None:
+            return [E("offset_read", client=c, **f, offset=-1, source="store")], -1
+        return [E("offset_updated", client=c, **f, offset=v, increase_only=False, stored=v, store="local"),
+                E("offset_read", client=c, **f, offset=v, source="store")], v
+
+    def _persist_all_local(self, st, c):
+        """The periodic persistAll (every 5 s) of LocalFileOffsetStore over the ProcessQueue table's
+        queues. Before #7740 (profile switch local_offset_persist_merges off) the file is rewritten
+        with those queues only: entries of queues that left erased; since, merged into the file."""
+        mine = self._pqs(st, c)
+        if not mine:
+            return []       # persistAll of an empty set returns at once
+        evs = []
+        for key, qs, pq in mine:
+            sv = self._store_val(qs, c)
+            if sv is not None:
+                evs.extend(self._local_write(c, key, qs, sv))
+        if not self.p.local_offset_persist_merges:
+            held = {key for key, _, _ in mine}
+            for key in sorted(st.queues):
+                if key[0] == GROUP and key not in held and self._file(st.queues[key], c) is not None:
+                    evs.append(E("offset_erased", group=key[0], topic=key[1], broker=key[2], queue=key[3],
+                                 store="local", client=c))
+        return [Move(f"{c} persistAll to its offsets file", evs)] if evs else []
 
     # ------------------------------------------------------------------ locks
     def _lock_all(self, st, now, c):
@@ -477,9 +643,11 @@ class Generator:
                 evs.append(E("offset_updated", client=c, **f, offset=nxt, increase_only=False, stored=nxt, frozen=True))
             else:
                 evs.append(self._offset_update(key, qs, c, nxt, False))
-            if (c, nxt) not in qs.persists:     # an identical one-way persist in flight is coalesced
+            if self.broadcast:
+                evs.extend(self._local_persist(c, key, qs, nxt))
+            elif (c, nxt) not in qs.persists:     # an identical one-way persist in flight is coalesced
                 evs.append(E("offset_persisted", client=c, **f, offset=nxt, lost=False, reason="offset_illegal"))
-            evs += [E("offset_removed", client=c, **f),
+            evs += [E("offset_removed", client=c, **f, **self.store_kind),
                     E("pq_removed", client=c, **f)]
             return [Move(f"{c} pull q{key[3]}@{off}: {gs} -> {nxt}", evs)]
         hi = min(mx, off + self.scope.pull_batch)
@@ -521,7 +689,13 @@ class Generator:
                     dropped=False, offsets=list(batch))
             out.append(Move(f"{c} batch {k} {list(batch)} q{key[1][:1]}{key[3]} CONSUME_SUCCESS",
                             [fin] + self._removed(key, qs, pq, c, list(batch))))
-            if fails_left:
+            if fails_left and self.broadcast:
+                # broadcasting logs and drops the failed messages: no send-back, no local retry
+                fin = E("consume_finished", client=c, **f, consume_id=k, status="RECONSUME_LATER", ack_index=-1,
+                        dropped=False, offsets=list(batch))
+                out.append(Move(f"{c} batch {k} {list(batch)} q{key[3]} RECONSUME_LATER (broadcast: dropped)",
+                                [fin] + self._removed(key, qs, pq, c, list(batch)), cost={"failures": 1}))
+            elif fails_left:
                 fin = E("consume_finished", client=c, **f, consume_id=k, status="RECONSUME_LATER", ack_index=-1,
                         dropped=False, offsets=list(batch))
                 for sb_fail in ((False, True) if faults_left and "send_back_failed" in self.faults else (False,)):
@@ -649,15 +823,23 @@ class Generator:
                     E("offset_persisted", client=c, **f, offset=sv, lost=True, reason="periodic"),
                     E("oneway_lost", call="persist_offset", client=c, broker=key[2], group=key[0], topic=key[1],
                       queue=key[3])], cost={"faults": 1}))
-        if self.scope.adversary:
-            pq = qs.pqs.get(c)
-            if pq is not None and pq.live:
-                sq = st.stored.get((key[1], key[2], key[3]))
-                mx = sq.next if sq is not None else 0
-                for off in sorted({sv + 1, mx} - {sv}):
-                    out.append(Move(f"{c} offset jumps to {off} on q{key[3]} (adversary)", [
-                        E("offset_updated", client=c, **f, offset=off, increase_only=True, stored=max(off, sv))],
-                        env=True))
+        out.extend(self._jump_adversary(st, c, key, qs))
+        return out
+
+    def _jump_adversary(self, st, c, key, qs):
+        """An offset update that jumps ahead of what the ProcessQueue gives (adversary)."""
+        sv = self._store_val(qs, c)
+        if not self.scope.adversary or sv is None:
+            return []
+        out = []
+        pq = qs.pqs.get(c)
+        if pq is not None and pq.live:
+            sq = st.stored.get((key[1], key[2], key[3]))
+            mx = sq.next if sq is not None else 0
+            for off in sorted({sv + 1, mx} - {sv}):
+                out.append(Move(f"{c} offset jumps to {off} on q{key[3]} (adversary)", [
+                    E("offset_updated", client=c, **_mqf(key), offset=off, increase_only=True, stored=max(off, sv),
+                      **self.store_kind)], env=True))
         return out
 
     def _reset(self, st, now):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 SCOPE_DIR = Path(__file__).with_name("scopes")
 
-FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed")
+FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
+               "route_lost")
 
 
 class ScopeError(ValueError):
@@ -26,6 +27,7 @@ class Scope:
     queues: int = 2                     # queues of the one topic (one broker)
     messages: int = 2                   # stored before the run, round-robin over the queues
     mode: str = "CONCURRENTLY"          # CONCURRENTLY | ORDERLY (clustering)
+    message_model: str = "CLUSTERING"   # CLUSTERING | BROADCASTING (concurrent consumers only)
     strategy: str = "AVG"
     max_reconsume_times: int = 1        # client config maxReconsumeTimes
     failures: int = 1                   # listener failures (RECONSUME_LATER / SUSPEND) in a run
@@ -75,6 +77,10 @@ def _validate(d: dict, origin: str) -> Scope:
     s = Scope(**kw)
     if s.mode not in ("CONCURRENTLY", "ORDERLY"):
         raise ScopeError(f"{origin}: mode must be CONCURRENTLY or ORDERLY, got {s.mode!r}")
+    if s.message_model not in ("CLUSTERING", "BROADCASTING"):
+        raise ScopeError(f"{origin}: message_model must be CLUSTERING or BROADCASTING, got {s.message_model!r}")
+    if s.message_model == "BROADCASTING" and s.mode != "CONCURRENTLY":
+        raise ScopeError(f"{origin}: BROADCASTING is explored with mode CONCURRENTLY only")
     if s.strategy not in ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"):
         raise ScopeError(f"{origin}: strategy must be AVG, AVG_BY_CIRCLE or CONSISTENT_HASH")
     bad = [k for k in s.fault_kinds if k not in FAULT_KINDS]
