@@ -24,12 +24,15 @@ from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
+import orjson
+
 from rocketspec.spec import check_end, check_state, get_profile, initial_state, step
 from rocketspec.reference.allocation import allocate
 from rocketspec.reference.message_queue import MessageQueue
 
-from .canon import Canon, fast_copy
-from .generator import BROKER, GROUP, TOPIC, Generator, msg_id, view_id
+from .canon import Canon, Fingerprints, cow_child, seal
+from .generator import BROKER, GROUP, RETRY, TOPIC, Generator, msg_id, view_id
+from .independence import footprint, independent
 from .scopes import Scope
 
 
@@ -77,10 +80,15 @@ class Result:
 
 
 class Node:
-    __slots__ = ("st", "now", "aux", "budget")
+    __slots__ = ("st", "now", "aux", "budget", "sleep", "only")
 
     def __init__(self, st, now, aux, budget):
         self.st, self.now, self.aux, self.budget = st, now, aux, budget
+        self.sleep = _NO_SLEEP     # move key -> footprint: moves whose successors are reached another way
+        self.only = None           # a re-expansion explores only these move keys
+
+
+_NO_SLEEP: dict = {}
 
 
 # ---------------------------------------------------------------------------- symmetry
@@ -88,15 +96,24 @@ class Node:
 def symmetry_group(scope: Scope):
     """(names, qmap) pairs under which the scope's transition relation is invariant: a client
     permutation and a queue permutation such that the initial state maps to itself (messages per
-    queue) and the strategy commutes with them for every view (subset of clients)."""
+    queue) and the strategy commutes with them for every view (subset of clients) and every
+    subscribed topic. The retry topic's queue is not permuted, so a client permutation must
+    also keep who gets it: with one retry queue and two consumers, the first client in id
+    order always does, and swapping the clients is no symmetry."""
     clients = [f"c{i}" for i in range(scope.consumers)]
     nq = scope.queues
     per_q = [len(range(q, scope.messages, nq)) for q in range(nq)]
-    mqs = [MessageQueue(TOPIC, BROKER, q) for q in range(nq)]
+    topics = {TOPIC: nq}
+    if scope.retry:
+        topics[RETRY] = 1
     subsets = [list(s) for r in range(1, len(clients) + 1) for s in itertools.combinations(clients, r)]
 
     def alloc(c, cids):
-        return frozenset(m.queue_id for m in (allocate(scope.strategy, c, mqs, sorted(cids)) or ()))
+        out = set()
+        for t, n in topics.items():
+            mqs = [MessageQueue(t, BROKER, q) for q in range(n)]
+            out.update((t, m.queue_id) for m in (allocate(scope.strategy, c, mqs, sorted(cids)) or ()))
+        return frozenset(out)
 
     table = {(c, tuple(S)): alloc(c, S) for S in subsets for c in S}
     group = []
@@ -110,7 +127,8 @@ def symmetry_group(scope: Scope):
             for S in subsets:
                 img = tuple(sorted(cm[c] for c in S))
                 for c in S:
-                    if table[(cm[c], img)] != frozenset(qm[q] for q in table[(c, tuple(S))]):
+                    if table[(cm[c], img)] != frozenset((t, qm[q] if t == TOPIC else q)
+                                                        for t, q in table[(c, tuple(S))]):
                         ok = False
                         break
                 if not ok:
@@ -152,6 +170,7 @@ class Explorer:
             from dataclasses import replace
             scope = self.scope = replace(scope, symmetry=False)   # see model_checks/liveness.py
         self.group = symmetry_group(scope)
+        self.fps = Fingerprints(self.canon, self.group)
         self.liveness = liveness
         self.live_info = {}
         self.progress = progress
@@ -160,15 +179,23 @@ class Explorer:
 
     # ------------------------------------------------------------------ fingerprints
     def fingerprint(self, node: Node) -> int:
-        best = None
-        st, now, aux = node.st, node.now, node.aux
-        for names, qmap in self.group:
-            a = tuple(sorted(((names.get(c, c), k[:-1] + (qmap.get(k[-1], k[-1]) if k[1] == TOPIC else k[-1],), o), r)
-                             for (c, k, o), r in aux.items())) if aux else ()
-            h = hash((self.canon(st, now, names, qmap), a, node.budget))
-            if best is None or h < best:
-                best = h
-        return best
+        return self._fingerprints(node)[0]
+
+    def _fingerprints(self, node: Node):
+        """(fingerprint, hash of the state under its own names)."""
+        aux = node.aux
+        if aux:
+            def extra(i):
+                names, qmap = self.group[i]
+                return (tuple(sorted(((names.get(c, c), k[:-1] + (qmap.get(k[-1], k[-1]) if k[1] == TOPIC
+                                                                 else k[-1],), o), r)
+                                     for (c, k, o), r in aux.items())), node.budget)
+        else:
+            budget = node.budget
+
+            def extra(i):
+                return budget
+        return self.fps(node.st, node.now, extra)
 
     # ------------------------------------------------------------------ setup
     def initial(self):
@@ -184,7 +211,7 @@ class Explorer:
 
     def apply_move(self, node: Node, move):
         """(successor node, None) or (None, (finding, events applied including the rejected one))."""
-        st = fast_copy(node.st)
+        st = cow_child(node.st)
         now = node.now + move.tick
         done = []
         for ev in move.events:
@@ -196,6 +223,7 @@ class Explorer:
             for f in fs:
                 if f.severity == "error":
                     return None, (f, done)
+        seal(st)
         budget = node.budget
         if move.cost:
             budget = (budget[0] - move.cost.get("faults", 0), budget[1] - move.cost.get("failures", 0))
@@ -226,22 +254,33 @@ class Explorer:
 
     # ------------------------------------------------------------------ search
     def run(self) -> Result:
+        """Breadth-first search. With sleep sets (scope key `sleep_sets`, off for liveness, which
+        needs every edge), a move is not applied in a state when it commutes with the moves taken
+        since an ancestor where it was applied (model_checks/independence.py): its successor is
+        reached the other way round. Every reachable state is still visited (Godefroid's sleep
+        sets with state caching: a state reached again with fewer moves asleep is re-expanded
+        with the difference); only the repeated work on diamonds is saved."""
         scope = self.scope
         t0, c0 = time.perf_counter(), time.process_time()
         res = Result(scope=scope.name, profile=self.profile.name, symmetries=len(self.group))
         root, setup = self.initial()
         self.setup = setup
-        fp0 = self.fingerprint(root)
+        fp0, h0 = self._fingerprints(root)
         seen = {fp0: 0}
         parents = array("q", [-1])
         moves_taken = array("i", [-1])
         depths = array("i", [0])
+        own_hash = array("q", [h0])        # hash of each state under the names it was first found with
         frontier = deque([(0, root)])
+        use_sleep = scope.sleep_sets and not self.liveness
+        pending = {0: root}                # states in the frontier, by id (their sleep sets still shrink)
+        expanded_sleep = {}                # id -> moves left asleep when it was expanded (if any)
         found = {}
         edges = [] if self.liveness else None
         labels = {} if self.liveness else None
         bar = self.progress
         generated = 1
+        self.reexpanded = 0
         for f in check_state(root.st):
             found.setdefault(f[0], ("state", f, 0, []))
         if self.liveness:
@@ -249,20 +288,42 @@ class Explorer:
         while frontier:
             nid, node = frontier.popleft()
             d = depths[nid]
+            again = node.only is not None
+            if not again:
+                pending.pop(nid, None)
+            sleep = node.sleep
+            if use_sleep and sleep and not again:
+                expanded_sleep[nid] = sleep
             moves = self.gen.moves(node.st, node.now, node.aux, node.budget)
             productive = False
+            asleep = []
+            done = []
             enabled = set() if edges is not None else None
             for mi, move in enumerate(moves):
+                if use_sleep:
+                    key = move_key(move)
+                    fpr = footprint(move)
+                    if again and key not in node.only:
+                        continue
+                    if key in sleep:
+                        asleep.append(move)
+                        continue
                 nxt, bad = self.apply_move(node, move)
                 if nxt is None:
                     if move.env:
                         continue
-                    f, done = bad
+                    f, done_evs = bad
                     if f.inv not in found:
-                        found[f.inv] = ("guard", f, nid, (mi, done))
+                        found[f.inv] = ("guard", f, nid, (mi, done_evs))
                     continue
                 generated += 1
-                fp = self.fingerprint(nxt)
+                fp, h = self._fingerprints(nxt)
+                if use_sleep:
+                    csleep = {k: f for k, f in sleep.items() if independent(f, fpr)}
+                    for k, f in done:
+                        if independent(f, fpr):
+                            csleep[k] = f
+                    done.append((key, fpr))
                 cid = seen.get(fp)
                 if cid is None:
                     cid = len(parents)
@@ -270,17 +331,23 @@ class Explorer:
                     parents.append(nid)
                     moves_taken.append(mi)
                     depths.append(d + 1)
+                    own_hash.append(h)
                     if d + 1 > res.depth:
                         res.depth = d + 1
                     for f in check_state(nxt.st):
                         if f[0] not in found:
                             found[f[0]] = ("state", f, cid, None)
                     if d + 1 < scope.max_depth:
+                        if use_sleep:
+                            nxt.sleep = csleep
+                            pending[cid] = nxt
                         frontier.append((cid, nxt))
                     if len(parents) >= self.max_states:
                         res.complete = False
                         frontier.clear()
                         break
+                elif use_sleep:
+                    self._revisit(cid, nxt, csleep, own_hash[cid] == h, pending, expanded_sleep, frontier)
                 if cid != nid and not move.cost and not move.env and not move.tick:
                     productive = True
                 if edges is not None:
@@ -289,8 +356,14 @@ class Explorer:
                     edges.append((nid, cid, mi, key))
                     if cls in FAIR:
                         enabled.add(key)
+            if again:
+                continue
             if edges is not None:
                 self.live_info[nid] = (obligations(node.st), frozenset(enabled))
+            if not productive and asleep:
+                # a move left asleep may be the only productive one: the quiescence check needs it
+                productive, extra = self._any_productive(node, nid, asleep, seen)
+                generated += extra
             if not productive and self._quiescent_ok(node):
                 res.quiescent += 1
                 for f in check_end(node.st):
@@ -304,7 +377,7 @@ class Explorer:
         res.distinct = len(parents)
         res.seconds = time.perf_counter() - t0
         res.cpu_seconds = time.process_time() - c0
-        self._parents, self._moves, self._depths = parents, moves_taken, depths
+        self._parents, self._moves, self._depths, self._seen = parents, moves_taken, depths, seen
         if edges is not None:
             res.graph = (edges, labels)
         for inv, (kind, f, nid, extra) in found.items():
@@ -313,6 +386,50 @@ class Explorer:
         if bar is not None:
             bar.close()
         return res
+
+    def _revisit(self, cid, nxt, csleep, same_names, pending, expanded_sleep, frontier):
+        """A known state reached again, with `csleep` asleep on this path."""
+        waiting = pending.get(cid)
+        if waiting is not None:
+            # not expanded yet: only the moves asleep on every path to it may be skipped; with
+            # other names (a symmetric image) the keys do not compare, so nothing is skipped
+            if waiting.sleep:
+                waiting.sleep = {k: f for k, f in waiting.sleep.items() if k in csleep} if same_names else _NO_SLEEP
+            return
+        stored = expanded_sleep.get(cid)
+        if not stored:
+            return
+        if same_names:
+            missing = [k for k in stored if k not in csleep]
+            if not missing:
+                return
+            # expand the moves skipped there and not asleep here, with this path's sleep set
+            nxt.sleep, nxt.only = csleep, frozenset(missing)
+            left = {k: f for k, f in stored.items() if k in csleep}
+            if left:
+                expanded_sleep[cid] = left
+            else:
+                del expanded_sleep[cid]
+        else:
+            # a symmetric image: expand it afresh (its successors are images of the skipped ones)
+            nxt.sleep, nxt.only = _NO_SLEEP, frozenset(move_key(m) for m in
+                                                        self.gen.moves(nxt.st, nxt.now, nxt.aux, nxt.budget))
+            del expanded_sleep[cid]
+        self.reexpanded += 1
+        frontier.append((cid, nxt))
+
+    def _any_productive(self, node, nid, asleep, seen):
+        n = 0
+        for move in asleep:
+            if move.cost or move.env or move.tick:
+                continue
+            nxt, bad = self.apply_move(node, move)
+            if nxt is None:
+                continue
+            n += 1
+            if seen.get(self.fingerprint(nxt)) != nid:
+                return True, n
+        return False, n
 
     def _quiescent_ok(self, node):
         st = node.st
@@ -352,6 +469,11 @@ class Explorer:
         evs, node = self.trace_of(self._parents, self._moves, nid, self.setup)
         evs = _numbered(evs + [{"kind": "trace_ended", "reason": "quiescent", "ts": node.now}])
         return Violation(f.inv, f.message, "end", self._depths[nid], evs, f.key)
+
+
+def move_key(move) -> tuple:
+    """A move's identity across states: what it does (its events), not where it was proposed."""
+    return (move.tick, orjson.dumps(move.events, option=orjson.OPT_SORT_KEYS))
 
 
 def _move_class(move) -> str:

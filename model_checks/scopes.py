@@ -37,6 +37,7 @@ class Scope:
     threads: int = 1                    # concurrent batches in flight per ProcessQueue
     pull_batch: int = 32                # messages per pull answer
     symmetry: bool = True
+    sleep_sets: bool = True             # skip moves that commute with the path (model_checks/independence.py)
     oneway_delay: bool = False          # one-way persists may arrive late (reordered); else at once
     adversary: bool = False             # also propose wrong values; the guards must reject them
     max_states: int = 5_000_000         # safety cap on distinct states
