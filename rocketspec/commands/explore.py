@@ -41,8 +41,9 @@ def _render(res, files, live) -> str:
            f"({d['states_per_second']} states/s CPU), symmetry group of {d['symmetries']}"
            + ("" if d["complete"] else " (INCOMPLETE: state cap reached)")]
     if live is not None:
-        out.append(f"liveness: {live['sccs']} strongly connected components, {live['fair_cycles']} fair cycles "
-                   f"checked, {len(live['violations'])} violations")
+        out.append(f"liveness: {live['sccs']} strongly connected components with a cycle, {live['fair_cycles']} "
+                   f"fair counterexamples ({live['fairness']} fairness, stuttering included), "
+                   f"{len(live['violations'])} violations reported")
     if not res.violations:
         out.append("no violation")
     for v, path in zip(res.violations, files):
