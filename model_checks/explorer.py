@@ -31,7 +31,7 @@ from rocketspec.reference.allocation import allocate
 from rocketspec.reference.message_queue import MessageQueue
 
 from .canon import Canon, Fingerprints, cow_child, seal
-from .generator import BROKER, GROUP, RETRY, TOPIC, Generator, msg_id, view_id
+from .generator import BROKER, GROUP, RETRY, ROUTE, TOPIC, Generator, msg_id, view_id
 from .independence import footprint, independent
 from .scopes import Scope
 
@@ -104,7 +104,8 @@ def symmetry_group(scope: Scope):
     nq = scope.queues
     per_q = [len(range(q, scope.messages, nq)) for q in range(nq)]
     topics = {TOPIC: nq}
-    if scope.retry:
+    broadcast = scope.message_model == "BROADCASTING"
+    if scope.retry and not broadcast:
         topics[RETRY] = 1
     subsets = [list(s) for r in range(1, len(clients) + 1) for s in itertools.combinations(clients, r)]
 
@@ -112,6 +113,9 @@ def symmetry_group(scope: Scope):
         out = set()
         for t, n in topics.items():
             mqs = [MessageQueue(t, BROKER, q) for q in range(n)]
+            if broadcast:       # every client takes every queue
+                out.update((t, q) for q in range(n))
+                continue
             out.update((t, m.queue_id) for m in (allocate(scope.strategy, c, mqs, sorted(cids)) or ()))
         return frozenset(out)
 
@@ -484,6 +488,8 @@ def _move_class(move) -> str:
         return "fault"
     if move.tick:
         return "time"
+    if move.aux and any(k[0] == ROUTE and v == 0 for k, v in move.aux.items()):
+        return "recovery"      # a lost queue back in the route (its broker is up again)
     kinds = [e["kind"] for e in move.events]
     k0 = kinds[0] if kinds else ""
     if k0 == "allocation_computed":

@@ -33,6 +33,7 @@ strategies (`rocketspec.reference.allocation.allocate`) are used.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from rocketspec.reference.allocation import allocate
@@ -108,6 +109,14 @@ class Generator:
         else:
             faults.discard("route_lost")     # clustering views would need the route in their id
         self.faults = faults
+        self._alloc_cache: dict = {}
+        # Time moves on a grid: every constant the model compares ages with (lease, broker lock,
+        # unlock delay, pauses, retry delays) is a multiple of it, so with every event on the grid
+        # "expired 1 ms after the deadline" and "expired one granule after" are the same state,
+        # and deadlines rounded up to the grid keep relative timestamps from drifting by a
+        # millisecond per renewal (which made orderly scopes infinite).
+        consts = [self.lease, self.block, profile.unlock_delay_ms, *scope.pause_ms, *(d for d in self.delays if d)]
+        self.granule = math.gcd(*consts)
         self.store_kind = {"store": "local"} if self.broadcast else {}
 
     # ------------------------------------------------------------------ the fixed prefix
@@ -291,6 +300,14 @@ class Generator:
 
     # ------------------------------------------------------------------ time
     def next_deadline(self, st, now):
+        """The next moment time changes anything, rounded up to the time grid (None: never)."""
+        d = self._next_deadline(st, now)
+        if d is None:
+            return None
+        g = self.granule
+        return -(-d // g) * g
+
+    def _next_deadline(self, st, now):
         ds = []
         for cl in st.dir.clients.values():
             if cl.status == "paused" and cl.paused_until > now:

@@ -160,7 +160,7 @@ def test_a_consumer_that_never_consumes_is_reported(monkeypatch):
     ex = Explorer(scope, "rocketmq-5.3.3", liveness=True)
     res = ex.run()
     found = {v["invariant"] for v in res.to_dict()["violations"]}
-    live = {v["invariant"] if isinstance(v, dict) else v.inv for v in check_liveness(ex, res)["violations"]}
+    live = {v["invariant"] if isinstance(v, dict) else v.invariant for v in check_liveness(ex, res)["violations"]}
     assert "INV-LIVE-1" in found | live
 
 
