@@ -334,8 +334,11 @@ class Generator:
         nq = self.topics[topic]
         mqs = [(topic, BROKER, q) for q in range(nq)]
         if cids and c in cids:
-            res = allocate(self.scope.strategy, c, [MessageQueue(*m) for m in mqs], cids)
-            alloc = {(m.topic, m.broker_name, m.queue_id) for m in (res or ())}
+            akey = (topic, nq, c, tuple(cids))
+            alloc = self._alloc_cache.get(akey)
+            if alloc is None:      # the strategies are pure: computed once per view
+                res = allocate(self.scope.strategy, c, [MessageQueue(*m) for m in mqs], cids)
+                alloc = self._alloc_cache[akey] = frozenset((m.topic, m.broker_name, m.queue_id) for m in (res or ()))
         else:
             alloc = set()
         vid = view_id(cids)
