@@ -86,6 +86,49 @@ def test_persist_all_drops_entries_of_queues_not_held():
     assert [e["offset"] for e in events if e["kind"] == "offset_persisted"] == [5]
 
 
+# LocalFileOffsetStore (broadcasting) before and after #7740 (4.9.8, 5.2.0), from the 4.9.x source
+# and PR #7745: before, persist(mq) is an empty method and persistAll rewrites offsets.json with
+# the queues passed only; since, both merge their entries into the file.
+LOCAL_STORE_FIXED = [("bug-4016-rocketmq-4.9.7", False), ("rocketmq-4.9.8", True), ("rocketmq-5.3.3", True)]
+OTHER = ("T", "b", 1)
+
+
+def local_flushes(events):
+    return [(e["queue"], e["offset"]) for e in events if e["kind"] == "offset_flushed" and e["store"] == "local"]
+
+
+@pytest.mark.parametrize("profile,fixed", LOCAL_STORE_FIXED)
+def test_local_persist_mq_writes_the_file_only_since_7740(profile, fixed):
+    c, _, events = consumer(profile, message_model="BROADCASTING")
+    s = c.offset_store
+    s.disk[OTHER] = 7                       # an entry persistAll wrote earlier
+    s.update_offset(MQ, 42, False)
+    c.remove_unnecessary_message_queue(MQ, None)    # rebalance drops MQ: persist(mq), removeOffset
+    if fixed:
+        assert s.disk == {OTHER: 7, MQ: 42}         # merged into the file
+        assert local_flushes(events) == [(0, 42)]
+        assert s.read_offset(MQ, READ_FROM_STORE) == 42
+    else:
+        assert s.disk == {OTHER: 7}                 # nothing written
+        assert local_flushes(events) == []
+        assert s.read_offset(MQ, READ_FROM_STORE) == -1
+
+
+@pytest.mark.parametrize("profile,fixed", LOCAL_STORE_FIXED)
+def test_local_persist_all_merges_only_since_7740(profile, fixed):
+    c, _, events = consumer(profile, message_model="BROADCASTING")
+    s = c.offset_store
+    s.disk[OTHER] = 7                       # a queue no longer held
+    s.update_offset(MQ, 5, False)
+    s.persist_all({MQ})
+    assert local_flushes(events) == [(0, 5)]
+    erased = [e["queue"] for e in events if e["kind"] == "offset_erased"]
+    if fixed:
+        assert s.disk == {OTHER: 7, MQ: 5} and erased == []
+    else:
+        assert s.disk == {MQ: 5} and erased == [1]
+
+
 def fill(b, n, topic="T"):
     for _ in range(n):
         b.put_message(Message(topic=topic, queue=0))

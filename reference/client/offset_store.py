@@ -141,6 +141,10 @@ class LocalFileOffsetStore(OffsetStore):
         return value
 
     def persist(self, mq, reason: str = "persist") -> None:
+        # Before #7740 persist(mq) was an empty method: only persistAll wrote the file, so a queue
+        # removed by rebalance left its last offset unwritten. Since, it merges the entry in.
+        if not self.profile.local_offset_persist_merges:
+            return
         entry = self.table.get(mq)
         if entry is not None:
             self._write(mq, entry.value)
@@ -153,11 +157,12 @@ class LocalFileOffsetStore(OffsetStore):
                           offset=value, store="local", client=self.consumer.client_id)
 
     def persist_all(self, mqs) -> None:
+        """Write the entries of the queues in mqs. Since #7740 they are merged into the file;
+        before, the file was rewritten with those entries only (the others erased)."""
         for mq in sorted(self.table):
             if mq in mqs:
                 self._write(mq, self.table[mq].value)
         if not self.profile.local_offset_persist_merges:
-            # Before #7740 the file was rewritten with only the current queues.
             for mq in sorted(m for m in self.disk if m not in mqs):
                 del self.disk[mq]
                 topic, broker, queue = mq
