@@ -31,7 +31,7 @@ from rocketspec.reference.allocation import allocate
 from rocketspec.reference.message_queue import MessageQueue
 
 from .canon import Canon, Fingerprints, cow_child, seal
-from .generator import BROKER, GROUP, RETRY, ROUTE, TOPIC, Generator, msg_id, view_id
+from .generator import BROKER, RETRY, ROUTE, TOPIC, Generator, msg_id, view_id
 from .independence import footprint, independent
 from .scopes import Scope
 

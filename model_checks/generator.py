@@ -352,15 +352,8 @@ class Generator:
             return []
         head = [E("allocation_computed", client=c, group=GROUP, topic=topic, strategy=self.scope.strategy,
                   mqs=[list(m) for m in mqs], cids=cids, allocated=[list(m) for m in sorted(alloc)], view=vid, ok=True)]
-        evs = list(head)
-        for key, qs, pq in mine:
-            mq = (key[1], key[2], key[3])
-            if pq.live and mq in alloc:
-                continue
-            if pq.live:
-                evs.append(E("pq_dropped", client=c, **_mqf(key), reason="reassigned"))
-            evs.extend(self._remove_pq(st, now, c, key, qs, pq))
-        new = [m for m in sorted(alloc) if (GROUP,) + m not in st.queues or c not in st.queues[(GROUP,) + m].pqs]
+        drops, new = self._reconcile(st, now, c, mine, alloc)
+        evs = head + drops
         moves = [Move(f"rebalance {c} {topic} view {vid}", evs + self._create_pqs(st, now, c, new, False))]
         if faults_left and "query_failure" in self.faults:
             # the offset query of a new queue fails (broker unreachable, timeout)
@@ -372,6 +365,20 @@ class Generator:
             for alt in self._create_pqs_adversary(st, now, c, new):
                 moves.append(Move(f"rebalance {c} {topic} (adversary start)", evs + alt, env=True))
         return moves
+
+    def _reconcile(self, st, now, c, mine, target):
+        """updateProcessQueueTableInRebalance: the events dropping client c's ProcessQueues
+        (`mine`) of queues not in `target` (with their persist and unlock), and the queues of
+        `target` that need a new ProcessQueue."""
+        drops = []
+        for key, qs, pq in mine:
+            if pq.live and (key[1], key[2], key[3]) in target:
+                continue
+            if pq.live:
+                drops.append(E("pq_dropped", client=c, **_mqf(key), reason="reassigned"))
+            drops.extend(self._remove_pq(st, now, c, key, qs, pq))
+        new = [m for m in sorted(target) if (GROUP,) + m not in st.queues or c not in st.queues[(GROUP,) + m].pqs]
+        return drops, new
 
     def _remove_pq(self, st, now, c, key, qs, pq):
         """removeUnnecessaryMessageQueue; [] if the ProcessQueue must stay (orderly, consume lock busy)."""
@@ -531,16 +538,7 @@ class Generator:
         live = {(k[1], k[2], k[3]) for k, qs, pq in mine if pq.live}
         if mqset == live and all(pq.live for _, _, pq in mine):
             return None
-        drops = []
-        for key, qs, pq in mine:
-            mq = (key[1], key[2], key[3])
-            if pq.live and mq in mqset:
-                continue
-            if pq.live:
-                drops.append(E("pq_dropped", client=c, **_mqf(key), reason="reassigned"))
-            drops.extend(self._remove_pq(st, now, c, key, qs, pq))
-        new = [m for m in sorted(mqset) if (GROUP,) + m not in st.queues or c not in st.queues[(GROUP,) + m].pqs]
-        return drops, new
+        return self._reconcile(st, now, c, mine, mqset)
 
     def _file(self, qs, c):
         """The queue's entry in c's offsets file as the profile's code left it: None if never

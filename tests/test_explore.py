@@ -10,11 +10,12 @@ from dataclasses import replace
 
 import pytest
 
-from rocketspec.model_checks.explorer import Explorer, write_trace
+from rocketspec.model_checks.explorer import Explorer
 from rocketspec.model_checks.scopes import ScopeError, load_scope, named_scopes
 from rocketspec.spec import actions as A
-from rocketspec.spec.profiles import KNOWN_BUG_PROFILES_SPEC, PROFILES
-from rocketspec.spec.replay import check_trace
+from rocketspec.spec.profiles import PROFILES
+
+from counterexamples import assert_trace_file_rejected
 
 
 @pytest.mark.parametrize("profile", ["rocketmq-5.3.3", "rocketmq-4.9.8"])
@@ -49,15 +50,7 @@ def test_known_bug_found_with_expected_invariant(profile, tmp_path):
     assert profile.expected_violation in ids, (profile.name, [v.to_dict() for v in res.violations])
     v = next(v for v in res.violations if v.invariant == profile.expected_violation)
     # the trace file: schema v1, trace_started first, seq/ts ordered, and the checker agrees
-    path = tmp_path / "cex.jsonl"
-    write_trace(path, v.events)
-    evs = [json.loads(line) for line in path.read_text().splitlines()]
-    assert evs[0]["kind"] == "trace_started"
-    assert [e["seq"] for e in evs] == list(range(len(evs)))
-    assert all(a["ts"] <= b["ts"] for a, b in zip(evs, evs[1:]))
-    rep = check_trace(str(path))
-    assert not rep.ok
-    assert profile.expected_violation in [f.inv for f in rep.findings.errors]
+    assert_trace_file_rejected(v.events, profile.expected_violation, tmp_path)
 
 
 def test_shortest_counterexample_is_short():

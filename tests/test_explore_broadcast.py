@@ -4,14 +4,14 @@ INV-START-1 and a shortest trace that `rocketspec check` rejects too; the same s
 clean under the current profiles; the scope key is validated."""
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from rocketspec.model_checks.explorer import Explorer, write_trace
+from rocketspec.model_checks.explorer import Explorer
 from rocketspec.model_checks.scopes import ScopeError, load_scope, scope_from_dict
 from rocketspec.spec.profiles import PROFILES
-from rocketspec.spec.replay import check_trace
+
+from counterexamples import assert_trace_file_rejected
 
 
 def test_bug_4016_found_with_start_invariant(tmp_path):
@@ -26,15 +26,7 @@ def test_bug_4016_found_with_start_invariant(tmp_path):
     assert "offset_flushed" in kinds and "offset_erased" in kinds
     assert kinds[-1] == "offset_read" and v.events[-1]["offset"] == -1
     assert "offset_persisted" not in kinds and "offset_committed" not in kinds
-    path = tmp_path / "cex.jsonl"
-    write_trace(path, v.events)
-    evs = [json.loads(line) for line in path.read_text().splitlines()]
-    assert evs[0]["kind"] == "trace_started"
-    assert [e["seq"] for e in evs] == list(range(len(evs)))
-    assert all(a["ts"] <= b["ts"] for a, b in zip(evs, evs[1:]))
-    rep = check_trace(str(path))
-    assert not rep.ok
-    assert "INV-START-1" in [f.inv for f in rep.findings.errors]
+    assert_trace_file_rejected(v.events, "INV-START-1", tmp_path)
 
 
 @pytest.mark.parametrize("profile", ["rocketmq-4.9.8", "rocketmq-5.3.3"])
