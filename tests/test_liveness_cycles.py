@@ -31,11 +31,31 @@ from rocketspec.spec.replay import check_trace
 PROFILE = "rocketmq-5.3.3"
 
 # small scopes (liveness turns symmetry off): one concurrent consumer; one orderly consumer;
-# two orderly consumers on one queue, one of which may crash
+# two orderly consumers on one queue, one of which may crash; two orderly consumers on two queues
+# (one message, on T:0), c0 dead from the start (see c0_crashed_at_start)
 TINY_QUIET = replace(load_scope("tiny"), faults=0, failures=0)
 ORDERLY_ONE = replace(load_scope("small-orderly"), consumers=1, faults=0, failures=0)
 ORDERLY_CRASH = replace(load_scope("small-orderly"), consumers=2, queues=1, messages=1, failures=0, faults=1,
                         fault_kinds=("crash",))
+ORDERLY_TWO_C0_DEAD = load_scope("small-orderly", messages=1, failures=0, faults=0, fault_kinds=["crash"],
+                                 pause_ms=[31000])
+# the same with c0's crash a fault move anywhere in the run (either client): 43,907 states with the
+# plant, 176,065 without (minutes with symmetry and sleep sets off); marked slow
+ORDERLY_TWO_CRASH = replace(ORDERLY_TWO_C0_DEAD, faults=1)
+
+
+# ---------------------------------------------------------------------------- environment
+
+def c0_crashed_at_start(monkeypatch):
+    """c0 crashes in the trace's fixed prefix, after both clients registered and before any move:
+    the smallest run in which a queue (T:0, c0's under AVG) must be reassigned to the survivor c1.
+    A crash as a fault move could come at any point, so the run without it, two live orderly
+    clients, is explored too (17,000 states at least): ORDERLY_TWO_CRASH. (Forcing the crash as
+    the first move instead would leave an initial state whose only move is a fault, a fair dead
+    end of its own.)"""
+    orig = Generator.setup_events
+    monkeypatch.setattr(Generator, "setup_events",
+                        lambda self: orig(self) + [E("client_crashed", client="c0", group=GROUP)])
 
 
 # ---------------------------------------------------------------------------- planted defects
@@ -113,8 +133,10 @@ def plant_stale_consumer_list(monkeypatch):
 
 def plant_no_channel_expiry(monkeypatch):
     """The broker never expires the channel of a crashed client: the survivor's allocation keeps
-    giving the crashed client its queue, and the survivor (holding nothing) has nothing left to do.
-    A dead end, not a cycle."""
+    giving the crashed client its queue. With one queue the survivor (holding nothing) has nothing
+    left to do: a dead end, not a cycle. With two, the survivor holds its own queue and renews its
+    broker lock (lockAll) whenever time comes near the unlock delay, forever: time, lockAll, time,
+    ... while the crashed client's queue is never reassigned."""
     orig = Generator.moves
 
     def moves(self, st, now, aux, budget):
@@ -123,17 +145,31 @@ def plant_no_channel_expiry(monkeypatch):
     monkeypatch.setattr(Generator, "moves", moves)
 
 
-# plant, scope, reported invariant, action classes the cycle must go through
+# plant, scope, reported invariant, action classes the cycle must go through, environment (or None:
+# the scope as it is), applied with and without the plant
 CYCLING = {
-    "broker-message-was-removing": (plant_message_was_removing, TINY_QUIET, "INV-LIVE-1", {"pull", "pull_answer"}),
-    "orderly-listener-never-started": (plant_no_orderly_listener, ORDERLY_ONE, "INV-LIVE-1", {"lock", "time"}),
-    "stale-consumer-list": (plant_stale_consumer_list, ORDERLY_CRASH, "LIVE-REASSIGN", {"rebalance"}),
+    "broker-message-was-removing": (plant_message_was_removing, TINY_QUIET, "INV-LIVE-1", {"pull", "pull_answer"},
+                                    None),
+    "orderly-listener-never-started": (plant_no_orderly_listener, ORDERLY_ONE, "INV-LIVE-1", {"lock", "time"}, None),
+    "stale-consumer-list": (plant_stale_consumer_list, ORDERLY_CRASH, "LIVE-REASSIGN", {"rebalance"}, None),
+    "no-channel-expiry-two-queues": (plant_no_channel_expiry, ORDERLY_TWO_C0_DEAD, "LIVE-REASSIGN", {"lock", "time"},
+                                     c0_crashed_at_start),
 }
 
 
 def _explore(scope):
     ex = Explorer(scope, PROFILE, liveness=True)
     return ex, ex.run()
+
+
+def _setup(name, monkeypatch, planted=True):
+    """The scope of a CYCLING case, its environment and (planted) its defect in place."""
+    plant, scope, inv, classes, env = CYCLING[name]
+    if env is not None:
+        env(monkeypatch)
+    if planted:
+        plant(monkeypatch)
+    return scope, inv, classes
 
 
 def _walk(ex, moves, node=None):
@@ -162,17 +198,17 @@ def _fair_enabled(ex, node):
 # ---------------------------------------------------------------------------- (a) reported
 
 @pytest.mark.parametrize("name", sorted(CYCLING))
-def test_unplanted_scope_has_no_liveness_violation(name):
+def test_unplanted_scope_has_no_liveness_violation(name, monkeypatch):
     # the control: without the plant the same scope is clean, so the reports below come from the plants
-    ex, res = _explore(CYCLING[name][1])
+    scope, _, _ = _setup(name, monkeypatch, planted=False)
+    ex, res = _explore(scope)
     assert res.violations == []
     assert check_liveness(ex, res)["violations"] == []
 
 
 @pytest.mark.parametrize("name", sorted(CYCLING))
 def test_planted_cycling_defect_is_reported_as_a_fair_lasso(name, monkeypatch):
-    plant, scope, inv, classes = CYCLING[name]
-    plant(monkeypatch)
+    scope, inv, classes = _setup(name, monkeypatch)
     ex, res = _explore(scope)
     live = check_liveness(ex, res)
     v = next((v for v in live["violations"] if v.invariant == inv), None)
@@ -218,6 +254,72 @@ def test_dead_ends_are_fair_stuttering_runs(monkeypatch):
     assert skipped      # dead ends the quiescence check never examines
 
 
+def test_survivor_renews_its_own_lock_forever_while_a_dead_clients_queue_stays_unheld(monkeypatch, tmp_path):
+    # two queues, c0 dead and its channel never expired: c1's allocation (view c0+c1) keeps giving
+    # T:0 to c0, and c1 renews the broker lock of T:1, its own queue, turn after turn (lockAll when
+    # time reaches the unlock delay), while T:0 and its message are held by nobody. A cycle of
+    # real moves, not a dead end: lockAll is enabled everywhere, so stuttering is not fair.
+    c0_crashed_at_start(monkeypatch)
+    plant_no_channel_expiry(monkeypatch)
+    ex, res = _explore(ORDERLY_TWO_C0_DEAD)
+    assert res.complete
+    v = next(v for v in check_liveness(ex, res)["violations"] if v.invariant == "LIVE-REASSIGN")
+    assert v.kind == "liveness" and v.detail["obligation"] == ["unheld", "T", 0]
+    lasso = v.detail["lasso"]
+    labels = lasso["cycle_labels"]
+    assert lasso["cycle_moves"] > 0
+    assert "lockAll c1" in labels and any(lab.startswith("time +") for lab in labels)
+    assert all(lab == "lockAll c1" or lab.startswith("time +") for lab in labels), labels
+
+    # the trace: the spec accepts it; in the cycle c1 renews its own lock on T:1 and nothing touches T:0
+    path = tmp_path / "reassign.jsonl"
+    write_trace(path, v.events)
+    rep = check_trace(str(path))
+    assert rep.ok, [f.to_dict() for f in rep.findings.errors]
+    cyc = v.events[lasso["cycle_starts_at_seq"]:-1]
+    renewals = [e for e in cyc if e["kind"] == "lock_acquired"]
+    assert renewals and all((e["client"], e["topic"], e["queue"], e["reason"]) == ("c1", "T", 1, "renewed")
+                            for e in renewals)
+    assert not any(e.get("topic") == "T" and e.get("queue") == 0 for e in cyc)
+
+    # turn after turn: the same state (fingerprint) with the clock further on, c1's lease and
+    # broker lock renewed at the turn's lockAll, c0 crashed and still registered, T:0 unheld
+    start = _walk(ex, lasso["prefix"])[-1]
+    fp, t0 = ex.fingerprint(start), start.now
+    period = None
+    node = start
+    for i in range(1, 4):
+        turn = _walk(ex, lasso["cycle"], node)
+        node = turn[-1]
+        assert ex.fingerprint(node) == fp
+        period = period or node.now - t0
+        assert period > 0 and node.now == t0 + i * period
+        renewed = [n for n in turn[1:] if n.st.queues[(GROUP, "T", BROKER, 1)].pqs["c1"].last_lock_ts == n.now]
+        assert renewed and renewed[-1].st.queues[(GROUP, "T", BROKER, 1)].holder == "c1"
+        for n in turn:
+            assert n.st.dir.clients["c0"].status == "crashed"
+            assert "c0" in n.st.dir.registered[(BROKER, GROUP)]
+            assert ("unheld", "T", 0) in obligations(n.st)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("planted", [True, False])
+def test_survivor_renewal_cycle_with_the_crash_as_a_fault_move(planted, monkeypatch):
+    # the same without the shortcut: one crash fault that may hit either client at any point
+    # (~40 s planted, ~2.5 min for the control: two live orderly clients, symmetry and sleep sets off)
+    if planted:
+        plant_no_channel_expiry(monkeypatch)
+    ex, res = _explore(ORDERLY_TWO_CRASH)
+    live = check_liveness(ex, res)["violations"]
+    if not planted:
+        assert res.violations == [] and live == []
+        return
+    v = next(v for v in live if v.invariant == "LIVE-REASSIGN")
+    lasso = v.detail["lasso"]
+    assert lasso["cycle_moves"] > 0 and "lockAll c1" in lasso["cycle_labels"]
+    assert any(e["kind"] == "client_crashed" and e["client"] == "c0" for e in v.events)
+
+
 def test_broadcasting_progress_is_each_clients_own():
     # a broadcasting client keeps its own progress (unit = its id, not the group's ""): once it
     # has consumed everything nothing is pending, and its dead ends are not reported
@@ -232,8 +334,7 @@ def test_broadcasting_progress_is_each_clients_own():
 
 @pytest.mark.parametrize("name", sorted(CYCLING))
 def test_lasso_trace_is_accepted_by_the_spec_and_its_cycle_closes(name, monkeypatch, tmp_path):
-    plant, scope, inv, _ = CYCLING[name]
-    plant(monkeypatch)
+    scope, inv, _ = _setup(name, monkeypatch)
     ex, res = _explore(scope)
     v = next(v for v in check_liveness(ex, res)["violations"] if v.invariant == inv)
     lasso = v.detail["lasso"]
