@@ -1,8 +1,8 @@
 """Fast copies and canonical forms of spec states, for the explorer.
 
-- `fast_copy(st)`: a structural copy of a `SpecState` (every ``__slots__`` object, dict, list and
-  set copied; tuples, strings, ints and the frozen profile shared). Generic over the slots, so a
-  field the spec adds later is copied too. About ten times cheaper than `copy.deepcopy`.
+- `cow_child(st)` / `seal(st)`: a successor state to apply a move to, copy on write per keyed
+  object (see `CowDict`); objects are copied by copiers compiled from their slots, generic over
+  the slots, so a field the spec adds later is copied too.
 - `canon(st, now, rename)`: a hashable value equal for states the spec cannot tell apart:
   * **abstract time**: timestamps are stored relative to the explorer's clock and clamped where
     the spec stops telling them apart (a lock that expired 1 s or 1 h ago is just expired; a lease
@@ -16,9 +16,6 @@ from __future__ import annotations
 
 from rocketspec.spec.profiles import Profile
 from rocketspec.spec.state import PQ, Chain, Client, QueueState, SpecState, View  # noqa: F401
-
-_ATOMS = (int, str, float, bool, type(None), Profile, bytes)
-
 
 def _copy(o):
     t = type(o)
@@ -93,13 +90,13 @@ def _slot_copier(t):
     few objects per move)."""
     shapes = _SHAPES.get(t.__name__, {})
     lines = ["def cp(o):", "    n = new(T)"]
-    ns = {"new": object.__new__, "T": t, "A": _ATOMIC, "c": _copy, "SL": _SLOTTED}
+    ns = {"new": object.__new__, "T": t, "A": _ATOMIC, "c": _copy}
     for name in _slots(t):
         shape = shapes.get(name)
         if shape is None:
             value = "v if type(v) in A else c(v)"
         elif shape.startswith("dict_of:"):
-            value = f"{{k: c(x) for k, x in v.items()}}"
+            value = "{k: c(x) for k, x in v.items()}"
         else:
             value = _SHAPE_CODE[shape]
         # a slot never assigned stays unassigned in the copy
@@ -150,10 +147,6 @@ def check_copy_shapes(obj, path="state") -> list[str]:
         if not ok:
             bad.append(f"{where}: not {shape}: {v!r}"[:200])
     return bad
-
-
-def fast_copy(st: SpecState) -> SpecState:
-    return _copy(st)
 
 
 # ---------------------------------------------------------------------------- copy on write
@@ -252,7 +245,7 @@ _COW_FIELDS = ("queues", "stored", "chains", "views")
 
 def cow_child(st: SpecState) -> SpecState:
     """A successor of a sealed state to apply a move to: the keyed families are `CowDict`s over the
-    parent's, every other field is copied as `fast_copy` does. The parent is never mutated."""
+    parent's, every other field is copied (`_copy`). The parent is never mutated."""
     n = object.__new__(SpecState)
     for name in SpecState.__slots__:
         v = getattr(st, name)

@@ -306,12 +306,12 @@ class Explorer:
             for mi, move in enumerate(moves):
                 if use_sleep:
                     key = move_key(move)
-                    fpr = footprint(move)
                     if again and key not in node.only:
                         continue
                     if key in sleep:
                         asleep.append(move)
                         continue
+                    fpr = footprint(move)
                 nxt, bad = self.apply_move(node, move)
                 if nxt is None:
                     if move.env:
