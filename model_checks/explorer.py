@@ -31,7 +31,7 @@ from rocketspec.reference.allocation import allocate
 from rocketspec.reference.message_queue import MessageQueue
 
 from .canon import Canon, Fingerprints, cow_child, seal
-from .generator import BROKER, RETRY, ROUTE, TOPIC, Generator, msg_id, view_id
+from .generator import BROKER, LOCK_DUE, RETRY, ROUTE, TOPIC, Generator, msg_id, view_id
 from .independence import footprint, independent
 from .scopes import Scope
 
@@ -185,17 +185,20 @@ class Explorer:
     def fingerprint(self, node: Node) -> int:
         return self._fingerprints(node)[0]
 
+    def schedule_phase(self, now: int) -> int:
+        """With scheduled lockAll runs, the time to the next run is part of the state."""
+        return self.gen.next_lock_run(now) - now if self.gen.periodic_lock else 0
+
     def _fingerprints(self, node: Node):
         """(fingerprint, hash of the state under its own names)."""
         aux = node.aux
+        phase = self.schedule_phase(node.now)
         if aux:
             def extra(i):
                 names, qmap = self.group[i]
-                return (tuple(sorted(((names.get(c, c), k[:-1] + (qmap.get(k[-1], k[-1]) if k[1] == TOPIC
-                                                                 else k[-1],), o), r)
-                                     for (c, k, o), r in aux.items())), node.budget)
+                return (tuple(sorted(_aux_image(aux, names, qmap))), node.budget, phase)
         else:
-            budget = node.budget
+            budget = (node.budget, phase)
 
             def extra(i):
                 return budget
@@ -211,7 +214,7 @@ class Explorer:
             if errs:
                 raise RuntimeError(f"setup event {ev['kind']} rejected: {errs[0].inv}: {errs[0].message}")
             evs.append(ev)
-        return Node(st, 0, {}, (self.scope.faults, self.scope.failures)), evs
+        return Node(st, 0, self.gen.initial_aux(), (self.scope.faults, self.scope.failures)), evs
 
     def apply_move(self, node: Node, move):
         """(successor node, None) or (None, (finding, events applied including the rejected one))."""
@@ -476,8 +479,20 @@ class Explorer:
 
 
 def move_key(move) -> tuple:
-    """A move's identity across states: what it does (its events), not where it was proposed."""
-    return (move.tick, orjson.dumps(move.events, option=orjson.OPT_SORT_KEYS))
+    """A move's identity across states: what it does (its events and explorer-side variables),
+    not where it was proposed."""
+    aux = tuple(sorted(move.aux.items(), key=repr)) if move.aux else ()
+    return (move.tick, orjson.dumps(move.events, option=orjson.OPT_SORT_KEYS), aux)
+
+
+def _aux_image(aux, names, qmap):
+    """The explorer-side variables under one symmetry image: client ids renamed, main-topic
+    queue keys mapped."""
+    for (a, k, o), r in aux.items():
+        if a == LOCK_DUE:
+            yield (a, names.get(k, k), o), r
+        else:
+            yield (names.get(a, a), k[:-1] + (qmap.get(k[-1], k[-1]) if k[1] == TOPIC else k[-1],), o), r
 
 
 def _move_class(move) -> str:

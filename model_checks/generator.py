@@ -28,6 +28,17 @@ drops failed messages instead of sending them back. The route itself is explorer
 (``aux``): the fault ``route_lost`` takes a queue out of the name server's route and a later
 move brings it back, each taken with the first rebalance that sees it (#4016).
 
+Orderly clustering groups renew their locks on the schedule of ``lockMQPeriodically``
+(``scheduleAtFixedRate``, first run 1 s after start, then every ``REBALANCE_LOCK_INTERVAL``,
+20 s): when time reaches a run, every client with queues to lock owes one ``lockAll``
+(explorer-side flag ``(LOCK_DUE, client, 0)`` in ``aux``), and time does not move on while a
+running client owes it; a paused client runs the missed one when it resumes (a fixed-rate
+executor runs late executions at once). Between runs a client locks one queue only on the
+consume path: ``tryLockLaterAndReconsume`` calls ``lock(mq)`` when a ConsumeRequest finds the
+ProcessQueue unlocked or its lease expired. Renewals at arbitrary moments (a lock thread late
+while the rest of the client runs) are not modelled: the lock RPC is bounded by its timeout
+(well below the time grid), and lateness comes from pauses, which are faults.
+
 Nothing here imports the reference implementation's behaviour; only the pure allocation
 strategies (`rocketspec.reference.allocation.allocate`) are used.
 """
@@ -51,6 +62,8 @@ FROM_WHERE = "CONSUME_FROM_FIRST_OFFSET"
 # out: it would send back, see docs/model-checking.md)
 BROADCAST_FAULTS = {"crash", "pause", "route_lost"}
 ROUTE = "route"     # aux key (ROUTE, queue key, 0) -> 1 while the queue is out of the route
+LOCK_DUE = "lockdue"   # aux key (LOCK_DUE, client, 0) -> 1 while the client owes a scheduled lockAll
+LOCK_FIRST_MS = 1000   # lockMQPeriodically's initial delay
 
 
 @dataclass
@@ -115,9 +128,31 @@ class Generator:
         # "expired 1 ms after the deadline" and "expired one granule after" are the same state,
         # and deadlines rounded up to the grid keep relative timestamps from drifting by a
         # millisecond per renewal (which made orderly scopes infinite).
-        consts = [self.lease, self.block, profile.unlock_delay_ms, *scope.pause_ms, *(d for d in self.delays if d)]
+        # orderly clustering: lockAll on its fixed-rate schedule (see the module docstring)
+        self.periodic_lock = self.orderly and not self.broadcast
+        self.lock_period = profile.client_lock_interval_ms
+        consts = [self.lease, self.block, profile.unlock_delay_ms, *scope.pause_ms, *self.retry_delays()]
+        if self.periodic_lock:
+            consts += [LOCK_FIRST_MS, self.lock_period]
         self.granule = math.gcd(*consts)
         self.store_kind = {"store": "local"} if self.broadcast else {}
+
+    def retry_delays(self) -> list[int]:
+        """The delays of the levels a send-back can reach in this scope: 3 + reconsumeTimes for
+        reconsumeTimes 0..maxReconsumeTimes (the broker's level when the client asks for 0, the
+        orderly client's own level, cleanExpiredMsg's 3), capped at the table's last level."""
+        if not self.retry:
+            return []
+        top = len(self.delays) - 1
+        return sorted({self.delays[min(3 + r, top)] for r in range(self.scope.max_reconsume_times + 2)})
+
+    def initial_aux(self) -> dict:
+        return {(LOCK_DUE, c, 0): 0 for c in self.clients} if self.periodic_lock else {}
+
+    def next_lock_run(self, now: int) -> int:
+        """The first scheduled lockAll run strictly after `now` (all clients start at 0)."""
+        f, p = LOCK_FIRST_MS, self.lock_period
+        return f if now < f else f + ((now - f) // p + 1) * p
 
     # ------------------------------------------------------------------ the fixed prefix
     def setup_events(self) -> list[dict]:
@@ -226,11 +261,12 @@ class Generator:
                 else:
                     out.extend(self._rebalance(st, now, c, t, faults_left))
             if self.orderly:
-                out.extend(self._lock_all(st, now, c))
+                out.extend(self._lock_all(st, now, c, aux))
             for key, qs, pq in self._pqs(st, c):
                 out.extend(self._pull(st, now, c, key, qs, pq, faults_left))
                 out.extend(self._answer(st, now, c, key, qs, pq))
                 if self.orderly:
+                    out.extend(self._lock_one(st, now, c, key, qs, pq))
                     out.extend(self._orderly_consume(st, now, c, key, qs, pq, aux, fails_left))
                 else:
                     out.extend(self._consume(st, now, c, key, qs, pq, fails_left, faults_left))
@@ -268,6 +304,17 @@ class Generator:
         if self.broadcast:
             out.extend(self._route_moves(st, now, aux, faults_left))
         dl = self.next_deadline(st, now)
+        if self.periodic_lock and dl is not None:
+            if any(aux.get((LOCK_DUE, c, 0)) and self._running(st, c) for c in self.clients):
+                dl = None          # a due lockAll runs before time moves on
+            else:
+                nxt = self.next_lock_run(now)
+                if nxt <= dl:
+                    # the scheduled run: every client with queues to lock owes a lockAll
+                    owe = {(LOCK_DUE, c, 0): 1 for c in self.clients if self._lockable(st, c)
+                           and st.dir.clients[c].status in ("running", "paused")}
+                    out.append(Move(f"time +{nxt - now} ms (lockAll due)", [], tick=nxt - now, aux=owe))
+                    dl = None
         if dl is not None:
             out.append(Move(f"time +{dl - now} ms", [], tick=dl - now))
         if not self.scope.oneway_delay:
@@ -309,6 +356,9 @@ class Generator:
 
     def _next_deadline(self, st, now):
         ds = []
+        if self.periodic_lock and any(self._lockable(st, c) and st.dir.clients[c].status in ("running", "paused")
+                                      for c in self.clients):
+            ds.append(self.next_lock_run(now))
         for cl in st.dir.clients.values():
             if cl.status == "paused" and cl.paused_until > now:
                 ds.append(cl.paused_until)
@@ -591,11 +641,22 @@ class Generator:
         return [Move(f"{c} persistAll to its offsets file", evs)] if evs else []
 
     # ------------------------------------------------------------------ locks
-    def _lock_all(self, st, now, c):
-        pqs = [(k, qs, pq) for k, qs, pq in self._pqs(st, c)
-               if pq.live or not self.p.lock_all_skips_dropped]
-        if not pqs:
+    def _lock_pqs(self, st, c):
+        """The ProcessQueues lockAll sends to the broker."""
+        return [(k, qs, pq) for k, qs, pq in self._pqs(st, c) if pq.live or not self.p.lock_all_skips_dropped]
+
+    def _lockable(self, st, c) -> bool:
+        return bool(self._lock_pqs(st, c))
+
+    def _lock_all(self, st, now, c, aux):
+        due = (LOCK_DUE, c, 0)
+        if self.periodic_lock and not aux.get(due):
             return []
+        pqs = self._lock_pqs(st, c)
+        clear = {due: 0} if self.periodic_lock else None
+        if not pqs:
+            # owed, but the queues left since the run was due: the run locks nothing
+            return [Move(f"lockAll {c} (no queue to lock)", [], aux=clear)] if clear else []
         evs = [E("lock_requested", client=c, group=GROUP, broker=BROKER,
                  queues=[[k[1], k[2], k[3]] for k, _, _ in pqs])]
         for key, qs, pq in pqs:
@@ -604,7 +665,20 @@ class Generator:
                 evs.append(E("pq_lock_changed", client=c, **_mqf(key), locked=True, last_lock_ts=now))
             elif pq.locked:
                 evs.append(E("pq_lock_changed", client=c, **_mqf(key), locked=False, last_lock_ts=pq.last_lock_ts))
-        return [Move(f"lockAll {c}", evs)]
+        return [Move(f"lockAll {c}", evs, aux=clear)]
+
+    def _lock_one(self, st, now, c, key, qs, pq):
+        """tryLockLaterAndReconsume: a ConsumeRequest with messages finds the ProcessQueue unlocked or
+        its lease expired and calls lock(mq); on success the ProcessQueue is locked, on failure
+        nothing changes (the request retries later)."""
+        if not self.periodic_lock or not pq.live or not pq.tree or pq.consuming or c in qs.busy:
+            return []
+        if pq.locked and now - pq.last_lock_ts <= self.lease:
+            return []
+        evs = [E("lock_requested", client=c, group=GROUP, broker=BROKER, queues=[[key[1], key[2], key[3]]])]
+        if self._lock(st, qs, key, c, now, evs):
+            evs.append(E("pq_lock_changed", client=c, **_mqf(key), locked=True, last_lock_ts=now))
+        return [Move(f"{c} lockOneMQ q{key[1][:1]}{key[3]} (consume path)", evs)]
 
     # ------------------------------------------------------------------ pull
     def _pull(self, st, now, c, key, qs, pq, faults_left):

@@ -18,11 +18,12 @@ listener failures (RECONSUME_LATER / SUSPEND are choices of the listener; bounde
 adversary moves.
 
 Why strong, not weak: under abstract time the clock may jump 30 s while a client has work
-enabled, and an orderly consume is disabled once the lease has lapsed. Weak fairness then
-accepts "take no message while the lease is valid, let it lapse, renew, repeat" as a fair run
-that never consumes (the healthy `small-orderly` scope has such cycles). RocketMQ submits the
-ConsumeRequest at once; nothing but the passage of time disables it, so an action that keeps
-coming back enabled is taken. `check_liveness(..., fairness="weak" | "none")` shows what each
+enabled, and an orderly consume is disabled once the lease has lapsed. When lockAll could run at
+any moment, weak fairness accepted "take no message while the lease is valid, let it lapse,
+renew, repeat" as a fair run that never consumes. lockAll now runs on its schedule (every 20 s,
+inside the lease), so a running client's lease does not lapse; a paused one's still does.
+RocketMQ submits the ConsumeRequest at once; nothing but the passage of time disables it, so
+an action that keeps coming back enabled is taken. `check_liveness(..., fairness="weak" | "none")` shows what each
 assumption lets through.
 
 Method: for each obligation o (an offset not yet handled by the group, a retry copy in flight, a

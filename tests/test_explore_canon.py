@@ -24,7 +24,8 @@ def test_fingerprints_follow_the_canonical_form(name, over):
 
     def record(node):
         out = fingerprints(node)
-        form = (ex.canon(node.st, node.now), tuple(sorted(node.aux.items())), node.budget)
+        form = (ex.canon(node.st, node.now), tuple(sorted(node.aux.items())), node.budget,
+                ex.schedule_phase(node.now))
         seen.append((node, out[0], form))
         shape_errors.extend(check_copy_shapes(node.st))
         return out
@@ -38,4 +39,5 @@ def test_fingerprints_follow_the_canonical_form(name, over):
         assert by_form.setdefault(form, fp) == fp          # equal forms, equal fingerprints
         assert by_fp.setdefault(fp, form) == form          # equal fingerprints, equal forms
         # sealed states stay as they were: exploring their successors did not write into them
-        assert (ex.canon(node.st, node.now), tuple(sorted(node.aux.items())), node.budget) == form
+        assert (ex.canon(node.st, node.now), tuple(sorted(node.aux.items())), node.budget,
+                ex.schedule_phase(node.now)) == form

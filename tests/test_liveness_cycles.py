@@ -404,17 +404,8 @@ def test_unfair_cycles_of_the_healthy_orderly_model_are_not_reported():
     none = check_liveness(ex, res, fairness="none")["violations"]
     assert [x.invariant for x in none] == ["INV-LIVE-1"] and none[0].detail["lasso"]["cycle_moves"] > 0
 
-    # weak fairness is not enough: it accepts a cycle that lets the lease lapse before consuming
-    # (consume enabled in some states of the cycle, disabled where the lease ran out, never taken),
-    # renews the lock and starts again. Strong fairness (the assumption) rejects it.
-    (w,) = check_liveness(ex, res, fairness="weak")["violations"]
-    lasso = w.detail["lasso"]
-    q = w.detail["obligation"][2]
-    mine = {("consume", "c0", "T", q), ("consume_return", "c0", "T", q)}
-    states = lasso["cycle_states"]
-    assert any(ex.live_info[n][1] & mine for n in states)
-    assert any(not (ex.live_info[n][1] & mine) for n in states)
-    lease = ex.profile.client_lock_max_live_ms
-    turn = _walk(ex, lasso["cycle"], _walk(ex, lasso["prefix"])[-1])
-    assert any(n.now - n.st.queues[(GROUP, "T", BROKER, q)].pqs["c0"].last_lock_ts > lease for n in turn)
-    assert not any(lab.startswith("c0 consumes") or "orderly batch" in lab for lab in lasso["cycle_labels"])
+    # weak fairness is enough here: lockAll runs on its fixed-rate schedule, every
+    # REBALANCE_LOCK_INTERVAL (20 s) < the client lease (30 s), so a running client's lease never
+    # lapses and its consume stays enabled until taken (a lapse needs a pause, which is a fault)
+    assert ex.profile.client_lock_interval_ms < ex.profile.client_lock_max_live_ms
+    assert check_liveness(ex, res, fairness="weak")["violations"] == []
