@@ -61,7 +61,8 @@ class Result:
     depth: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0
-    complete: bool = True
+    complete: bool = True      # False: the distinct-state cap stopped the search
+    bounded: bool = False      # True: states at the depth bound were not expanded (exhaustive up to it)
     quiescent: int = 0
     violations: list = field(default_factory=list)
     graph: object = None       # (edges, labels) when liveness was asked for
@@ -75,7 +76,7 @@ class Result:
         return {"scope": self.scope, "profile": self.profile, "states_generated": self.generated,
                 "states_distinct": self.distinct, "depth": self.depth, "seconds": round(self.seconds, 3),
                 "cpu_seconds": round(self.cpu_seconds, 3), "states_per_second": round(self.states_per_second),
-                "complete": self.complete, "quiescent_states": self.quiescent, "symmetries": self.symmetries,
+                "complete": self.complete, "bounded": self.bounded, "quiescent_states": self.quiescent, "symmetries": self.symmetries,
                 "violations": [v.to_dict() for v in self.violations]}
 
 
@@ -344,7 +345,9 @@ class Explorer:
                     for f in check_state(nxt.st):
                         if f[0] not in found:
                             found[f[0]] = ("state", f, cid, None)
-                    if d + 1 < scope.max_depth:
+                    if d + 1 >= scope.max_depth:
+                        res.bounded = True       # reached, checked, not expanded
+                    else:
                         if use_sleep:
                             nxt.sleep = csleep
                             pending[cid] = nxt

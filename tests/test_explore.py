@@ -190,3 +190,38 @@ def test_cli_exit_codes(tmp_path):
     c = _cli("check", v["trace"], "--json")
     assert c.returncode == 1
     assert "INV-PULL-1" in [x["invariant"] for x in json.loads(c.stdout)["violations"]]
+
+
+# ---------------------------------------------------------------------------- bounded search
+
+def test_bounded_search_checks_exactly_the_states_within_the_bound():
+    full = Explorer(replace(load_scope("tiny"), symmetry=False), "rocketmq-5.3.3")
+    res = full.run()
+    assert not res.bounded and res.depth > 8
+    near = {fp for fp, i in full._seen.items() if full._depths[i] <= 8}
+    ex = Explorer(replace(load_scope("tiny"), symmetry=False, max_depth=8), "rocketmq-5.3.3")
+    b = ex.run()
+    assert b.bounded and b.complete and b.depth == 8
+    assert set(ex._seen) == near
+
+
+def test_bounded_search_finds_a_bug_at_its_depth_and_not_before():
+    prof = PROFILES["bug-4215-rocketmq-4.9.3"]
+    d = Explorer(load_scope("bugs"), prof, stop_at_first=True).run().violations[0].depth
+    # the violation is a rejected move out of a state at depth d - 1
+    hit = Explorer(replace(load_scope("bugs"), max_depth=d), prof).run()
+    assert "INV-PULL-2" in [v.invariant for v in hit.violations] and hit.bounded
+    miss = Explorer(replace(load_scope("bugs"), max_depth=d - 1), prof).run()
+    assert miss.bounded and "INV-PULL-2" not in [v.invariant for v in miss.violations]
+
+
+def test_cli_max_depth_reports_a_bounded_check():
+    r = _cli("explore", "--scope", "tiny", "--max-depth", "6", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "BOUNDED: every run of at most 6 moves" in r.stdout
+    assert "liveness not checked" in r.stdout
+    r = _cli("explore", "--scope", "tiny", "--max-depth", "6", "--json", "--quiet")
+    d = json.loads(r.stdout)
+    assert d["bounded"] is True and d["liveness"] == "not checked (bounded search)" and d["verdict"] == "holds"
+    r = _cli("explore", "--scope", "tiny", "--max-depth", "0", "--quiet")
+    assert r.returncode == 2
