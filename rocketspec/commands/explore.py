@@ -45,7 +45,7 @@ def _render(res, files, live) -> str:
         out.append(f"BOUNDED: every run of at most {d['depth']} moves was checked; states at that depth were "
                    "not expanded, so longer runs are not covered")
     if live == "bounded":
-        out.append("liveness not checked: it needs the whole graph, and the search was bounded")
+        out.append("liveness not checked: it needs the whole graph, and the search has a depth bound")
         live = None
     if live is not None:
         out.append(f"liveness: {live['sccs']} strongly connected components with a cycle, {live['fair_cycles']} "
@@ -89,7 +89,7 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
     import orjson
 
     from rocketspec.model_checks.explorer import Explorer, write_trace
-    from rocketspec.model_checks.scopes import ScopeError, load_scope
+    from rocketspec.model_checks.scopes import Scope, ScopeError, load_scope
     from rocketspec.spec.profiles import UnknownProfile, get_profile
 
     try:
@@ -101,17 +101,21 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
         else:
             click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    bounded = max_depth is not None or scope.max_depth != Scope().max_depth
     if max_depth is not None:
         from dataclasses import replace
 
         scope = replace(scope, max_depth=max_depth)
+    if bounded and liveness:
+        # a bounded graph has dead ends at the bound: its cycles and stutters would mean nothing,
+        # so the graph is not even kept
+        liveness, live_note = False, "bounded"
+    else:
+        live_note = None
     bar = _Bar(not quiet and not as_json and sys.stderr.isatty(), max_states or scope.max_states)
     ex = Explorer(scope, prof, liveness=liveness, progress=bar, max_states=max_states)
     res = ex.run()
-    live = None
-    if liveness and res.bounded:
-        # a truncated graph has dead ends at the bound: its "cycles" and stutters mean nothing
-        liveness, live = False, "bounded"
+    live = live_note
     if liveness:
         from rocketspec.model_checks.liveness import check_liveness
 
@@ -129,7 +133,7 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
         d = res.to_dict()
         d["violations"] = [dict(v.to_dict(), trace=p) for v, p in zip(res.violations, files)]
         if live == "bounded":
-            d["liveness"] = "not checked (bounded search)"
+            d["liveness"] = "not checked (depth bound)"
         elif live is not None:
             d["liveness"] = {k: v for k, v in live.items() if k != "violations"}
         d["verdict"] = "violated" if res.violations else "holds"
