@@ -309,10 +309,11 @@ class Generator:
                 dl = None          # a due lockAll runs before time moves on
             else:
                 nxt = self.next_lock_run(now)
-                if nxt <= dl:
-                    # the scheduled run: every client with queues to lock owes a lockAll
-                    owe = {(LOCK_DUE, c, 0): 1 for c in self.clients if self._lockable(st, c)
-                           and st.dir.clients[c].status in ("running", "paused")}
+                # the scheduled run: every client with queues to lock owes a lockAll (a run with
+                # nothing to lock changes nothing, and time passes it like any other moment)
+                owe = {(LOCK_DUE, c, 0): 1 for c in self.clients if self._lockable(st, c)
+                       and st.dir.clients[c].status in ("running", "paused")} if nxt <= dl else None
+                if owe:
                     out.append(Move(f"time +{nxt - now} ms (lockAll due)", [], tick=nxt - now, aux=owe))
                     dl = None
         if dl is not None:
