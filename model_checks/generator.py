@@ -311,8 +311,7 @@ class Generator:
                 nxt = self.next_lock_run(now)
                 # the scheduled run: every client with queues to lock owes a lockAll (a run with
                 # nothing to lock changes nothing, and time passes it like any other moment)
-                owe = {(LOCK_DUE, c, 0): 1 for c in self.clients if self._lockable(st, c)
-                       and st.dir.clients[c].status in ("running", "paused")} if nxt <= dl else None
+                owe = {(LOCK_DUE, c, 0): 1 for c in self._lock_schedule_clients(st)} if nxt <= dl else None
                 if owe:
                     out.append(Move(f"time +{nxt - now} ms (lockAll due)", [], tick=nxt - now, aux=owe))
                     dl = None
@@ -357,8 +356,7 @@ class Generator:
 
     def _next_deadline(self, st, now):
         ds = []
-        if self.periodic_lock and any(self._lockable(st, c) and st.dir.clients[c].status in ("running", "paused")
-                                      for c in self.clients):
+        if self.periodic_lock and self._lock_schedule_clients(st):
             ds.append(self.next_lock_run(now))
         for cl in st.dir.clients.values():
             if cl.status == "paused" and cl.paused_until > now:
@@ -646,8 +644,10 @@ class Generator:
         """The ProcessQueues lockAll sends to the broker."""
         return [(k, qs, pq) for k, qs, pq in self._pqs(st, c) if pq.live or not self.p.lock_all_skips_dropped]
 
-    def _lockable(self, st, c) -> bool:
-        return bool(self._lock_pqs(st, c))
+    def _lock_schedule_clients(self, st) -> list:
+        """The clients a scheduled lockAll run concerns: alive (running or paused) with queues to lock."""
+        return [c for c in self.clients
+                if st.dir.clients[c].status in ("running", "paused") and self._lock_pqs(st, c)]
 
     def _lock_all(self, st, now, c, aux):
         due = (LOCK_DUE, c, 0)

@@ -89,8 +89,8 @@ def _validate(d: dict, origin: str) -> Scope:
         raise ScopeError(f"{origin}: unknown fault kinds {bad} (known: {', '.join(FAULT_KINDS)})")
     if not 1 <= s.consumers <= 4 or not 1 <= s.queues <= 6 or s.messages > 12:
         raise ScopeError(f"{origin}: consumers 1..4, queues 1..6, messages 0..12")
-    if s.threads < 1 or s.pull_batch < 1:
-        raise ScopeError(f"{origin}: threads and pull_batch must be >= 1")
+    if s.threads < 1 or s.pull_batch < 1 or s.max_depth < 1:
+        raise ScopeError(f"{origin}: threads, pull_batch and max_depth must be >= 1")
     if any(not isinstance(p, int) or p <= 0 for p in s.pause_ms):
         raise ScopeError(f"{origin}: pause_ms must list positive integers")
     return s

@@ -35,7 +35,7 @@ class _Bar:
             self.t.close()
 
 
-def _render(res, files, live) -> str:
+def _render(res, files, live, live_skipped=False) -> str:
     d = res.to_dict()
     out = [f"explore {d['scope']} under {d['profile']}: {d['states_generated']} states generated, "
            f"{d['states_distinct']} distinct, depth {d['depth']}, {d['seconds']} s "
@@ -44,9 +44,8 @@ def _render(res, files, live) -> str:
     if d["bounded"] and d["complete"]:
         out.append(f"BOUNDED: every run of at most {d['depth']} moves was checked; states at that depth were "
                    "not expanded, so longer runs are not covered")
-    if live == "bounded":
+    if live_skipped:
         out.append("liveness not checked: it needs the whole graph, and the search has a depth bound")
-        live = None
     if live is not None:
         out.append(f"liveness: {live['sccs']} strongly connected components with a cycle, {live['fair_cycles']} "
                    f"fair counterexamples ({live['fairness']} fairness, stuttering included), "
@@ -106,16 +105,14 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
         from dataclasses import replace
 
         scope = replace(scope, max_depth=max_depth)
-    if bounded and liveness:
-        # a bounded graph has dead ends at the bound: its cycles and stutters would mean nothing,
-        # so the graph is not even kept
-        liveness, live_note = False, "bounded"
-    else:
-        live_note = None
+    # a bounded graph has dead ends at the bound: its cycles and stutters would mean nothing,
+    # so the graph is not even kept
+    live_skipped = bounded and liveness
+    liveness = liveness and not bounded
     bar = _Bar(not quiet and not as_json and sys.stderr.isatty(), max_states or scope.max_states)
     ex = Explorer(scope, prof, liveness=liveness, progress=bar, max_states=max_states)
     res = ex.run()
-    live = live_note
+    live = None
     if liveness:
         from rocketspec.model_checks.liveness import check_liveness
 
@@ -132,12 +129,12 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
     if as_json:
         d = res.to_dict()
         d["violations"] = [dict(v.to_dict(), trace=p) for v, p in zip(res.violations, files)]
-        if live == "bounded":
+        if live_skipped:
             d["liveness"] = "not checked (depth bound)"
         elif live is not None:
             d["liveness"] = {k: v for k, v in live.items() if k != "violations"}
         d["verdict"] = "violated" if res.violations else "holds"
         sys.stdout.write(orjson.dumps(d).decode() + "\n")
     else:
-        click.echo(_render(res, files, live))
+        click.echo(_render(res, files, live, live_skipped))
     sys.exit(1 if res.violations else 0)
