@@ -239,6 +239,8 @@ class Explorer:
         if move.aux:
             aux = dict(aux)
             aux.update(move.aux)
+        if self.gen.orderly:
+            aux = self.gen.held_counters(st, aux)
         return Node(st, now, aux, budget), None
 
     # ------------------------------------------------------------------ path reconstruction

@@ -149,6 +149,31 @@ class Generator:
     def initial_aux(self) -> dict:
         return {(LOCK_DUE, c, 0): 0 for c in self.clients} if self.periodic_lock else {}
 
+    def held_counters(self, st, aux) -> dict:
+        """`aux` without the orderly reconsume counters of messages their client no longer holds.
+
+        An orderly client counts local retries on the message object in its ProcessQueue
+        (``checkReconsumeTimes``: ``msg.setReconsumeTimes(r + 1)``; a rollback puts the same
+        objects back). Once the message is committed, or its ProcessQueue dropped, that object is
+        gone: a later pull brings a fresh copy with the broker's count. Keeping the counter would
+        reuse a dead object's count and split states that RocketMQ cannot tell apart."""
+        drop = None
+        for k in aux:
+            if k[0] in (LOCK_DUE, ROUTE):
+                continue
+            c, key, o = k
+            qs = st.queues.get(key)
+            pq = qs.pqs.get(c) if qs is not None else None
+            if pq is None or not pq.live or (o not in pq.tree and o not in pq.consuming):
+                drop = drop or []
+                drop.append(k)
+        if not drop:
+            return aux
+        aux = dict(aux)
+        for k in drop:
+            del aux[k]
+        return aux
+
     def next_lock_run(self, now: int) -> int:
         """The first scheduled lockAll run strictly after `now` (all clients start at 0)."""
         f, p = LOCK_FIRST_MS, self.lock_period
