@@ -33,6 +33,7 @@ from rocketspec.reference.message_queue import MessageQueue
 from .canon import Canon, Fingerprints, cow_child, seal
 from .generator import BROKER, LOCK_DUE, RETRY, ROUTE, TOPIC, Generator, msg_id, view_id
 from .independence import footprint, independent
+from .persistent import persistent_subset
 from .scopes import Scope
 
 
@@ -64,6 +65,8 @@ class Result:
     complete: bool = True      # False: the distinct-state cap stopped the search
     bounded: bool = False      # True: states at the depth bound were not expanded (exhaustive up to it)
     quiescent: int = 0
+    reduced: int = 0           # states expanded with a persistent subset of their moves
+    persistent_sets: bool = False
     violations: list = field(default_factory=list)
     graph: object = None       # (edges, labels) when liveness was asked for
     symmetries: int = 1
@@ -76,7 +79,9 @@ class Result:
         return {"scope": self.scope, "profile": self.profile, "states_generated": self.generated,
                 "states_distinct": self.distinct, "depth": self.depth, "seconds": round(self.seconds, 3),
                 "cpu_seconds": round(self.cpu_seconds, 3), "states_per_second": round(self.states_per_second),
-                "complete": self.complete, "bounded": self.bounded, "quiescent_states": self.quiescent, "symmetries": self.symmetries,
+                "complete": self.complete, "bounded": self.bounded, "quiescent_states": self.quiescent,
+                "symmetries": self.symmetries, "persistent_sets": self.persistent_sets,
+                "states_reduced": self.reduced,
                 "violations": [v.to_dict() for v in self.violations]}
 
 
@@ -282,7 +287,11 @@ class Explorer:
         depths = array("i", [0])
         own_hash = array("q", [h0])        # hash of each state under the names it was first found with
         frontier = deque([(0, root)])
-        use_sleep = scope.sleep_sets and not self.liveness
+        # persistent sets (model_checks/persistent.py) replace sleep sets: each is sound alone,
+        # and the state-caching sleep sets' re-expansions would have to respect the proviso
+        use_por = scope.persistent_sets and not self.liveness
+        res.persistent_sets = use_por
+        use_sleep = scope.sleep_sets and not self.liveness and not use_por
         pending = {0: root}                # states in the frontier, by id (their sleep sets still shrink)
         expanded_sleep = {}                # id -> moves left asleep when it was expanded (if any)
         found = {}
@@ -309,7 +318,24 @@ class Explorer:
             asleep = []
             done = []
             enabled = set() if edges is not None else None
-            for mi, move in enumerate(moves):
+            order, cut, old = range(len(moves)), -1, False
+            if use_por:
+                subset = persistent_subset(self.gen, node, moves, [footprint(m) for m in moves])
+                if subset is not None:
+                    chosen = set(subset)
+                    order = subset + [i for i in range(len(moves)) if i not in chosen]
+                    cut = len(subset)
+            for pos, mi in enumerate(order):
+                if pos == cut:
+                    if not old:
+                        res.reduced += 1
+                        break
+                    # cycle proviso: a move of the subset leads back to a state no deeper than
+                    # this one, so this state is expanded fully. Every cycle of the reduced graph
+                    # has such an edge (breadth-first depths cannot rise all the way round), and
+                    # its head was seen before its tail was expanded: every cycle has a fully
+                    # expanded state (C3).
+                move = moves[mi]
                 if use_sleep:
                     key = move_key(move)
                     if again and key not in node.only:
@@ -358,8 +384,11 @@ class Explorer:
                         res.complete = False
                         frontier.clear()
                         break
-                elif use_sleep:
-                    self._revisit(cid, nxt, csleep, own_hash[cid] == h, pending, expanded_sleep, frontier)
+                else:
+                    if depths[cid] <= d:
+                        old = True        # the cycle proviso's case (see the loop head)
+                    if use_sleep:
+                        self._revisit(cid, nxt, csleep, own_hash[cid] == h, pending, expanded_sleep, frontier)
                 if cid != nid and not move.cost and not move.env and not move.tick:
                     productive = True
                 if edges is not None:

@@ -40,6 +40,7 @@ class Scope:
     sleep_sets: bool = True             # skip moves that commute with the path (model_checks/independence.py)
     oneway_delay: bool = False          # one-way persists may arrive late (reordered); else at once
     adversary: bool = False             # also propose wrong values; the guards must reject them
+    persistent_sets: bool = False       # partial-order reduction of states (model_checks/persistent.py)
     max_states: int = 5_000_000         # safety cap on distinct states
     max_depth: int = 10_000
 
@@ -91,6 +92,11 @@ def _validate(d: dict, origin: str) -> Scope:
         raise ScopeError(f"{origin}: consumers 1..4, queues 1..6, messages 0..12")
     if s.threads < 1 or s.pull_batch < 1 or s.max_depth < 1:
         raise ScopeError(f"{origin}: threads, pull_batch and max_depth must be >= 1")
+    if s.persistent_sets and (s.adversary or s.message_model != "CLUSTERING"):
+        raise ScopeError(f"{origin}: persistent_sets needs a clustering group and no adversary moves")
+    if s.persistent_sets and s.max_depth != Scope.max_depth:
+        raise ScopeError(f"{origin}: persistent_sets and max_depth exclude each other (the reduced graph's "
+                         "depths are not the lengths of all runs)")
     if any(not isinstance(p, int) or p <= 0 for p in s.pause_ms):
         raise ScopeError(f"{origin}: pause_ms must list positive integers")
     return s

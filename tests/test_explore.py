@@ -231,6 +231,6 @@ def test_cli_max_depth_reports_a_bounded_check():
     assert "liveness not checked" in r.stdout
     r = _cli("explore", "--scope", "tiny", "--max-depth", "6", "--json", "--quiet")
     d = json.loads(r.stdout)
-    assert d["bounded"] is True and d["liveness"] == "not checked (depth bound)" and d["verdict"] == "holds"
+    assert d["bounded"] is True and d["liveness"] == "not checked (the search has a depth bound)" and d["verdict"] == "holds"
     r = _cli("explore", "--scope", "tiny", "--max-depth", "0", "--quiet")
     assert r.returncode == 2

@@ -1,6 +1,8 @@
-"""`rocketspec explore [--scope S|FILE] [--profile P] [--json] [--out-dir D] [--max-depth N]`:
-exhaustive small-scope model checking of the spec (with `--max-depth`, of every run of at most
-N moves: a bounded check for scopes too large to exhaust).
+"""`rocketspec explore [--scope S|FILE] [--profile P] [--json] [--out-dir D] [--max-depth N]
+[--persistent-sets]`: exhaustive small-scope model checking of the spec (with `--max-depth`, of
+every run of at most N moves: a bounded check for scopes too large to exhaust; with
+`--persistent-sets`, exhaustive over a partial-order reduced graph, see
+model_checks/persistent.py).
 
 Exit codes: 0 no violation, 1 violations (each written as a trace file that `rocketspec check`
 also rejects), 2 bad input (unknown scope or profile, bad scope file).
@@ -35,7 +37,7 @@ class _Bar:
             self.t.close()
 
 
-def _render(res, files, live, live_skipped=False) -> str:
+def _render(res, files, live, live_skipped=None) -> str:
     d = res.to_dict()
     out = [f"explore {d['scope']} under {d['profile']}: {d['states_generated']} states generated, "
            f"{d['states_distinct']} distinct, depth {d['depth']}, {d['seconds']} s "
@@ -44,8 +46,12 @@ def _render(res, files, live, live_skipped=False) -> str:
     if d["bounded"] and d["complete"]:
         out.append(f"BOUNDED: every run of at most {d['depth']} moves was checked; states at that depth were "
                    "not expanded, so longer runs are not covered")
+    if d["persistent_sets"]:
+        out.append(f"REDUCED (persistent sets): {d['states_reduced']} states expanded with a persistent subset of "
+                   "their moves; every quiescent state and every rejected step is still reached, but a "
+                   "counterexample is shortest within the reduced graph only")
     if live_skipped:
-        out.append("liveness not checked: it needs the whole graph, and the search has a depth bound")
+        out.append(f"liveness not checked: it needs the whole graph, and {live_skipped}")
     if live is not None:
         out.append(f"liveness: {live['sccs']} strongly connected components with a cycle, {live['fair_cycles']} "
                    f"fair counterexamples ({live['fairness']} fairness, stuttering included), "
@@ -63,6 +69,16 @@ def _render(res, files, live, live_skipped=False) -> str:
     return "\n".join(out)
 
 
+def _bad(as_json, msg):
+    import orjson
+
+    if as_json:
+        sys.stdout.write(orjson.dumps({"verdict": "bad_input", "error": msg}).decode() + "\n")
+    else:
+        click.echo(f"error: {msg}", err=True)
+    sys.exit(2)
+
+
 @click.command("explore")
 @click.option("--scope", "scope_name", default="small", show_default=True,
               help="A named scope (tiny, small, small-orderly, medium) or a scope TOML file.")
@@ -78,8 +94,12 @@ def _render(res, files, live, live_skipped=False) -> str:
 @click.option("--max-depth", type=click.IntRange(min=1), default=None,
               help="Expand no state deeper than this many moves: every run of at most N moves is checked "
                    "(a bounded search; liveness is then not checked).")
+@click.option("--persistent-sets", "persistent_sets", is_flag=True,
+              help="Partial-order reduction of states (scope key persistent_sets): far fewer states in "
+                   "scopes with several clients; counterexamples are then shortest within the reduced graph "
+                   "only, and liveness is not checked.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
-def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_depth, quiet):
+def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_depth, persistent_sets, quiet):
     """Explore every behaviour of a small deployment through the spec, breadth-first.
 
     Exit 0 when no violation is found, 1 on violations, 2 on bad input."""
@@ -92,23 +112,26 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
     from rocketspec.spec.profiles import UnknownProfile, get_profile
 
     try:
-        scope = load_scope(scope_name)
+        scope = load_scope(scope_name, **({"persistent_sets": True} if persistent_sets else {}))
         prof = get_profile(profile)
     except (ScopeError, UnknownProfile) as exc:
-        if as_json:
-            sys.stdout.write(orjson.dumps({"verdict": "bad_input", "error": str(exc)}).decode() + "\n")
-        else:
-            click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _bad(as_json, str(exc))
     bounded = max_depth is not None or scope.max_depth != Scope().max_depth
     if max_depth is not None:
+        if scope.persistent_sets:
+            _bad(as_json, "--max-depth and persistent sets exclude each other (the reduced graph's depths are not "
+                          "the lengths of all runs)")
         from dataclasses import replace
 
         scope = replace(scope, max_depth=max_depth)
-    # a bounded graph has dead ends at the bound: its cycles and stutters would mean nothing,
-    # so the graph is not even kept
-    live_skipped = bounded and liveness
-    liveness = liveness and not bounded
+    # a bounded graph has dead ends at the bound, a reduced one lacks edges: cycles and stutters
+    # would mean nothing, so the graph is not even kept
+    live_skipped = None
+    if liveness and bounded:
+        live_skipped = "the search has a depth bound"
+    elif liveness and scope.persistent_sets:
+        live_skipped = "the graph is reduced (persistent sets)"
+    liveness = liveness and live_skipped is None
     bar = _Bar(not quiet and not as_json and sys.stderr.isatty(), max_states or scope.max_states)
     ex = Explorer(scope, prof, liveness=liveness, progress=bar, max_states=max_states)
     res = ex.run()
@@ -130,7 +153,7 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
         d = res.to_dict()
         d["violations"] = [dict(v.to_dict(), trace=p) for v, p in zip(res.violations, files)]
         if live_skipped:
-            d["liveness"] = "not checked (depth bound)"
+            d["liveness"] = f"not checked ({live_skipped})"
         elif live is not None:
             d["liveness"] = {k: v for k, v in live.items() if k != "violations"}
         d["verdict"] = "violated" if res.violations else "holds"

@@ -1,0 +1,202 @@
+"""Persistent sets: the explorer's partial-order reduction of *states* (scope key
+``persistent_sets``, ``rocketspec explore --persistent-sets``).
+
+Sleep sets (model_checks/independence.py) save transitions but still visit every interleaving's
+intermediate states. In the scopes with two clients most states are such interleavings: one
+client pulls and consumes queue 0 while the other works on queue 1, and every mix of their
+steps is a state. A persistent set is a subset A of the moves enabled in a state s such that
+every run from s that takes no move of A takes only moves independent of every move of A
+(Godefroid's condition C1). Expanding only A, plus the cycle proviso below, still reaches:
+
+- every quiescent state (the end check INV-LIVE-1 runs there): a run to a quiescent state must
+  contain a move of A (else a move of A, independent of the run, would still be enabled and
+  productive at its end), which can be moved to the front;
+- every rejected move (guard violations, known bugs): the same exchange argument moves a move
+  of A to the front or shows the rejected move still enabled, with the same verdict, after a
+  move of A; the proviso keeps that from being postponed forever. The spec checks its state
+  predicates inside the actions on the key an event touches, so state-predicate violations are
+  rejected moves too (`check_state` still runs on every state kept).
+
+Cycle proviso for breadth-first search: when a move of A leads to a state already seen at a
+depth no greater than the state's own, the state is expanded fully. Around a cycle of the
+reduced graph the breadth-first depths cannot rise at every edge, so some edge u -> v has
+depth(v) <= depth(u); v was seen before u was expanded (breadth-first order), so u was expanded
+fully: every cycle has a fully expanded state (condition C3). A successor first seen at the
+next depth (by this or another state of the level) does not trigger it.
+
+**Which sets.** A = every enabled move that touches one queue key q (its footprint contains
+``("q", q)``), taken only when all of these hold, so that no move outside A, now or after any
+run of moves outside A, reads or writes what A's moves read or write:
+
+1. no fault is left in the run's budget (a crash, a pause or a reset is dependent with everything
+   its client or queue does, and a crash changes the view), no adversary moves, clustering
+   only. Listener failures may be left: a failure is a move of its own queue (with the shared
+   budget, which no move of A uses), and a queue with a failure move enabled is not chosen;
+2. no client is paused (its resume is a global move) and no crashed client is still
+   registered (its channel expiry would change the view and reassign queues): the view is
+   fixed for the rest of the run;
+3. exactly one client c has a ProcessQueue on q, it is live, c is running, no orphan batch of
+   another client is left on q: under the fixed view no other client's rebalance allocates q
+   (allocations partition the queues), so no other client ever touches q;
+4. orderly: c's ProcessQueue is locked with a valid lease and c holds the broker entry, not
+   expired. A running client renews every 20 s (< 30 s lease, < 60 s entry) and nobody else
+   asks for q, so lockAll only renews (``pq.locked`` stays true, which is all the moves of A
+   read of the lock) and lock(mq) on the consume path never becomes enabled. Such a lockAll,
+   enabled now or later, is independent of A although both name q: it writes the broker entry
+   and the lease timestamp, which no move of A reads, and reads liveness and the entry, which
+   no move of A writes. It is not put into A;
+5. q is not the retry queue while a retry copy waits in the schedule or the failures left in
+   the budget can still send a message back (a delivery would store into q);
+6. every move of A is *timeless* and local to q: its events are among `TIMELESS_KINDS` (no
+   orderly consume start, which checks the lease against the clock and stamps the busy entry;
+   no ProcessQueue creation, drop or removal, no lock event, no send-back), no budget,
+   explorer variable or time step, and its footprint is exactly ``{("q", q)}``. Timeless moves
+   neither read the clock (the generator computes them without it) nor store a timestamp (the
+   spec's actions for these kinds do not), nor change anything a deadline is computed from
+   (locks, leases, pauses, the schedule, which clients have live ProcessQueues), so a time step
+   and a move of A commute and leave each other enabled. c's own rebalance, enabled only after
+   one of its other ProcessQueues was dropped (OFFSET_ILLEGAL), reads only the liveness of its
+   ProcessQueue on q, which no move of A changes.
+
+The first queue key (in key order) that qualifies gives A; otherwise the state is expanded fully.
+With persistent sets the first counterexample found is a shortest one *of the reduced graph*,
+not necessarily of the whole graph (re-run without the reduction for a shortest trace);
+`tests/test_explore_persistent.py` checks on several scopes that the reduced search finds the
+same violations and exactly the same quiescent states as the full one.
+"""
+from __future__ import annotations
+
+from rocketspec.spec.state import M_R
+
+from .generator import LOCK_DUE, RETRY, ROUTE
+from .independence import ALL
+
+TIMELESS_KINDS = frozenset({
+    "pull_issued", "offset_read", "pull_answered", "messages_taken", "consume_started", "consume_finished",
+    "pq_committed", "offset_updated", "offset_persisted", "offset_committed", "pq_messages_removed",
+})
+
+
+def eligible(gen, node) -> bool:
+    """Conditions 1 and 2 of the module docstring (the state as a whole)."""
+    if node.budget[0]:
+        return False
+    d = node.st.dir
+    reg = None
+    for c, cl in d.clients.items():
+        if cl.status == "running":
+            continue
+        if cl.status != "crashed":
+            return False
+        if reg is None:
+            reg = set().union(*d.registered.values()) if d.registered else set()
+        if c in reg:
+            return False
+    return True
+
+
+def _queue_qualifies(gen, node, key, qs) -> str | None:
+    """Conditions 3 to 5 for queue key q; the client c, or None."""
+    if len(qs.pqs) != 1 or qs.orphans:
+        return None
+    (c, pq), = qs.pqs.items()
+    st, now = node.st, node.now
+    cl = st.dir.clients.get(c)
+    if cl is None or cl.status != "running" or not pq.live:
+        return None
+    if pq.orderly:
+        if not (pq.locked and now - pq.last_lock_ts <= gen.lease and qs.holder == c and now <= qs.lock_exp):
+            return None
+    if key[1] == RETRY:
+        if _send_back_possible(gen, node):
+            return None
+        for ch in st.chains.values():
+            for e in ch.entries:
+                if e[0] == "delayed":
+                    return None
+    return c
+
+
+def _send_back_possible(gen, node) -> bool:
+    """Whether the failures left in the budget can still send a message back (into the retry
+    topic, through the schedule). A concurrent failure always sends back; an orderly one only
+    when the message's local count has reached maxReconsumeTimes (checkReconsumeTimes), so a
+    message at count r needs maxReconsumeTimes - r failures more before the one that sends."""
+    left = node.budget[1]
+    if not left:
+        return False
+    if not gen.orderly:
+        return True
+    top = max((m[M_R] for sq in node.st.stored.values() for m in sq.msgs.values()), default=0)
+    for k, r in node.aux.items():
+        if k[0] not in (LOCK_DUE, ROUTE):
+            top = max(top, r)
+    return gen.scope.max_reconsume_times - top + 1 <= left
+
+
+def _local(move, fp, res, orderly) -> bool:
+    """Condition 6 for one move touching resource `res`."""
+    if move.tick or move.env or move.cost or move.aux or fp != {res}:
+        return False
+    for e in move.events:
+        k = e["kind"]
+        if k not in TIMELESS_KINDS or (k == "consume_started" and orderly):
+            return False
+    return True
+
+
+_LOCK_KINDS = frozenset({"lock_requested", "lock_acquired", "lock_rejected", "lock_expired", "pq_lock_changed"})
+
+
+def _renews(move, c, key) -> bool:
+    """A lockAll whose only effect on queue `key` is c renewing its own entry and keeping its
+    ProcessQueue locked (its events for other queues concern other resources)."""
+    if move.tick or move.env or move.cost:
+        return False
+    for e in move.events:
+        k = e["kind"]
+        if k not in _LOCK_KINDS:
+            return False
+        if k == "lock_requested" or (e["topic"], e["broker"], e["queue"]) != key[1:]:
+            continue
+        if e["client"] != c:
+            return False
+        if k == "lock_acquired" and e["reason"] == "renewed":
+            continue
+        if k == "pq_lock_changed" and e["locked"]:
+            continue
+        return False
+    return True
+
+
+def persistent_subset(gen, node, moves, fps) -> list[int] | None:
+    """The indices of a persistent subset of `moves` (with footprints `fps`), or None: expand all."""
+    if not eligible(gen, node):
+        return None
+    for fp, m in zip(fps, moves):
+        # global moves other than time steps (resume, expiry, faults, unknown kinds): none expected
+        # in an eligible state, but never reduce next to one
+        if fp is ALL and not m.tick:
+            return None
+    st = node.st
+    for key in sorted(st.queues):
+        qs = st.queues[key]
+        c = _queue_qualifies(gen, node, key, qs)
+        if c is None:
+            continue
+        res = ("q", key[1], key[2], key[3])
+        pick = []
+        ok = True
+        for i, (m, fp) in enumerate(zip(moves, fps)):
+            if m.tick or res not in fp or (qs.pqs[c].orderly and _renews(m, c, key)):
+                continue
+            if not _local(m, fp, res, qs.pqs[c].orderly):
+                ok = False
+                break
+            pick.append(i)
+        if ok and pick:
+            return pick
+    return None
+
+
+__all__ = ["TIMELESS_KINDS", "eligible", "persistent_subset"]

@@ -1,0 +1,112 @@
+"""Persistent sets (model_checks/persistent.py) cut states, not behaviours that matter: compared
+with the full breadth-first search, the reduced one keeps a subset of the states, reaches exactly
+the same quiescent states (where INV-LIVE-1 is checked), finds the same violations, and still
+finds each known bug. And it does cut: two orderly clients on two queues lose most of their
+interleavings."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from rocketspec.model_checks.explorer import Explorer
+from rocketspec.model_checks.persistent import persistent_subset
+from rocketspec.model_checks.scopes import ScopeError, load_scope
+from rocketspec.spec.profiles import PROFILES
+
+from test_explore import BUG_PROFILES, BUG_SCOPES
+
+
+def _explore(scope, profile, por, **kw):
+    ex = Explorer(replace(scope, persistent_sets=por), profile, **kw)
+    quiescent = set()
+    ok = ex._quiescent_ok
+
+    def record(node):
+        r = ok(node)
+        if r:
+            quiescent.add(ex.fingerprint(node))
+        return r
+
+    ex._quiescent_ok = record
+    res = ex.run()
+    return res, set(ex._seen), quiescent
+
+
+CASES = [
+    # two orderly clients, two queues and the retry queue; one listener failure, no fault
+    pytest.param("small-orderly", "rocketmq-5.3.3", {"messages": 1, "failures": 1, "faults": 0}, id="orderly-2c-fail"),
+    pytest.param("small-orderly", "rocketmq-4.9.8", {"messages": 1, "failures": 0, "faults": 1,
+                                                     "fault_kinds": ["crash", "pause"], "pause_ms": [61000]},
+                 id="orderly-2c-crash-pause"),
+    # concurrent: two clients, a failure that goes through %RETRY%, a lost persist
+    pytest.param("small", "rocketmq-5.3.3", {"messages": 1, "faults": 1, "fault_kinds": ["persist_lost"]},
+                 id="concurrent-2c"),
+    pytest.param("tiny", "rocketmq-4.9.8", {}, id="tiny"),
+    pytest.param("bugs-orderly", "bug-6163-rocketmq-5.0.0", {"faults": 0}, id="bug-6163-no-fault"),
+    pytest.param("small-orderly", "rocketmq-5.3.3", {"failures": 1, "faults": 0}, id="orderly-2c-2m-fail",
+                 marks=pytest.mark.slow),   # ~45 s
+]
+
+
+@pytest.mark.parametrize("name,profile,over", CASES)
+def test_reduced_search_keeps_quiescent_states_and_violations(name, profile, over):
+    scope = load_scope(name, **over)
+    full, full_states, full_q = _explore(scope, profile, False)
+    red, red_states, red_q = _explore(scope, profile, True)
+    assert full.complete and red.complete
+    assert red_states <= full_states                  # nothing the full search does not reach
+    assert red_q == full_q and red.quiescent == full.quiescent and full_q
+    assert sorted(v.invariant for v in red.violations) == sorted(v.invariant for v in full.violations)
+    assert red.distinct <= full.distinct
+
+
+def test_two_orderly_clients_lose_most_interleavings():
+    scope = load_scope("small-orderly", messages=1, failures=1, faults=0)
+    full, _, _ = _explore(scope, "rocketmq-5.3.3", False)
+    red, _, _ = _explore(scope, "rocketmq-5.3.3", True)
+    assert red.reduced > 0 and red.persistent_sets
+    assert red.distinct < 0.6 * full.distinct, (red.distinct, full.distinct)
+
+
+def test_the_bug_is_found_before_and_after_the_fault():
+    # #6163 shows with no fault at all: the reduction is active from the first state on
+    prof = PROFILES["bug-6163-rocketmq-5.0.0"]
+    res, _, _ = _explore(load_scope("bugs-orderly", faults=0), prof, True)
+    assert res.reduced > 0 and prof.expected_violation in [v.invariant for v in res.violations]
+
+
+@pytest.mark.parametrize("profile", [p for p in BUG_PROFILES if BUG_SCOPES[p.known_bug][0] != "bugs-broadcast"],
+                         ids=lambda p: p.known_bug)
+def test_known_bugs_still_found_with_persistent_sets(profile):
+    name, over = BUG_SCOPES[profile.known_bug]
+    res = Explorer(load_scope(name, persistent_sets=True, **over), profile, stop_at_first=True,
+                   max_states=300000).run()
+    assert profile.expected_violation in [v.invariant for v in res.violations]
+
+
+def test_subsets_only_once_the_fault_is_spent(monkeypatch):
+    # a crash is dependent with everything its client does (and changes the view): no state with
+    # the fault still in the budget is reduced; after it, states are
+    import rocketspec.model_checks.explorer as explorer_mod
+
+    calls = []
+
+    def spy(gen, node, moves, fps):
+        sub = persistent_subset(gen, node, moves, fps)
+        calls.append((node.budget[0], sub is not None and len(sub) < len(moves)))
+        return sub
+
+    monkeypatch.setattr(explorer_mod, "persistent_subset", spy)
+    scope = load_scope("small-orderly", messages=1, failures=0, faults=1, fault_kinds=["crash"])
+    _explore(scope, "rocketmq-5.3.3", True)
+    assert not any(reduced for faults_left, reduced in calls if faults_left)
+    assert any(reduced for faults_left, reduced in calls if not faults_left)
+
+
+@pytest.mark.parametrize("over,why", [({"adversary": True}, "adversary"),
+                                      ({"message_model": "BROADCASTING"}, "clustering"),
+                                      ({"max_depth": 5}, "max_depth")])
+def test_scope_errors(over, why):
+    with pytest.raises(ScopeError, match=why):
+        load_scope("tiny", persistent_sets=True, **over)
