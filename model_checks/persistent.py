@@ -35,9 +35,10 @@ run of moves outside A, reads or writes what A's moves read or write:
 2. no client is paused (its resume is a global move) and no crashed client is still
    registered (its channel expiry would change the view and reassign queues): the view is
    fixed for the rest of the run;
-3. exactly one client c has a ProcessQueue on q, it is live, c is running, no orphan batch of
-   another client is left on q: under the fixed view no other client's rebalance allocates q
-   (allocations partition the queues), so no other client ever touches q;
+3. exactly one client c that has not crashed has a ProcessQueue on q, it is live, c is running,
+   no orphan batch is left on q: under the fixed view no other client's rebalance allocates q
+   (allocations partition the queues), so no other client ever touches q. (A crashed client's
+   ProcessQueue stays in the state, dropped; no move reads it again.)
 4. orderly: c's ProcessQueue is locked with a valid lease and c holds the broker entry, not
    expired. A running client renews every 20 s (< 30 s lease, < 60 s entry) and nobody else
    asks for q, so lockAll only renews (``pq.locked`` stays true, which is all the moves of A
@@ -97,12 +98,18 @@ def eligible(gen, node) -> bool:
 
 def _queue_qualifies(gen, node, key, qs) -> str | None:
     """Conditions 3 to 5 for queue key q; the client c, or None."""
-    if len(qs.pqs) != 1 or qs.orphans:
+    if qs.orphans:
         return None
-    (c, pq), = qs.pqs.items()
     st, now = node.st, node.now
-    cl = st.dir.clients.get(c)
-    if cl is None or cl.status != "running" or not pq.live:
+    clients = st.dir.clients
+    c = pq = None
+    for cid, p in qs.pqs.items():
+        if clients[cid].status == "crashed":
+            continue            # dropped with its client, read by nothing any more
+        if c is not None:
+            return None
+        c, pq = cid, p
+    if c is None or clients[c].status != "running" or not pq.live:
         return None
     if pq.orderly:
         if not (pq.locked and now - pq.last_lock_ts <= gen.lease and qs.holder == c and now <= qs.lock_exp):

@@ -110,3 +110,50 @@ def test_subsets_only_once_the_fault_is_spent(monkeypatch):
 def test_scope_errors(over, why):
     with pytest.raises(ScopeError, match=why):
         load_scope("tiny", persistent_sets=True, **over)
+
+
+def _plant(monkeypatch, kind, predicate):
+    """Make the spec reject `kind` events where `predicate(st, ev)` holds (id PLANTED): a stand-in
+    for a bug that shows only in some interleavings, which the reduction must not lose."""
+    from rocketspec.spec import actions as A
+
+    orig = A.HANDLERS[kind]
+
+    def planted(st, ev, out):
+        if predicate(st, ev):
+            out.report("PLANTED", "planted", None)
+        return orig(st, ev, out)
+
+    monkeypatch.setitem(A.HANDLERS, kind, planted)
+
+
+def _lock_age_at_consume(st, ev):
+    qs = st.queues.get((ev["group"], ev["topic"], ev["broker"], ev["queue"]))
+    return qs is not None and qs.holder == ev["client"] and ev["ts"] - qs.lock_ts >= 20000
+
+
+def _retry_answered_while_held(st, ev):
+    # a retry copy answered to c0 while its main queue still has a pull in flight
+    if not ev["topic"].startswith("%RETRY%") or not ev.get("offsets"):
+        return False
+    qs = st.queues.get((ev["group"], "T", ev["broker"], 0))
+    pq = qs.pqs.get(ev["client"]) if qs is not None else None
+    return pq is not None and pq.pull_id is not None
+
+
+@pytest.mark.parametrize("kind,predicate,name,over", [
+    # an orderly batch that starts 20 s after its lock was taken: only when time passes between
+    # the scheduled lockAll run and the batch (the consume start reads the clock: never reduced)
+    ("consume_started", _lock_age_at_consume, "small-orderly", {"messages": 1, "failures": 0, "faults": 0}),
+    # concurrent: a failure's retry copy delivered and pulled in one interleaving of two queues
+    ("pull_answered", _retry_answered_while_held, "small",
+     {"consumers": 1, "messages": 2, "faults": 0, "failures": 1}),
+], ids=["time", "retry-delivery"])
+def test_planted_interleaving_bugs_are_still_found(monkeypatch, kind, predicate, name, over):
+    _plant(monkeypatch, kind, predicate)
+    scope = load_scope(name, **over)
+    full, _, _ = _explore(scope, "rocketmq-5.3.3", False)
+    red, _, _ = _explore(scope, "rocketmq-5.3.3", True)
+    assert "PLANTED" in [v.invariant for v in full.violations]     # the full search shows it
+    assert red.reduced > 0
+    assert "PLANTED" in [v.invariant for v in red.violations]
