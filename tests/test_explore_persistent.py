@@ -141,6 +141,10 @@ def _retry_answered_while_held(st, ev):
     return pq is not None and pq.pull_id is not None
 
 
+def _two_retry_copies_in_one_answer(st, ev):
+    return ev["topic"].startswith("%RETRY%") and len(ev.get("offsets") or ()) >= 2
+
+
 @pytest.mark.parametrize("kind,predicate,name,over", [
     # an orderly batch that starts 20 s after its lock was taken: only when time passes between
     # the scheduled lockAll run and the batch (the consume start reads the clock: never reduced)
@@ -148,7 +152,11 @@ def _retry_answered_while_held(st, ev):
     # concurrent: a failure's retry copy delivered and pulled in one interleaving of two queues
     ("pull_answered", _retry_answered_while_held, "small",
      {"consumers": 1, "messages": 2, "faults": 0, "failures": 1}),
-], ids=["time", "retry-delivery"])
+    # two retry copies delivered before the retry queue's pull is answered: the second delivery
+    # waits for the clock while the first copy's answer is enabled
+    ("pull_answered", _two_retry_copies_in_one_answer, "small",
+     {"consumers": 1, "messages": 2, "faults": 0, "failures": 2}),
+], ids=["time", "retry-delivery", "retry-batch"])
 def test_planted_interleaving_bugs_are_still_found(monkeypatch, kind, predicate, name, over):
     _plant(monkeypatch, kind, predicate)
     scope = load_scope(name, **over)
