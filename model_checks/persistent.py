@@ -32,9 +32,10 @@ run of moves outside A, reads or writes what A's moves read or write:
    its client or queue does, and a crash changes the view), no adversary moves, clustering
    only. Listener failures may be left: a failure is a move of its own queue (with the shared
    budget, which no move of A uses), and a queue with a failure move enabled is not chosen;
-2. no client is paused (its resume is a global move) and no crashed client is still
-   registered (its channel expiry would change the view and reassign queues): the view is
-   fixed for the rest of the run;
+2. no crashed client is still registered (its channel expiry would change the view and
+   reassign queues): the view is fixed for the rest of the run. Paused clients may be: a pause
+   does not change the view, and the resume of another client than c (the one move of the
+   client while paused) writes only that client's status, which no move of A reads;
 3. exactly one client c that has not crashed has a ProcessQueue on q, it is live, c is running,
    no orphan batch is left on q: under the fixed view no other client's rebalance allocates q
    (allocations partition the queues), so no other client ever touches q. (A crashed client's
@@ -55,9 +56,10 @@ run of moves outside A, reads or writes what A's moves read or write:
    neither read the clock (the generator computes them without it) nor store a timestamp (the
    spec's actions for these kinds do not), nor change anything a deadline is computed from
    (locks, leases, pauses, the schedule, which clients have live ProcessQueues), so a time step
-   and a move of A commute and leave each other enabled. c's own rebalance, enabled only after
-   one of its other ProcessQueues was dropped (OFFSET_ILLEGAL), reads only the liveness of its
-   ProcessQueue on q, which no move of A changes.
+   and a move of A commute and leave each other enabled. A rebalance of c that keeps its
+   ProcessQueue on q (enabled while a new queue's lock is rejected, or after another of its
+   ProcessQueues was dropped) reads only the liveness of that ProcessQueue, which no move of A
+   changes, and creates, drops and locks only other queues: it is not put into A either.
 
 The first queue key (in key order) that qualifies gives A; otherwise the state is expanded fully.
 With persistent sets the first counterexample found is a shortest one *of the reduced graph*,
@@ -85,7 +87,7 @@ def eligible(gen, node) -> bool:
     d = node.st.dir
     reg = None
     for c, cl in d.clients.items():
-        if cl.status == "running":
+        if cl.status in ("running", "paused"):
             continue
         if cl.status != "crashed":
             return False
@@ -176,14 +178,35 @@ def _renews(move, c, key) -> bool:
     return True
 
 
+def _is_resume(move) -> bool:
+    return len(move.events) == 1 and move.events[0]["kind"] == "client_resumed" and not move.tick
+
+
+def _leaves_alone(move, c, key) -> bool:
+    """A rebalance of c that keeps its live ProcessQueue on `key`: key is only in the allocation it
+    reports (creations, drops and locks are of other queues)."""
+    evs = move.events
+    if move.tick or move.env or move.cost or not evs or evs[0]["kind"] != "allocation_computed":
+        return False
+    if evs[0]["client"] != c or list(key[1:]) not in evs[0]["allocated"]:
+        return False
+    for e in evs[1:]:
+        if e["kind"] == "lock_requested":
+            if list(key[1:]) in e["queues"]:
+                return False
+        elif (e.get("topic"), e.get("broker"), e.get("queue")) == key[1:]:
+            return False
+    return True
+
+
 def persistent_subset(gen, node, moves, fps) -> list[int] | None:
     """The indices of a persistent subset of `moves` (with footprints `fps`), or None: expand all."""
     if not eligible(gen, node):
         return None
     for fp, m in zip(fps, moves):
-        # global moves other than time steps (resume, expiry, faults, unknown kinds): none expected
-        # in an eligible state, but never reduce next to one
-        if fp is ALL and not m.tick:
+        # global moves other than time steps and resumes (expiry, faults, unknown kinds): none
+        # expected in an eligible state, but never reduce next to one
+        if fp is ALL and not m.tick and not _is_resume(m):
             return None
     st = node.st
     for key in sorted(st.queues):
@@ -195,7 +218,8 @@ def persistent_subset(gen, node, moves, fps) -> list[int] | None:
         pick = []
         ok = True
         for i, (m, fp) in enumerate(zip(moves, fps)):
-            if m.tick or res not in fp or (qs.pqs[c].orderly and _renews(m, c, key)):
+            if m.tick or _is_resume(m) or res not in fp or _leaves_alone(m, c, key) or (
+                    qs.pqs[c].orderly and _renews(m, c, key)):
                 continue
             if not _local(m, fp, res, qs.pqs[c].orderly):
                 ok = False
