@@ -13,9 +13,14 @@ every run from s that takes no move of A takes only moves independent of every m
   productive at its end), which can be moved to the front;
 - every rejected move (guard violations, known bugs): the same exchange argument moves a move
   of A to the front or shows the rejected move still enabled, with the same verdict, after a
-  move of A; the proviso keeps that from being postponed forever. The spec checks its state
-  predicates inside the actions on the key an event touches, so state-predicate violations are
-  rejected moves too (`check_state` still runs on every state kept).
+  move of A; the proviso keeps that from being postponed forever;
+- every violation of a state predicate: each one is a conjunction over queue keys of a
+  condition on that key's QueueState and stored messages (spec.invariants.STATE_PREDICATES),
+  which is inside the key's resource and does not read the clock. If a run from s violates it
+  on key x without taking a move of A (A's moves are all on one key y), the run never touches x
+  when y = x (it is independent of A), so s violates it already; when y != x a move of A does
+  not change x, so the violation survives the exchange. (`check_state` runs on every state
+  kept.)
 
 Cycle proviso for breadth-first search: when a move of A leads to a state already seen at a
 depth no greater than the state's own, the state is expanded fully. Around a cycle of the
