@@ -192,3 +192,23 @@ def test_cli_persistent_sets(tmp_path):
     assert r.returncode == 2 and "exclude each other" in r.stderr
     r = _cli("explore", "--scope", "bugs-broadcast", "--persistent-sets", "--quiet")
     assert r.returncode == 2 and "clustering" in r.stderr
+
+
+def test_planted_state_predicate_is_still_found(monkeypatch):
+    # a per-queue state predicate: both retry copies stored while the retry queue's ProcessQueue
+    # still waits at offset 0 (it holds in some interleavings of the deliveries and the pulls)
+    from rocketspec.spec import invariants
+
+    def both_copies_waiting(st):
+        for key, qs in st.queues.items():
+            sq = st.stored.get(key[1:])
+            if key[1].startswith("%RETRY%") and sq is not None and sq.next >= 2:
+                if any(pq.next_pull == 0 for pq in qs.pqs.values()):
+                    yield key, "planted"
+
+    monkeypatch.setitem(invariants.STATE_PREDICATES, "PLANTED-STATE", both_copies_waiting)
+    scope = load_scope("small", consumers=1, messages=2, faults=0, failures=2)
+    full, _, _ = _explore(scope, "rocketmq-5.3.3", False)
+    red, _, _ = _explore(scope, "rocketmq-5.3.3", True)
+    assert "PLANTED-STATE" in [v.invariant for v in full.violations]
+    assert red.reduced > 0 and "PLANTED-STATE" in [v.invariant for v in red.violations]
