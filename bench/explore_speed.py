@@ -3,7 +3,7 @@
     python -m bench.explore_speed [--scope small] [--profile rocketmq-5.3.3] [--repeat 1]
     python -m bench.explore_speed --scope tiny --repeat 3 --no-sleep-sets
     python -m bench.explore_speed --scope small-orderly --max-depth 15
-    python -m bench.explore_speed --scope small-orderly --persistent-sets
+    python -m bench.explore_speed --scope small-orderly --persistent-sets --progress 60
 
 CPU time (time.process_time), best of the repeats: the machine is shared. "States" are the
 successor states generated (each one: a copy-on-write child of the parent, the move's events
@@ -15,6 +15,25 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
+
+
+class _Log:
+    """Progress for long runs: one line on stderr per `every` seconds of wall time."""
+
+    def __init__(self, every: float):
+        import time
+
+        self.every, self.clock, self.next = every, time.perf_counter, time.perf_counter() + every
+
+    def set(self, distinct, generated, depth, violations):
+        if self.clock() >= self.next:
+            self.next = self.clock() + self.every
+            print(f"  ... {distinct:,} distinct, {generated:,} generated, depth {depth}, {violations} violations",
+                  file=sys.stderr, flush=True)
+
+    def close(self):
+        pass
 
 
 def main(argv=None) -> int:
@@ -27,6 +46,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-sleep-sets", action="store_true", help="explore without sleep sets (for the ratio)")
     ap.add_argument("--persistent-sets", action="store_true",
                     help="partial-order reduction of states (model_checks/persistent.py; replaces sleep sets)")
+    ap.add_argument("--progress", type=float, default=None, metavar="SECONDS",
+                    help="print the state counts to stderr every SECONDS of wall time")
     args = ap.parse_args(argv)
 
     from rocketspec.model_checks.explorer import Explorer
@@ -43,7 +64,8 @@ def main(argv=None) -> int:
     best = None
     for _ in range(max(1, args.repeat)):
         gc.collect()
-        ex = Explorer(scope, args.profile, max_states=args.max_states)
+        ex = Explorer(scope, args.profile, max_states=args.max_states,
+                      progress=_Log(args.progress) if args.progress else None)
         res = ex.run()
         if best is None or res.cpu_seconds < best.cpu_seconds:
             best, reexpanded = res, ex.reexpanded
