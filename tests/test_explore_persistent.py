@@ -212,3 +212,40 @@ def test_planted_state_predicate_is_still_found(monkeypatch):
     red, _, _ = _explore(scope, "rocketmq-5.3.3", True)
     assert "PLANTED-STATE" in [v.invariant for v in full.violations]
     assert red.reduced > 0 and "PLANTED-STATE" in [v.invariant for v in red.violations]
+
+
+def _lock_events(scope, profile):
+    ex = Explorer(scope, profile)
+    seen = set()
+    apply = ex.apply_move
+
+    def record(node, move):
+        nxt, bad = apply(node, move)
+        if nxt is not None:
+            for e in move.events:
+                if e["kind"] == "lock_expired" or (e["kind"] == "lock_acquired" and e["reason"] != "renewed"):
+                    seen.add((e["kind"], e.get("reason")))
+        return nxt, bad
+
+    ex.apply_move = record
+    return ex.run(), seen
+
+
+@pytest.mark.parametrize("profile", ["rocketmq-5.3.3", "rocketmq-4.9.8"])
+def test_small_lock_explores_lock_expiry(profile):
+    # the named scope with one message and no failure (the whole scope is the slow test below):
+    # the 61 s pause lets the broker entry expire, and the client takes it over after resuming
+    res, seen = _lock_events(load_scope("small-lock", messages=1, failures=0), profile)
+    assert res.complete and res.persistent_sets and res.reduced > 0
+    assert res.violations == [], [v.to_dict() for v in res.violations]
+    assert {("lock_expired", None), ("lock_acquired", "takeover")} <= seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["rocketmq-5.3.3", "rocketmq-4.9.8"])
+def test_small_lock_exhausts_clean(profile):
+    # ~4 min of CPU each: 543,786 states, depth 36 (docs/notes/explorer-findings.md)
+    res, seen = _lock_events(load_scope("small-lock"), profile)
+    assert res.complete and res.distinct > 500_000
+    assert res.violations == [], [v.to_dict() for v in res.violations]
+    assert {("lock_expired", None), ("lock_acquired", "takeover")} <= seen
