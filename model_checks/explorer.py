@@ -477,10 +477,8 @@ class Explorer:
         for cl in st.dir.clients.values():
             if cl.status == "paused":
                 return False
-        for ch in st.chains.values():
-            for e in ch.entries:
-                if e[0] == "delayed":
-                    return False
+        if self.gen.copy_in_schedule(st):
+            return False
         # time would still change something: a broker lock of a client that is gone (it expires),
         # or an orderly lease that ran out (lockAll renews it)
         lease = self.profile.client_lock_max_live_ms

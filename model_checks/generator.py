@@ -88,6 +88,12 @@ def view_id(cids) -> str:
     return "v:" + "+".join(cids)
 
 
+def is_reconsume_counter(k) -> bool:
+    """Whether an explorer variable (an `aux` key) is an orderly client's local retry count
+    (client, queue key, offset), as opposed to a lockAll or route flag."""
+    return k[0] not in (LOCK_DUE, ROUTE)
+
+
 def delay_table(profile) -> list[int]:
     units = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
     return [0] + [int(t[:-1]) * units[t[-1]] for t in profile.delay_levels.split()]
@@ -159,7 +165,7 @@ class Generator:
         reuse a dead object's count and split states that RocketMQ cannot tell apart."""
         drop = None
         for k in aux:
-            if k[0] in (LOCK_DUE, ROUTE):
+            if not is_reconsume_counter(k):
                 continue
             c, key, o = k
             qs = st.queues.get(key)
@@ -173,6 +179,11 @@ class Generator:
         for k in drop:
             del aux[k]
         return aux
+
+    @staticmethod
+    def copy_in_schedule(st) -> bool:
+        """Whether a retry copy waits in the broker's schedule (it will be delivered later)."""
+        return any(e[0] == "delayed" for ch in st.chains.values() for e in ch.entries)
 
     def next_lock_run(self, now: int) -> int:
         """The first scheduled lockAll run strictly after `now` (all clients start at 0)."""

@@ -76,7 +76,7 @@ from __future__ import annotations
 
 from rocketspec.spec.state import M_R
 
-from .generator import LOCK_DUE, RETRY, ROUTE
+from .generator import RETRY, is_reconsume_counter
 from .independence import ALL
 
 TIMELESS_KINDS = frozenset({
@@ -103,8 +103,8 @@ def eligible(gen, node) -> bool:
     return True
 
 
-def _queue_qualifies(gen, node, key, qs) -> str | None:
-    """Conditions 3 to 5 for queue key q; the client c, or None."""
+def _queue_qualifies(gen, node, key, qs):
+    """Conditions 3 to 5 for queue key q: (client c, its ProcessQueue), or None."""
     if qs.orphans:
         return None
     st, now = node.st, node.now
@@ -121,14 +121,9 @@ def _queue_qualifies(gen, node, key, qs) -> str | None:
     if pq.orderly:
         if not (pq.locked and now - pq.last_lock_ts <= gen.lease and qs.holder == c and now <= qs.lock_exp):
             return None
-    if key[1] == RETRY:
-        if _send_back_possible(gen, node):
-            return None
-        for ch in st.chains.values():
-            for e in ch.entries:
-                if e[0] == "delayed":
-                    return None
-    return c
+    if key[1] == RETRY and (_send_back_possible(gen, node) or gen.copy_in_schedule(st)):
+        return None
+    return c, pq
 
 
 def _send_back_possible(gen, node) -> bool:
@@ -143,7 +138,7 @@ def _send_back_possible(gen, node) -> bool:
         return True
     top = max((m[M_R] for sq in node.st.stored.values() for m in sq.msgs.values()), default=0)
     for k, r in node.aux.items():
-        if k[0] not in (LOCK_DUE, ROUTE):
+        if is_reconsume_counter(k):
             top = max(top, r)
     return gen.scope.max_reconsume_times - top + 1 <= left
 
@@ -216,17 +211,18 @@ def persistent_subset(gen, node, moves, fps) -> list[int] | None:
     st = node.st
     for key in sorted(st.queues):
         qs = st.queues[key]
-        c = _queue_qualifies(gen, node, key, qs)
-        if c is None:
+        owner = _queue_qualifies(gen, node, key, qs)
+        if owner is None:
             continue
+        c, orderly = owner[0], owner[1].orderly
         res = ("q", key[1], key[2], key[3])
         pick = []
         ok = True
         for i, (m, fp) in enumerate(zip(moves, fps)):
             if m.tick or _is_resume(m) or res not in fp or _leaves_alone(m, c, key) or (
-                    qs.pqs[c].orderly and _renews(m, c, key)):
+                    orderly and _renews(m, c, key)):
                 continue
-            if not _local(m, fp, res, qs.pqs[c].orderly):
+            if not _local(m, fp, res, orderly):
                 ok = False
                 break
             pick.append(i)

@@ -69,16 +69,6 @@ def _render(res, files, live, live_skipped=None) -> str:
     return "\n".join(out)
 
 
-def _bad(as_json, msg):
-    import orjson
-
-    if as_json:
-        sys.stdout.write(orjson.dumps({"verdict": "bad_input", "error": msg}).decode() + "\n")
-    else:
-        click.echo(f"error: {msg}", err=True)
-    sys.exit(2)
-
-
 @click.command("explore")
 @click.option("--scope", "scope_name", default="small", show_default=True,
               help="A named scope (tiny, small, small-orderly, medium) or a scope TOML file.")
@@ -111,19 +101,22 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
     from rocketspec.model_checks.scopes import Scope, ScopeError, load_scope
     from rocketspec.spec.profiles import UnknownProfile, get_profile
 
+    over = {}
+    if persistent_sets:
+        over["persistent_sets"] = True
+    if max_depth is not None:
+        over["max_depth"] = max_depth
     try:
-        scope = load_scope(scope_name, **({"persistent_sets": True} if persistent_sets else {}))
+        # the options go through the scope's validation (e.g. persistent sets exclude a depth bound)
+        scope = load_scope(scope_name, **over)
         prof = get_profile(profile)
     except (ScopeError, UnknownProfile) as exc:
-        _bad(as_json, str(exc))
+        if as_json:
+            sys.stdout.write(orjson.dumps({"verdict": "bad_input", "error": str(exc)}).decode() + "\n")
+        else:
+            click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
     bounded = max_depth is not None or scope.max_depth != Scope().max_depth
-    if max_depth is not None:
-        if scope.persistent_sets:
-            _bad(as_json, "--max-depth and persistent sets exclude each other (the reduced graph's depths are not "
-                          "the lengths of all runs)")
-        from dataclasses import replace
-
-        scope = replace(scope, max_depth=max_depth)
     # a bounded graph has dead ends at the bound, a reduced one lacks edges: cycles and stutters
     # would mean nothing, so the graph is not even kept
     live_skipped = None
