@@ -22,7 +22,7 @@ message that names the input file and a line, row, byte, event or field path: se
 `is_located`), and the failures: unlocated (exit 2 without such a message), nojson (`--json`
 printed no JSON object), crash (exit 3, a traceback, any other exit), hang (past 5 s), memory
 (MemoryError or past 1 GB). Every failing input is saved to the corpus
-(tests/fuzz_corpus/<kind>/<hash>.<ext> with a sidecar <hash>.json: command, outcome, message),
+(tests/fuzz_corpus/<kind>/<hash>.<ext> with a sidecar <hash>.case.json: command, outcome, message),
 one per outcome signature (the exception type and the function that raised it, or the shape
 of the message); tests/test_fuzz_corpus.py replays the corpus.
 
@@ -1032,7 +1032,7 @@ def execute(inp: dict, workdir: str, main) -> dict:
             "peak_rss": res["peak_rss"], "message": msg[:600], "traceback": (res["exception"] or ("", "", ""))[2][-3000:]}
 
 
-def _worker_loop(conn, seeds, kinds, workdir, as_limit) -> None:
+def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
     os.makedirs(workdir, exist_ok=True)
     os.chdir(workdir)
     os.environ["ROCKETSPEC_DEBUG"] = "1"  # an internal error prints its traceback, for the signature
@@ -1047,6 +1047,9 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit) -> None:
     main = _entry_point()
     while True:
         try:
+            while not conn.poll(1.0):
+                if os.getppid() != parent_pid:  # the parent is gone (killed): so is the worker
+                    os._exit(0)
             job = conn.recv()
         except EOFError:
             break
@@ -1095,7 +1098,7 @@ class Pool:
     def _start(self, i: int) -> dict:
         parent, child = self.ctx.Pipe()
         wd = os.path.join(self.root, f"w{i}")
-        p = self.ctx.Process(target=_worker_loop, args=(child, self.seeds, self.kinds, wd, self.as_limit),
+        p = self.ctx.Process(target=_worker_loop, args=(child, self.seeds, self.kinds, wd, self.as_limit, os.getpid()),
                              daemon=True)
         p.start()
         child.close()
@@ -1145,6 +1148,8 @@ class Pool:
                     on_result(r)
                     continue
                 rss = _rss_of(w["proc"].pid)
+                if not w["proc"].is_alive() and w["conn"].poll():
+                    continue  # its answer came in after the wait: read it on the next round
                 if now - w["t0"] > WALL_SECONDS + KILL_GRACE or rss > MEMORY_BYTES or not w["proc"].is_alive():
                     why = "died" if not w["proc"].is_alive() else "memory" if rss > MEMORY_BYTES else "hang"
                     w["proc"].kill()
@@ -1154,6 +1159,7 @@ class Pool:
                     on_result(r)
 
     def _dead(self, w: dict, why: str) -> dict:
+        w["proc"].join(2)
         try:
             with open(os.path.join(w["dir"], "current.pickle"), "rb") as fh:
                 inp = pickle.load(fh)
@@ -1173,6 +1179,9 @@ class Pool:
              "peak_rss": 0, "message": msg, "traceback": "", "input": inp,
              "kind": inp["kind"] if inp else "?", "parseable": inp["parseable"] if inp else False,
              "index": inp.get("index") if inp else None}
+        if inp:
+            r.update(name=inp["name"], argv=inp["argv"], notes=inp["notes"],
+                     size=None if inp["data"] is None else len(inp["data"]))
         return r
 
     def close(self) -> None:
@@ -1229,6 +1238,9 @@ def _rss_of(pid: int) -> int:
 
 # ====================================================================== the corpus
 
+SIDECAR = ".case.json"  # next to <hash>.<ext>: the command, the outcome, the message
+
+
 def _ext(name: str) -> str:
     base = os.path.basename(name)
     return base.split(".", 1)[1] if "." in base else "bin"
@@ -1237,7 +1249,7 @@ def _ext(name: str) -> str:
 def corpus_entries(corpus: Path = CORPUS) -> list[dict]:
     """Every sidecar in the corpus, with 'sidecar' (its path) and 'data_path' (None for a directory)."""
     out = []
-    for side in sorted(corpus.glob("*/*.json")):
+    for side in sorted(corpus.glob(f"*/*{SIDECAR}")):
         try:
             meta = json.loads(side.read_text())
         except ValueError:
@@ -1245,7 +1257,7 @@ def corpus_entries(corpus: Path = CORPUS) -> list[dict]:
         if not isinstance(meta, dict) or "argv" not in meta:
             continue
         meta["sidecar"] = str(side)
-        data = side.with_name(side.stem + "." + meta["ext"]) if meta.get("ext") else None
+        data = side.with_name(side.name[:-len(SIDECAR)] + "." + meta["ext"]) if meta.get("ext") else None
         meta["data_path"] = str(data) if data else None
         out.append(meta)
     return out
@@ -1277,7 +1289,7 @@ def save_to_corpus(r: dict, corpus: Path, known: set[str]) -> str | None:
     else:
         meta["ext"] = _ext(inp["name"])
         (d / f"{h}.{meta['ext']}").write_bytes(data)
-    side = d / f"{h}.json"
+    side = d / f"{h}{SIDECAR}"
     side.write_text(json.dumps(meta, indent=1, ensure_ascii=True) + "\n")
     return str(side)
 
@@ -1323,7 +1335,7 @@ class Tally:
         if r["outcome"] in FAILURES:
             e = self.signatures.setdefault(r["signature"], [0, r])
             e[0] += 1
-        if r["outcome"] not in ("hang",) and r["seconds"] > self.slowest[0]:
+        if r["outcome"] in CLEAN and r["seconds"] > self.slowest[0]:
             self.slowest = (r["seconds"], r.get("index"))
         self.peak = max(self.peak, r.get("peak_rss") or 0)
 
@@ -1362,8 +1374,8 @@ class Tally:
 
 
 def fuzz(inputs: int, seed: int, workers: int = 1, kinds=KINDS, corpus: Path | None = CORPUS, seed_dirs=(),
-         progress: bool = False, seeds=None):
-    """Run `inputs` mutants; return (tally, seconds, saved sidecars)."""
+         progress: bool = False, seeds=None, max_seconds: float | None = None):
+    """Run `inputs` mutants (fewer if `max_seconds` runs out first); return (tally, seconds, saved sidecars)."""
     seeds = seeds or build_seeds_forked(seed_dirs)
     tally = Tally()
     known = {m["signature"] for m in corpus_entries(corpus)} if corpus else set()
@@ -1385,7 +1397,13 @@ def fuzz(inputs: int, seed: int, workers: int = 1, kinds=KINDS, corpus: Path | N
     pool = Pool(workers, seeds, kinds)
     t0 = time.monotonic()
     try:
-        pool.run((("gen", seed, i) for i in range(inputs)), on_result)
+        def jobs():
+            for i in range(inputs):
+                if max_seconds is not None and time.monotonic() - t0 > max_seconds:
+                    return
+                yield ("gen", seed, i)
+
+        pool.run(jobs(), on_result)
     finally:
         pool.close()
     return tally, time.monotonic() - t0, saved
@@ -1400,6 +1418,7 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", default=str(CORPUS), help="where failing inputs are saved")
     ap.add_argument("--no-save", action="store_true", help="do not save failing inputs")
     ap.add_argument("--seed-dir", action="append", default=[], help="more seed traces (.jsonl, .parquet)")
+    ap.add_argument("--max-seconds", type=float, default=None, help="stop feeding inputs after this long")
     ap.add_argument("--only", type=int, default=None, help="run input INDEX alone and describe it")
     ap.add_argument("--replay", action="store_true", help="replay the corpus and print each entry's outcome")
     a = ap.parse_args(argv)
@@ -1433,7 +1452,7 @@ def main(argv=None) -> int:
             print(r["traceback"])
         return 0 if r["outcome"] in CLEAN else 1
     tally, secs, saved = fuzz(a.inputs, a.seed, a.workers, kinds, None if a.no_save else Path(a.corpus),
-                              a.seed_dir, progress=True)
+                              a.seed_dir, progress=True, max_seconds=a.max_seconds)
     print(f"fuzz_inputs: seed {a.seed}, kinds {', '.join(kinds)}")
     print(tally.report(secs, a.workers))
     if saved:

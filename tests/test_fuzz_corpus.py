@@ -2,7 +2,7 @@
 1 GB or was rejected without a located message must now get a clean outcome: a verdict, an
 incomplete run, or exit 2 with a message naming the file and the place in it.
 
-Each entry is an input file and a sidecar <hash>.json with the command and what it did when
+Each entry is an input file and a sidecar <hash>.case.json with the command and what it did when
 bench/fuzz_inputs.py found it. `python -m bench.fuzz_inputs --replay` lists every entry's
 outcome now."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ ENTRIES = fz.corpus_entries()
 
 
 def _id(meta: dict) -> str:
-    return f"{meta['kind']}/{os.path.basename(meta['sidecar'])[:-5]}-{meta['outcome']}"
+    return f"{meta['kind']}/{os.path.basename(meta['sidecar'])[:-len(fz.SIDECAR)]}-{meta['outcome']}"
 
 
 def test_corpus_is_small_and_well_formed():
