@@ -1067,6 +1067,10 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
         except MemoryError:
             r = {"outcome": "memory", "signature": f"memory:{inp['argv'][0]}:harness", "exit": None,
                  "seconds": 0.0, "peak_rss": _vm("VmHWM"), "message": "MemoryError", "traceback": ""}
+        except BaseException as exc:  # noqa: BLE001 - the harness's own failure, reported as such
+            r = {"outcome": "crash", "signature": f"crash:{inp['argv'][0]}:harness-{type(exc).__name__}",
+                 "exit": None, "seconds": 0.0, "peak_rss": _vm("VmHWM"), "message": f"in the fuzz harness: {exc!r}",
+                 "traceback": traceback.format_exc()[-3000:]}
         r.update(kind=inp["kind"], parseable=inp["parseable"], index=inp.get("index"), name=inp["name"],
                  argv=inp["argv"], notes=inp["notes"], size=None if inp["data"] is None else len(inp["data"]))
         if r["outcome"] in FAILURES:
