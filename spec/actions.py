@@ -21,19 +21,12 @@ import heapq
 
 from .allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
 from .filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
+from . import limits
 from .lifecycles import LOCK_TABLE, MSG_TABLE, PQ_TABLE
 from .state import (M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Client, Progress, QueueState, SpecState,
                     StoredQueue, View)
 
 INT_MAX = 2 ** 31 - 1
-
-
-def _delay_table(profile):
-    units = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
-    out = [0]
-    for tok in profile.delay_levels.split():
-        out.append(int(tok[:-1]) * units[tok[-1]])
-    return out
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -64,16 +57,6 @@ def _client(st, ev, out, key=None):
 def _unit(pq_or_client) -> str:
     return pq_or_client.client if isinstance(pq_or_client, PQ) and pq_or_client.broadcast else (
         pq_or_client.cid if isinstance(pq_or_client, Client) and pq_or_client.broadcast else "")
-
-
-def _max_reconsume(st, client: Client | None):
-    """Resolved maxReconsumeTimes: -1 means 16 (concurrent) or unbounded (orderly)."""
-    if client is None:
-        return st.profile.default_max_reconsume_times
-    m = client.max_reconsume
-    if m == -1:
-        return None if client.orderly else st.profile.default_max_reconsume_times
-    return m
 
 
 def _group_client(st, group, cid=None):
@@ -121,8 +104,8 @@ def _pull_from_where(st, qs, client, read, sq):
 def _check_orderly_serial(st, qs, client, ev, out):
     """INV-ORDER-1 (state predicate on the queue): at most one client consuming an orderly
     clustering queue at a time; downgraded under a broken A-LEASE-MARGIN."""
-    margin = st.profile.broker_lock_max_live_ms - st.profile.client_lock_max_live_ms
     for other, (cid_, since) in qs.busy.items():
+        margin = limits.lease_margin(st, qs.key[2], other)
         if other == client:
             out.report("INV-ORDER-1", f"client {client} starts a second batch on the queue while consume "
                        f"{cid_} is still running (one consume thread per queue)", qs.key)
@@ -154,6 +137,7 @@ def trace_ended(st, ev, out):
 
 def broker_started(st, ev, out):
     st.dir.brokers.setdefault(ev["broker"], 0)
+    st.dir.broker_limits[ev["broker"]] = limits.BrokerLimits(st.profile, ev.get("config"))
 
 
 def broker_restarted(st, ev, out):
@@ -190,6 +174,7 @@ def client_started(st, ev, out):
     if old is not None and old.status in ("running", "paused"):
         out.report("INV-CLIENT-1", f"client {cid!r} started twice without stopping", None)
     c = Client(cid, ev["group"], ev["consume_mode"], ev["message_model"], ev.get("subscriptions"), ev.get("config"))
+    c.limits = limits.ClientLimits(st.profile, c.config)
     d.clients[cid] = c
     g = d.groups.setdefault(ev["group"], {"mode": c.mode, "model": c.model, "clients": set()})
     g["clients"].add(cid)
@@ -606,6 +591,40 @@ def messages_deleted(st, ev, out):
         _retention(st, sq, (None,) + tkey, mn, out)
 
 
+def pull_failed(st, ev, out):
+    """The broker rejected the pull (e.g. SUBSCRIPTION_NOT_LATEST) or the call failed: the
+    PullCallback's onException ends it and re-queues the same PullRequest later, so the next
+    pull asks for the same offset. Only a pull still in flight ends: a second pull while one is
+    really in flight stays INV-PULL-1 (#2449)."""
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is None or pq.pull_id != ev["pull_id"]:
+        return      # the ProcessQueue is gone or was replaced: nothing was in flight for it
+    pq.pull_id = None
+    if ev["reason"] not in ("rejected", "exception"):
+        out.report("GUARD", f"pull_failed reason {ev['reason']!r}: expected rejected or exception", qs.key)
+
+
+def queue_snapshot(st, ev, out):
+    """The queue holds [min_offset, max_offset) whose messages were not observed (observation
+    began on a running broker, or a gap in observation). Below min_offset is retention; the
+    next message_stored continues at max_offset."""
+    tkey = (ev["topic"], ev["broker"], ev["queue"])
+    sq = st.stored.get(tkey)
+    if sq is None:
+        sq = st.stored[tkey] = StoredQueue()
+    mn, mx = ev["min_offset"], ev["max_offset"]
+    if not 0 <= mn <= mx:
+        out.report("GUARD", f"queue snapshot with min_offset {mn} and max_offset {mx}", tkey)
+        return
+    if mx < sq.next:
+        out.report("GUARD", f"queue snapshot says max_offset {mx}, {sq.next} messages were stored already", tkey)
+        return
+    sq.next = mx
+    if mn > sq.min:
+        _retention(st, sq, (None,) + tkey, mn, out)
+
+
 def pull_flow_controlled(st, ev, out):
     qs = _q(st, ev)
     _client(st, ev, out, qs.key)
@@ -638,7 +657,7 @@ def consume_started(st, ev, out):
                        f"({pq.consuming[-8:]})", key)
         if not pq.broadcast:
             ts = ev["ts"]
-            lease = st.profile.client_lock_max_live_ms
+            lease = limits.client(st, cid).lease_ms
             if not pq.locked or ts - pq.last_lock_ts > lease:
                 out.report("INV-OWNER-2", f"{cid} consumes an orderly queue without a valid lease (locked="
                            f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts})", key)
@@ -1134,7 +1153,7 @@ def message_sent_back(st, ev, out):
         r = stored_r if stored_r is not None else ev["reconsume_times"]
     dl = req[1] if req is not None else ev.get("delay_level", 0)
     client = _group_client(st, ev["group"], cid)
-    mx = _max_reconsume(st, client)
+    mx = limits.max_reconsume(st, client)
     if mx is None and via == "orderly_producer":
         mx = r          # orderly sends back only once the count reached the client's maximum
     should_dlq = (mx is not None and r >= mx) or (dl is not None and dl < 0)
@@ -1149,7 +1168,7 @@ def message_sent_back(st, ev, out):
         out.report("INV-RETRY-3", f"{cid} sent copy {mid} back twice: two retry copies of one failure", ckey)
     ch.accepted.add((cid, mid))
     if outcome == "retry":
-        levels = len(_delay_table(st.profile)) - 1
+        levels = len(limits.broker(st, ev["broker"]).delay_ms) - 1
         want = dl if (dl is not None and dl > 0) else 3 + r
         want = min(want, levels)
         got = ev.get("delay_level")
@@ -1202,7 +1221,7 @@ def message_scheduled(st, ev, out):
         ch.entries.append(entry)
     if ("sent_back", "message_scheduled") not in MSG_TABLE:
         out.report("GUARD", "message lifecycle: scheduling not allowed", ckey)
-    table = _delay_table(st.profile)
+    table = limits.broker(st, ev["broker"]).delay_ms
     if 0 < lvl < len(table):
         want = ev["ts"] + table[lvl]
         if ev["deliver_ts"] != want:
@@ -1262,7 +1281,7 @@ def message_stored(st, ev, out):
         if topic.startswith(RETRY_PREFIX):
             group = topic[len(RETRY_PREFIX):]
             ckey = (group, ev["origin_msg_id"])
-            mx = _max_reconsume(st, _group_client(st, group))
+            mx = limits.max_reconsume(st, _group_client(st, group))
             if mx is not None and r > mx:
                 out.report("INV-RETRY-1", f"retry copy {ev['msg_id']} stored with reconsume_times {r} > "
                            f"maxReconsumeTimes {mx}", ckey)
@@ -1312,9 +1331,10 @@ def lock_acquired(st, ev, out):
     p = st.profile
     if (qs.lock_state, "lock_acquired") not in LOCK_TABLE:
         out.report("INV-LOCK-1", f"lock acquired in state {qs.lock_state}", key)
-    if ev["expires_at"] != ts + p.broker_lock_max_live_ms:
-        out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be now + "
-                   f"{p.broker_lock_max_live_ms}", key)
+    life = limits.broker(st, key[2]).lock_max_live_ms
+    if ev["expires_at"] != ts + life:
+        out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be now + {life} (the broker's "
+                   f"lock lifetime)", key)
     h = qs.holder
     if h is not None and h != cid and ts <= qs.lock_exp:
         out.report("INV-LOCK-1", f"{cid} acquires the lock ({reason}) while {h} holds it until {qs.lock_exp}: "
@@ -1380,9 +1400,10 @@ def pq_lock_changed(st, ev, out):
 def lease_expired(st, ev, out):
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
-    if pq is not None and pq.locked and ev["ts"] - pq.last_lock_ts <= st.profile.client_lock_max_live_ms:
+    lease = limits.client(st, ev["client"]).lease_ms
+    if pq is not None and pq.locked and ev["ts"] - pq.last_lock_ts <= lease:
         out.report("GUARD", f"lease reported expired at {ev['ts']} but last lock {pq.last_lock_ts} is within "
-                   f"{st.profile.client_lock_max_live_ms} ms", qs.key)
+                   f"{lease} ms (the client's lease)", qs.key)
 
 
 def oneway_lost(st, ev, out):
@@ -1447,7 +1468,8 @@ HANDLERS = {
     "client_paused": client_paused, "client_resumed": client_resumed,
     "allocation_computed": allocation_computed, "pq_created": pq_created, "pq_dropped": pq_dropped,
     "pq_removed": pq_removed,
-    "pull_issued": pull_issued, "pull_held": pull_held, "pull_answered": pull_answered,
+    "pull_issued": pull_issued, "pull_held": pull_held, "pull_answered": pull_answered, "pull_failed": pull_failed,
+    "queue_snapshot": queue_snapshot,
     "pull_flow_controlled": pull_flow_controlled,
     "consume_started": consume_started, "consume_finished": consume_finished,
     "consume_resubmitted": consume_resubmitted, "consume_suspended": consume_suspended,
@@ -1481,6 +1503,8 @@ MECHANISMS = {
     "pull_issued": "DefaultMQPushConsumerImpl.pullMessage", "pull_held": "PullRequestHoldService (long polling)",
     "pull_answered": "DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + ProcessQueue.putMessage",
     "pull_flow_controlled": "pullMessage flow control",
+    "pull_failed": "PullCallback.onException (broker error response or failed call)",
+    "queue_snapshot": "the queue's min/max offset when observation began (or after a gap)",
     "consume_started": "ConsumeRequest.run (listener called)", "consume_finished": "listener returns",
     "consume_resubmitted": "submitConsumeRequestLater after failed send-back",
     "consume_suspended": "ConsumeMessageOrderlyService suspend/retry later",

@@ -28,7 +28,7 @@ from .profiles import Profile
 
 class Client:
     __slots__ = ("cid", "group", "mode", "model", "subs", "config", "status", "paused_until",
-                 "from_where", "max_reconsume")
+                 "from_where", "max_reconsume", "limits")
 
     def __init__(self, cid, group, mode, model, subs, config):
         self.cid, self.group, self.mode, self.model = cid, group, mode, model
@@ -40,6 +40,7 @@ class Client:
             "CONSUME_FROM_LAST_OFFSET"
         mr = _cfg(self.config, "max_reconsume_times", "maxReconsumeTimes")
         self.max_reconsume = -1 if mr is None else int(mr)
+        self.limits = None                # spec.limits.ClientLimits (set by client_started)
 
     @property
     def orderly(self) -> bool:
@@ -61,7 +62,7 @@ def _cfg(config, *names):
 
 class Directory:
     __slots__ = ("brokers", "topics", "clients", "groups", "registered", "alloc", "started", "profile_name",
-                 "scenario", "seed")
+                 "scenario", "seed", "broker_limits", "client_default")
 
     def __init__(self):
         self.brokers: dict[str, int] = {}                 # broker -> restart count
@@ -74,6 +75,8 @@ class Directory:
         self.profile_name = None
         self.scenario = None
         self.seed = None
+        self.broker_limits: dict = {}                     # broker -> spec.limits.BrokerLimits
+        self.client_default = None                        # ClientLimits of the profile (unknown clients)
 
 
 class PQ:
