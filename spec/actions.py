@@ -702,8 +702,16 @@ def consume_started(st, ev, out):
     if unit is not None:
         for o in offsets:
             if o < unit.wm or o in unit.done:
-                st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+                _duplicate(st, out, key, f"{cid} consumes offset {o} again (already handled by the group)")
+                if pq.orderly:
+                    pq.dup_seen.add(o)
     pq.batches[cons_id] = tuple(offsets)
+
+
+def _duplicate(st, out, key, what):
+    """ANOM-DUP-1, once per repeated consumption of a message (at-least-once allows it)."""
+    st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+    out.example("ANOM-DUP-1", what, key)
 
 
 def consume_finished(st, ev, out):
@@ -853,9 +861,13 @@ def pq_committed(st, ev, out):
         out.report("INV-OFFSET-1", f"commit returned {ev['offset']}, lastKey + 1 is {want}", key)
     unit = qs.units.get(pq.client if pq.broadcast else "")
     if unit is not None:
+        seen = pq.dup_seen
         for o in offsets:
-            if not unit.handle(o):
-                st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+            # counted when its consumption started if it was handled then; else it was handled
+            # by another client while this one consumed it: the duplicate shows at the commit
+            if not unit.handle(o) and o not in seen:
+                _duplicate(st, out, key, f"{ev['client']} commits offset {o}, already handled by the group")
+        seen.clear()
     pq.consuming = []
     pq.pending_upd.append(ev["offset"])
 
@@ -870,6 +882,7 @@ def pq_rolled_back(st, ev, out):
     if not back <= set(pq.consuming):
         out.report("INV-ORDER-2", f"rollback of {sorted(back - set(pq.consuming))[:8]} that were not taken", qs.key)
     pq.consuming = [o for o in pq.consuming if o not in back]
+    pq.dup_seen -= back     # consumed again later: a new consumption
     for o in back:
         if o not in pq.tree:
             pq.tree.add(o)
@@ -1248,7 +1261,7 @@ def schedule_delivered(st, ev, out):
         if done is not None and st.dir.brokers.get(ev["broker"], 0) > done[1]:
             # the schedule service's delay offsets are flushed every 10 s: after a broker
             # restart it delivers again what it delivered since the last flush (at-least-once)
-            st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+            _duplicate(st, out, ckey, f"the schedule delivers {ev['msg_id']} again after a broker restart")
             ch = _chain(st, *ckey)
             ch.entries.append(["redelivered", done[0], ev["delay_level"], None, ev["msg_id"], None])
             return

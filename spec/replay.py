@@ -88,6 +88,14 @@ class Findings:
                     ev.get("kind") if ev else None, dict(ev) if ev else None, self._snapshot(key))
         (self.errors if sev == "error" else self.warnings).append(f)
 
+    def example(self, inv: str, message: str, key=None) -> None:
+        """Keep an example of a warning counted elsewhere (st.counts), up to `warn_examples`."""
+        if sum(1 for w in self.warnings if w.inv == inv) >= self.warn_examples:
+            return
+        ev = self.ev
+        self.warnings.append(Finding(inv, _inv.severity(inv), message, key, ev.get("seq") if ev else None, self.line,
+                                     ev.get("kind") if ev else None, dict(ev) if ev else None, self._snapshot(key)))
+
     def _snapshot(self, key):
         st = self.st
         if key is None:

@@ -84,3 +84,30 @@ def test_other_versions_are_refused_naming_the_supported_ones(tmp_path, version)
     p.write_text("".join(json.dumps(e) + "\n" for e in evs))
     with pytest.raises(TraceInputError, match=r"t.jsonl:1: .*schema_version %d.*versions 1, 2" % version):
         check_trace(p)
+
+
+def test_an_orderly_duplicate_counts_once():
+    """c2 takes the queue over and consumes offsets 0 and 1 again: two duplicates, counted when
+    the listener gets them, not again at the commit."""
+    evs = load("valid_orderly.jsonl")[:-1]
+    ts = evs[-1]["ts"]
+    q2 = dict(client="c2", **Q)
+
+    def e(kind, **f):
+        return {"seq": 0, "ts": ts, "kind": kind, **f}
+    evs += [e("allocation_computed", client="c2", group="G", topic="T", strategy="AVG", mqs=[["T", "broker-a", 0]],
+              cids=["c2"], allocated=[["T", "broker-a", 0]], view="v2"),
+            e("offset_read", **q2, offset=-1, source="store"),
+            e("pq_created", **q2, offset=0, from_where="CONSUME_FROM_FIRST_OFFSET", locked=True),
+            e("pull_issued", **q2, offset=0, pull_id=9, max_nums=32),
+            e("pull_answered", **q2, pull_id=9, offset=0, get_status="FOUND", status="FOUND", next_offset=2,
+              min_offset=0, max_offset=2, offsets=[0, 1], msg_ids=["m0", "m1"]),
+            e("messages_taken", **q2, offsets=[0, 1]),
+            e("consume_started", **q2, consume_id=1, offsets=[0, 1], msg_ids=["m0", "m1"], reconsume_list=[0, 0]),
+            e("consume_finished", **q2, consume_id=1, status="SUCCESS", dropped=False),
+            e("pq_committed", **q2, offset=2, offsets=[0, 1]),
+            e("trace_ended", reason="duration")]
+    rep = check(evs)
+    assert rep.ok, [f.message for f in rep.findings.errors]
+    assert rep.findings.counts["ANOM-DUP-1"] == 2
+    assert [w.inv for w in rep.findings.warnings].count("ANOM-DUP-1") == 2     # with examples
