@@ -103,18 +103,44 @@ def _pull_from_where(st, qs, client, read, sq):
 
 def _check_orderly_serial(st, qs, client, ev, out):
     """INV-ORDER-1 (state predicate on the queue): at most one client consuming an orderly
-    clustering queue at a time; downgraded under a broken A-LEASE-MARGIN."""
+    clustering queue at a time. A broken A-LEASE-MARGIN (a pause or a listener call longer than
+    broker lock - client lease) does not excuse it: the guarantee is lost, and the report says
+    why. One report per overlapped batch."""
+    ts = ev["ts"]
     for other, (cid_, since) in qs.busy.items():
-        margin = limits.lease_margin(st, qs.key[2], other)
         if other == client:
             out.report("INV-ORDER-1", f"client {client} starts a second batch on the queue while consume "
                        f"{cid_} is still running (one consume thread per queue)", qs.key)
-        elif ev["ts"] - since > margin:
-            out.report("ANOM-ASSUMPTION", f"INV-ORDER-1 under broken A-LEASE-MARGIN: {client} consumes while "
-                       f"{other}'s batch {cid_} has run {ev['ts'] - since} ms (> margin {margin} ms)", qs.key)
-        else:
-            out.report("INV-ORDER-1", f"client {client} consumes the orderly queue while {other} is still "
-                       f"consuming it (batch {cid_} since ts {since})", qs.key)
+            continue
+        if (other, cid_) in qs.overlaps:
+            continue
+        qs.overlaps = qs.overlaps | {(other, cid_)}
+        out.report("INV-ORDER-1", f"two consumers inside the orderly queue: {client} starts a batch while {other}'s "
+                   f"batch {cid_} (since ts {since}) is still in its listener call; cause: "
+                   f"{_long_call_cause(st, qs.key[2], other, since, ts)}", qs.key)
+
+
+def _pauses_between(st, cid, lo, hi):
+    c = st.dir.clients.get(cid)
+    return [(t, d) for t, d in (c.pauses if c is not None else ()) if t <= hi and t + d >= lo]
+
+
+def _long_call_cause(st, broker, cid, since, now):
+    """Why a listener call of `cid` that began at `since` was still running at `now`, against
+    the limits it outlived (A-LEASE-MARGIN)."""
+    b, c = limits.broker(st, broker), limits.client(st, cid)
+    margin = b.lock_max_live_ms - c.lease_ms
+    ran = now - since
+    pauses = _pauses_between(st, cid, since, now)
+    what = "; ".join(f"{cid} was paused at ts {t} for {d} ms" for t, d in pauses) or \
+        f"{cid}'s listener call has run {ran} ms"
+    lim = (f"client lease {c.lease_ms} ms, broker lock {b.lock_max_live_ms} ms, margin {margin} ms "
+           f"(A-LEASE-MARGIN)")
+    if margin <= 0:
+        return f"{what}; configuration: the broker lock is not longer than the client lease ({lim})"
+    if ran > margin:
+        return f"{what}: the call outlived the lease margin ({ran} ms > {lim})"
+    return f"{what} ({ran} ms, within the {lim}): a lock or lease violation let the other client in"
 
 
 # ---------------------------------------------------------------------------- directory
@@ -212,6 +238,7 @@ def client_paused(st, ev, out):
     if c is not None:
         c.status = "paused"
         c.paused_until = ev["ts"] + ev["duration"]
+        c.pauses = c.pauses[-3:] + ((ev["ts"], ev["duration"]),)
 
 
 def client_resumed(st, ev, out):
@@ -334,17 +361,33 @@ def pq_created(st, ev, out):
                        f"{n} messages stored meanwhile are skipped", key)
     elif off > p.wm:
         hi = min(off, sq.next if sq else off)
-        gap = [o for o in range(p.wm, hi) if o not in p.done] if hi - p.wm < 100000 else None
-        if gap is None or gap:
+        gap = p.unhandled_first(p.wm, hi)
+        if gap:
+            n = p.unhandled_count(p.wm, hi)
             if read == -1 and committed is None:
-                out.report("ANOM-START-SKIP", f"new ProcessQueue of {cid} starts at {off}; offsets "
-                           f"{(gap or [])[:8]} not yet consumed by the group are skipped (no committed offset)", key)
+                out.report("INV-LOSS-1", f"new ProcessQueue of {cid} starts at {off} (no committed offset: "
+                           f"computePullFromWhere of -1); {n} messages the group has not consumed are skipped, "
+                           f"first {gap}; cause: {_unpersisted_cause(st, qs, cid)}", key)
             elif not reported:
-                out.report("INV-START-1", f"ProcessQueue of {cid} starts at {off}, skipping unconsumed offsets "
-                           f"{(gap or [])[:8]}", key)
+                out.report("INV-START-1", f"ProcessQueue of {cid} starts at {off}, skipping {n} unconsumed offsets, "
+                           f"first {gap}", key)
         p.skip_to(off, hi)
     elif off < p.start:
         p.start = off
+
+
+def _unpersisted_cause(st, qs, cid):
+    """Why a group that consumed a queue has no committed offset for it."""
+    d = st.dir
+    prev = [c for c in qs.pqs if c != cid] or [c for c in qs.stores if c != cid]
+    parts = []
+    for c in prev:
+        cl = d.clients.get(c)
+        st_ = cl.status if cl is not None else "unknown"
+        parts.append(f"{c} ({st_})")
+    who = ", ".join(parts) if parts else "the previous owner"
+    return (f"{who} consumed the queue but no offset reached the broker (a crash or lost persist before the "
+            f"first persist; persist interval {limits.client(st, prev[0] if prev else cid).persist_interval_ms} ms)")
 
 
 def _skip_to(p, off, sq):
@@ -859,6 +902,8 @@ def pq_committed(st, ev, out):
     want = (pq.consuming[-1] + 1) if pq.consuming else None
     if want is not None and ev["offset"] != want:
         out.report("INV-OFFSET-1", f"commit returned {ev['offset']}, lastKey + 1 is {want}", key)
+    if len(offsets) > qs.batch_max:
+        qs.batch_max = len(offsets)
     unit = qs.units.get(pq.client if pq.broadcast else "")
     if unit is not None:
         seen = pq.dup_seen
@@ -1023,9 +1068,9 @@ def offset_committed(st, ev, out):
     g = st.dir.groups.get(key[0])
     if g is not None and g["model"] == "BROADCASTING":
         out.report("INV-BCAST-1", "offset committed on the broker for a broadcasting group", key)
-    if qs.committed is not None and off < qs.committed:
-        out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {qs.committed} to {off} ({src} from {cid})", key)
     unit = qs.units.get("")
+    if qs.committed is not None and off < qs.committed and src not in ("reset", "snapshot"):
+        _offset_back(st, qs, g, unit, off, src, cid, ev["ts"], out)
     if src == "reset":
         qs.resets.append(off)
         if len(qs.resets) > 4:
@@ -1044,6 +1089,37 @@ def offset_committed(st, ev, out):
             out.report("INV-OFFSET-3", f"broker commits {off} but offset {unit.wm} has not been consumed by the group",
                        key)
     qs.committed = off
+
+
+def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
+    """The broker's committed offset moves back (commitOffset overwrites). Concurrent: allowed
+    (ANOM-OFFSET-BACK, a late persist). Orderly: more than one batch of consumed and committed
+    messages below the old value is INV-ORDER-3."""
+    prev = qs.committed
+    key = qs.key
+    n = 0
+    if g is not None and g["mode"] == "ORDERLY" and g["model"] == "CLUSTERING" and unit is not None:
+        # consumed and committed by the group in [off, prev): below the watermark all, above it the
+        # handled ones (counted without walking the gap)
+        n = max(0, min(prev, unit.wm) - off) + sum(1 for o in unit.done if off <= o < prev)
+    if n > qs.batch_max:
+        c = st.dir.clients.get(cid) if cid else None
+        pauses = _pauses_between(st, cid, 0, ts) if cid else []
+        why = f"{cid} persisted its stale offset {off}"
+        if pauses:
+            t, d = pauses[-1]
+            lim = limits.client(st, cid)
+            b = limits.broker(st, key[2])
+            why += (f" after a pause at ts {t} of {d} ms (client lease {lim.lease_ms} ms, broker lock "
+                    f"{b.lock_max_live_ms} ms, channel expiry {b.channel_expired_ms} ms): meanwhile the queue "
+                    f"moved on to {prev}")
+        elif c is not None and c.status != "running":
+            why += f" while {c.status}"
+        out.report("INV-ORDER-3", f"the orderly queue's broker offset moves back from {prev} to {off} ({src} from "
+                   f"{cid}): {n} messages the group had consumed and committed will be consumed again, more "
+                   f"than the one batch in flight at a handover (largest batch {qs.batch_max}); cause: {why}", key)
+    else:
+        out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {prev} to {off} ({src} from {cid})", key)
 
 
 def offset_flushed(st, ev, out):
@@ -1456,7 +1532,7 @@ def check_quiescent(st, out):
                            f"{' client ' + unit if unit else ''} never consumed the queue", key)
                 reported += 1
             elif p.wm < sq.next:
-                left = [o for o in range(p.wm, sq.next) if o not in p.done][:8]
+                left = p.unhandled_first(p.wm, sq.next)
                 if left:
                     out.report("INV-LIVE-1", f"quiescent but offsets {left} were never consumed"
                                f"{' by ' + unit if unit else ''} (handled below {p.wm}, max {sq.next})", key)

@@ -53,6 +53,7 @@ class Finding:
     def to_dict(self):
         inv = _inv.BY_ID.get(self.inv)
         return {"invariant": self.inv, "title": inv.title if inv else "guard of the action",
+                "guarantee": (inv.guarantee or None) if inv else None,
                 "severity": self.severity, "message": self.message, "key": self.key_dict(),
                 "seq": self.seq, "line": self.line, "event_kind": self.kind,
                 "action": MECHANISMS.get(self.kind) if self.kind else None,
