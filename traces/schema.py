@@ -10,6 +10,8 @@ from functools import lru_cache
 from importlib import resources
 
 SCHEMA_VERSION = 1
+# Every version this code reads (older traces stay readable); anything else is refused.
+SUPPORTED_VERSIONS = (1,)
 ENVELOPE = ("seq", "ts", "kind")
 
 
@@ -73,6 +75,15 @@ def validate_event(event) -> str | None:
         if value is not None and not _type_ok(typ, value):
             return f"{kind}: field {name!r} must be {typ}, got {value!r}"
     return None
+
+
+def version_problem(version) -> str | None:
+    """None if a trace_started `schema_version` is one this code reads, else what was expected."""
+    if type(version) is int and version in SUPPORTED_VERSIONS:
+        return None
+    known = ", ".join(map(str, SUPPORTED_VERSIONS))
+    return (f"trace_started: schema_version {version!r} is not supported; this rocketspec reads "
+            f"schema version{'s' if len(SUPPORTED_VERSIONS) > 1 else ''} {known}")
 
 
 def markdown() -> str:
