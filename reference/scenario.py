@@ -12,6 +12,8 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 
+from rocketspec.errors import UserError
+
 from . import checks
 from .client.listener import check_listener
 from .client.push_consumer import ConsumerConfig
@@ -64,10 +66,12 @@ STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "produce": {"tags", "keys", 
 OFFSET_QUERY_FAILURES = ("timeout", "broker_error")
 
 
-class ScenarioError(ValueError):
-    def __init__(self, source: str, path: str, message: str):
-        self.source, self.path, self.message = source, path, message
-        super().__init__(f"{source}: {path}: {message}" if path else f"{source}: {message}")
+class ScenarioError(UserError, ValueError):
+    """A bad scenario: `source` the file (or builtin:NAME), `path` the field path, and what was expected."""
+
+    def __init__(self, source: str, path: str, message: str, line: int | None = None):
+        super().__init__(message, file=source, line=line, field=path or None)
+        self.source, self.path = source, path
 
 
 def builtin_names() -> list[str]:

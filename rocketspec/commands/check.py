@@ -69,17 +69,9 @@ def check(path, profile, as_json, max_violations):
     import orjson
 
     from rocketspec.spec.replay import check_trace
-    from rocketspec.traces.io import TraceInputError
 
-    try:
-        rep = check_trace(path, profile, max_listed=max_violations)
-    except TraceInputError as exc:
-        if as_json:
-            sys.stdout.write(orjson.dumps({"path": str(path), "verdict": "bad_input", "error": str(exc),
-                                           "line": exc.line}).decode() + "\n")
-        else:
-            click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    # bad input raises TraceInputError / UnknownProfile: reported by the CLI's one error path
+    rep = check_trace(path, profile, max_listed=max_violations)
     if as_json:
         sys.stdout.write(orjson.dumps(rep.to_dict(), option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
     else:

@@ -98,24 +98,17 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
     import orjson
 
     from rocketspec.model_checks.explorer import Explorer, write_trace
-    from rocketspec.model_checks.scopes import Scope, ScopeError, load_scope
-    from rocketspec.spec.profiles import UnknownProfile, get_profile
+    from rocketspec.model_checks.scopes import Scope, load_scope
+    from rocketspec.spec.profiles import get_profile
 
     over = {}
     if persistent_sets:
         over["persistent_sets"] = True
     if max_depth is not None:
         over["max_depth"] = max_depth
-    try:
-        # the options go through the scope's validation (e.g. persistent sets exclude a depth bound)
-        scope = load_scope(scope_name, **over)
-        prof = get_profile(profile)
-    except (ScopeError, UnknownProfile) as exc:
-        if as_json:
-            sys.stdout.write(orjson.dumps({"verdict": "bad_input", "error": str(exc)}).decode() + "\n")
-        else:
-            click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    # the options go through the scope's validation (e.g. persistent sets exclude a depth bound)
+    scope = load_scope(scope_name, **over)
+    prof = get_profile(profile)
     bounded = max_depth is not None or scope.max_depth != Scope().max_depth
     # a bounded graph has dead ends at the bound, a reduced one lacks edges: cycles and stutters
     # would mean nothing, so the graph is not even kept
