@@ -80,7 +80,8 @@ def _render(res, files, live, live_skipped=None) -> str:
               help="Also look for fair cycles that violate the liveness properties. It needs every "
                    "edge of the graph, so sleep sets are off and memory grows with the edges: "
                    "`small` takes about 11 min of CPU and 3.7 GB with it, 6 min and 1.9 GB without.")
-@click.option("--max-states", type=int, default=None, help="Stop after this many distinct states.")
+@click.option("--max-states", type=click.IntRange(1, 200_000_000), default=None,
+              help="Stop after this many distinct states (then exit 4 if nothing was found: incomplete).")
 @click.option("--max-depth", type=click.IntRange(min=1), default=None,
               help="Expand no state deeper than this many moves: every run of at most N moves is checked "
                    "(a bounded search; liveness is then not checked).")
@@ -146,4 +147,4 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
         sys.stdout.write(orjson.dumps(d).decode() + "\n")
     else:
         click.echo(_render(res, files, live, live_skipped))
-    sys.exit(1 if res.violations else 0)
+    sys.exit(1 if res.violations else 0 if res.complete else 4)  # 4: the state cap ran out first
