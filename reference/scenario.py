@@ -158,11 +158,62 @@ def _check_subscription(source: str, path: str, expr) -> None:
         raise ScenarioError(source, path, f"{kind} subscription {text!r} is rejected: {exc}") from None
 
 
+_EXPECT_HELP = ('"holds", or a table {fails = "INV-..." or [ids]}, optionally with per-profile overrides '
+                '{profiles = {"rocketmq-4.9.8" = "holds" or {fails = ...}}}')
+
+
+def _parse_verdict(source, path, v):
+    """'holds' -> frozenset(); {fails = id | [ids]} -> frozenset(ids)."""
+    from rocketspec.spec.invariants import BY_ID
+
+    if v == "holds":
+        return frozenset()
+    if isinstance(v, dict) and "fails" in v and not set(v) - {"fails", "profiles"}:
+        ids = v["fails"]
+        ids = [ids] if isinstance(ids, str) else ids
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            raise ScenarioError(source, f"{path}.fails", "an invariant id or a non-empty list of ids")
+        unknown = [i for i in ids if i not in BY_ID]
+        if unknown:
+            raise ScenarioError(source, f"{path}.fails", f"unknown invariant ids {unknown} (see `rocketspec "
+                                "schema` / spec/SPEC.md)")
+        return frozenset(ids)
+    raise ScenarioError(source, path, f"expected {_EXPECT_HELP}, got {v!r}")
+
+
+def _parse_expect(source, raw):
+    """The scenario's expected verdict under the release profiles: {"default": ids, "profiles":
+    {name: ids}}; an empty id set means the trace holds. None when the scenario declares none."""
+    if raw is None:
+        return None
+    profiles = {}
+    if isinstance(raw, dict) and "profiles" in raw:
+        pt = raw["profiles"]
+        if not isinstance(pt, dict):
+            raise ScenarioError(source, "expect.profiles", "a table of profile name -> verdict")
+        for name, v in pt.items():
+            profiles[name] = _parse_verdict(source, f"expect.profiles.{name}", v)
+        raw = {k: v for k, v in raw.items() if k != "profiles"} or "holds"
+        if raw == {"holds": True}:
+            raw = "holds"
+    return {"default": _parse_verdict(source, "expect", raw), "profiles": profiles}
+
+
+def expected_failures(sc: dict, profile: str):
+    """The invariant ids a release-profile run of `sc` must fail with (empty: it must hold), or
+    None when the scenario declares no expectation. Known-bug profiles expect their own
+    `expected_violation` instead (spec.profiles)."""
+    e = sc.get("expect")
+    if e is None:
+        return None
+    return e["profiles"].get(profile, e["default"])
+
+
 def validate(raw: dict, source: str = "<scenario>") -> dict:
     if not isinstance(raw, dict):
         raise ScenarioError(source, "", "a scenario is a table/object")
     known = {"name", "description", "duration_ms", "drain_limit_ms", "latency_ms", "brokers", "broker_config",
-             "topics", "groups", "consumers", "producers", "steps"}
+             "topics", "groups", "consumers", "producers", "steps", "expect"}
     unknown = set(raw) - known
     if unknown:
         raise ScenarioError(source, "", f"unknown top-level keys: {', '.join(sorted(unknown))}")
@@ -181,6 +232,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         "latency_ms": field("latency_ms", raw.get("latency_ms", 1), checks.integer(0, MAX_LATENCY_MS)),
         "brokers": _expect(source, "brokers", raw.get("brokers", ["broker-a"]), list, "a list of broker names"),
         "broker_config": _expect(source, "broker_config", raw.get("broker_config", {}), dict, "a table"),
+        "expect": _parse_expect(source, raw.get("expect")),
     }
     for i, b in enumerate(sc["brokers"]):
         field(f"brokers[{i}]", b, checks.string)

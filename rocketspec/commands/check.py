@@ -33,6 +33,8 @@ def render_text(rep) -> str:
         keys = ", ".join(f"{k}={val}" for k, val in key.items()) if key else "-"
         out.append("")
         out.append(f"  {v['invariant']} {v['title']}")
+        if v.get("guarantee"):
+            out.append(f"    guarantee lost: {v['guarantee']}")
         out.append(f"    {v['message']}")
         out.append(f"    event: seq {v['seq']}, line {v['line']}, kind {v['event_kind']}"
                    f"{' (' + v['action'] + ')' if v['action'] else ''}")
