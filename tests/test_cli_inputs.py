@@ -132,3 +132,32 @@ def test_scope_bounds_and_types(tmp_path):
     p.write_bytes(b"consumers = 1\n# \xff\n")
     bad_input(cli("explore", "--scope", p, "--quiet"), "UTF-8", line=2)
     bad_input(cli("explore", "--max-states", "-3", "--quiet"), "--max-states")
+
+
+# ------------------------------------------------------------------ progress
+
+def _big_trace(tmp_path):
+    p = tmp_path / "t.jsonl"
+    res = cli("simulate", "--scenario", "basic", "--out", p, "--quiet")
+    assert res.exit_code == 0
+    return p
+
+
+def test_progress_only_on_a_terminal(tmp_path, monkeypatch):
+    from rocketspec.commands import options
+    from rocketspec.traces import io
+
+    p = _big_trace(tmp_path)
+    monkeypatch.delenv("CI", raising=False)
+    res = cli("check", p)
+    assert res.exit_code == 0 and res.stderr == ""          # a pipe: quiet
+    monkeypatch.setattr(options, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(io, "PROGRESS_EVERY", 256)
+    res = cli("check", p)
+    assert res.exit_code == 0 and "%|" in res.stderr and "B/s" in res.stderr
+    res = cli("simulate", "--scenario", "basic", "--out", tmp_path / "u.jsonl")
+    assert res.exit_code == 0 and "s simulated" in res.stderr
+    monkeypatch.setenv("CI", "true")                          # CI: quiet even on a terminal
+    assert cli("check", p).stderr == ""
+    monkeypatch.delenv("CI")
+    assert cli("check", p, "--quiet").stderr == ""
