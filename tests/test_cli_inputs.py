@@ -161,3 +161,42 @@ def test_progress_only_on_a_terminal(tmp_path, monkeypatch):
     assert cli("check", p).stderr == ""
     monkeypatch.delenv("CI")
     assert cli("check", p, "--quiet").stderr == ""
+
+
+# ------------------------------------------------------------------ defaults
+
+def test_explore_help_lists_every_scope_and_the_default_finishes_fast():
+    from pathlib import Path
+
+    import rocketspec.model_checks.scopes as scopes
+    from rocketspec.commands.explore import DEFAULT_SCOPE
+
+    names = sorted(p.stem for p in Path(scopes.__file__).with_name("scopes").glob("*.toml"))
+    assert {"small-lock", "bugs", "bugs-broadcast", "bugs-orderly"} <= set(names)
+    res = cli("explore", "--help")
+    text = " ".join(res.stdout.split()).replace("- ", "-")
+    assert all(n in text for n in names), text
+    # the default is a scope the full search exhausts quickly (bench.explore_default times it)
+    assert DEFAULT_SCOPE == "tiny" and f"[default: {DEFAULT_SCOPE}]" in text
+
+
+def test_pyproject_raises_no_setuptools_warning():
+    """`make demo` printed ~70 lines of SetuptoolsDeprecationWarning (the project.license table)."""
+    import os
+    import warnings
+    from pathlib import Path
+
+    from setuptools.config.pyprojecttoml import apply_configuration
+    from setuptools.dist import Distribution
+
+    root = Path(__file__).parent.parent
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dist = apply_configuration(Distribution(), root / "pyproject.toml")
+    finally:
+        os.chdir(cwd)
+    assert [str(w.message) for w in caught] == []
+    assert dist.metadata.license_expression == "Apache-2.0"
