@@ -294,7 +294,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
     for i, pr in enumerate(producers):
         path = f"producers[{i}]"
         _expect(source, path, pr, dict, "a table")
-        if pr.get("topic") not in topic_names:
+        if not isinstance(pr.get("topic"), str) or pr["topic"] not in topic_names:
             raise ScenarioError(source, f"{path}.topic", f"unknown topic {pr.get('topic')!r}")
         try:
             checks.check_table(pr, PRODUCER_FIELDS)
@@ -310,7 +310,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         _expect(source, path, st, dict, "a table with at_ms and action")
         at = _expect(source, f"{path}.at_ms", st.get("at_ms"), int, "a time in milliseconds")
         action = st.get("action")
-        if action not in STEP_ACTIONS:
+        if not isinstance(action, str) or action not in STEP_ACTIONS:
             raise ScenarioError(source, f"{path}.action", f"unknown action {action!r}; known: {sorted(STEP_ACTIONS)}")
         need = STEP_ACTIONS[action]
         missing = need - set(st)
