@@ -371,7 +371,8 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
                         try:
                             v = orjson.loads(text)
                         except orjson.JSONDecodeError as exc:
-                            raise TraceInputError(path, row, f"field {n!r} is not valid JSON text: {exc}") from None
+                            why = _line_problem(text, exc) if isinstance(text, bytes) else str(exc)
+                            raise TraceInputError(path, row, f"field {n!r} is not valid JSON text: {why}") from None
                         if isinstance(v, (dict, list)) and orjson.dumps(v) != text:
                             dup = duplicate_key(text)
                             if dup is not None:
