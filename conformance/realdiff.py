@@ -16,6 +16,8 @@ client, now}, with mq = [topic, broker, queue].
 environment variable ROCKETMQ_CLASSPATH (a classpath, or a file holding one), else
 ``build/rocketmq/classpath.txt``, else it is built there with ``shared/rocketmq/build.sh``
 found beside the checkout. The driver is compiled once into ``build/pqdiff/``.
+`java_sql92_compile` and `java_sql92_edge` run `conformance/java/SqlDepth.java`: RocketMQ's
+SQL92 parser on threads with the default stack.
 """
 from __future__ import annotations
 
@@ -72,20 +74,21 @@ def rocketmq_classpath(build: bool = True) -> str:
     return cp_file.read_text().strip()
 
 
-def compile_driver(cp: str) -> Path:
-    """javac PqDiff.java into build/pqdiff/<digest of source and classpath>/ (once)."""
+def compile_driver(cp: str, name: str = "PqDiff") -> Path:
+    """javac conformance/java/NAME.java into build/NAME/<digest of source and classpath>/ (once)."""
     if shutil.which("java") is None or shutil.which("javac") is None:
         raise Unavailable("java/javac are not installed")
-    src = DRIVER_SRC.read_bytes()
-    out = BUILD / "pqdiff" / hashlib.sha256(src + cp.encode()).hexdigest()[:16]
-    if (out / "PqDiff.class").is_file():
+    src_file = DRIVER_SRC.with_name(f"{name}.java")
+    src = src_file.read_bytes()
+    out = BUILD / name.lower() / hashlib.sha256(src + cp.encode()).hexdigest()[:16]
+    if (out / f"{name}.class").is_file():
         return out
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["javac", "-nowarn", "-Xlint:none", "-d", str(tmp), "-cp", cp, str(DRIVER_SRC)],
+    r = subprocess.run(["javac", "-nowarn", "-Xlint:none", "-d", str(tmp), "-cp", cp, str(src_file)],
                        capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
-        raise Unavailable(f"javac {DRIVER_SRC.name} failed: {r.stderr.strip()[-800:]}")
+        raise Unavailable(f"javac {src_file.name} failed: {r.stderr.strip()[-800:]}")
     try:
         tmp.rename(out)
     except OSError:      # another process compiled it meanwhile
@@ -93,15 +96,18 @@ def compile_driver(cp: str) -> Path:
     return out
 
 
+def java_command(name: str, *args: str) -> list[str]:
+    """The command line that runs conformance/java/NAME.java against the RocketMQ classes."""
+    cp = rocketmq_classpath()
+    return ["java", "-cp", f"{compile_driver(cp, name)}:{cp}", name, *args]
+
+
 class RealClasses:
     """One JVM running PqDiff; `run(kind, ops)` gives the real observation of each step."""
 
     def __init__(self, lock_lifetime_ms: int):
-        cp = rocketmq_classpath()
-        drv = compile_driver(cp)
         self.lock_lifetime_ms = lock_lifetime_ms
-        self.proc = subprocess.Popen(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", f"{drv}:{cp}",
-                                      "PqDiff", str(lock_lifetime_ms)],
+        self.proc = subprocess.Popen(java_command("PqDiff", str(lock_lifetime_ms)),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, encoding="utf-8")
 
@@ -262,3 +268,25 @@ def first_difference(ops: list, real: list, ours: list) -> str | None:
     if len(real) != len(ours):
         return f"{len(real)} real steps, {len(ours)} reference steps"
     return None
+
+
+# ---------------------------------------------------------------------------- SQL92 nesting
+
+def java_sql92_compile(exprs: list[str]) -> list[dict]:
+    """RocketMQ's SelectorParser.parse of each text on a new default-stack thread (one cold
+    JVM): [{ok, overflow, error}]."""
+    stdin = "".join(json.dumps({"expr": e}) + "\n" for e in exprs)
+    r = subprocess.run(java_command("SqlDepth", "compile"), input=stdin, capture_output=True, text=True,
+                       encoding="utf-8", timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"SqlDepth compile failed: {r.stderr.strip()[-800:]}")
+    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+
+
+def java_sql92_edge(kind: str, warmup: int) -> int:
+    """The deepest nesting of KIND that compiles after WARMUP parses (JIT-compiled parser)."""
+    r = subprocess.run(java_command("SqlDepth", "edge", kind, str(warmup)), capture_output=True, text=True,
+                       timeout=900)
+    if r.returncode != 0:
+        raise RuntimeError(f"SqlDepth edge {kind} failed: {r.stderr.strip()[-800:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])["max"]
