@@ -52,11 +52,21 @@ def _build_script() -> Path | None:
     return None
 
 
+def _checked(cp: str, source: str) -> str:
+    missing = [p for p in cp.split(":") if p and not Path(p).exists()]
+    if not cp.strip() or missing:
+        raise Unavailable(f"{source}: the classpath names {len(missing)} missing entries "
+                          f"({', '.join(missing[:3]) or 'it is empty'})")
+    return cp
+
+
 def rocketmq_classpath(build: bool = True) -> str:
     env = os.environ.get("ROCKETMQ_CLASSPATH")
     if env:
         p = Path(env)
-        return p.read_text().strip() if p.is_file() else env
+        if p.is_file():
+            return _checked(p.read_text().strip(), f"ROCKETMQ_CLASSPATH={env}")
+        return _checked(env, "ROCKETMQ_CLASSPATH")
     cp_file = BUILD / "rocketmq" / "classpath.txt"
     if not cp_file.is_file() and build:
         script = _build_script()
@@ -71,7 +81,7 @@ def rocketmq_classpath(build: bool = True) -> str:
             raise Unavailable(f"{script} build/rocketmq failed: {r.stderr.strip()[-500:]}")
     if not cp_file.is_file():
         raise Unavailable(f"no RocketMQ classpath: {cp_file} is absent")
-    return cp_file.read_text().strip()
+    return _checked(cp_file.read_text().strip(), str(cp_file))
 
 
 def compile_driver(cp: str, name: str = "PqDiff") -> Path:
