@@ -32,15 +32,30 @@ MIN_RATE_PER_S = 0.001
 DAY_MS = 24 * 3600 * 1000
 
 
+# MessageConst.STRING_HASH_SET (4.9.8): Message.putUserProperty refuses these names.
+SYSTEM_PROPERTIES = frozenset(
+    "TRACE_ON MSG_REGION KEYS TAGS WAIT DELAY RETRY_TOPIC REAL_TOPIC REAL_QID TRAN_MSG PGROUP MIN_OFFSET "
+    "MAX_OFFSET BUYER_ID ORIGIN_MESSAGE_ID TRANSFER_FLAG CORRECTION_FLAG MQ2_FLAG RECONSUME_TIME UNIQ_KEY "
+    "MAX_RECONSUME_TIMES CONSUME_START_TIME INSTANCE_ID CORRELATION_ID REPLY_TO_CLIENT TTL ARRIVE_TIME "
+    "PUSH_REPLY_TIME CLUSTER MSG_TYPE INNER_MULTI_QUEUE_OFFSET".split())
+
+
 def _props(path: str, table) -> None:
     """Message properties: name = value, or name = [values] to draw from (strings or numbers;
-    the broker sees them as strings)."""
+    the broker sees them as strings). As Message.putUserProperty: no system property name,
+    no blank name or value."""
     if not isinstance(table, dict):
         raise checks.FieldError(path, f"expected a table of properties, got {table!r}")
     for name, v in table.items():
         values = v if isinstance(v, list) else [v]
         if not values or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in values):
             raise checks.FieldError(f"{path}.{name}", f"expected a string or number, or a non-empty list of them, got {v!r}")
+        if name in SYSTEM_PROPERTIES:
+            raise checks.FieldError(f"{path}.{name}", "a system property: RocketMQ's putUserProperty refuses it "
+                                    "(\"The Property<%s> is used by system\")" % name)
+        if not name.strip() or any(isinstance(x, str) and not x.strip() for x in values):
+            raise checks.FieldError(f"{path}.{name}", "a blank property name or value: RocketMQ's putUserProperty "
+                                    "refuses it")
 
 # The type of each step field (the action decides which fields it needs).
 STEP_FIELDS = {
