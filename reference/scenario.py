@@ -64,6 +64,22 @@ STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "produce": {"tags", "keys", 
 OFFSET_QUERY_FAILURES = ("timeout", "broker_error")
 
 
+# Keys of a scenario's `real` table (docs/recorder.md): RocketMQ's timing knobs for real runs.
+REAL_KEYS = {
+    "client_lock_max_live_ms": "ms (rocketmq.client.rebalance.lockMaxLiveTime)",
+    "lock_interval_ms": "ms (rocketmq.client.rebalance.lockInterval)",
+    "rebalance_interval_ms": "ms (rocketmq.client.rebalance.waitInterval)",
+    "pull_max_idle_ms": "ms (rocketmq.client.pull.pullMaxIdleTime)",
+    "unlock_delay_ms": "ms (rocketmq.client.unlockDelayTimeMills)",
+    "max_time_consume_continuously_ms": "ms (rocketmq.client.maxTimeConsumeContinuously)",
+    "persist_consumer_offset_interval_ms": "ms (consumer persistConsumerOffsetInterval)",
+    "heartbeat_broker_interval_ms": "ms (consumer heartbeatBrokerInterval)",
+    "poll_name_server_interval_ms": "ms (consumer pollNameServerInterval)",
+    "server_channel_max_idle_s": "seconds (broker serverChannelMaxIdleTimeSeconds)",
+    "drain_ms": "ms a real run may go on after duration_ms to reach quiescence",
+}
+
+
 class ScenarioError(ValueError):
     def __init__(self, source: str, path: str, message: str):
         self.source, self.path, self.message = source, path, message
@@ -125,7 +141,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
     if not isinstance(raw, dict):
         raise ScenarioError(source, "", "a scenario is a table/object")
     known = {"name", "description", "duration_ms", "drain_limit_ms", "latency_ms", "brokers", "broker_config",
-             "topics", "groups", "consumers", "producers", "steps"}
+             "topics", "groups", "consumers", "producers", "steps", "real"}
     unknown = set(raw) - known
     if unknown:
         raise ScenarioError(source, "", f"unknown top-level keys: {', '.join(sorted(unknown))}")
@@ -138,6 +154,13 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         "brokers": _expect(source, "brokers", raw.get("brokers", ["broker-a"]), list, "a list of broker names"),
         "broker_config": _expect(source, "broker_config", raw.get("broker_config", {}), dict, "a table"),
     }
+    # `real`: settings only `rocketspec record` uses (timing knobs of a real run); simulate ignores it.
+    sc["real"] = _expect(source, "real", raw.get("real", {}), dict, "a table")
+    bad = set(sc["real"]) - set(REAL_KEYS)
+    if bad:
+        raise ScenarioError(source, "real", f"unknown keys {sorted(bad)}; known: {sorted(REAL_KEYS)}")
+    for key, value in sc["real"].items():
+        _expect(source, f"real.{key}", value, int, REAL_KEYS[key])
     broker_keys = {"message_delay_level", "enable_property_filter", "filter_support_retry", "retry_queue_nums",
                    "retry_max_times", "long_polling_enable", "lock_max_live_ms"}
     bad = set(sc["broker_config"]) - broker_keys

@@ -13,6 +13,7 @@ import click
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("rocketspec.commands.demo", "demo", "Simulate the default scenario and check its trace."),
     "simulate": ("rocketspec.commands.simulate", "simulate", "Run a scenario on the reference and write its trace."),
+    "record": ("rocketspec.commands.record", "record_cmd", "Run a scenario on real RocketMQ 4.9.8 and write the trace."),
     "scenarios": ("rocketspec.commands.simulate", "scenarios", "List the built-in scenarios."),
     "allocate": ("rocketspec.commands.allocate", "allocate", "Queue allocation as JSON Lines (stdin -> stdout)."),
     "filter": ("rocketspec.commands.filter", "filter_cmd", "Tag and SQL92 filter evaluation as JSON Lines."),
