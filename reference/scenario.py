@@ -92,6 +92,23 @@ STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "produce": {"tags", "keys", 
 OFFSET_QUERY_FAILURES = ("timeout", "broker_error")
 
 
+# Keys of a scenario's `real` table (docs/recorder.md): RocketMQ's timing knobs for real runs.
+REAL_KEYS = {
+    "client_lock_max_live_ms": "ms (rocketmq.client.rebalance.lockMaxLiveTime)",
+    "lock_interval_ms": "ms (rocketmq.client.rebalance.lockInterval)",
+    "rebalance_interval_ms": "ms (rocketmq.client.rebalance.waitInterval)",
+    "pull_max_idle_ms": "ms (rocketmq.client.pull.pullMaxIdleTime)",
+    "unlock_delay_ms": "ms (rocketmq.client.unlockDelayTimeMills)",
+    "max_time_consume_continuously_ms": "ms (rocketmq.client.maxTimeConsumeContinuously)",
+    "persist_consumer_offset_interval_ms": "ms (consumer persistConsumerOffsetInterval)",
+    "heartbeat_broker_interval_ms": "ms (consumer heartbeatBrokerInterval)",
+    "poll_name_server_interval_ms": "ms (consumer pollNameServerInterval)",
+    "server_channel_max_idle_s": "seconds (broker serverChannelMaxIdleTimeSeconds)",
+    "drain_ms": "ms a real run may go on after duration_ms to reach quiescence",
+}
+
+
+
 def _delay_levels(path, v):
     from .broker.schedule import parse_delay_levels
 
@@ -228,7 +245,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
     if not isinstance(raw, dict):
         raise ScenarioError(source, "", "a scenario is a table/object")
     known = {"name", "description", "duration_ms", "drain_limit_ms", "latency_ms", "brokers", "broker_config",
-             "topics", "groups", "consumers", "producers", "steps", "expect"}
+             "topics", "groups", "consumers", "producers", "steps", "expect", "real"}
     unknown = set(raw) - known
     if unknown:
         raise ScenarioError(source, "", f"unknown top-level keys: {', '.join(sorted(unknown))}")
@@ -256,6 +273,12 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
                                                f"{len(sc['brokers'])} names")
     try:
         checks.check_table(sc["broker_config"], BROKER_FIELDS, "broker_config")
+    except checks.FieldError as exc:
+        raise ScenarioError(source, exc.path, str(exc)) from None
+    # `real`: settings only `rocketspec record` uses (timing knobs of a real run); simulate ignores it.
+    sc["real"] = _expect(source, "real", raw.get("real", {}), dict, "a table")
+    try:
+        checks.check_table(sc["real"], {k: checks.integer(1, checks.MAX_RUN_MS) for k in REAL_KEYS}, "real")
     except checks.FieldError as exc:
         raise ScenarioError(source, exc.path, str(exc)) from None
     topics = _expect(source, "topics", raw.get("topics", []), list, "a list of topics")
