@@ -21,19 +21,12 @@ import heapq
 
 from .allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
 from .filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
+from . import limits
 from .lifecycles import LOCK_TABLE, MSG_TABLE, PQ_TABLE
 from .state import (M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Client, Progress, QueueState, SpecState,
                     StoredQueue, View)
 
 INT_MAX = 2 ** 31 - 1
-
-
-def _delay_table(profile):
-    units = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
-    out = [0]
-    for tok in profile.delay_levels.split():
-        out.append(int(tok[:-1]) * units[tok[-1]])
-    return out
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -64,16 +57,6 @@ def _client(st, ev, out, key=None):
 def _unit(pq_or_client) -> str:
     return pq_or_client.client if isinstance(pq_or_client, PQ) and pq_or_client.broadcast else (
         pq_or_client.cid if isinstance(pq_or_client, Client) and pq_or_client.broadcast else "")
-
-
-def _max_reconsume(st, client: Client | None):
-    """Resolved maxReconsumeTimes: -1 means 16 (concurrent) or unbounded (orderly)."""
-    if client is None:
-        return st.profile.default_max_reconsume_times
-    m = client.max_reconsume
-    if m == -1:
-        return None if client.orderly else st.profile.default_max_reconsume_times
-    return m
 
 
 def _group_client(st, group, cid=None):
@@ -120,18 +103,44 @@ def _pull_from_where(st, qs, client, read, sq):
 
 def _check_orderly_serial(st, qs, client, ev, out):
     """INV-ORDER-1 (state predicate on the queue): at most one client consuming an orderly
-    clustering queue at a time; downgraded under a broken A-LEASE-MARGIN."""
-    margin = st.profile.broker_lock_max_live_ms - st.profile.client_lock_max_live_ms
+    clustering queue at a time. A broken A-LEASE-MARGIN (a pause or a listener call longer than
+    broker lock - client lease) does not excuse it: the guarantee is lost, and the report says
+    why. One report per overlapped batch."""
+    ts = ev["ts"]
     for other, (cid_, since) in qs.busy.items():
         if other == client:
             out.report("INV-ORDER-1", f"client {client} starts a second batch on the queue while consume "
                        f"{cid_} is still running (one consume thread per queue)", qs.key)
-        elif ev["ts"] - since > margin:
-            out.report("ANOM-ASSUMPTION", f"INV-ORDER-1 under broken A-LEASE-MARGIN: {client} consumes while "
-                       f"{other}'s batch {cid_} has run {ev['ts'] - since} ms (> margin {margin} ms)", qs.key)
-        else:
-            out.report("INV-ORDER-1", f"client {client} consumes the orderly queue while {other} is still "
-                       f"consuming it (batch {cid_} since ts {since})", qs.key)
+            continue
+        if (other, cid_) in qs.overlaps:
+            continue
+        qs.overlaps = qs.overlaps | {(other, cid_)}
+        out.report("INV-ORDER-1", f"two consumers inside the orderly queue: {client} starts a batch while {other}'s "
+                   f"batch {cid_} (since ts {since}) is still in its listener call; cause: "
+                   f"{_long_call_cause(st, qs.key[2], other, since, ts)}", qs.key)
+
+
+def _pauses_between(st, cid, lo, hi):
+    c = st.dir.clients.get(cid)
+    return [(t, d) for t, d in (c.pauses if c is not None else ()) if t <= hi and t + d >= lo]
+
+
+def _long_call_cause(st, broker, cid, since, now):
+    """Why a listener call of `cid` that began at `since` was still running at `now`, against
+    the limits it outlived (A-LEASE-MARGIN)."""
+    b, c = limits.broker(st, broker), limits.client(st, cid)
+    margin = b.lock_max_live_ms - c.lease_ms
+    ran = now - since
+    pauses = _pauses_between(st, cid, since, now)
+    what = "; ".join(f"{cid} was paused at ts {t} for {d} ms" for t, d in pauses) or \
+        f"{cid}'s listener call has run {ran} ms"
+    lim = (f"client lease {c.lease_ms} ms, broker lock {b.lock_max_live_ms} ms, margin {margin} ms "
+           f"(A-LEASE-MARGIN)")
+    if margin <= 0:
+        return f"{what}; configuration: the broker lock is not longer than the client lease ({lim})"
+    if ran > margin:
+        return f"{what}: the call outlived the lease margin ({ran} ms > {lim})"
+    return f"{what} ({ran} ms, within the {lim}): a lock or lease violation let the other client in"
 
 
 # ---------------------------------------------------------------------------- directory
@@ -154,6 +163,7 @@ def trace_ended(st, ev, out):
 
 def broker_started(st, ev, out):
     st.dir.brokers.setdefault(ev["broker"], 0)
+    st.dir.broker_limits[ev["broker"]] = limits.BrokerLimits(st.profile, ev.get("config"))
 
 
 def broker_restarted(st, ev, out):
@@ -190,6 +200,7 @@ def client_started(st, ev, out):
     if old is not None and old.status in ("running", "paused"):
         out.report("INV-CLIENT-1", f"client {cid!r} started twice without stopping", None)
     c = Client(cid, ev["group"], ev["consume_mode"], ev["message_model"], ev.get("subscriptions"), ev.get("config"))
+    c.limits = limits.ClientLimits(st.profile, c.config)
     d.clients[cid] = c
     g = d.groups.setdefault(ev["group"], {"mode": c.mode, "model": c.model, "clients": set()})
     g["clients"].add(cid)
@@ -227,6 +238,7 @@ def client_paused(st, ev, out):
     if c is not None:
         c.status = "paused"
         c.paused_until = ev["ts"] + ev["duration"]
+        c.pauses = c.pauses[-3:] + ((ev["ts"], ev["duration"]),)
 
 
 def client_resumed(st, ev, out):
@@ -349,17 +361,33 @@ def pq_created(st, ev, out):
                        f"{n} messages stored meanwhile are skipped", key)
     elif off > p.wm:
         hi = min(off, sq.next if sq else off)
-        gap = [o for o in range(p.wm, hi) if o not in p.done] if hi - p.wm < 100000 else None
-        if gap is None or gap:
+        gap = p.unhandled_first(p.wm, hi)
+        if gap:
+            n = p.unhandled_count(p.wm, hi)
             if read == -1 and committed is None:
-                out.report("ANOM-START-SKIP", f"new ProcessQueue of {cid} starts at {off}; offsets "
-                           f"{(gap or [])[:8]} not yet consumed by the group are skipped (no committed offset)", key)
+                out.report("INV-LOSS-1", f"new ProcessQueue of {cid} starts at {off} (no committed offset: "
+                           f"computePullFromWhere of -1); {n} messages the group has not consumed are skipped, "
+                           f"first {gap}; cause: {_unpersisted_cause(st, qs, cid)}", key)
             elif not reported:
-                out.report("INV-START-1", f"ProcessQueue of {cid} starts at {off}, skipping unconsumed offsets "
-                           f"{(gap or [])[:8]}", key)
+                out.report("INV-START-1", f"ProcessQueue of {cid} starts at {off}, skipping {n} unconsumed offsets, "
+                           f"first {gap}", key)
         p.skip_to(off, hi)
     elif off < p.start:
         p.start = off
+
+
+def _unpersisted_cause(st, qs, cid):
+    """Why a group that consumed a queue has no committed offset for it."""
+    d = st.dir
+    prev = [c for c in qs.pqs if c != cid] or [c for c in qs.stores if c != cid]
+    parts = []
+    for c in prev:
+        cl = d.clients.get(c)
+        st_ = cl.status if cl is not None else "unknown"
+        parts.append(f"{c} ({st_})")
+    who = ", ".join(parts) if parts else "the previous owner"
+    return (f"{who} consumed the queue but no offset reached the broker (a crash or lost persist before the "
+            f"first persist; persist interval {limits.client(st, prev[0] if prev else cid).persist_interval_ms} ms)")
 
 
 def _skip_to(p, off, sq):
@@ -460,7 +488,9 @@ def pull_answered(st, ev, out):
     if mx is not None and mx > smax:
         out.report("INV-PULL-2", f"answer says maxOffset {mx}, only {smax} messages were stored", key)
     mn = ev.get("min_offset")
-    if mn is not None and sq is not None and mn > sq.min:
+    if mn is not None and mn > (mx if mx is not None else smax):
+        out.report("INV-PULL-2", f"answer says minOffset {mn} above maxOffset {mx if mx is not None else smax}", key)
+    elif mn is not None and sq is not None and mn > sq.min:
         _retention(st, sq, key, mn, out)
     if status == "OFFSET_ILLEGAL":
         if mn is None:
@@ -514,7 +544,7 @@ def _retention(st, sq, key, mn, out):
         if (k[1], k[2], k[3]) != tkey:
             continue
         for u, p in qs.units.items():
-            lost = p.skip_to(mn)
+            lost = p.skip_to(mn, sq.next)     # only stored messages can be lost
             if lost:
                 out.report("ANOM-RETENTION", f"{lost} messages below minOffset {mn} were deleted before "
                            f"{'client ' + u if u else 'group ' + k[0]} consumed them", k)
@@ -546,7 +576,12 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
     expect = max(0, min(nxt, smax) - req)
     if scanned != expect:
         acc = set(offsets) | set(bf) | set(cf)
-        missing = [o for o in range(req, min(nxt, smax)) if o not in acc]
+        missing = []
+        o, hi = req, min(nxt, smax)
+        while o < hi and len(missing) < 8:     # steps over the listed offsets only, not the range
+            if o not in acc:
+                missing.append(o)
+            o += 1
         if missing:
             out.report("INV-PULL-2", f"offsets {missing[:8]} in [{req}, {nxt}) neither returned nor filtered", key)
     # INV-FILTER-1
@@ -606,6 +641,40 @@ def messages_deleted(st, ev, out):
         _retention(st, sq, (None,) + tkey, mn, out)
 
 
+def pull_failed(st, ev, out):
+    """The broker rejected the pull (e.g. SUBSCRIPTION_NOT_LATEST) or the call failed: the
+    PullCallback's onException ends it and re-queues the same PullRequest later, so the next
+    pull asks for the same offset. Only a pull still in flight ends: a second pull while one is
+    really in flight stays INV-PULL-1 (#2449)."""
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is None or pq.pull_id != ev["pull_id"]:
+        return      # the ProcessQueue is gone or was replaced: nothing was in flight for it
+    pq.pull_id = None
+    if ev["reason"] not in ("rejected", "exception"):
+        out.report("GUARD", f"pull_failed reason {ev['reason']!r}: expected rejected or exception", qs.key)
+
+
+def queue_snapshot(st, ev, out):
+    """The queue holds [min_offset, max_offset) whose messages were not observed (observation
+    began on a running broker, or a gap in observation). Below min_offset is retention; the
+    next message_stored continues at max_offset."""
+    tkey = (ev["topic"], ev["broker"], ev["queue"])
+    sq = st.stored.get(tkey)
+    if sq is None:
+        sq = st.stored[tkey] = StoredQueue()
+    mn, mx = ev["min_offset"], ev["max_offset"]
+    if not 0 <= mn <= mx:
+        out.report("GUARD", f"queue snapshot with min_offset {mn} and max_offset {mx}", tkey)
+        return
+    if mx < sq.next:
+        out.report("GUARD", f"queue snapshot says max_offset {mx}, {sq.next} messages were stored already", tkey)
+        return
+    sq.next = mx
+    if mn > sq.min:
+        _retention(st, sq, (None,) + tkey, mn, out)
+
+
 def pull_flow_controlled(st, ev, out):
     qs = _q(st, ev)
     _client(st, ev, out, qs.key)
@@ -638,7 +707,7 @@ def consume_started(st, ev, out):
                        f"({pq.consuming[-8:]})", key)
         if not pq.broadcast:
             ts = ev["ts"]
-            lease = st.profile.client_lock_max_live_ms
+            lease = limits.client(st, cid).lease_ms
             if not pq.locked or ts - pq.last_lock_ts > lease:
                 out.report("INV-OWNER-2", f"{cid} consumes an orderly queue without a valid lease (locked="
                            f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts})", key)
@@ -683,8 +752,16 @@ def consume_started(st, ev, out):
     if unit is not None:
         for o in offsets:
             if o < unit.wm or o in unit.done:
-                st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+                _duplicate(st, out, key, f"{cid} consumes offset {o} again (already handled by the group)")
+                if pq.orderly:
+                    pq.dup_seen.add(o)
     pq.batches[cons_id] = tuple(offsets)
+
+
+def _duplicate(st, out, key, what):
+    """ANOM-DUP-1, once per repeated consumption of a message (at-least-once allows it)."""
+    st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+    out.example("ANOM-DUP-1", what, key)
 
 
 def consume_finished(st, ev, out):
@@ -832,11 +909,17 @@ def pq_committed(st, ev, out):
     want = (pq.consuming[-1] + 1) if pq.consuming else None
     if want is not None and ev["offset"] != want:
         out.report("INV-OFFSET-1", f"commit returned {ev['offset']}, lastKey + 1 is {want}", key)
+    if len(offsets) > qs.batch_max:
+        qs.batch_max = len(offsets)
     unit = qs.units.get(pq.client if pq.broadcast else "")
     if unit is not None:
+        seen = pq.dup_seen
         for o in offsets:
-            if not unit.handle(o):
-                st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+            # counted when its consumption started if it was handled then; else it was handled
+            # by another client while this one consumed it: the duplicate shows at the commit
+            if not unit.handle(o) and o not in seen:
+                _duplicate(st, out, key, f"{ev['client']} commits offset {o}, already handled by the group")
+        seen.clear()
     pq.consuming = []
     pq.pending_upd.append(ev["offset"])
 
@@ -851,6 +934,7 @@ def pq_rolled_back(st, ev, out):
     if not back <= set(pq.consuming):
         out.report("INV-ORDER-2", f"rollback of {sorted(back - set(pq.consuming))[:8]} that were not taken", qs.key)
     pq.consuming = [o for o in pq.consuming if o not in back]
+    pq.dup_seen -= back     # consumed again later: a new consumption
     for o in back:
         if o not in pq.tree:
             pq.tree.add(o)
@@ -970,6 +1054,14 @@ def offset_committed(st, ev, out):
     off = ev["offset"]
     src = ev.get("source", "persist")
     cid = ev.get("client")
+    if src == "snapshot":
+        # the value the broker held when observation began (schema v2): nothing to judge; the
+        # group's progress below it happened unobserved, so it is not a skip
+        qs.committed = qs.flushed = off
+        unit = qs.units.get("")
+        if unit is not None:
+            unit.skip_to(off, unit.wm)
+        return
     if src == "persist":
         k = (cid, off)
         n = qs.persists.get(k)
@@ -991,9 +1083,9 @@ def offset_committed(st, ev, out):
     g = st.dir.groups.get(key[0])
     if g is not None and g["model"] == "BROADCASTING":
         out.report("INV-BCAST-1", "offset committed on the broker for a broadcasting group", key)
-    if qs.committed is not None and off < qs.committed:
-        out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {qs.committed} to {off} ({src} from {cid})", key)
     unit = qs.units.get("")
+    if qs.committed is not None and off < qs.committed and src not in ("reset", "snapshot"):
+        _offset_back(st, qs, g, unit, off, src, cid, ev["ts"], out)
     if src == "reset":
         qs.resets.append(off)
         if len(qs.resets) > 4:
@@ -1012,6 +1104,37 @@ def offset_committed(st, ev, out):
             out.report("INV-OFFSET-3", f"broker commits {off} but offset {unit.wm} has not been consumed by the group",
                        key)
     qs.committed = off
+
+
+def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
+    """The broker's committed offset moves back (commitOffset overwrites). Concurrent: allowed
+    (ANOM-OFFSET-BACK, a late persist). Orderly: more than one batch of consumed and committed
+    messages below the old value is INV-ORDER-3."""
+    prev = qs.committed
+    key = qs.key
+    n = 0
+    if g is not None and g["mode"] == "ORDERLY" and g["model"] == "CLUSTERING" and unit is not None:
+        # consumed and committed by the group in [off, prev): below the watermark all, above it the
+        # handled ones (counted without walking the gap)
+        n = max(0, min(prev, unit.wm) - off) + sum(1 for o in unit.done if off <= o < prev)
+    if n > qs.batch_max:
+        c = st.dir.clients.get(cid) if cid else None
+        pauses = _pauses_between(st, cid, 0, ts) if cid else []
+        why = f"{cid} persisted its stale offset {off}"
+        if pauses:
+            t, d = pauses[-1]
+            lim = limits.client(st, cid)
+            b = limits.broker(st, key[2])
+            why += (f" after a pause at ts {t} of {d} ms (client lease {lim.lease_ms} ms, broker lock "
+                    f"{b.lock_max_live_ms} ms, channel expiry {b.channel_expired_ms} ms): meanwhile the queue "
+                    f"moved on to {prev}")
+        elif c is not None and c.status != "running":
+            why += f" while {c.status}"
+        out.report("INV-ORDER-3", f"the orderly queue's broker offset moves back from {prev} to {off} ({src} from "
+                   f"{cid}): {n} messages the group had consumed and committed will be consumed again, more "
+                   f"than the one batch in flight at a handover (largest batch {qs.batch_max}); cause: {why}", key)
+    else:
+        out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {prev} to {off} ({src} from {cid})", key)
 
 
 def offset_flushed(st, ev, out):
@@ -1105,7 +1228,12 @@ def send_back_failed(st, ev, out):
         qs = st.queues.get(qkey)
         pq = qs.pqs.get(ev["client"]) if qs is not None else None
         if pq is not None and off in pq.failed:
-            pq.failed[off] = "resubmit"
+            if pq.failed[off] == "expired":
+                # cleanExpiredMsg's send-back threw: the message stays in the tree, in its
+                # listener call, as if never sent (cleanExpiredMsg may try it again)
+                del pq.failed[off]
+            else:
+                pq.failed[off] = "resubmit"
     _gc_chain(st, (ev["group"], ev["origin_msg_id"]), ch)
 
 
@@ -1134,7 +1262,7 @@ def message_sent_back(st, ev, out):
         r = stored_r if stored_r is not None else ev["reconsume_times"]
     dl = req[1] if req is not None else ev.get("delay_level", 0)
     client = _group_client(st, ev["group"], cid)
-    mx = _max_reconsume(st, client)
+    mx = limits.max_reconsume(st, client)
     if mx is None and via == "orderly_producer":
         mx = r          # orderly sends back only once the count reached the client's maximum
     should_dlq = (mx is not None and r >= mx) or (dl is not None and dl < 0)
@@ -1149,7 +1277,7 @@ def message_sent_back(st, ev, out):
         out.report("INV-RETRY-3", f"{cid} sent copy {mid} back twice: two retry copies of one failure", ckey)
     ch.accepted.add((cid, mid))
     if outcome == "retry":
-        levels = len(_delay_table(st.profile)) - 1
+        levels = len(limits.broker(st, ev["broker"]).delay_ms) - 1
         want = dl if (dl is not None and dl > 0) else 3 + r
         want = min(want, levels)
         got = ev.get("delay_level")
@@ -1202,7 +1330,7 @@ def message_scheduled(st, ev, out):
         ch.entries.append(entry)
     if ("sent_back", "message_scheduled") not in MSG_TABLE:
         out.report("GUARD", "message lifecycle: scheduling not allowed", ckey)
-    table = _delay_table(st.profile)
+    table = limits.broker(st, ev["broker"]).delay_ms
     if 0 < lvl < len(table):
         want = ev["ts"] + table[lvl]
         if ev["deliver_ts"] != want:
@@ -1229,7 +1357,7 @@ def schedule_delivered(st, ev, out):
         if done is not None and st.dir.brokers.get(ev["broker"], 0) > done[1]:
             # the schedule service's delay offsets are flushed every 10 s: after a broker
             # restart it delivers again what it delivered since the last flush (at-least-once)
-            st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+            _duplicate(st, out, ckey, f"the schedule delivers {ev['msg_id']} again after a broker restart")
             ch = _chain(st, *ckey)
             ch.entries.append(["redelivered", done[0], ev["delay_level"], None, ev["msg_id"], None])
             return
@@ -1262,7 +1390,7 @@ def message_stored(st, ev, out):
         if topic.startswith(RETRY_PREFIX):
             group = topic[len(RETRY_PREFIX):]
             ckey = (group, ev["origin_msg_id"])
-            mx = _max_reconsume(st, _group_client(st, group))
+            mx = limits.max_reconsume(st, _group_client(st, group))
             if mx is not None and r > mx:
                 out.report("INV-RETRY-1", f"retry copy {ev['msg_id']} stored with reconsume_times {r} > "
                            f"maxReconsumeTimes {mx}", ckey)
@@ -1312,9 +1440,16 @@ def lock_acquired(st, ev, out):
     p = st.profile
     if (qs.lock_state, "lock_acquired") not in LOCK_TABLE:
         out.report("INV-LOCK-1", f"lock acquired in state {qs.lock_state}", key)
-    if ev["expires_at"] != ts + p.broker_lock_max_live_ms:
-        out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be now + "
-                   f"{p.broker_lock_max_live_ms}", key)
+    life = limits.broker(st, key[2]).lock_max_live_ms
+    if reason == "snapshot":
+        pass        # an entry already held when observation began: its lastUpdate is before the trace
+    elif ev.get("obs") == "sampled":
+        if not ts - life < ev["expires_at"] <= ts + life:
+            out.report("INV-LOCK-1", f"lock entry seen at {ts} expires at {ev['expires_at']}, must be within the "
+                       f"broker's lock lifetime {life} of its last update (at or before {ts})", key)
+    elif ev["expires_at"] != ts + life:
+        out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be now + {life} (the broker's "
+                   f"lock lifetime)", key)
     h = qs.holder
     if h is not None and h != cid and ts <= qs.lock_exp:
         out.report("INV-LOCK-1", f"{cid} acquires the lock ({reason}) while {h} holds it until {qs.lock_exp}: "
@@ -1380,9 +1515,10 @@ def pq_lock_changed(st, ev, out):
 def lease_expired(st, ev, out):
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
-    if pq is not None and pq.locked and ev["ts"] - pq.last_lock_ts <= st.profile.client_lock_max_live_ms:
+    lease = limits.client(st, ev["client"]).lease_ms
+    if pq is not None and pq.locked and ev["ts"] - pq.last_lock_ts <= lease:
         out.report("GUARD", f"lease reported expired at {ev['ts']} but last lock {pq.last_lock_ts} is within "
-                   f"{st.profile.client_lock_max_live_ms} ms", qs.key)
+                   f"{lease} ms (the client's lease)", qs.key)
 
 
 def oneway_lost(st, ev, out):
@@ -1422,7 +1558,7 @@ def check_quiescent(st, out):
                            f"{' client ' + unit if unit else ''} never consumed the queue", key)
                 reported += 1
             elif p.wm < sq.next:
-                left = [o for o in range(p.wm, sq.next) if o not in p.done][:8]
+                left = p.unhandled_first(p.wm, sq.next)
                 if left:
                     out.report("INV-LIVE-1", f"quiescent but offsets {left} were never consumed"
                                f"{' by ' + unit if unit else ''} (handled below {p.wm}, max {sq.next})", key)
@@ -1447,7 +1583,8 @@ HANDLERS = {
     "client_paused": client_paused, "client_resumed": client_resumed,
     "allocation_computed": allocation_computed, "pq_created": pq_created, "pq_dropped": pq_dropped,
     "pq_removed": pq_removed,
-    "pull_issued": pull_issued, "pull_held": pull_held, "pull_answered": pull_answered,
+    "pull_issued": pull_issued, "pull_held": pull_held, "pull_answered": pull_answered, "pull_failed": pull_failed,
+    "queue_snapshot": queue_snapshot,
     "pull_flow_controlled": pull_flow_controlled,
     "consume_started": consume_started, "consume_finished": consume_finished,
     "consume_resubmitted": consume_resubmitted, "consume_suspended": consume_suspended,
@@ -1481,6 +1618,8 @@ MECHANISMS = {
     "pull_issued": "DefaultMQPushConsumerImpl.pullMessage", "pull_held": "PullRequestHoldService (long polling)",
     "pull_answered": "DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + ProcessQueue.putMessage",
     "pull_flow_controlled": "pullMessage flow control",
+    "pull_failed": "PullCallback.onException (broker error response or failed call)",
+    "queue_snapshot": "the queue's min/max offset when observation began (or after a gap)",
     "consume_started": "ConsumeRequest.run (listener called)", "consume_finished": "listener returns",
     "consume_resubmitted": "submitConsumeRequestLater after failed send-back",
     "consume_suspended": "ConsumeMessageOrderlyService suspend/retry later",

@@ -1,7 +1,9 @@
-"""Trace schema version 1: loading the machine-readable schema and validating events.
+"""Trace schema (version 2): loading the machine-readable schema and validating events.
 
-The schema file (`schema_v1.json`) is the contract; this module is the one place that
-interprets it. Validation reports what was expected, never raises on user data.
+The schema file (`schema_v2.json`) is the contract; this module is the one place that
+interprets it. Version 2 only adds to version 1 (new kinds, optional fields, new values), so
+one schema reads both; `trace_started.schema_version` must be one of `SUPPORTED_VERSIONS`.
+Validation reports what was expected, never raises on user data.
 """
 from __future__ import annotations
 
@@ -9,13 +11,17 @@ import json
 from functools import lru_cache
 from importlib import resources
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2                  # what the reference emits
+SUPPORTED_VERSIONS = (1, 2)         # what the readers and the checker accept
+SCHEMA_FILE = "schema_v2.json"
 ENVELOPE = ("seq", "ts", "kind")
+ENVELOPE_OPTIONAL = ("obs",)        # v2: how the recorder knows the event (exact | sampled | inferred)
+OBS_VALUES = ("exact", "sampled", "inferred")
 
 
 @lru_cache(maxsize=1)
 def load_schema() -> dict:
-    return json.loads(resources.files("rocketspec.traces").joinpath("schema_v1.json").read_text())
+    return json.loads(resources.files("rocketspec.traces").joinpath(SCHEMA_FILE).read_text())
 
 
 def kinds() -> dict[str, dict]:
@@ -45,7 +51,7 @@ def _kind_rules(kind: str):
     kd = kinds()[kind]
     ftypes = fields()
     required = tuple((n, ftypes[n]["type"]) for n in kd["required"])
-    allowed = {n: ftypes[n]["type"] for n in (*ENVELOPE, *kd["required"], *kd["optional"])}
+    allowed = {n: ftypes[n]["type"] for n in (*ENVELOPE, *ENVELOPE_OPTIONAL, *kd["required"], *kd["optional"])}
     return required, allowed
 
 
@@ -72,14 +78,30 @@ def validate_event(event) -> str | None:
             return f"{kind}: field {name!r} is not part of this kind in schema v{SCHEMA_VERSION}"
         if value is not None and not _type_ok(typ, value):
             return f"{kind}: field {name!r} must be {typ}, got {value!r}"
+    obs = event.get("obs")
+    if obs is not None and obs not in OBS_VALUES:
+        return f"{kind}: field 'obs' must be one of {', '.join(OBS_VALUES)}, got {obs!r}"
+    if kind == "trace_started":
+        return version_problem(event["schema_version"])
     return None
+
+
+def version_problem(version) -> str | None:
+    """None if a trace_started `schema_version` is one this code reads, else what was expected."""
+    if type(version) is int and version in SUPPORTED_VERSIONS:
+        return None
+    known = ", ".join(map(str, SUPPORTED_VERSIONS))
+    return (f"trace_started: schema_version {version!r} is not supported; this rocketspec reads "
+            f"schema version{'s' if len(SUPPORTED_VERSIONS) > 1 else ''} {known}")
 
 
 def markdown() -> str:
     """The schema as a Markdown reference (docs/trace-schema.md is generated from this)."""
     s = load_schema()
     out = [f"# Trace schema, version {s['version']}", "", s["doc"], "",
-           "Generated from `traces/schema_v1.json` by `rocketspec schema --markdown`; do not edit by hand.", "",
+           f"Readers accept traces of schema versions {', '.join(map(str, SUPPORTED_VERSIONS))}. Optional on every "
+           f"event: {', '.join('`' + n + '`' for n in ENVELOPE_OPTIONAL)}.", "",
+           f"Generated from `traces/{SCHEMA_FILE}` by `rocketspec schema --markdown`; do not edit by hand.", "",
            "## Event kinds", ""]
     cats: dict[str, list[str]] = {}
     for name, kd in s["kinds"].items():
