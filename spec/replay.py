@@ -222,7 +222,7 @@ class FastValidator:
     _PY = {"int": "int", "str": "str", "bool": "bool", "int_list": "list", "str_list": "list"}
 
     def __init__(self):
-        from ..traces.schema import ENVELOPE, ENVELOPE_OPTIONAL, OBS_VALUES, fields, kinds
+        from ..traces.schema import ENVELOPE, ENVELOPE_OPTIONAL, JSON_SHAPES, OBS_VALUES, fields, kinds
 
         self.funcs = {}
         fd = fields()
@@ -254,10 +254,16 @@ class FastValidator:
                     lines.append("    if v:")
                     lines.append("        for x in v:")
                     lines.append(f"            if type(x) is not {et}: return False")
+            shapes = {}
+            for n in (*kd["required"], *kd["optional"]):
+                if n in JSON_SHAPES:      # the contents the spec reads (traces.schema.JSON_SHAPES)
+                    shapes[f"_shape_{n}"] = JSON_SHAPES[n][1]
+                    lines.append(f"    v = ev.get({n!r})")
+                    lines.append(f"    if v is not None and not _shape_{n}(v): return False")
             lines.append("    o = ev.get('obs')")
             lines.append("    if o is not None and o not in _obs: return False")
             lines.append("    return True")
-            ns = {"_allowed": allowed, "_obs": OBS_VALUES}
+            ns = {"_allowed": allowed, "_obs": OBS_VALUES, **shapes}
             exec("\n".join(lines), ns)
             self.funcs[kind] = ns["f"]
 

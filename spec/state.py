@@ -39,7 +39,11 @@ class Client:
         self.from_where = _cfg(self.config, "from_where", "consume_from_where", "consumeFromWhere") or \
             "CONSUME_FROM_LAST_OFFSET"
         mr = _cfg(self.config, "max_reconsume_times", "maxReconsumeTimes")
-        self.max_reconsume = -1 if mr is None else int(mr)
+        if mr is not None and type(mr) is not int:
+            from .limits import BadConfig
+
+            raise BadConfig(f"max_reconsume_times: expected an integer, got {mr!r}"[:200])
+        self.max_reconsume = -1 if mr is None else mr
         self.limits = None                # spec.limits.ClientLimits (set by client_started)
         self.pauses: tuple = ()           # the last few (start ts, duration) pauses, to name causes
 

@@ -8,6 +8,7 @@ Validation reports what was expected, never raises on user data.
 from __future__ import annotations
 
 import json
+import reprlib
 from functools import lru_cache
 from importlib import resources
 
@@ -46,6 +47,34 @@ def _type_ok(typ: str, value) -> bool:
     return True  # json: any value
 
 
+def _queue(m) -> bool:
+    return type(m) is list and len(m) == 3 and type(m[0]) is str and type(m[1]) is str and type(m[2]) is int
+
+
+def _queues(v) -> bool:
+    return type(v) is list and all(_queue(m) for m in v)
+
+
+# json fields whose contents the spec reads, and what each must hold: checked with the types,
+# so that a trace with another value is bad input at its line, not a traceback in the spec
+JSON_SHAPES = {
+    "mqs": ("a list of queues [topic, broker, queueId]", _queues),
+    "allocated": ("a list of queues [topic, broker, queueId]", _queues),
+    "queues": ("a list of queues [topic, broker, queueId]", _queues),
+    "cids": ("a list of client ids (strings)", lambda v: type(v) is list and all(type(c) is str for c in v)),
+    "config": ("an object", lambda v: type(v) is dict),
+}
+
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother = 3, 80, 80
+_BRIEF.maxlist = _BRIEF.maxtuple = _BRIEF.maxdict = 8
+
+
+def brief(value) -> str:
+    """repr() cut short: a value in a message may be 70,000 characters long or nested 1,000 deep."""
+    return _BRIEF.repr(value)
+
+
 @lru_cache(maxsize=None)
 def _kind_rules(kind: str):
     kd = kinds()[kind]
@@ -64,10 +93,10 @@ def validate_event(event) -> str | None:
             return f"missing envelope field {name!r}"
     kind = event["kind"]
     if not isinstance(kind, str) or kind not in kinds():
-        return f"unknown event kind {kind!r} (schema v{SCHEMA_VERSION} has {len(kinds())} kinds)"
+        return f"unknown event kind {brief(kind)} (schema v{SCHEMA_VERSION} has {len(kinds())} kinds)"
     for name in ("seq", "ts"):
         if not _type_ok("int", event[name]):
-            return f"field {name!r} must be an integer, got {event[name]!r}"
+            return f"field {name!r} must be an integer, got {brief(event[name])}"
     required, allowed = _kind_rules(kind)
     for name, typ in required:
         if event.get(name) is None:
@@ -77,10 +106,13 @@ def validate_event(event) -> str | None:
         if typ is None:
             return f"{kind}: field {name!r} is not part of this kind in schema v{SCHEMA_VERSION}"
         if value is not None and not _type_ok(typ, value):
-            return f"{kind}: field {name!r} must be {typ}, got {value!r}"
+            return f"{kind}: field {name!r} must be {typ}, got {brief(value)}"
+        shape = JSON_SHAPES.get(name)
+        if shape is not None and value is not None and not shape[1](value):
+            return f"{kind}: field {name!r} must be {shape[0]}, got {brief(value)}"
     obs = event.get("obs")
     if obs is not None and obs not in OBS_VALUES:
-        return f"{kind}: field 'obs' must be one of {', '.join(OBS_VALUES)}, got {obs!r}"
+        return f"{kind}: field 'obs' must be one of {', '.join(OBS_VALUES)}, got {brief(obs)}"
     if kind == "trace_started":
         return version_problem(event["schema_version"])
     return None
@@ -91,7 +123,7 @@ def version_problem(version) -> str | None:
     if type(version) is int and version in SUPPORTED_VERSIONS:
         return None
     known = ", ".join(map(str, SUPPORTED_VERSIONS))
-    return (f"trace_started: schema_version {version!r} is not supported; this rocketspec reads "
+    return (f"trace_started: schema_version {brief(version)} is not supported; this rocketspec reads "
             f"schema version{'s' if len(SUPPORTED_VERSIONS) > 1 else ''} {known}")
 
 
