@@ -773,16 +773,18 @@ def _parses(data: bytes, name: str) -> bool:
 # ====================================================================== outcomes
 
 _FIELD_PATH = re.compile(r"[A-Za-z_$%][\w$%-]*(?:\[\d+\]|\.[\w$%-]+)*")
-_NUMBERED = re.compile(r"\b(?:line|row|byte|column|event(?: seq)?|seq|record|row group)\s+#?-?\d+", re.I)
+_NUMBERED = re.compile(r"\b(?:line|row|byte|column|event(?: seq)?|seq|record|row group)\s+#?-?\d+"
+                       r"|\bend of (?:the )?(?:document|file|input)\b|\bParquet footer\b", re.I)
 
 
-def is_located(message: str, input_path: str, json_obj: dict | None = None, argv=()) -> bool:
+def is_located(message: str, input_path: str, json_obj: dict | None = None, argv=(), whole_file=False) -> bool:
     """The rule for a located rejection: the message names the input file (its path or its
     name) and a place in it: a line or row (`file:12:`), or `line|row|byte|column|event|seq N`,
     or a field path right after the file name (`file: topics[0].queues: ...`), or, in a
     `--json` error object, a non-null `line`, `event` or `field`. A rejected option value is
     located by the option's name (`--seed`, or `seed`) instead: `argv` lists the options given
-    beyond the harness's own (see `_arg_mutation`)."""
+    beyond the harness's own (see `_arg_mutation`). When the input is wrong as a whole (a
+    directory, a file named .yaml: `whole_file`), naming the file is enough."""
     for opt in re.findall(r"--[a-z][a-z-]*", " ".join(argv)):
         if re.search(rf"{opt}\b|\b{opt[2:].replace('-', '[-_ ]')}\b", message):
             return True
@@ -791,6 +793,8 @@ def is_located(message: str, input_path: str, json_obj: dict | None = None, argv
         if named and (named == input_path or os.path.basename(named) == os.path.basename(input_path)):
             return True
     for name in {input_path, os.path.basename(input_path)}:
+        if whole_file and re.search(rf"{re.escape(name)}\b", message):
+            return True
         start = 0
         while True:
             i = message.find(name, start)
@@ -884,7 +888,7 @@ def classify(res: dict, input_path: str, workdir: str) -> tuple[str, str]:
     text = err + "\n" + out
     if json_obj is not None:
         text += "\n" + str(json_obj.get("error", ""))
-    if is_located(text, input_path, json_obj, res.get("extra_args", ())):
+    if is_located(text, input_path, json_obj, res.get("extra_args", ()), res.get("whole_file", False)):
         return "located", "located"
     first = next((ln for ln in (err or out).splitlines() if ln.strip()), "")
     if json_obj is not None and json_obj.get("error"):
@@ -1022,6 +1026,7 @@ def execute(inp: dict, workdir: str, main) -> dict:
     argv = [a.replace("{input}", path).replace("{dir}", workdir) for a in inp["argv"]]
     res = run_argv(main, argv)
     res["extra_args"] = inp.get("extra_args", ())
+    res["whole_file"] = inp["data"] is None or inp["name"].endswith(".yaml")
     outcome, sig = classify(res, path, workdir)
     msg = (res["exception"][0] + ": " + res["exception"][1]) if res["exception"] else \
         (res["stderr"].strip() or res["stdout"].strip())

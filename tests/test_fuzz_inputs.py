@@ -22,6 +22,7 @@ SHORT_SEED = 20261124
     "error: /w/in/trace.jsonl: event seq 7: offset: expected a non-negative integer",
     "error: /w/in/scope.toml: not valid TOML: Invalid value (at line 3, column 9)",
     "error: /w/in/trace.parquet: row 17: field 'ts' must be an integer",
+    "error: /w/in/scope.toml: not valid TOML: Unterminated string (at end of document)",
     "error: trace.jsonl: byte 0: gzip data is truncated",
 ])
 def test_located_messages(message):
@@ -42,6 +43,13 @@ def test_located_messages(message):
 def test_unlocated_messages(message):
     name = "scope.toml" if "scope" in message else "scenario.yaml" if "scenario" in message else "trace.jsonl"
     assert not fz.is_located(message, f"/w/in/{name}")
+
+
+def test_a_file_wrong_as_a_whole_is_located_by_its_name():
+    msg = "error: /w/in/scenario.toml: is a directory; expected a scenario file (.toml or .json)"
+    assert fz.is_located(msg, "/w/in/scenario.toml", whole_file=True)
+    assert not fz.is_located(msg, "/w/in/scenario.toml")
+    assert not fz.is_located("error: is a directory", "/w/in/scenario.toml", whole_file=True)
 
 
 def test_json_error_objects_and_options_are_located():
