@@ -1030,11 +1030,17 @@ def execute(inp: dict, workdir: str, main) -> dict:
     outcome, sig = classify(res, path, workdir)
     msg = (res["exception"][0] + ": " + res["exception"][1]) if res["exception"] else \
         (res["stderr"].strip() or res["stdout"].strip())
+    tb = res["exception"][2] if res["exception"] else ""
+    if not res["exception"] and "Traceback (most recent call last)" in res["stderr"]:
+        # exit 3 with the traceback printed (ROCKETSPEC_DEBUG): the message is the error line
+        tb = res["stderr"]
+        msg = next((ln for ln in reversed(res["stderr"].splitlines()) if ln.startswith("error:")),
+                   res["stderr"].strip().splitlines()[-1])
     if res["timeout"]:
         msg = "no answer within %.0f s; stack: %s" % (WALL_SECONDS, " <- ".join(
             f"{os.path.basename(f)}:{fn}" for f, fn in reversed(_frames(res["hang_tb"])[-6:])))
     return {"outcome": outcome, "signature": sig, "exit": res["exit"], "seconds": res["seconds"],
-            "peak_rss": res["peak_rss"], "message": msg[:600], "traceback": (res["exception"] or ("", "", ""))[2][-3000:]}
+            "peak_rss": res["peak_rss"], "message": msg[:600], "traceback": tb[-3000:]}
 
 
 def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:

@@ -57,6 +57,15 @@ def test_allocation_contents_of_another_shape_are_bad_input(tmp_path, events, fi
     assert f"t.jsonl:{line}" in res.output and repr(field) in res.output and "must be" in res.output
 
 
+@pytest.mark.parametrize("subs", [{"TopicTest": {"type": ["TAG"], "expr": "*"}}, {"TopicTest": "*"}, ["TopicTest"]])
+def test_subscriptions_of_another_shape_are_bad_input(tmp_path, events, subs):
+    # was: TypeError (unhashable list) in the filter check of a pull answer
+    evs, line = _with(events, "client_started", "subscriptions", subs)
+    res = _check(tmp_path, evs)
+    assert res.exit_code == 2, res.output
+    assert f"t.jsonl:{line}" in res.output and "'subscriptions' must be" in res.output
+
+
 def test_a_client_config_value_of_another_type_is_bad_input(tmp_path, events):
     ev = next(e for e in events if e["kind"] == "client_started")
     evs, line = _with(events, "client_started", "config", dict(ev["config"], max_reconsume_times={"value": 16}))

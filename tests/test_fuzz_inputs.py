@@ -154,7 +154,7 @@ def test_short_run_mutants_parse_and_reach_the_spec(short_run):
     verdicts = sum(tally.counts[k]["verdict"] + tally.counts[k]["incomplete"] for k in fz.KINDS)
     assert verdicts >= 0.15 * n
     for k in fz.KINDS:
-        assert tally.counts[k]["verdict"] > 0, k
+        assert tally.counts[k]["verdict"] + tally.counts[k]["incomplete"] > 0, k
     report = tally.report(secs, 1)
     assert "inputs/s" in report and "trace-parquet" in report
 

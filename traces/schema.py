@@ -63,6 +63,8 @@ JSON_SHAPES = {
     "queues": ("a list of queues [topic, broker, queueId]", _queues),
     "cids": ("a list of client ids (strings)", lambda v: type(v) is list and all(type(c) is str for c in v)),
     "config": ("an object", lambda v: type(v) is dict),
+    "subscriptions": ('an object {topic: {"type": "TAG"|"SQL92", "expr": "..."}}', lambda v: type(v) is dict and all(
+        type(x) is dict and all(x.get(k) is None or type(x[k]) is str for k in ("type", "expr")) for x in v.values())),
 }
 
 _BRIEF = reprlib.Repr()
