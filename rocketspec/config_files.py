@@ -66,22 +66,44 @@ def parse(text: str, fmt: str, source: str) -> dict:
         raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source) from None
     if not isinstance(value, dict):
         raise UserError(f"expected a table (a JSON object), got {type(value).__name__}", file=source)
-    if _depth(value) > MAX_NESTING:
+    try:
+        deep = _depth(value) > MAX_NESTING
+    except _BadString as bad:
+        raise UserError(f"the string {short(bad.args[0])} holds a lone surrogate (a \\uD800-\\uDFFF escape without "
+                        "its pair): not valid Unicode", file=source) from None
+    if deep:
         raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source)
     return value
 
 
 def _depth(value) -> int:
-    """Nesting depth of a parsed value, without recursion."""
+    """Nesting depth of a parsed value, without recursion; raises _BadString on a string that
+    is not valid Unicode (JSON's \\ud800 escapes: Python accepts lone surrogates, UTF-8 does not)."""
     best, stack = 0, [(value, 1)]
     while stack:
         v, d = stack.pop()
-        if isinstance(v, (dict, list)):
+        if isinstance(v, str):
+            _unicode(v)
+        elif isinstance(v, (dict, list)):
             best = max(best, d)
             if best > MAX_NESTING:
                 return best
+            if isinstance(v, dict):
+                for k in v:
+                    _unicode(k)
             stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
     return best
+
+
+class _BadString(Exception):
+    pass
+
+
+def _unicode(s: str) -> None:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _BadString(s) from exc
 
 
 class _DuplicateKey(Exception):

@@ -248,6 +248,9 @@ class _Stream:
             raise TraceInputError(self.path, line, f"expected a JSON object on each line (JSON Lines), got "
                                                    f"{_json_type(ev)}")
         kind = ev.get("kind")
+        if type(kind) is not str and kind is not None:
+            raise TraceInputError(self.path, line, f"field 'kind' must be a string (an event kind), got "
+                                                   f"{_json_type(kind)}", event=_seq(ev))
         if kind == "trace_ended":
             self.ended = line
         elif kind == "trace_started" and "schema_version" in ev:
@@ -262,7 +265,7 @@ def _seq(ev):
 
 
 def _json_type(v) -> str:
-    return {list: "a JSON array", str: "a JSON string", int: "a number", float: "a number", bool: "a boolean",
+    return {list: "a JSON array", dict: "a JSON object", str: "a JSON string", int: "a number", float: "a number", bool: "a boolean",
             type(None): "null"}.get(type(v), type(v).__name__)
 
 
