@@ -32,15 +32,30 @@ MIN_RATE_PER_S = 0.001
 DAY_MS = 24 * 3600 * 1000
 
 
+# MessageConst.STRING_HASH_SET (4.9.8): Message.putUserProperty refuses these names.
+SYSTEM_PROPERTIES = frozenset(
+    "TRACE_ON MSG_REGION KEYS TAGS WAIT DELAY RETRY_TOPIC REAL_TOPIC REAL_QID TRAN_MSG PGROUP MIN_OFFSET "
+    "MAX_OFFSET BUYER_ID ORIGIN_MESSAGE_ID TRANSFER_FLAG CORRECTION_FLAG MQ2_FLAG RECONSUME_TIME UNIQ_KEY "
+    "MAX_RECONSUME_TIMES CONSUME_START_TIME INSTANCE_ID CORRELATION_ID REPLY_TO_CLIENT TTL ARRIVE_TIME "
+    "PUSH_REPLY_TIME CLUSTER MSG_TYPE INNER_MULTI_QUEUE_OFFSET".split())
+
+
 def _props(path: str, table) -> None:
     """Message properties: name = value, or name = [values] to draw from (strings or numbers;
-    the broker sees them as strings)."""
+    the broker sees them as strings). As Message.putUserProperty: no system property name,
+    no blank name or value."""
     if not isinstance(table, dict):
         raise checks.FieldError(path, f"expected a table of properties, got {table!r}")
     for name, v in table.items():
         values = v if isinstance(v, list) else [v]
         if not values or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in values):
             raise checks.FieldError(f"{path}.{name}", f"expected a string or number, or a non-empty list of them, got {v!r}")
+        if name in SYSTEM_PROPERTIES:
+            raise checks.FieldError(f"{path}.{name}", "a system property: RocketMQ's putUserProperty refuses it "
+                                    "(\"The Property<%s> is used by system\")" % name)
+        if not name.strip() or any(isinstance(x, str) and not x.strip() for x in values):
+            raise checks.FieldError(f"{path}.{name}", "a blank property name or value: RocketMQ's putUserProperty "
+                                    "refuses it")
 
 # The type of each step field (the action decides which fields it needs).
 STEP_FIELDS = {
@@ -75,6 +90,23 @@ STEP_ACTIONS = {
 STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "produce": {"tags", "keys", "props"},
                  "fail_offset_queries": {"kind", "skip"}}
 OFFSET_QUERY_FAILURES = ("timeout", "broker_error")
+
+
+# Keys of a scenario's `real` table (docs/recorder.md): RocketMQ's timing knobs for real runs.
+REAL_KEYS = {
+    "client_lock_max_live_ms": "ms (rocketmq.client.rebalance.lockMaxLiveTime)",
+    "lock_interval_ms": "ms (rocketmq.client.rebalance.lockInterval)",
+    "rebalance_interval_ms": "ms (rocketmq.client.rebalance.waitInterval)",
+    "pull_max_idle_ms": "ms (rocketmq.client.pull.pullMaxIdleTime)",
+    "unlock_delay_ms": "ms (rocketmq.client.unlockDelayTimeMills)",
+    "max_time_consume_continuously_ms": "ms (rocketmq.client.maxTimeConsumeContinuously)",
+    "persist_consumer_offset_interval_ms": "ms (consumer persistConsumerOffsetInterval)",
+    "heartbeat_broker_interval_ms": "ms (consumer heartbeatBrokerInterval)",
+    "poll_name_server_interval_ms": "ms (consumer pollNameServerInterval)",
+    "server_channel_max_idle_s": "seconds (broker serverChannelMaxIdleTimeSeconds)",
+    "drain_ms": "ms a real run may go on after duration_ms to reach quiescence",
+}
+
 
 
 def _delay_levels(path, v):
@@ -213,7 +245,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
     if not isinstance(raw, dict):
         raise ScenarioError(source, "", "a scenario is a table/object")
     known = {"name", "description", "duration_ms", "drain_limit_ms", "latency_ms", "brokers", "broker_config",
-             "topics", "groups", "consumers", "producers", "steps", "expect"}
+             "topics", "groups", "consumers", "producers", "steps", "expect", "real"}
     unknown = set(raw) - known
     if unknown:
         raise ScenarioError(source, "", f"unknown top-level keys: {', '.join(sorted(unknown))}")
@@ -241,6 +273,12 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
                                                f"{len(sc['brokers'])} names")
     try:
         checks.check_table(sc["broker_config"], BROKER_FIELDS, "broker_config")
+    except checks.FieldError as exc:
+        raise ScenarioError(source, exc.path, str(exc)) from None
+    # `real`: settings only `rocketspec record` uses (timing knobs of a real run); simulate ignores it.
+    sc["real"] = _expect(source, "real", raw.get("real", {}), dict, "a table")
+    try:
+        checks.check_table(sc["real"], {k: checks.integer(1, checks.MAX_RUN_MS) for k in REAL_KEYS}, "real")
     except checks.FieldError as exc:
         raise ScenarioError(source, exc.path, str(exc)) from None
     topics = _expect(source, "topics", raw.get("topics", []), list, "a list of topics")

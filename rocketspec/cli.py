@@ -18,6 +18,7 @@ from rocketspec.errors import EXIT_INTERRUPTED, debug_requested, report_exceptio
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("rocketspec.commands.demo", "demo", "Simulate the default scenario and check its trace."),
     "simulate": ("rocketspec.commands.simulate", "simulate", "Run a scenario on the reference and write its trace."),
+    "record": ("rocketspec.commands.record", "record_cmd", "Run a scenario on real RocketMQ 4.9.8 and write the trace."),
     "scenarios": ("rocketspec.commands.simulate", "scenarios", "List the built-in scenarios."),
     "allocate": ("rocketspec.commands.allocate", "allocate", "Queue allocation as JSON Lines (stdin -> stdout)."),
     "filter": ("rocketspec.commands.filter", "filter_cmd", "Tag and SQL92 filter evaluation as JSON Lines."),

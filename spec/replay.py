@@ -263,7 +263,9 @@ class FastValidator:
 
     def __call__(self, ev):
         if type(ev) is dict:
-            f = self.funcs.get(ev.get("kind"))
+            kind = ev.get("kind")
+            # a kind that is not a string (a list, an object) is for validate_event to refuse
+            f = self.funcs.get(kind) if type(kind) is str else None
             if f is not None and f(ev):
                 return None
         return validate_event(ev)
