@@ -55,15 +55,17 @@ def parse(text: str, fmt: str, source: str) -> dict:
             value = json.loads(text, object_pairs_hook=_unique_keys)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc)) if m else str(exc)
-        raise UserError(f"not valid TOML: {msg}" + (f" (column {m.group(2)})" if m else ""), file=source,
-                        line=int(m.group(1)) if m else None) from None
+        msg = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
+        line = int(m.group(1)) if m else (text.rstrip("\n").count("\n") + 1 if "end of document" in str(exc) else None)
+        where = f" (column {m.group(2)})" if m else (" (at the end of the file)" if line else "")
+        raise UserError(f"not valid TOML: {msg}{where}", file=source, line=line) from None
     except json.JSONDecodeError as exc:
         raise UserError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=source, line=exc.lineno) from None
     except _DuplicateKey as dup:
         raise UserError(f"not valid JSON: duplicate key {dup.args[0]!r} in one object", file=source) from None
     except RecursionError:
-        raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source) from None
+        raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source,
+                        line=_deep_line(text)) from None
     if not isinstance(value, dict):
         raise UserError(f"expected a table (a JSON object), got {type(value).__name__}", file=source)
     try:
@@ -72,7 +74,8 @@ def parse(text: str, fmt: str, source: str) -> dict:
         raise UserError(f"the string {short(bad.args[0])} holds a lone surrogate (a \\uD800-\\uDFFF escape without "
                         "its pair): not valid Unicode", file=source) from None
     if deep:
-        raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source)
+        raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source,
+                        line=_deep_line(text))
     return value
 
 
@@ -93,6 +96,31 @@ def _depth(value) -> int:
                     _unicode(k)
             stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
     return best
+
+
+def _deep_line(text: str) -> int | None:
+    """The line where brackets first nest deeper than MAX_NESTING (for the message only: quoted
+    strings are skipped the simple way, which is enough to point at the place)."""
+    depth, line, quote, escaped = 0, 1, None, False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote or ch == "\n":
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return line
+        elif ch in "]}":
+            depth -= 1
+    return None
 
 
 class _BadString(Exception):

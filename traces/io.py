@@ -331,7 +331,12 @@ def _iter_jsonl(path, stream, raw_fh, comp, progress) -> Iterator[tuple[int, dic
                 raise TraceInputError(path, lineno, _line_problem(raw, exc)) from None
             # A line byte-equal to the canonical form of what it parsed to has no duplicate key;
             # only other lines (other writers, CRLF, spaces) pay for the exact check.
-            if dumps(ev, option=nl) != raw:
+            try:
+                canonical = dumps(ev, option=nl)
+            except TypeError:  # orjson writes at most 255 levels; it reads more
+                raise TraceInputError(path, lineno, "a value nested too deeply (more than 255 levels); expected "
+                                                    "an event object with flat fields") from None
+            if canonical != raw:
                 dup = duplicate_key(raw)
                 if dup is not None:
                     raise TraceInputError(path, lineno, f"duplicate key {dup!r} in one JSON object: each field "
@@ -352,6 +357,21 @@ def _iter_jsonl(path, stream, raw_fh, comp, progress) -> Iterator[tuple[int, dic
         raise TraceInputError(path, lineno + 1, f"{what}: {exc}") from None
 
 
+def _column_values(path, batch, i: int, row: int) -> list:
+    """Column i of a record batch as Python values; text that is not UTF-8 is bad input at its row."""
+    col = batch.column(i)
+    try:
+        return col.to_pylist()
+    except UnicodeDecodeError:
+        for j in range(len(col)):
+            try:
+                col[j].as_py()
+            except UnicodeDecodeError as exc:
+                raise TraceInputError(path, row + j + 1, f"column {batch.schema.names[i]!r}: not valid UTF-8 text "
+                                                         f"(byte 0x{exc.object[exc.start]:02x})") from None
+        raise
+
+
 def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -367,7 +387,7 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
     try:
         for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS):
             names = batch.schema.names
-            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+            columns = [_column_values(path, batch, i, row) for i in range(batch.num_columns)]
             for values in zip(*columns):
                 row += 1
                 ev = {}
@@ -383,7 +403,12 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
                         except orjson.JSONDecodeError as exc:
                             why = _line_problem(text, exc) if isinstance(text, bytes) else str(exc)
                             raise TraceInputError(path, row, f"field {n!r} is not valid JSON text: {why}") from None
-                        if isinstance(v, (dict, list)) and orjson.dumps(v) != text:
+                        try:
+                            differs = isinstance(v, (dict, list)) and orjson.dumps(v) != text
+                        except TypeError:  # orjson writes at most 255 levels
+                            raise TraceInputError(path, row, f"field {n!r}: a value nested too deeply (more than "
+                                                             "255 levels)") from None
+                        if differs:
                             dup = duplicate_key(text)
                             if dup is not None:
                                 raise TraceInputError(path, row, f"field {n!r}: duplicate key {dup!r} in one "
