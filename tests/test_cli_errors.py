@@ -223,3 +223,12 @@ def test_kind_of_the_wrong_type(tmp_path):
     p = tmp_path / "t.jsonl"
     p.write_bytes(b"".join(lines))
     bad_input(cli("check", p), "'kind' must be a string", line=3)
+
+
+def test_a_huge_line_costs_no_more_than_the_line_limit(tmp_path, monkeypatch):
+    from rocketspec.traces import io
+
+    monkeypatch.setattr(io, "MAX_LINE", 4096)
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(valid_lines()[0] + b'{"seq": 1, "ts": 0, "kind": "' + b"x" * 100_000 + b'"}\n')
+    bad_input(cli("check", p), "longer than", line=2)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -154,6 +155,7 @@ def write_trace(path, events) -> int:
 GZIP_MAGIC, ZSTD_MAGIC, PARQUET_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"PAR1"
 EXPECTED_FORMATS = "JSON Lines (one JSON object per line) or Parquet, optionally gzip or zstd compressed"
 PROGRESS_EVERY = 1 << 16
+MAX_LINE = 16 << 20  # an event is a few hundred bytes; its config object a few kilobytes
 
 
 class _Prefixed(io.RawIOBase):
@@ -322,12 +324,17 @@ def _iter_jsonl(path, stream, raw_fh, comp, progress) -> Iterator[tuple[int, dic
     every = PROGRESS_EVERY
     lineno = 0
     try:
-        for lineno, raw in enumerate(stream, 1):
+        # lines are read at most MAX_LINE + 1 bytes at a time: a file without newlines costs no
+        # more memory than that (an over-long line does not parse, and is reported as too long)
+        for lineno, raw in enumerate(iter(partial(stream.readline, MAX_LINE + 1), b""), 1):
             try:
                 ev = loads(raw)
             except err as exc:
                 if not raw.strip():
                     continue
+                if len(raw) > MAX_LINE:
+                    raise TraceInputError(path, lineno, f"a line longer than {MAX_LINE >> 20} MiB; expected one "
+                                                        "event per line") from None
                 raise TraceInputError(path, lineno, _line_problem(raw, exc)) from None
             # A line byte-equal to the canonical form of what it parsed to has no duplicate key;
             # only other lines (other writers, CRLF, spaces) pay for the exact check.
