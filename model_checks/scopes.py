@@ -74,7 +74,7 @@ def _validate(d: dict, origin: str) -> Scope:
     kw = {}
     for k, v in d.items():
         if k not in _TYPES:
-            raise ScopeError(origin, f"unknown scope key {k!r} (known: {', '.join(sorted(_TYPES))})")
+            raise ScopeError(origin, f"unknown scope key (known: {', '.join(sorted(_TYPES))})", str(k))
         t = _TYPES[k]
         if t in ("int", int):
             lo, hi = BOUNDS.get(k, (0, None))

@@ -25,7 +25,7 @@ _MS = checks.integer(0, checks.MAX_RUN_MS)
 MAX_BROKERS, MAX_TOPICS, MAX_GROUPS, MAX_CLIENTS, MAX_STEPS = 16, 64, 64, 64, 10_000
 MAX_QUEUES = 1024                 # per topic, and over all topics and brokers together
 MAX_MESSAGES = 10_000_000         # producers and produce steps together
-MAX_QUEUE_DAYS = 1024             # queues x simulated days (duration_ms + drain_limit_ms)
+MAX_QUEUE_DAYS = 256              # queues x simulated days (duration_ms + drain_limit_ms): ~13M events at most
 MAX_LATENCY_MS = 60_000
 MAX_BODY_SIZE = 4 * 1024 * 1024   # the broker's default maxMessageSize
 MIN_RATE_PER_S = 0.001
@@ -165,6 +165,14 @@ def load_scenario(name_or_file: str) -> dict:
     return validate(raw, source)
 
 
+def _key(name: str) -> str:
+    """A table key in a field path: as is when it reads as a name, else quoted (e.g. "")."""
+    import json
+    import re
+
+    return name if re.fullmatch(r"[\w%.-]+", name) else json.dumps(name)
+
+
 def _expect(source, path, value, types, what):
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,))):
         raise ScenarioError(source, path, f"expected {what}, got {value!r}")
@@ -248,7 +256,8 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
              "topics", "groups", "consumers", "producers", "steps", "expect", "real"}
     unknown = set(raw) - known
     if unknown:
-        raise ScenarioError(source, "", f"unknown top-level keys: {', '.join(sorted(unknown))}")
+        raise ScenarioError(source, sorted(unknown)[0], f"unknown top-level key(s) {', '.join(sorted(unknown))}; "
+                                                        f"expected only {', '.join(sorted(known))}")
     def field(path, value, check):
         try:
             check(path, value)
@@ -316,16 +325,16 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         subs = _expect(source, f"{path}.subscriptions", g.get("subscriptions"), dict, "a table topic = expression")
         for topic, expr in subs.items():
             if topic not in topic_names:
-                raise ScenarioError(source, f"{path}.subscriptions.{topic}", "topic is not declared in [[topics]]")
+                raise ScenarioError(source, f"{path}.subscriptions.{_key(topic)}", "topic is not declared in [[topics]]")
             if not isinstance(expr, (str, dict)):
-                raise ScenarioError(source, f"{path}.subscriptions.{topic}", "expected a tag expression or {type, expr}")
+                raise ScenarioError(source, f"{path}.subscriptions.{_key(topic)}", "expected a tag expression or {type, expr}")
         try:
             cfg = ConsumerConfig.resolve(g)
             check_listener(g.get("listener"), cfg["consume_mode"] == "ORDERLY", "listener")
         except checks.FieldError as exc:
             raise ScenarioError(source, f"{path}.{exc.path}" if exc.path else path, str(exc)) from None
         for topic, expr in subs.items():
-            _check_subscription(source, f"{path}.subscriptions.{topic}", expr)
+            _check_subscription(source, f"{path}.subscriptions.{_key(topic)}", expr)
         sc["groups"][name] = g
     producers = _expect(source, "producers", raw.get("producers", []), list, "a list of producers")
     sc["producers"] = []

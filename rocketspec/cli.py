@@ -78,6 +78,11 @@ class RocketspecGroup(click.Group):
         except (click.exceptions.Abort, KeyboardInterrupt):
             sys.stderr.write("Aborted!\n")
             sys.exit(EXIT_INTERRUPTED)
+        except click.UsageError as exc:
+            if not as_json and type(exc).__name__ == "NoArgsIsHelpError":  # bare command: its help
+                exc.show()
+                sys.exit(exc.exit_code)
+            sys.exit(report_exception(exc, command=_command_name(args), as_json=as_json, debug=debug))
         except BrokenPipeError:
             _quiet_stdout()
             sys.exit(1)

@@ -55,33 +55,83 @@ def parse(text: str, fmt: str, source: str) -> dict:
             value = json.loads(text, object_pairs_hook=_unique_keys)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc)) if m else str(exc)
-        raise UserError(f"not valid TOML: {msg}" + (f" (column {m.group(2)})" if m else ""), file=source,
-                        line=int(m.group(1)) if m else None) from None
+        msg = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
+        line = int(m.group(1)) if m else (text.rstrip("\n").count("\n") + 1 if "end of document" in str(exc) else None)
+        where = f" (column {m.group(2)})" if m else (" (at the end of the file)" if line else "")
+        raise UserError(f"not valid TOML: {msg}{where}", file=source, line=line) from None
     except json.JSONDecodeError as exc:
         raise UserError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=source, line=exc.lineno) from None
     except _DuplicateKey as dup:
         raise UserError(f"not valid JSON: duplicate key {dup.args[0]!r} in one object", file=source) from None
     except RecursionError:
-        raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source) from None
+        raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source,
+                        line=_deep_line(text)) from None
     if not isinstance(value, dict):
         raise UserError(f"expected a table (a JSON object), got {type(value).__name__}", file=source)
-    if _depth(value) > MAX_NESTING:
-        raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source)
+    try:
+        deep = _depth(value) > MAX_NESTING
+    except _BadString as bad:
+        raise UserError(f"the string {short(bad.args[0])} holds a lone surrogate (a \\uD800-\\uDFFF escape without "
+                        "its pair): not valid Unicode", file=source) from None
+    if deep:
+        raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source,
+                        line=_deep_line(text))
     return value
 
 
 def _depth(value) -> int:
-    """Nesting depth of a parsed value, without recursion."""
+    """Nesting depth of a parsed value, without recursion; raises _BadString on a string that
+    is not valid Unicode (JSON's \\ud800 escapes: Python accepts lone surrogates, UTF-8 does not)."""
     best, stack = 0, [(value, 1)]
     while stack:
         v, d = stack.pop()
-        if isinstance(v, (dict, list)):
+        if isinstance(v, str):
+            _unicode(v)
+        elif isinstance(v, (dict, list)):
             best = max(best, d)
             if best > MAX_NESTING:
                 return best
+            if isinstance(v, dict):
+                for k in v:
+                    _unicode(k)
             stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
     return best
+
+
+def _deep_line(text: str) -> int | None:
+    """The line where brackets first nest deeper than MAX_NESTING (for the message only: quoted
+    strings are skipped the simple way, which is enough to point at the place)."""
+    depth, line, quote, escaped = 0, 1, None, False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote or ch == "\n":
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return line
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+class _BadString(Exception):
+    pass
+
+
+def _unicode(s: str) -> None:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _BadString(s) from exc
 
 
 class _DuplicateKey(Exception):

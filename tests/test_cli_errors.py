@@ -206,3 +206,29 @@ def test_events_after_trace_ended_are_refused(tmp_path):
     p = tmp_path / "t.jsonl"
     p.write_bytes(b"".join(lines) + orjson.dumps(extra) + b"\n")
     bad_input(cli("check", p), "after trace_ended", line=len(lines) + 1)
+
+
+def test_bare_command_prints_its_usage():
+    res = cli()
+    assert res.exit_code == 2 and "Usage:" in res.output and "Commands:" in res.output
+    d = json_error(cli("nope", "--json"))
+    assert "No such command" in d["message"]
+
+
+def test_kind_of_the_wrong_type(tmp_path):
+    lines = valid_lines()
+    ev = json.loads(lines[2])
+    ev["kind"] = [ev["kind"]]
+    lines[2] = orjson.dumps(ev) + b"\n"
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"".join(lines))
+    bad_input(cli("check", p), "'kind' must be a string", line=3)
+
+
+def test_a_huge_line_costs_no_more_than_the_line_limit(tmp_path, monkeypatch):
+    from rocketspec.traces import io
+
+    monkeypatch.setattr(io, "MAX_LINE", 4096)
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(valid_lines()[0] + b'{"seq": 1, "ts": 0, "kind": "' + b"x" * 100_000 + b'"}\n')
+    bad_input(cli("check", p), "longer than", line=2)

@@ -209,3 +209,9 @@ def test_explore_state_cap_is_incomplete_not_a_violation(tmp_path):
               "--out-dir", tmp_path)
     d = json.loads(res.stdout)
     assert res.exit_code == 4 and d["complete"] is False and d["violations"] == [] and d["verdict"] == "holds"
+
+
+def test_json_scenario_with_a_lone_surrogate(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_text('{"name": "a\\ud800b"}')
+    bad_input(simulate(p), str(p), "surrogate")

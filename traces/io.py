@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -154,6 +155,7 @@ def write_trace(path, events) -> int:
 GZIP_MAGIC, ZSTD_MAGIC, PARQUET_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"PAR1"
 EXPECTED_FORMATS = "JSON Lines (one JSON object per line) or Parquet, optionally gzip or zstd compressed"
 PROGRESS_EVERY = 1 << 16
+MAX_LINE = 16 << 20  # an event is a few hundred bytes; its config object a few kilobytes
 
 
 class _Prefixed(io.RawIOBase):
@@ -248,6 +250,9 @@ class _Stream:
             raise TraceInputError(self.path, line, f"expected a JSON object on each line (JSON Lines), got "
                                                    f"{_json_type(ev)}")
         kind = ev.get("kind")
+        if type(kind) is not str and kind is not None:
+            raise TraceInputError(self.path, line, f"field 'kind' must be a string (an event kind), got "
+                                                   f"{_json_type(kind)}", event=_seq(ev))
         if kind == "trace_ended":
             self.ended = line
         elif kind == "trace_started" and "schema_version" in ev:
@@ -262,7 +267,7 @@ def _seq(ev):
 
 
 def _json_type(v) -> str:
-    return {list: "a JSON array", str: "a JSON string", int: "a number", float: "a number", bool: "a boolean",
+    return {list: "a JSON array", dict: "a JSON object", str: "a JSON string", int: "a number", float: "a number", bool: "a boolean",
             type(None): "null"}.get(type(v), type(v).__name__)
 
 
@@ -316,30 +321,62 @@ def _iter_jsonl(path, stream, raw_fh, comp, progress) -> Iterator[tuple[int, dic
     loads, dumps, err, nl = orjson.loads, orjson.dumps, orjson.JSONDecodeError, orjson.OPT_APPEND_NEWLINE
     rules = _Stream(path)
     check = rules.check
+    every = PROGRESS_EVERY
     lineno = 0
     try:
-        for raw in stream:
-            lineno += 1
+        # lines are read at most MAX_LINE + 1 bytes at a time: a file without newlines costs no
+        # more memory than that (an over-long line does not parse, and is reported as too long)
+        for lineno, raw in enumerate(iter(partial(stream.readline, MAX_LINE + 1), b""), 1):
             try:
                 ev = loads(raw)
             except err as exc:
                 if not raw.strip():
                     continue
+                if len(raw) > MAX_LINE:
+                    raise TraceInputError(path, lineno, f"a line longer than {MAX_LINE >> 20} MiB; expected one "
+                                                        "event per line") from None
                 raise TraceInputError(path, lineno, _line_problem(raw, exc)) from None
             # A line byte-equal to the canonical form of what it parsed to has no duplicate key;
             # only other lines (other writers, CRLF, spaces) pay for the exact check.
-            if dumps(ev, option=nl) != raw:
+            try:
+                canonical = dumps(ev, option=nl)
+            except TypeError:  # orjson writes at most 255 levels; it reads more
+                raise TraceInputError(path, lineno, "a value nested too deeply (more than 255 levels); expected "
+                                                    "an event object with flat fields") from None
+            if canonical != raw:
                 dup = duplicate_key(raw)
                 if dup is not None:
                     raise TraceInputError(path, lineno, f"duplicate key {dup!r} in one JSON object: each field "
                                                         "appears once", event=_seq(ev))
-            check(lineno, ev)
-            if progress is not None and not lineno % PROGRESS_EVERY:
+            # the stream's rules (_Stream.check) concern only the first and last events and odd
+            # lines: the common event passes on these few tests
+            if rules.ended is not None or type(ev) is not dict:
+                check(lineno, ev)
+            else:
+                kind = ev.get("kind")
+                if type(kind) is not str or kind == "trace_ended" or kind == "trace_started":
+                    check(lineno, ev)
+            if progress is not None and not lineno % every:
                 progress(raw_fh.tell())
             yield lineno, ev
     except _read_errors() as exc:
         what = f"corrupted {comp} data" if comp else "cannot read"
         raise TraceInputError(path, lineno + 1, f"{what}: {exc}") from None
+
+
+def _column_values(path, batch, i: int, row: int) -> list:
+    """Column i of a record batch as Python values; text that is not UTF-8 is bad input at its row."""
+    col = batch.column(i)
+    try:
+        return col.to_pylist()
+    except UnicodeDecodeError:
+        for j in range(len(col)):
+            try:
+                col[j].as_py()
+            except UnicodeDecodeError as exc:
+                raise TraceInputError(path, row + j + 1, f"column {batch.schema.names[i]!r}: not valid UTF-8 text "
+                                                         f"(byte 0x{exc.object[exc.start]:02x})") from None
+        raise
 
 
 def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
@@ -357,7 +394,7 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
     try:
         for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS):
             names = batch.schema.names
-            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+            columns = [_column_values(path, batch, i, row) for i in range(batch.num_columns)]
             for values in zip(*columns):
                 row += 1
                 ev = {}
@@ -373,7 +410,12 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
                         except orjson.JSONDecodeError as exc:
                             why = _line_problem(text, exc) if isinstance(text, bytes) else str(exc)
                             raise TraceInputError(path, row, f"field {n!r} is not valid JSON text: {why}") from None
-                        if isinstance(v, (dict, list)) and orjson.dumps(v) != text:
+                        try:
+                            differs = isinstance(v, (dict, list)) and orjson.dumps(v) != text
+                        except TypeError:  # orjson writes at most 255 levels
+                            raise TraceInputError(path, row, f"field {n!r}: a value nested too deeply (more than "
+                                                             "255 levels)") from None
+                        if differs:
                             dup = duplicate_key(text)
                             if dup is not None:
                                 raise TraceInputError(path, row, f"field {n!r}: duplicate key {dup!r} in one "

@@ -22,14 +22,12 @@ DEFAULT_SCOPE = "tiny"
 
 
 class _Bar:
-    """tqdm on stderr, only on a terminal."""
+    """The explorer's progress: a tqdm bar on a terminal (options.progress_bar), else nothing."""
 
     def __init__(self, enabled: bool, limit: int):
-        self.t = None
-        if enabled:
-            from tqdm import tqdm
+        from rocketspec.commands.options import progress_bar
 
-            self.t = tqdm(total=None, unit=" states", file=sys.stderr, dynamic_ncols=True, leave=False)
+        self.t = progress_bar(enabled=enabled, total=None, unit=" states")
         self.last = 0
 
     def set(self, distinct, generated, depth, violations):
@@ -134,7 +132,7 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
     elif liveness and scope.persistent_sets:
         live_skipped = "the graph is reduced (persistent sets)"
     liveness = liveness and live_skipped is None
-    bar = _Bar(not quiet and not as_json and sys.stderr.isatty(), max_states or scope.max_states)
+    bar = _Bar(not quiet and not as_json, max_states or scope.max_states)
     ex = Explorer(scope, prof, liveness=liveness, progress=bar, max_states=max_states)
     res = ex.run()
     live = None
