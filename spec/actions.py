@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 
 from .allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
+from .filter import client_tag_match
 from .filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
 from . import limits
 from .lifecycles import LOCK_TABLE, MSG_TABLE, PQ_TABLE
@@ -594,6 +595,10 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
     s = c.subs.get(topic) if c is not None else None
     if s is None:
         return
+    others = _other_subscriptions(st, c, topic, s)
+    if others:
+        _check_answer_inconsistent(qs, c, s, others, msgs, offsets, bf, cf, out)
+        return
     sub = subscription(s.get("type"), s.get("expr"))
     if sub is None or (sub[0] == "TAG" and sub[1].sub_string == "*"):
         if bf or cf:
@@ -606,6 +611,88 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
                 out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) "
                            + what.format(expr=repr(s.get("expr"))), key)
                 break
+
+
+def _other_subscriptions(st, c, topic, own):
+    """The subscriptions of `topic` by the group's other live consumers that differ from `own`:
+    {(type, expr): client}. Empty when the group subscribes alike (the broker filters with the
+    same subscription the client re-checks)."""
+    g = st.dir.groups.get(c.group)
+    if g is None or len(g["clients"]) < 2:
+        return {}
+    mine = (own.get("type") or "TAG", own.get("expr"))
+    out = {}
+    for cid in g["clients"]:
+        o = st.dir.clients.get(cid)
+        if o is None or o is c or o.status not in ("running", "paused"):
+            continue
+        s = o.subs.get(topic)
+        if s is not None:
+            k = (s.get("type") or "TAG", s.get("expr"))
+            if k != mine:
+                out.setdefault(k, cid)
+    return out
+
+
+def _check_answer_inconsistent(qs, c, own, others, msgs, offsets, bf, cf, out):
+    """A pull answer for a group whose consumers subscribe the topic differently. The broker
+    filters with one subscription per group and topic, the last heartbeat's
+    (ConsumerGroupInfo.updateSubscription keeps the newest subVersion): any member's. The client
+    re-checks tags with its own (PullAPIWrapper.processPullResult) and moves past what it drops.
+    What one member wants and this pull drops is lost for the group: INV-SUB-1."""
+    key = qs.key
+    mine = subscription(own.get("type"), own.get("expr"))
+    subs = [(own.get("expr"), mine)] + [(k[1], subscription(*k)) for k in others]
+
+    def wants(sub, m):
+        return decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])[1]
+
+    def broker_passes(sub, m):
+        return decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])[0]
+
+    def rechecks(m):    # the client's own re-check: tags only, SQL92 and '*' keep everything
+        return mine is None or mine[0] != "TAG" or client_tag_match(mine[1], m[M_TAGS])
+
+    lost_cf, lost_bf = [], []
+    for o in offsets:
+        m = msgs.get(o)
+        if m is not None and (not rechecks(m) or not any(broker_passes(sb, m) is not False for _, sb in subs)):
+            out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) was handed to the ProcessQueue but neither "
+                       f"{c.cid}'s re-check of {own.get('expr')!r} nor any subscription of the group passes it", key)
+            break
+    for o in cf:
+        m = msgs.get(o)
+        if m is None:
+            continue
+        if rechecks(m):
+            out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) wrongly dropped by the client's re-check of "
+                       f"{own.get('expr')!r}", key)
+            break
+        wanted_by = [e for e, sb in subs[1:] if wants(sb, m)]
+        if wanted_by:
+            lost_cf.append((o, m[M_TAGS], wanted_by[0]))
+    for o in bf:
+        m = msgs.get(o)
+        if m is None:
+            continue
+        if all(broker_passes(sb, m) is True for _, sb in subs):
+            out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) matches every subscription of the group at "
+                       f"the broker but was filtered", key)
+            break
+        if wants(mine, m):
+            lost_bf.append((o, m[M_TAGS]))
+    who = ", ".join(f"{cid}: {k[1]!r}" for k, cid in others.items())
+    if lost_cf:
+        o, tags, want = lost_cf[0]
+        out.report("INV-SUB-1", f"the group's consumers subscribe {key[1]} differently ({c.cid}: {own.get('expr')!r}; "
+                   f"{who}): the broker kept the last heartbeat's subscription and passed {len(lost_cf)} messages "
+                   f"that {c.cid}'s re-check drops, e.g. offset {o} (tags {tags!r}, subscribed by {want!r}); the "
+                   f"queue is {c.cid}'s, so no consumer of the group gets them: lost", key)
+    if lost_bf:
+        o, tags = lost_bf[0]
+        out.report("INV-SUB-1", f"the group's consumers subscribe {key[1]} differently ({c.cid}: {own.get('expr')!r}; "
+                   f"{who}): the broker filtered with another member's subscription (the last heartbeat's) and "
+                   f"dropped {len(lost_bf)} messages {c.cid} subscribes, e.g. offset {o} (tags {tags!r}): lost", key)
 
 
 def _filter_judgements(offsets, bf, cf):
