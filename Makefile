@@ -4,12 +4,13 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow bench clean
+.PHONY: setup demo test test-slow test-real bench clean rocketmq recorder
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/pip install --quiet -e '.[dev]'
+	@# setuptools' note on editable installs (a folder named like the package: here by design) is noise
+	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -23,6 +24,30 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+test-real: $(STAMP)
+	$(BIN)/python -m pytest -q -m real
+
+# Real RocketMQ 4.9.8 (../shared/rocketmq: sources and build.sh), compiled with javac into
+# $(RMQ_BUILD); ROCKETMQ_CLASSPATH, when set, is used instead.
+RMQ_SHARED ?= ../shared/rocketmq
+RMQ_BUILD  ?= build/rocketmq
+RECORDER_SRC := $(shell find traces/recorder/src -name '*.java' 2>/dev/null)
+
+rocketmq:
+	@if [ -z "$$ROCKETMQ_CLASSPATH" ]; then bash $(RMQ_SHARED)/build.sh $(RMQ_BUILD); fi
+
+# The recorder and scenario driver (traces/recorder), against RocketMQ's classpath.
+recorder: build/recorder/.built
+
+build/recorder/.built: $(RECORDER_SRC)
+	@$(MAKE) -s rocketmq
+	@cp="$${ROCKETMQ_CLASSPATH:-$$(cat $(RMQ_BUILD)/classpath.txt)}"; \
+	 case "$$cp" in *.txt) cp="$$(cat $$cp)";; esac; \
+	 [ -d "$$cp" ] && [ -f "$$cp/classpath.txt" ] && cp="$$(cat $$cp/classpath.txt)"; \
+	 rm -rf build/recorder/classes && mkdir -p build/recorder/classes && \
+	 javac -nowarn -encoding UTF-8 -d build/recorder/classes -cp "$$cp" $(RECORDER_SRC) 2>&1 | grep -v '^Note:' ; \
+	 test -f build/recorder/classes/rocketspec/recorder/Driver.class && touch $@
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

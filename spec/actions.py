@@ -1380,7 +1380,12 @@ def send_back_failed(st, ev, out):
         qs = st.queues.get(qkey)
         pq = qs.pqs.get(ev["client"]) if qs is not None else None
         if pq is not None and off in pq.failed:
-            pq.failed[off] = "resubmit"
+            if pq.failed[off] == "expired":
+                # cleanExpiredMsg's send-back threw: the message stays in the tree, in its
+                # listener call, as if never sent (cleanExpiredMsg may try it again)
+                del pq.failed[off]
+            else:
+                pq.failed[off] = "resubmit"
     _gc_chain(st, (ev["group"], ev["origin_msg_id"]), ch)
 
 

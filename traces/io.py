@@ -1,32 +1,39 @@
 """Streaming readers and writers for traces in JSON Lines and Parquet.
 
 Readers yield one event at a time (Parquet in record batches), so memory does not grow with
-the trace. Every problem in the input is reported as a TraceInputError naming the file and
-the line (JSON Lines) or row (Parquet), never as a traceback.
+the trace. The format is told by the first bytes, not the name: Parquet (`PAR1`), gzip or
+zstd compressed JSON Lines (decompressed on the fly), else JSON Lines. Every problem in the
+input is reported as a TraceInputError naming the file and the line (JSON Lines) or row
+(Parquet), never as a traceback. Rules of the stream itself (one object per line, no
+duplicate keys, a supported schema_version, nothing after trace_ended) hold for every reader.
 """
 from __future__ import annotations
 
+import io
 import os
+import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import orjson
 
-from .schema import ENVELOPE, fields, validate_event
+from rocketspec.errors import UserError
+
+from .schema import ENVELOPE, fields, validate_event, version_problem
 
 PARQUET_BATCH_ROWS = 65536
 
 
-class TraceInputError(Exception):
-    """Bad trace input: `where` is 'path:line' (or 'path row N'), `message` what was expected."""
+class TraceInputError(UserError):
+    """Bad trace input: the file, the line (JSON Lines) or row (Parquet), and what was expected."""
 
-    def __init__(self, path, line: int | None, message: str):
-        self.path, self.line, self.message = str(path), line, message
-        where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"{where}: {message}")
+    def __init__(self, path, line: int | None, message: str, *, event: int | None = None):
+        super().__init__(message, file=path, line=line, event=event)
+        self.path = self.file
 
 
 def trace_format(path) -> str:
+    """The format a trace is written in, by its name (readers look at the bytes instead)."""
     p = str(path)
     if p.endswith(".parquet"):
         return "parquet"
@@ -44,7 +51,8 @@ class JsonlWriter:
 
     def __init__(self, path):
         self.path = path
-        self._fh = open(path, "wb")
+        self._stdout = str(path) == "-"
+        self._fh = sys.stdout.buffer if self._stdout else _open_for_writing(path)
         self._lines: list[bytes] = []
 
     def write(self, event: dict) -> None:
@@ -58,7 +66,10 @@ class JsonlWriter:
         if self._lines:
             self._fh.write(b"".join(self._lines))
             self._lines.clear()
-        self._fh.close()
+        if self._stdout:
+            self._fh.flush()
+        else:
+            self._fh.close()
 
 
 def _arrow_schema():
@@ -111,7 +122,18 @@ class ParquetWriter:
         self._writer.close()
 
 
+def _open_for_writing(path):
+    if os.path.isdir(str(path)):
+        raise TraceInputError(path, None, "is a directory; expected the path of a trace file to write")
+    try:
+        return open(path, "wb")
+    except OSError as exc:
+        raise TraceInputError(path, None, f"cannot write: {exc.strerror}") from None
+
+
 def open_writer(path):
+    if trace_format(path) == "parquet":
+        _open_for_writing(path).close()  # the same clear error for a directory or a read-only place
     return ParquetWriter(path) if trace_format(path) == "parquet" else JsonlWriter(path)
 
 
@@ -129,73 +151,294 @@ def write_trace(path, events) -> int:
 
 # ---------------------------------------------------------------- reading
 
-def _iter_jsonl(path) -> Iterator[tuple[int, dict]]:
-    import sys
+GZIP_MAGIC, ZSTD_MAGIC, PARQUET_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"PAR1"
+EXPECTED_FORMATS = "JSON Lines (one JSON object per line) or Parquet, optionally gzip or zstd compressed"
+PROGRESS_EVERY = 1 << 16
 
-    fh = sys.stdin.buffer if str(path) == "-" else open(path, "rb")
+
+class _Prefixed(io.RawIOBase):
+    """A stream whose first bytes were already read (to tell the format of standard input)."""
+
+    def __init__(self, head: bytes, rest):
+        self._head, self._rest = head, rest
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n], self._head = self._head[:n], self._head[n:]
+            return n
+        data = self._rest.read(len(b))
+        b[:len(data)] = data
+        return len(data)
+
+
+def _open_raw(path):
+    """(binary stream, its first four bytes, whether we own it)."""
+    p = str(path)
+    if p == "-":
+        src = sys.stdin.buffer
+        head = src.read(4)
+        return io.BufferedReader(_Prefixed(head, src), 1 << 20), head, False
+    if os.path.isdir(p):
+        raise TraceInputError(path, None, f"is a directory; expected a trace file: {EXPECTED_FORMATS}")
+    if not os.path.exists(p):
+        raise TraceInputError(path, None, "no such file")
     try:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
+        fh = open(p, "rb")
+        head = fh.read(4)
+        fh.seek(0)
+    except OSError as exc:
+        raise TraceInputError(path, None, f"cannot read: {exc.strerror}") from None
+    return fh, head, True
+
+
+def _decompressing(path, fh, head):
+    """(stream of JSON Lines bytes, compression name or None)."""
+    if head.startswith(GZIP_MAGIC):
+        import gzip
+
+        stream, comp = io.BufferedReader(gzip.GzipFile(fileobj=fh, mode="rb"), 1 << 20), "gzip"
+    elif head == ZSTD_MAGIC:
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
+        stream, comp = io.BufferedReader(reader, 1 << 20), "zstd"
+    else:
+        return fh, None
+    try:
+        inner = stream.peek(4)[:4]
+    except Exception as exc:  # noqa: BLE001 - zlib, gzip, zstandard raise their own types
+        raise TraceInputError(path, None, f"not readable {comp} data: {exc}") from None
+    if inner == PARQUET_MAGIC:
+        raise TraceInputError(path, None, f"a {comp}-compressed Parquet file: Parquet compresses its own "
+                                          "pages, give the .parquet file itself")
+    return stream, comp
+
+
+def _read_errors():
+    import zlib
+
+    errs = [OSError, EOFError, zlib.error]
+    try:
+        import zstandard
+
+        errs.append(zstandard.ZstdError)
+    except ImportError:
+        pass
+    return tuple(errs)
+
+
+class _Stream:
+    """The rules of a trace as a stream, whatever its format: one JSON object per event, a
+    supported schema_version, nothing after trace_ended. One definition, called per event."""
+
+    __slots__ = ("path", "ended")
+
+    def __init__(self, path):
+        self.path, self.ended = path, None
+
+    def check(self, line, ev) -> None:
+        if self.ended is not None:
+            raise TraceInputError(self.path, line, f"an event after trace_ended (line {self.ended}): "
+                                                   "trace_ended is the last event of a trace")
+        if type(ev) is not dict:
+            raise TraceInputError(self.path, line, f"expected a JSON object on each line (JSON Lines), got "
+                                                   f"{_json_type(ev)}")
+        kind = ev.get("kind")
+        if kind == "trace_ended":
+            self.ended = line
+        elif kind == "trace_started" and "schema_version" in ev:
+            problem = version_problem(ev["schema_version"])
+            if problem:
+                raise TraceInputError(self.path, line, problem, event=_seq(ev))
+
+
+def _seq(ev):
+    s = ev.get("seq") if type(ev) is dict else None
+    return s if type(s) is int else None
+
+
+def _json_type(v) -> str:
+    return {list: "a JSON array", str: "a JSON string", int: "a number", float: "a number", bool: "a boolean",
+            type(None): "null"}.get(type(v), type(v).__name__)
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicates(pairs):
+    seen = set()
+    for k, _ in pairs:
+        if k in seen:
+            raise _DuplicateKey(k)
+        seen.add(k)
+    return None  # only the keys matter here
+
+
+def duplicate_key(text) -> str | None:
+    """The first key that appears twice in one object of this JSON text, or None.
+    (orjson keeps the last value silently; a trace must not say two things at once.)"""
+    import json
+
+    try:
+        json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as dup:
+        return dup.args[0]
+    except (ValueError, RecursionError):
+        pass  # orjson accepted the text; what json's parser thinks of it otherwise does not matter
+    return None
+
+
+def _line_problem(raw: bytes, exc) -> str:
+    """Why a non-blank line is not a JSON value, and what was expected."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as u:
+        return (f"not valid UTF-8 (byte 0x{raw[u.start]:02x} at column {u.start + 1}); a trace is UTF-8 text: "
+                f"{EXPECTED_FORMATS}")
+    if b"\x00" in raw:
+        return f"binary data (a NUL byte); expected {EXPECTED_FORMATS}"
+    text = raw.strip()
+    if text in (b"{", b"[", b"}", b"]", b"},", b"],") or text.startswith((b'"', b"}", b"]")):
+        return ("this looks like pretty-printed JSON spread over several lines; a trace holds one JSON object "
+                "per line (JSON Lines; e.g. `jq -c . FILE` writes it so)")
+    if not raw.endswith(b"\n") and "end of data" in exc.msg:
+        return ("malformed JSON: the last line ends inside its JSON object (a truncated trace?); expected one "
+                "JSON object per line")
+    return f"malformed JSON ({exc.msg} at column {exc.colno}); expected one JSON object per line"
+
+
+def _iter_jsonl(path, stream, raw_fh, comp, progress) -> Iterator[tuple[int, dict]]:
+    loads, dumps, err, nl = orjson.loads, orjson.dumps, orjson.JSONDecodeError, orjson.OPT_APPEND_NEWLINE
+    rules = _Stream(path)
+    check = rules.check
+    lineno = 0
+    try:
+        for raw in stream:
+            lineno += 1
             try:
-                yield lineno, orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise TraceInputError(path, lineno, f"malformed JSON: {exc}") from None
-    finally:
-        if fh is not sys.stdin.buffer:
-            fh.close()
+                ev = loads(raw)
+            except err as exc:
+                if not raw.strip():
+                    continue
+                raise TraceInputError(path, lineno, _line_problem(raw, exc)) from None
+            # A line byte-equal to the canonical form of what it parsed to has no duplicate key;
+            # only other lines (other writers, CRLF, spaces) pay for the exact check.
+            if dumps(ev, option=nl) != raw:
+                dup = duplicate_key(raw)
+                if dup is not None:
+                    raise TraceInputError(path, lineno, f"duplicate key {dup!r} in one JSON object: each field "
+                                                        "appears once", event=_seq(ev))
+            check(lineno, ev)
+            if progress is not None and not lineno % PROGRESS_EVERY:
+                progress(raw_fh.tell())
+            yield lineno, ev
+    except _read_errors() as exc:
+        what = f"corrupted {comp} data" if comp else "cannot read"
+        raise TraceInputError(path, lineno + 1, f"{what}: {exc}") from None
 
 
-def _iter_parquet(path) -> Iterator[tuple[int, dict]]:
+def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    source = fh if owned else pa.BufferReader(fh.read())  # Parquet needs to seek: standard input is read whole
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(source)
     except Exception as exc:  # pyarrow raises several types for a bad file
         raise TraceInputError(path, None, f"not a readable Parquet file: {exc}") from None
     jf = _json_fields()
+    rules = _Stream(path)
     row = 0
-    for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-        names = batch.schema.names
-        columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-        for values in zip(*columns):
-            row += 1
-            ev = {}
-            for n, v in zip(names, values):
-                if v is None:
-                    continue
-                if n in jf:
-                    try:
-                        v = orjson.loads(v)
-                    except orjson.JSONDecodeError as exc:
-                        raise TraceInputError(path, row, f"field {n!r} is not valid JSON text: {exc}") from None
-                ev[n] = v
-            yield row, ev
+    try:
+        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            names = batch.schema.names
+            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+            for values in zip(*columns):
+                row += 1
+                ev = {}
+                for n, v in zip(names, values):
+                    if v is None:
+                        continue
+                    if n in jf:
+                        if not isinstance(v, (str, bytes)):
+                            raise TraceInputError(path, row, f"column {n!r} must hold JSON text, got {v!r}"[:200])
+                        text = v.encode() if isinstance(v, str) else v
+                        try:
+                            v = orjson.loads(text)
+                        except orjson.JSONDecodeError as exc:
+                            why = _line_problem(text, exc) if isinstance(text, bytes) else str(exc)
+                            raise TraceInputError(path, row, f"field {n!r} is not valid JSON text: {why}") from None
+                        if isinstance(v, (dict, list)) and orjson.dumps(v) != text:
+                            dup = duplicate_key(text)
+                            if dup is not None:
+                                raise TraceInputError(path, row, f"field {n!r}: duplicate key {dup!r} in one "
+                                                                 "JSON object: each field appears once")
+                    ev[n] = v
+                rules.check(row, ev)
+                yield row, ev
+            if progress is not None:
+                progress(row)
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceInputError(path, row + 1, f"corrupted Parquet data after row {row}: "
+                                             f"{' '.join(str(exc).split())}"[:300]) from None
 
 
-def read_events(path, validate: bool = True) -> Iterator[tuple[int, dict]]:
-    """Yield (line, event) pairs. With validate, check each event against the schema and the
-    envelope order (seq strictly increasing, ts never decreasing)."""
-    path_s = str(path)
-    if path_s != "-" and not os.path.exists(path_s):
-        raise TraceInputError(path, None, "no such file")
-    fmt = trace_format(path)
-    it = _iter_parquet(path) if fmt == "parquet" else _iter_jsonl(path)
-    if not validate:
-        yield from it
-        return
-    last_seq = last_ts = None
-    for line, ev in it:
-        problem = validate_event(ev)
-        if problem:
-            raise TraceInputError(path, line, problem)
-        seq, ts = ev["seq"], ev["ts"]
-        if last_seq is not None and seq <= last_seq:
-            raise TraceInputError(path, line, f"events out of order: seq {seq} after seq {last_seq}")
-        if last_ts is not None and ts < last_ts:
-            raise TraceInputError(path, line, f"events out of order: ts {ts} after ts {last_ts} (seq {seq})")
-        last_seq, last_ts = seq, ts
-        yield line, ev
+def read_events(path, validate: bool = True,
+                progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, dict]]:
+    """Yield (line, event) pairs (line: the line of a JSON Lines file, the row of a Parquet one).
+    With validate, check each event against the schema and the envelope order (seq strictly
+    increasing, ts never decreasing). `progress(n)`, if given, is called now and then with the
+    bytes read so far (JSON Lines) or rows (Parquet); `input_size(path)` is the total."""
+    fh, head, owned = _open_raw(path)
+    try:
+        if head == PARQUET_MAGIC:
+            it = _iter_parquet(path, fh, owned, progress)
+        elif str(path).endswith(".parquet") and not head.startswith((GZIP_MAGIC, ZSTD_MAGIC, b"{")):
+            raise TraceInputError(path, None, "not a readable Parquet file: it does not start with PAR1 (nor is it "
+                                              "JSON Lines)")
+        else:
+            stream, comp = _decompressing(path, fh, head)
+            it = _iter_jsonl(path, stream, fh, comp, progress)
+        if not validate:
+            yield from it
+            return
+        last_seq = last_ts = None
+        for line, ev in it:
+            problem = validate_event(ev)
+            if problem:
+                raise TraceInputError(path, line, problem, event=_seq(ev))
+            seq, ts = ev["seq"], ev["ts"]
+            if last_seq is not None and seq <= last_seq:
+                raise TraceInputError(path, line, f"events out of order: seq {seq} after seq {last_seq}", event=seq)
+            if last_ts is not None and ts < last_ts:
+                raise TraceInputError(path, line, f"events out of order: ts {ts} after ts {last_ts} (seq {seq})",
+                                      event=seq)
+            last_seq, last_ts = seq, ts
+            yield line, ev
+    finally:
+        if owned:
+            fh.close()
+
+
+def input_size(path) -> tuple[int | None, str]:
+    """(total for `progress`, its unit): bytes of a JSON Lines file, rows of a Parquet one."""
+    p = str(path)
+    if p == "-" or not os.path.isfile(p):
+        return None, "B"
+    try:
+        with open(p, "rb") as fh:
+            if fh.read(4) == PARQUET_MAGIC:
+                import pyarrow.parquet as pq
+
+                return pq.ParquetFile(p).metadata.num_rows, " rows"
+        return os.path.getsize(p), "B"
+    except Exception:  # noqa: BLE001 - only a progress total; the reader reports the real problem
+        return None, "B"
 
 
 def iter_trace(path, validate: bool = True) -> Iterator[dict]:
@@ -203,4 +446,5 @@ def iter_trace(path, validate: bool = True) -> Iterator[dict]:
         yield ev
 
 
-__all__ = ["TraceInputError", "read_events", "iter_trace", "open_writer", "write_trace", "Path"]
+__all__ = ["TraceInputError", "read_events", "iter_trace", "open_writer", "write_trace", "input_size", "Path",
+           "duplicate_key"]

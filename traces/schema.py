@@ -87,11 +87,12 @@ def validate_event(event) -> str | None:
 
 
 def version_problem(version) -> str | None:
-    """None if a trace of schema `version` can be read, else a sentence naming the supported ones."""
-    if version in SUPPORTED_VERSIONS and not isinstance(version, bool):
+    """None if a trace_started `schema_version` is one this code reads, else what was expected."""
+    if type(version) is int and version in SUPPORTED_VERSIONS:
         return None
-    return (f"trace_started: unsupported schema_version {version!r}; this rocketspec reads schema versions "
-            f"{', '.join(map(str, SUPPORTED_VERSIONS))}")
+    known = ", ".join(map(str, SUPPORTED_VERSIONS))
+    return (f"trace_started: schema_version {version!r} is not supported; this rocketspec reads "
+            f"schema version{'s' if len(SUPPORTED_VERSIONS) > 1 else ''} {known}")
 
 
 def markdown() -> str:

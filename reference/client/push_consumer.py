@@ -54,8 +54,8 @@ class ConsumerConfig:
         "pull_threshold_for_topic": checks.integer(-1),
         "pull_threshold_size_for_topic": checks.integer(-1),
         "consume_concurrently_max_span": checks.integer(1, 65535),
-        "suspend_current_queue_time_millis": checks.integer(0),
-        "consume_timeout": checks.integer(1),
+        "suspend_current_queue_time_millis": checks.integer(0, checks.MAX_RUN_MS),
+        "consume_timeout": checks.integer(1, checks.MAX_RUN_MS // 60000),  # minutes, as in RocketMQ
         "virtual_node_cnt": checks.integer(0, 100000),
         "config_mqs": checks.optional(checks.list_of(checks.queue_triple)),
         "consumeridcs": checks.optional(checks.list_of(checks.string)),

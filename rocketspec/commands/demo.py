@@ -12,13 +12,15 @@ import sys
 
 import click
 
+from rocketspec.commands.options import SEED
+
 DEMO_SCENARIOS = ("basic", "faults", "orderly-pause-broker-lock")
 DEMO_PROFILES = ("rocketmq-5.3.3", "rocketmq-4.9.8")
 
 
 @click.command()
 @click.option("--out-dir", default="out", show_default=True, help="Where the traces are written.")
-@click.option("--seed", default=1, show_default=True, type=int)
+@click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the simulator (0 to 2^63-1).")
 def demo(out_dir, seed):
     """Simulate the default scenarios and check their traces against the spec."""
     from rocketspec.commands.check import render_text

@@ -1,0 +1,284 @@
+"""`rocketspec record`: run a scenario on real RocketMQ 4.9.8 and write the recorded trace.
+
+The scenario file is the one `simulate` reads (one parser: reference/scenario.py). This module
+turns it into a plain JSON plan for the Java driver (traces/recorder), refuses what real
+RocketMQ cannot do, runs the driver on loopback inside a private network namespace, bounded
+in time, and merges the trace parts the driver and its client JVMs wrote into one trace.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+# What real runs can do, and why the rest cannot be done.
+UNSUPPORTED_STEPS = {
+    "restart_broker": "a broker restart is not driven on real runs yet",
+    "oneway_loss": "losing one-way calls needs a fault-injecting network, which a real run does not have",
+    "fail_offset_queries": "failing offset queries needs fault injection inside the client",
+    "delete_messages": "retention cannot be forced on a real store at a chosen offset",
+    "set_broker_offset": "the broker offset table has no admin call that sets one queue's offset outside a reset",
+}
+SEPARATE_JVM_STEPS = ("crash", "pause")   # a real kill or freeze needs its own process
+SUPPORTED_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
+
+# A scenario's `real` keys that are JVM system properties (read once when the class loads).
+KNOBS = {
+    "client_lock_max_live_ms": "rocketmq.client.rebalance.lockMaxLiveTime",
+    "lock_interval_ms": "rocketmq.client.rebalance.lockInterval",
+    "rebalance_interval_ms": "rocketmq.client.rebalance.waitInterval",
+    "pull_max_idle_ms": "rocketmq.client.pull.pullMaxIdleTime",
+    "unlock_delay_ms": "rocketmq.client.unlockDelayTimeMills",
+    "max_time_consume_continuously_ms": "rocketmq.client.maxTimeConsumeContinuously",
+}
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+JVM_FLAGS = [
+    "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+    "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss1m", "-Xmx384m",
+    "-Dtls.server.mode=disabled",   # else each server generates a self-signed certificate (~8 s)
+]
+
+
+class RecordError(Exception):
+    """Bad input or a missing prerequisite (exit 2)."""
+
+
+def repo_root() -> Path:
+    import rocketspec.traces
+    return Path(rocketspec.traces.__file__).resolve().parent.parent
+
+
+def _unsupported(sc: dict) -> list[str]:
+    out = []
+    if len(sc["brokers"]) != 1:
+        out.append(f"brokers: {len(sc['brokers'])} brokers; real runs have one broker")
+    for key in ("retry_queue_nums", "retry_max_times"):
+        if key in sc["broker_config"]:
+            out.append(f"broker_config.{key}: not settable on real runs yet")
+    for i, st in enumerate(sc["steps"]):
+        if st["action"] in UNSUPPORTED_STEPS:
+            out.append(f"steps[{i}] ({st['action']}): {UNSUPPORTED_STEPS[st['action']]}")
+    for name, g in sc["groups"].items():
+        strategy = g.get("strategy", "AVG")
+        if strategy not in SUPPORTED_STRATEGIES:
+            out.append(f"groups.{name}.strategy: {strategy} is not supported on real runs")
+        if g.get("consume_timestamp") is not None:
+            out.append(f"groups.{name}.consume_timestamp: not supported on real runs yet")
+    return out
+
+
+def build_plan(sc: dict, seed: int, timeout_s: float, work_dir: Path, out_dir: Path) -> dict:
+    """The JSON plan the Java driver runs; RecordError when a step cannot be done for real."""
+    from rocketspec.reference.client.push_consumer import ConsumerConfig
+
+    bad = _unsupported(sc)
+    if bad:
+        raise RecordError(f"scenario {sc['name']}: cannot run on real RocketMQ:\n  " + "\n  ".join(bad))
+    real = sc.get("real", {})
+    groups = {}
+    for name, g in sc["groups"].items():
+        subs = {t: ({"type": "TAG", "expr": e} if isinstance(e, str) else {"type": e.get("type", "TAG"), "expr": e["expr"]})
+                for t, e in g["subscriptions"].items()}
+        groups[name] = {"config": ConsumerConfig.resolve(g), "subscriptions": subs, "listener": g.get("listener")}
+    separate = sorted({st["client"] for st in sc["steps"] if st["action"] in SEPARATE_JVM_STEPS})
+    bc = sc["broker_config"]
+    knobs = {KNOBS[k]: v for k, v in real.items() if k in KNOBS}
+    if "lock_max_live_ms" in bc:
+        knobs["rocketmq.broker.rebalance.lockMaxLiveTime"] = bc["lock_max_live_ms"]
+    jvm_args = JVM_FLAGS + [f"-D{k}={v}" for k, v in sorted(knobs.items())] + [f"-Duser.home={work_dir}",
+                                                                                   "-Drocketmq.client.logUseSlf4j=false"]
+    drain = real.get("drain_ms", 30000)
+    return {
+        "name": sc["name"], "seed": seed, "scenario": _scenario_for_trace(sc),
+        "duration_ms": sc["duration_ms"] + drain, "min_run_ms": sc["duration_ms"],
+        "timeout_ms": int(timeout_s * 1000), "work_dir": str(work_dir), "out_dir": str(out_dir),
+        "broker": {
+            "name": sc["brokers"][0],
+            "message_delay_level": bc.get("message_delay_level", DEFAULT_DELAY_LEVELS),
+            "enable_property_filter": bool(bc.get("enable_property_filter", False)),
+            "filter_support_retry": bool(bc.get("filter_support_retry", False)),
+            "long_polling_enable": bool(bc.get("long_polling_enable", True)),
+            "server_channel_max_idle_s": real.get("server_channel_max_idle_s", 120),
+        },
+        "client": {
+            "persist_consumer_offset_interval_ms": real.get("persist_consumer_offset_interval_ms", 5000),
+            "heartbeat_broker_interval_ms": real.get("heartbeat_broker_interval_ms", 30000),
+            "poll_name_server_interval_ms": real.get("poll_name_server_interval_ms", 30000),
+        },
+        "topics": [{"name": t["name"], "queues": t["queues"]} for t in sc["topics"]],
+        "groups": groups, "producers": sc["producers"], "steps": sc["steps"],
+        "separate_clients": separate, "jvm_args": jvm_args,
+    }
+
+
+def _scenario_for_trace(sc: dict) -> dict:
+    from rocketspec.reference.runner import sc_for_trace
+    return sc_for_trace(sc) | {"real": sc.get("real", {}), "broker_config": sc["broker_config"]}
+
+
+# ---------------------------------------------------------------------- prerequisites
+def find_java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise RecordError("java not found on PATH: real runs need a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)")
+    return java
+
+
+def rocketmq_classpath(root: Path) -> str:
+    """ROCKETMQ_CLASSPATH (a classpath, or a classpath.txt file or a folder holding one), else the
+    repository's build/rocketmq/classpath.txt (`make rocketmq` builds it from ../shared/rocketmq)."""
+    env = os.environ.get("ROCKETMQ_CLASSPATH")
+    if env:
+        p = Path(env)
+        if p.is_dir() and (p / "classpath.txt").exists():
+            return (p / "classpath.txt").read_text().strip()
+        if p.is_file() and p.suffix == ".txt":
+            return p.read_text().strip()
+        return env
+    built = root / "build" / "rocketmq" / "classpath.txt"
+    if built.exists():
+        return built.read_text().strip()
+    raise RecordError("no RocketMQ classpath: set ROCKETMQ_CLASSPATH, or run `make rocketmq` (needs "
+                      f"{root.parent / 'shared' / 'rocketmq'}/build.sh and the 4.9.8 sources)")
+
+
+def recorder_classes(root: Path, classpath: str) -> Path:
+    """The compiled recorder (`make recorder`); rebuilt when a source is newer."""
+    out = root / "build" / "recorder" / "classes"
+    stamp = root / "build" / "recorder" / ".built"
+    sources = sorted((root / "traces" / "recorder" / "src").rglob("*.java"))
+    if not sources:
+        raise RecordError(f"recorder sources missing under {root / 'traces' / 'recorder' / 'src'}")
+    if stamp.exists() and all(s.stat().st_mtime <= stamp.stat().st_mtime for s in sources):
+        return out
+    javac = shutil.which("javac")
+    if javac is None:
+        raise RecordError("javac not found on PATH: building the recorder needs a JDK 17")
+    r = subprocess.run(["make", "-s", "-C", str(root), "recorder", f"ROCKETMQ_CLASSPATH={classpath}"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RecordError(f"building the recorder failed:\n{r.stdout}{r.stderr}")
+    return out
+
+
+def namespace_prefix() -> list[str]:
+    """unshare -n with lo up, when this user may (root here); else nothing (loopback addresses only)."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return []
+    probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True)
+    if probe.returncode != 0:
+        return []
+    return ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"]
+
+
+# ---------------------------------------------------------------------- trace parts
+def merge_parts(parts_dir: Path) -> list[dict]:
+    """One trace from the parts (driver.jsonl first): by wall-clock ns, renumbered, cut at trace_ended."""
+    events = []
+    for i, path in enumerate(sorted(parts_dir.glob("*.jsonl"), key=lambda p: (p.name != "driver.jsonl", p.name))):
+        with path.open() as fh:
+            for n, line in enumerate(fh):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    ev = json.loads(line)
+                except json.JSONDecodeError:
+                    continue   # a line cut short when a client JVM was killed
+                events.append((ev.pop("_t"), i, n, ev))
+    events.sort(key=lambda e: e[:3])
+    out = []
+    for _, _, _, ev in events:
+        ev["seq"] = len(out)
+        out.append(ev)
+        if ev["kind"] == "trace_ended":
+            break
+    return out
+
+
+def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, keep: str | None) -> tuple[int, str]:
+    from rocketspec.reference.scenario import ScenarioError, load_scenario
+
+    try:
+        sc = load_scenario(scenario_name)
+    except ScenarioError as exc:
+        raise RecordError(str(exc)) from None
+    root = repo_root()
+    java = find_java()
+    if timeout_s is None:
+        timeout_s = (sc["duration_ms"] + sc.get("real", {}).get("drain_ms", 30000)) / 1000 + 60
+    if not out.endswith(".jsonl"):
+        raise RecordError(f"--out {out}: real traces are written as JSON Lines (.jsonl)")
+    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="rocketspec-record-"))
+    work.mkdir(parents=True, exist_ok=True)
+    parts = work / "parts"
+    plan = build_plan(sc, seed, timeout_s, work, parts)
+    classpath = rocketmq_classpath(root)
+    classes = recorder_classes(root, classpath)
+    plan_path = work / "plan.json"
+    plan["plan_path"] = str(plan_path)
+    plan_path.write_text(json.dumps(plan, indent=1))
+    cmd = namespace_prefix() + [java] + plan["jvm_args"] + ["-cp", f"{classes}:{classpath}",
+                                                           "rocketspec.recorder.Driver", str(plan_path)]
+    log = (work / "driver.log").open("w")
+    t0 = time.monotonic()
+    # Its own session: on a timeout the whole group (driver and client JVMs) is stopped, and only it.
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        rc = proc.wait(timeout=timeout_s + 30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return 4, f"the run did not finish within {timeout_s + 30:.0f} s; log: {work / 'driver.log'}"
+    finally:
+        log.close()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)   # any client JVM left behind
+        except ProcessLookupError:
+            pass
+    if rc == 2:
+        raise RecordError((work / "driver.log").read_text()[-2000:])
+    if rc != 0:
+        return 3, f"the driver failed (exit {rc}); log: {work / 'driver.log'}"
+    events = merge_parts(parts)
+    if not events or events[-1]["kind"] != "trace_ended":
+        return 3, f"the driver wrote no complete trace; log: {work / 'driver.log'}"
+    with open(out, "w") as fh:
+        for ev in events:
+            fh.write(json.dumps(ev, separators=(",", ":")) + "\n")
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0, (f"{sc['name']} (real RocketMQ 4.9.8): {len(events)} events, ended {events[-1]['reason']}, "
+               f"{time.monotonic() - t0:.1f}s -> {out}")
+
+
+@click.command("record")
+@click.option("--scenario", "scenario_name", required=True,
+              help="A built-in scenario name or a .toml/.json scenario file (the ones `simulate` reads).")
+@click.option("--out", required=True, help="Trace file to write (.jsonl).")
+@click.option("--timeout", "timeout_s", type=float, default=None,
+              help="Wall-clock bound in seconds (default: the scenario's duration + drain + 60 s).")
+@click.option("--seed", default=1, show_default=True, type=int, help="Seed of the producers' and listeners' choices.")
+@click.option("--keep", default=None, help="Keep the run's folder (plan, logs, store, trace parts) here.")
+def record_cmd(scenario_name, out, timeout_s, seed, keep):
+    """Run a scenario on a real in-process RocketMQ 4.9.8 and write the recorded trace."""
+    try:
+        rc, message = record(scenario_name, out, timeout_s, seed, keep)
+    except RecordError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    click.echo(message, err=rc != 0)
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    record_cmd()

@@ -1,0 +1,677 @@
+package rocketspec.recorder;
+
+import io.netty.channel.Channel;
+import org.apache.rocketmq.broker.BrokerController;
+import org.apache.rocketmq.broker.client.ClientChannelInfo;
+import org.apache.rocketmq.broker.client.ConsumerGroupInfo;
+import org.apache.rocketmq.broker.client.ConsumerManager;
+import org.apache.rocketmq.broker.client.rebalance.RebalanceLockManager;
+import org.apache.rocketmq.common.MixAll;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.common.message.MessageConst;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.protocol.RequestCode;
+import org.apache.rocketmq.common.protocol.ResponseCode;
+import org.apache.rocketmq.common.protocol.body.LockBatchRequestBody;
+import org.apache.rocketmq.common.protocol.body.LockBatchResponseBody;
+import org.apache.rocketmq.common.protocol.body.UnlockBatchRequestBody;
+import org.apache.rocketmq.common.protocol.heartbeat.ConsumerData;
+import org.apache.rocketmq.common.protocol.heartbeat.HeartbeatData;
+import org.apache.rocketmq.common.sysflag.MessageSysFlag;
+import org.apache.rocketmq.common.sysflag.PullSysFlag;
+import org.apache.rocketmq.common.topic.TopicValidator;
+import org.apache.rocketmq.remoting.RPCHook;
+import org.apache.rocketmq.remoting.common.RemotingHelper;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.store.CommitLogDispatcher;
+import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.DispatchRequest;
+import org.apache.rocketmq.store.MessageStore;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+
+import static rocketspec.recorder.TraceWriter.event;
+
+/**
+ * The broker side of the recorder: RocketMQ's server RPC hook (registrations, pulls held or
+ * rejected, offset commits, send-backs, locks), a commit-log dispatcher placed before the one
+ * that builds the consume queues (every stored message, before any pull can return it), and a
+ * poller of the state without a hook (consumer table, offset table, lock table, topics).
+ *
+ * <p>Use: {@code new BrokerRecorder(controller, writer).attach(false)} after
+ * {@code controller.initialize()} and before {@code start()}; {@code attach(true)} on a running
+ * broker begins the trace with a snapshot of its state.
+ */
+public final class BrokerRecorder {
+    private static final long POLL_MS = 20;
+
+    private final BrokerController bc;
+    private final TraceWriter w;
+    private final String broker;
+    private final long lockMaxLive;
+    private final Object lock = new Object();   // orders the dispatcher against the snapshot and the poller
+
+    private final Set<String> topics = new HashSet<>();
+    /** channel remote address -> client id, learnt from heartbeats. */
+    private final ConcurrentMap<String, String> clientByAddr = new ConcurrentHashMap<>();
+    /** (group, client) -> the channel info last seen in the consumer table. */
+    private final Map<String, ClientChannelInfo> registered = new HashMap<>();
+    private final Set<String> unregisterRequested = ConcurrentHashMap.newKeySet();
+    /** topic@group -> queue -> offset last reported. */
+    private final Map<String, Map<Integer, Long>> offsets = new HashMap<>();
+    /** (group, origin) -> clients whose send-back the broker is processing. */
+    private final Map<String, ArrayDeque<String[]>> pendingSendBack = new HashMap<>();
+    /** (origin, reconsume times) -> schedule copies not yet delivered, by msg id. */
+    private final Map<String, ArrayDeque<String>> scheduled = new HashMap<>();
+    private final Map<RemotingCommand, Object> beforeState = new IdentityHashMap<>();
+    private final Map<String, Long> resetSeen = new ConcurrentHashMap<>();
+    private volatile boolean running;
+    private Thread poller;
+
+    public BrokerRecorder(BrokerController bc, TraceWriter w) {
+        this.bc = bc;
+        this.w = w;
+        this.broker = bc.getBrokerConfig().getBrokerName();
+        this.lockMaxLive = (Long) Reflect.getStatic(RebalanceLockManager.class, "REBALANCE_LOCK_MAX_LIVE_TIME");
+    }
+
+    /** The broker's configuration as the trace carries it (keys in docs/recorder.md). */
+    public Map<String, Object> config() {
+        Map<String, Object> c = new LinkedHashMap<>();
+        c.put("message_delay_level", bc.getMessageStoreConfig().getMessageDelayLevel());
+        c.put("broker_lock_max_live_ms", lockMaxLive);
+        c.put("channel_expired_timeout_ms", Reflect.getStatic(ConsumerManager.class, "CHANNEL_EXPIRED_TIMEOUT"));
+        c.put("server_channel_max_idle_ms", bc.getNettyServerConfig().getServerChannelMaxIdleTimeSeconds() * 1000L);
+        c.put("enable_property_filter", bc.getBrokerConfig().isEnablePropertyFilter());
+        c.put("filter_support_retry", bc.getBrokerConfig().isFilterSupportRetry());
+        c.put("long_polling_enable", bc.getBrokerConfig().isLongPollingEnable());
+        c.put("short_polling_time_ms", bc.getBrokerConfig().getShortPollingTimeMills());
+        c.put("flush_consumer_offset_interval_ms", bc.getBrokerConfig().getFlushConsumerOffsetInterval());
+        c.put("version", MixAll.class.getPackage() != null ? "4.9.8" : "4.9.8");
+        return c;
+    }
+
+    /**
+     * Starts observing. snapshot=false: the broker has just been initialized (not started);
+     * snapshot=true: it is running, and the trace begins with what it holds now.
+     */
+    public void attach(boolean snapshot) {
+        w.emit(event("broker_started").put("broker", broker).put("config", config()));
+        installDispatcher();
+        bc.registerServerRPCHook(new Hook());
+        if (snapshot) {
+            snapshot();
+        }
+        running = true;
+        poller = new Thread(this::pollLoop, "rocketspec-broker-poller");
+        poller.setDaemon(true);
+        poller.start();
+    }
+
+    public void stop() {
+        running = false;
+        if (poller != null) {
+            poller.interrupt();
+            try {
+                poller.join(2000);
+            } catch (InterruptedException ignored) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        synchronized (lock) {
+            poll();
+        }
+    }
+
+    // ------------------------------------------------------------------ store: every message
+    @SuppressWarnings("unchecked")
+    private void installDispatcher() {
+        DefaultMessageStore store = (DefaultMessageStore) bc.getMessageStore();
+        // A new list with ours first, swapped in whole: the reput thread may be iterating the old one.
+        LinkedList<CommitLogDispatcher> list = new LinkedList<>(store.getDispatcherList());
+        list.addFirst(this::dispatched);
+        Reflect.set(store, "dispatcherList", list);
+    }
+
+    private void dispatched(DispatchRequest r) {
+        int tran = MessageSysFlag.getTransactionValue(r.getSysFlag());
+        if (tran != MessageSysFlag.TRANSACTION_NOT_TYPE && tran != MessageSysFlag.TRANSACTION_COMMIT_TYPE) {
+            return;
+        }
+        String topic = r.getTopic();
+        boolean schedule = TopicValidator.RMQ_SYS_SCHEDULE_TOPIC.equals(topic);
+        if (!schedule && !recorded(topic)) {
+            return;
+        }
+        MessageExt m = ((DefaultMessageStore) bc.getMessageStore()).lookMessageByOffset(r.getCommitLogOffset(), r.getMsgSize());
+        if (m == null) {
+            return;
+        }
+        synchronized (lock) {
+            stored(r, topic, schedule, m);
+        }
+    }
+
+    private static boolean recorded(String topic) {
+        return !TopicValidator.isSystemTopic(topic) && !TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC.equals(topic)
+            && !MixAll.isSysConsumerGroup(topic) && !topic.startsWith("rmq_sys_");
+    }
+
+    private void stored(DispatchRequest r, String topic, boolean schedule, MessageExt m) {
+        String msgId = m.getMsgId();   // the broker's decode gives the offset msg id
+        String origin = Ids.originMsgId(m);
+        String realTopic = m.getProperty(MessageConst.PROPERTY_REAL_TOPIC);
+        String group = groupOf(schedule ? realTopic : topic);
+        if (schedule) {
+            int level = Integer.parseInt(m.getProperty(MessageConst.PROPERTY_DELAY_TIME_LEVEL));
+            sentBack(group, origin, m.getReconsumeTimes(), "retry", level);
+            scheduled.computeIfAbsent(origin + "#" + m.getReconsumeTimes(), k -> new ArrayDeque<>()).add(msgId);
+            w.emit(event("message_scheduled").put("broker", broker).put("msg_id", msgId).put("origin_msg_id", origin)
+                .put("delay_level", level).put("deliver_ts", r.getTagsCode()).put("real_topic", realTopic)
+                .put("real_queue", Integer.parseInt(m.getProperty(MessageConst.PROPERTY_REAL_QUEUE_ID)))
+                .put("offset", r.getConsumeQueueOffset()).put("group", group)
+                .put("reconsume_times", m.getReconsumeTimes()).put("topic", topic).put("queue", r.getQueueId()));
+            return;
+        }
+        topicSeen(topic);
+        String source;
+        if (topic.startsWith(MixAll.DLQ_GROUP_TOPIC_PREFIX)) {
+            source = "dlq";
+            sentBack(group, origin, m.getReconsumeTimes() - 1, "dlq", null);
+        } else if (topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX)) {
+            ArrayDeque<String> q = scheduled.get(origin + "#" + m.getReconsumeTimes());
+            String from = q == null ? null : q.poll();
+            if (from != null) {
+                source = "schedule";
+                w.emit(event("schedule_delivered").put("broker", broker).put("msg_id", from).put("origin_msg_id", origin)
+                    .put("delay_level", delayLevelOf(m)).put("real_topic", topic).put("real_queue", r.getQueueId())
+                    .put("group", group).put("reconsume_times", m.getReconsumeTimes()));
+            } else {
+                source = "send_back";
+                sentBack(group, origin, m.getReconsumeTimes() - 1, "retry", null);
+            }
+        } else {
+            source = "producer";
+        }
+        TraceWriter.Event e = event("message_stored").put("topic", topic).put("broker", broker)
+            .put("queue", r.getQueueId()).put("offset", r.getConsumeQueueOffset()).put("msg_id", msgId)
+            .put("origin_msg_id", origin).put("source", source).put("tags", m.getTags())
+            .put("tags_code", r.getTagsCode()).put("keys", m.getKeys()).put("props", userProps(m))
+            .put("body_size", m.getBody() == null ? 0 : m.getBody().length)
+            .put("reconsume_times", m.getReconsumeTimes());
+        String retryTopic = m.getProperty(MessageConst.PROPERTY_RETRY_TOPIC);
+        if (retryTopic != null) {
+            e.put("retry_topic", retryTopic);
+        }
+        if (group != null) {
+            e.put("group", group);
+        }
+        w.emit(e);
+        if ("dlq".equals(source)) {
+            w.emit(event("message_dead_lettered").put("broker", broker).put("group", group).put("msg_id", msgId)
+                .put("origin_msg_id", origin).put("reconsume_times", m.getReconsumeTimes())
+                .put("offset", r.getConsumeQueueOffset()));
+        }
+    }
+
+    private static Integer delayLevelOf(MessageExt m) {
+        String d = m.getProperty(MessageConst.PROPERTY_DELAY_TIME_LEVEL);
+        return d == null ? null : Integer.valueOf(d);
+    }
+
+    /** The send-back the broker was processing when this copy was stored, if any. */
+    private void sentBack(String group, String origin, int reconsumeTimes, String outcome, Integer level) {
+        if (group == null) {
+            return;
+        }
+        ArrayDeque<String[]> q = pendingSendBack.get(group + "#" + origin);
+        String[] req = q == null ? null : q.poll();
+        if (req == null) {
+            return;   // a producer's send to the retry topic (client fallback), not a send-back
+        }
+        TraceWriter.Event e = event("message_sent_back").put("broker", broker).put("group", group)
+            .put("msg_id", req[1]).put("origin_msg_id", origin).put("reconsume_times", Math.max(0, reconsumeTimes))
+            .put("outcome", outcome);
+        if (level != null) {
+            e.put("delay_level", level);
+        }
+        w.emit(e.put("via", "consumer_send_back").put("client", req[0]));
+    }
+
+    private static Map<String, String> userProps(MessageExt m) {
+        Map<String, String> out = new TreeMap<>();
+        for (Map.Entry<String, String> p : m.getProperties().entrySet()) {
+            if (!MessageConst.STRING_HASH_SET.contains(p.getKey())) {
+                out.put(p.getKey(), p.getValue());
+            }
+        }
+        return out;
+    }
+
+    private static String groupOf(String topic) {
+        if (topic == null) {
+            return null;
+        }
+        if (topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX)) {
+            return topic.substring(MixAll.RETRY_GROUP_TOPIC_PREFIX.length());
+        }
+        if (topic.startsWith(MixAll.DLQ_GROUP_TOPIC_PREFIX)) {
+            return topic.substring(MixAll.DLQ_GROUP_TOPIC_PREFIX.length());
+        }
+        return null;
+    }
+
+    private void topicSeen(String topic) {
+        if (topics.contains(topic)) {
+            return;
+        }
+        TopicConfig tc = bc.getTopicConfigManager().getTopicConfigTable().get(topic);
+        if (tc == null) {
+            return;
+        }
+        topics.add(topic);
+        w.emit(event("topic_created").put("topic", topic).put("broker", broker)
+            .put("queue_count", tc.getReadQueueNums()).put("perm", tc.getPerm()).sampled());
+    }
+
+    // ------------------------------------------------------------------ snapshot (late attach)
+    private void snapshot() {
+        synchronized (lock) {
+            MessageStore store = bc.getMessageStore();
+            for (TopicConfig tc : bc.getTopicConfigManager().getTopicConfigTable().values()) {
+                if (!recorded(tc.getTopicName())) {
+                    continue;
+                }
+                topicSeen(tc.getTopicName());
+                for (int q = 0; q < tc.getReadQueueNums(); q++) {
+                    long max = store.getMaxOffsetInQueue(tc.getTopicName(), q);
+                    if (max > 0) {
+                        w.emit(event("queue_snapshot").put("topic", tc.getTopicName()).put("broker", broker).put("queue", q)
+                            .put("min_offset", store.getMinOffsetInQueue(tc.getTopicName(), q)).put("max_offset", max));
+                    }
+                }
+            }
+            for (Map.Entry<String, ConcurrentMap<Integer, Long>> e : bc.getConsumerOffsetManager().getOffsetTable().entrySet()) {
+                String[] tg = e.getKey().split("@", 2);
+                for (Map.Entry<Integer, Long> q : new TreeMap<>(e.getValue()).entrySet()) {
+                    offsets.computeIfAbsent(e.getKey(), k -> new HashMap<>()).put(q.getKey(), q.getValue());
+                    w.emit(event("offset_committed").put("broker", broker).put("group", tg[1]).put("topic", tg[0])
+                        .put("queue", q.getKey()).put("offset", q.getValue()).put("source", "snapshot"));
+                }
+            }
+            for (Map.Entry<String, Map<MessageQueue, Object>> g : lockTable().entrySet()) {
+                for (Map.Entry<MessageQueue, Object> l : new TreeMap<>(g.getValue()).entrySet()) {
+                    Object le = l.getValue();
+                    w.emit(event("lock_acquired").put("broker", broker).put("group", g.getKey())
+                        .put("topic", l.getKey().getTopic()).put("queue", l.getKey().getQueueId())
+                        .put("client", Reflect.get(le, "clientId")).put("reason", "snapshot")
+                        .put("expires_at", (Long) Reflect.get(le, "lastUpdateTimestamp") + lockMaxLive));
+                }
+            }
+            pollConsumers();
+        }
+    }
+
+    // ------------------------------------------------------------------ polling
+    private void pollLoop() {
+        while (running) {
+            try {
+                Thread.sleep(POLL_MS);
+                synchronized (lock) {
+                    poll();
+                }
+            } catch (InterruptedException e) {
+                return;
+            } catch (RuntimeException e) {
+                System.err.println("rocketspec broker poller: " + e);
+            }
+        }
+    }
+
+    private void poll() {
+        for (TopicConfig tc : bc.getTopicConfigManager().getTopicConfigTable().values()) {
+            if (recorded(tc.getTopicName())) {
+                topicSeen(tc.getTopicName());
+            }
+        }
+        pollConsumers();
+        for (Map.Entry<String, ConcurrentMap<Integer, Long>> e : bc.getConsumerOffsetManager().getOffsetTable().entrySet()) {
+            String[] tg = e.getKey().split("@", 2);
+            if (tg.length != 2 || !recorded(tg[0])) {
+                continue;
+            }
+            Map<Integer, Long> known = offsets.computeIfAbsent(e.getKey(), k -> new HashMap<>());
+            for (Map.Entry<Integer, Long> q : new TreeMap<>(e.getValue()).entrySet()) {
+                Long before = known.get(q.getKey());
+                if (!q.getValue().equals(before)) {
+                    known.put(q.getKey(), q.getValue());
+                    TraceWriter.Event ev = event("offset_committed").put("broker", broker).put("group", tg[1])
+                        .put("topic", tg[0]).put("queue", q.getKey()).put("offset", q.getValue()).put("previous", before);
+                    Long reset = resetSeen.get(tg[1] + "#" + tg[0]);
+                    if (reset != null && System.currentTimeMillis() - reset < 10_000) {
+                        ev.put("source", "reset");
+                    }
+                    w.emit(ev.sampled());
+                }
+            }
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private void pollConsumers() {
+        ConcurrentMap<String, ConsumerGroupInfo> table =
+            (ConcurrentMap<String, ConsumerGroupInfo>) Reflect.get(bc.getConsumerManager(), "consumerTable");
+        Set<String> present = new HashSet<>();
+        for (Map.Entry<String, ConsumerGroupInfo> g : table.entrySet()) {
+            for (ClientChannelInfo ci : g.getValue().getChannelInfoTable().values()) {
+                String key = g.getKey() + "\u0000" + ci.getClientId();
+                present.add(key);
+                if (!registered.containsKey(key)) {
+                    w.emit(event("consumer_registered").put("broker", broker).put("group", g.getKey())
+                        .put("client", ci.getClientId()).sampled());
+                }
+                registered.put(key, ci);
+                clientByAddr.put(RemotingHelper.parseChannelRemoteAddr(ci.getChannel()), ci.getClientId());
+            }
+        }
+        for (String key : new ArrayList<>(registered.keySet())) {
+            if (present.contains(key)) {
+                continue;
+            }
+            ClientChannelInfo ci = registered.remove(key);
+            String[] gc = key.split("\u0000", 2);
+            if (unregisterRequested.remove(key)) {
+                continue;   // reported by the UNREGISTER_CLIENT hook
+            }
+            long idle = System.currentTimeMillis() - ci.getLastUpdateTimestamp();
+            long expiry = (Long) Reflect.getStatic(ConsumerManager.class, "CHANNEL_EXPIRED_TIMEOUT");
+            // Gone without an unregister request: the scan found it expired, or its channel closed
+            // (the client's socket closed, or the broker's idle handler closed it).
+            String reason = idle > expiry ? "channel_expired" : "channel_closed";
+            w.emit(event("consumer_unregistered").put("broker", broker).put("group", gc[0]).put("client", gc[1])
+                .put("reason", reason).sampled());
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private Map<String, Map<MessageQueue, Object>> lockTable() {
+        return (Map<String, Map<MessageQueue, Object>>) Reflect.get(bc.getRebalanceLockManager(), "mqLockTable");
+    }
+
+    /** The lock entries (client, lastUpdate) of the queues, as they are now. */
+    private Map<MessageQueue, long[]> lockEntries(String group, Set<MessageQueue> mqs, Map<MessageQueue, String> holders) {
+        Map<MessageQueue, long[]> out = new HashMap<>();
+        Map<MessageQueue, Object> t = lockTable().get(group);
+        for (MessageQueue mq : mqs) {
+            Object o = t == null ? null : t.get(mq);
+            if (o != null) {
+                // LockEntry is package-private: read its two fields.
+                out.put(mq, new long[] {(Long) Reflect.get(o, "lastUpdateTimestamp")});
+                holders.put(mq, (String) Reflect.get(o, "clientId"));
+            }
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------ the RPC hook
+    private final class Hook implements RPCHook {
+        @Override
+        public void doBeforeRequest(String addr, RemotingCommand req) {
+            try {
+                before(addr, req);
+            } catch (RuntimeException e) {
+                System.err.println("rocketspec broker hook (before " + req.getCode() + "): " + e);
+            }
+        }
+
+        @Override
+        public void doAfterResponse(String addr, RemotingCommand req, RemotingCommand resp) {
+            try {
+                after(addr, req, resp);
+            } catch (RuntimeException e) {
+                System.err.println("rocketspec broker hook (after " + req.getCode() + "): " + e);
+            }
+        }
+    }
+
+    private String ext(RemotingCommand req, String key) {
+        return req.getExtFields() == null ? null : req.getExtFields().get(key);
+    }
+
+    private void before(String addr, RemotingCommand req) {
+        switch (req.getCode()) {
+            case RequestCode.PULL_MESSAGE:
+            case RequestCode.UPDATE_CONSUMER_OFFSET: {
+                String key = ext(req, "topic") + "@" + ext(req, "consumerGroup");
+                ConcurrentMap<Integer, Long> t = bc.getConsumerOffsetManager().getOffsetTable().get(key);
+                Long prev = t == null ? null : t.get(Integer.valueOf(ext(req, "queueId")));
+                synchronized (beforeState) {
+                    beforeState.put(req, prev == null ? Long.MIN_VALUE : prev);
+                }
+                break;
+            }
+            case RequestCode.CONSUMER_SEND_MSG_BACK: {
+                // Look up the consumed copy as the broker will: its ORIGIN_MESSAGE_ID or its own id.
+                MessageExt m = bc.getMessageStore().lookMessageByOffset(Long.parseLong(ext(req, "offset")));
+                if (m != null) {
+                    synchronized (lock) {
+                        pendingSendBack.computeIfAbsent(ext(req, "group") + "#" + Ids.originMsgId(m), k -> new ArrayDeque<>())
+                            .add(new String[] {clientByAddr.getOrDefault(addr, addr), m.getMsgId()});
+                    }
+                }
+                break;
+            }
+            case RequestCode.LOCK_BATCH_MQ: {
+                LockBatchRequestBody b = LockBatchRequestBody.decode(req.getBody(), LockBatchRequestBody.class);
+                Map<MessageQueue, String> holders = new HashMap<>();
+                lockEntries(b.getConsumerGroup(), b.getMqSet(), holders);
+                synchronized (beforeState) {
+                    beforeState.put(req, holders);
+                }
+                break;
+            }
+            case RequestCode.UNLOCK_BATCH_MQ: {
+                UnlockBatchRequestBody b = UnlockBatchRequestBody.decode(req.getBody(), UnlockBatchRequestBody.class);
+                Map<MessageQueue, String> holders = new HashMap<>();
+                lockEntries(b.getConsumerGroup(), b.getMqSet(), holders);
+                synchronized (beforeState) {
+                    beforeState.put(req, holders);
+                }
+                break;
+            }
+            case RequestCode.UNREGISTER_CLIENT: {
+                String key = ext(req, "consumerGroup") + "\u0000" + ext(req, "clientID");
+                if (ext(req, "consumerGroup") != null) {
+                    unregisterRequested.add(key);
+                }
+                break;
+            }
+            default:
+                break;
+        }
+    }
+
+    private Object takeBefore(RemotingCommand req) {
+        synchronized (beforeState) {
+            return beforeState.remove(req);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private void after(String addr, RemotingCommand req, RemotingCommand resp) {
+        String client = clientByAddr.getOrDefault(addr, addr);
+        switch (req.getCode()) {
+            case RequestCode.HEART_BEAT: {
+                HeartbeatData hb = HeartbeatData.decode(req.getBody(), HeartbeatData.class);
+                clientByAddr.put(addr, hb.getClientID());
+                synchronized (lock) {
+                    for (ConsumerData cd : hb.getConsumerDataSet()) {
+                        String key = cd.getGroupName() + "\u0000" + hb.getClientID();
+                        if (!registered.containsKey(key)) {
+                            ConsumerGroupInfo gi = bc.getConsumerManager().getConsumerGroupInfo(cd.getGroupName());
+                            ClientChannelInfo ci = null;
+                            if (gi != null) {
+                                for (Map.Entry<Channel, ClientChannelInfo> e : gi.getChannelInfoTable().entrySet()) {
+                                    if (hb.getClientID().equals(e.getValue().getClientId())) {
+                                        ci = e.getValue();
+                                    }
+                                }
+                            }
+                            if (ci != null) {
+                                registered.put(key, ci);
+                                w.emit(event("consumer_registered").put("broker", broker).put("group", cd.getGroupName())
+                                    .put("client", hb.getClientID()));
+                            }
+                        }
+                    }
+                }
+                break;
+            }
+            case RequestCode.UNREGISTER_CLIENT: {
+                String group = ext(req, "consumerGroup");
+                String id = ext(req, "clientID");
+                if (group == null) {
+                    break;
+                }
+                synchronized (lock) {
+                    String key = group + "\u0000" + id;
+                    if (registered.remove(key) != null) {
+                        unregisterRequested.remove(key);
+                        w.emit(event("consumer_unregistered").put("broker", broker).put("group", group).put("client", id)
+                            .put("reason", "shutdown"));
+                    }
+                }
+                break;
+            }
+            case RequestCode.PULL_MESSAGE:
+                afterPull(req, resp, client);
+                break;
+            case RequestCode.UPDATE_CONSUMER_OFFSET: {
+                Long prev = (Long) takeBefore(req);
+                if (resp == null || resp.getCode() != ResponseCode.SUCCESS) {
+                    break;
+                }
+                committed(ext(req, "consumerGroup"), ext(req, "topic"), Integer.parseInt(ext(req, "queueId")),
+                    Long.parseLong(ext(req, "commitOffset")), prev, client, "persist", false);
+                break;
+            }
+            case RequestCode.LOCK_BATCH_MQ: {
+                Map<MessageQueue, String> holdersBefore = (Map<MessageQueue, String>) takeBefore(req);
+                if (resp == null || resp.getCode() != ResponseCode.SUCCESS) {
+                    break;
+                }
+                LockBatchRequestBody b = LockBatchRequestBody.decode(req.getBody(), LockBatchRequestBody.class);
+                LockBatchResponseBody ok = LockBatchResponseBody.decode(resp.getBody(), LockBatchResponseBody.class);
+                Map<MessageQueue, String> holders = new HashMap<>();
+                Map<MessageQueue, long[]> now = lockEntries(b.getConsumerGroup(), b.getMqSet(), holders);
+                synchronized (lock) {
+                    for (MessageQueue mq : new java.util.TreeSet<>(b.getMqSet())) {
+                        if (ok.getLockOKMQSet().contains(mq)) {
+                            String prevHolder = holdersBefore == null ? null : holdersBefore.get(mq);
+                            String reason = prevHolder == null ? "new"
+                                : prevHolder.equals(b.getClientId()) ? "renewed" : "takeover";
+                            long[] e = now.get(mq);
+                            w.emit(event("lock_acquired").put("broker", broker).put("group", b.getConsumerGroup())
+                                .put("topic", mq.getTopic()).put("queue", mq.getQueueId()).put("client", b.getClientId())
+                                .put("reason", reason).put("expires_at", e == null ? null : e[0] + lockMaxLive)
+                                .put("previous_holder", prevHolder));
+                        } else {
+                            w.emit(event("lock_rejected").put("broker", broker).put("group", b.getConsumerGroup())
+                                .put("topic", mq.getTopic()).put("queue", mq.getQueueId()).put("client", b.getClientId())
+                                .put("holder", holders.get(mq)));
+                        }
+                    }
+                }
+                break;
+            }
+            case RequestCode.UNLOCK_BATCH_MQ: {
+                Map<MessageQueue, String> holdersBefore = (Map<MessageQueue, String>) takeBefore(req);
+                UnlockBatchRequestBody b = UnlockBatchRequestBody.decode(req.getBody(), UnlockBatchRequestBody.class);
+                Map<MessageQueue, String> holders = new HashMap<>();
+                lockEntries(b.getConsumerGroup(), b.getMqSet(), holders);
+                synchronized (lock) {
+                    for (MessageQueue mq : new java.util.TreeSet<>(b.getMqSet())) {
+                        String was = holdersBefore == null ? null : holdersBefore.get(mq);
+                        if (was == null) {
+                            continue;   // no entry: unlockBatch only logs
+                        }
+                        String kind = holders.containsKey(mq) ? "lock_release_ignored" : "lock_released";
+                        TraceWriter.Event e = event(kind).put("broker", broker).put("group", b.getConsumerGroup())
+                            .put("topic", mq.getTopic()).put("queue", mq.getQueueId()).put("client", b.getClientId());
+                        if (holders.containsKey(mq)) {
+                            e.put("holder", holders.get(mq));
+                        }
+                        w.emit(e);
+                    }
+                }
+                break;
+            }
+            case RequestCode.INVOKE_BROKER_TO_RESET_OFFSET:
+                resetSeen.put(ext(req, "group") + "#" + ext(req, "topic"), System.currentTimeMillis());
+                break;
+            default:
+                break;
+        }
+    }
+
+    private void afterPull(RemotingCommand req, RemotingCommand resp, String client) {
+        Long prev = (Long) takeBefore(req);
+        String group = ext(req, "consumerGroup");
+        String topic = ext(req, "topic");
+        int queue = Integer.parseInt(ext(req, "queueId"));
+        int sysFlag = Integer.parseInt(ext(req, "sysFlag"));
+        // The broker commits a piggybacked offset when the request carries the commit flag and may
+        // be suspended (a push consumer's pull); report it when the table holds that value now.
+        if (PullSysFlag.hasCommitOffsetFlag(sysFlag) && PullSysFlag.hasSuspendFlag(sysFlag)) {
+            long commit = Long.parseLong(ext(req, "commitOffset"));
+            ConcurrentMap<Integer, Long> t = bc.getConsumerOffsetManager().getOffsetTable().get(topic + "@" + group);
+            Long nowValue = t == null ? null : t.get(queue);
+            if (nowValue != null && nowValue == commit) {
+                committed(group, topic, queue, commit, prev, client, "pull", false);
+            }
+        }
+        TraceWriter.Event base = event("x").put("client", client).put("group", group).put("topic", topic)
+            .put("broker", broker).put("queue", queue).put("pull_id", req.getOpaque());
+        if (resp == null) {
+            // Suspended by long polling: answered later outside the hook (the client sees it).
+            TraceWriter.Event e = event("pull_held");
+            e.fields.putAll(base.fields);
+            w.emit(e.put("offset", Long.parseLong(ext(req, "queueOffset"))));
+            return;
+        }
+        int code = resp.getCode();
+        if (code == ResponseCode.SUCCESS || code == ResponseCode.PULL_NOT_FOUND
+            || code == ResponseCode.PULL_RETRY_IMMEDIATELY || code == ResponseCode.PULL_OFFSET_MOVED) {
+            return;   // an answer: the client reports it with what it put into its ProcessQueue
+        }
+        TraceWriter.Event e = event("pull_failed");
+        e.fields.putAll(base.fields);
+        w.emit(e.put("reason", "rejected").put("response_code", code).put("remark", resp.getRemark()));
+    }
+
+    private void committed(String group, String topic, int queue, long offset, Long prev, String client, String source,
+                           boolean sampled) {
+        synchronized (lock) {
+            Map<Integer, Long> known = offsets.computeIfAbsent(topic + "@" + group, k -> new HashMap<>());
+            Long before = prev == null || prev == Long.MIN_VALUE ? null : prev;
+            known.put(queue, offset);
+            TraceWriter.Event e = event("offset_committed").put("broker", broker).put("group", group).put("topic", topic)
+                .put("queue", queue).put("offset", offset).put("previous", before).put("client", client)
+                .put("source", source);
+            w.emit(sampled ? e.sampled() : e);
+        }
+    }
+}

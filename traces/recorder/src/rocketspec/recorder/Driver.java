@@ -1,0 +1,545 @@
+package rocketspec.recorder;
+
+import com.alibaba.fastjson.JSON;
+import com.alibaba.fastjson.JSONArray;
+import com.alibaba.fastjson.JSONObject;
+import org.apache.rocketmq.broker.BrokerController;
+import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.schedule.ScheduleMessageService;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.MessageQueueSelector;
+import org.apache.rocketmq.common.BrokerConfig;
+import org.apache.rocketmq.common.MixAll;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.common.UtilAll;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.namesrv.NamesrvConfig;
+import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
+import org.apache.rocketmq.common.topic.TopicValidator;
+import org.apache.rocketmq.namesrv.NamesrvController;
+import org.apache.rocketmq.remoting.netty.NettyClientConfig;
+import org.apache.rocketmq.remoting.netty.NettyServerConfig;
+import org.apache.rocketmq.store.MessageStore;
+import org.apache.rocketmq.store.config.MessageStoreConfig;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+
+import static rocketspec.recorder.TraceWriter.event;
+
+/**
+ * Runs one scenario plan (JSON written by `rocketspec record` from a scenario file) on a real
+ * in-process RocketMQ: a namesrv, one broker and the producers in this JVM; consumers in this
+ * JVM (own instanceName each) or, when a step kills or freezes them, in their own JVM
+ * ({@link ClientMain}). Writes trace parts into the plan's out_dir: driver.jsonl here and one
+ * file per separate client; `rocketspec record` merges them.
+ *
+ * <p>Exit status: 0 trace written; 2 a step or setting real RocketMQ cannot do; 3 an error.
+ */
+public final class Driver {
+    private final JSONObject plan;
+    private final String dir;
+    private final TraceWriter w;
+    private final long t0Deadline;
+    private NamesrvController namesrv;
+    private BrokerController broker;
+    private BrokerRecorder brokerRecorder;
+    private DefaultMQProducer producer;
+    private String namesrvAddr;
+    private String brokerAddr;
+    private final Map<String, ScenarioConsumer> inProcess = new LinkedHashMap<>();
+    private final Map<String, Process> separate = new LinkedHashMap<>();
+    private final Map<String, String> groupOf = new HashMap<>();
+    private final Map<String, Boolean> alive = new ConcurrentHashMap<>();
+    private final Random rng;
+    private long t0;
+    private volatile int producersRunning;
+
+    private Driver(JSONObject plan) throws IOException {
+        this.plan = plan;
+        this.dir = plan.getString("work_dir");
+        new File(plan.getString("out_dir")).mkdirs();
+        this.w = new TraceWriter(plan.getString("out_dir") + "/driver.jsonl");
+        this.t0Deadline = System.currentTimeMillis() + plan.getLongValue("timeout_ms");
+        this.rng = new Random(plan.getLongValue("seed"));
+    }
+
+    public static void main(String[] args) throws Exception {
+        JSONObject plan = JSON.parseObject(new String(Files.readAllBytes(Paths.get(args[0])), StandardCharsets.UTF_8));
+        Driver d = new Driver(plan);
+        Thread watchdog = new Thread(() -> {
+            try {
+                Thread.sleep(Math.max(1000, d.t0Deadline - System.currentTimeMillis() + 20_000));
+            } catch (InterruptedException e) {
+                return;
+            }
+            System.err.println("rocketspec driver: watchdog: run exceeded its time bound; stopping");
+            d.killChildren();
+            Runtime.getRuntime().halt(3);
+        }, "rocketspec-watchdog");
+        watchdog.setDaemon(true);
+        watchdog.start();
+        int rc;
+        try {
+            rc = d.run();
+        } catch (Throwable e) {
+            e.printStackTrace();
+            rc = 3;
+        } finally {
+            d.killChildren();
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(rc);
+    }
+
+    private static int freePort(int gap) throws IOException {
+        for (int i = 0; i < 50; i++) {
+            int p;
+            try (ServerSocket s = new ServerSocket(0)) {
+                p = s.getLocalPort();
+            }
+            if (p - gap < 1024) {
+                continue;
+            }
+            try (ServerSocket a = new ServerSocket(p - gap)) {
+                return p;
+            } catch (IOException ignored) {
+                // try another
+            }
+        }
+        throw new IOException("no free port pair");
+    }
+
+    private int run() throws Exception {
+        JSONObject trace = new JSONObject(true);
+        w.emit(event("trace_started").put("schema_version", 2).put("profile", "rocketmq-4.9.8")
+            .put("seed", plan.getLongValue("seed")).put("scenario", plan.getString("name"))
+            .put("config", plan.getJSONObject("scenario")));
+        startCluster();
+        createTopics();
+        startProducer();
+        t0 = System.currentTimeMillis();
+        List<JSONObject> steps = new ArrayList<>();
+        for (Object o : plan.getJSONArray("steps")) {
+            steps.add((JSONObject) o);
+        }
+        steps.sort((a, b) -> Long.compare(a.getLongValue("at_ms"), b.getLongValue("at_ms")));
+        for (Object o : plan.getJSONArray("producers")) {
+            startProducerThread((JSONObject) o);
+        }
+        for (JSONObject st : steps) {
+            sleepUntil(t0 + st.getLongValue("at_ms"));
+            step(st);
+        }
+        long duration = plan.getLongValue("duration_ms");
+        long minEnd = t0 + plan.getLongValue("min_run_ms");
+        String reason = "duration";
+        int stable = 0;
+        while (System.currentTimeMillis() < t0 + duration) {
+            Thread.sleep(500);
+            if (producersRunning > 0 || System.currentTimeMillis() < minEnd) {
+                continue;
+            }
+            if (quiescent()) {
+                if (++stable >= 2) {
+                    reason = "quiescent";
+                    break;
+                }
+            } else {
+                stable = 0;
+            }
+        }
+        w.emit(event("trace_ended").put("reason", reason));
+        System.err.println("rocketspec driver: trace ended (" + reason + ") after "
+            + (System.currentTimeMillis() - t0) + " ms");
+        for (ScenarioConsumer c : inProcess.values()) {
+            c.recorder.halt();
+        }
+        brokerRecorder.stop();
+        w.close();
+        killChildren();
+        // The trace is complete: main() halts this JVM, which stops the broker, the namesrv and
+        // the in-process clients at once (their store is scratch); a graceful shutdown adds ~7 s.
+        return 0;
+    }
+
+    private void sleepUntil(long t) throws InterruptedException {
+        long d = t - System.currentTimeMillis();
+        if (d > 0) {
+            Thread.sleep(d);
+        }
+    }
+
+    // ------------------------------------------------------------------ cluster
+    private void startCluster() throws Exception {
+        JSONObject bcfg = plan.getJSONObject("broker");
+        int nsPort = freePort(0);
+        NamesrvConfig nc = new NamesrvConfig();
+        nc.setRocketmqHome(dir);
+        nc.setKvConfigPath(dir + "/namesrv/kvConfig.json");
+        nc.setConfigStorePath(dir + "/namesrv/namesrv.properties");
+        NettyServerConfig nsc = new NettyServerConfig();
+        nsc.setListenPort(nsPort);
+        namesrv = new NamesrvController(nc, nsc);
+        if (!namesrv.initialize()) {
+            throw new IllegalStateException("namesrv failed to initialize");
+        }
+        namesrv.start();
+        namesrvAddr = "127.0.0.1:" + nsPort;
+
+        int port = freePort(2);
+        BrokerConfig bc = new BrokerConfig();
+        bc.setBrokerName(bcfg.getString("name"));
+        bc.setBrokerClusterName("rocketspec");
+        bc.setBrokerId(MixAll.MASTER_ID);
+        bc.setNamesrvAddr(namesrvAddr);
+        bc.setBrokerIP1("127.0.0.1");
+        bc.setRocketmqHome(dir);
+        bc.setEnablePropertyFilter(bcfg.getBooleanValue("enable_property_filter"));
+        bc.setFilterSupportRetry(bcfg.getBooleanValue("filter_support_retry"));
+        bc.setLongPollingEnable(bcfg.getBooleanValue("long_polling_enable"));
+        NettyServerConfig bsc = new NettyServerConfig();
+        bsc.setListenPort(port);
+        bsc.setServerChannelMaxIdleTimeSeconds(bcfg.getIntValue("server_channel_max_idle_s"));
+        MessageStoreConfig msc = new MessageStoreConfig();
+        msc.setStorePathRootDir(dir + "/store");
+        msc.setStorePathCommitLog(dir + "/store/commitlog");
+        msc.setMappedFileSizeCommitLog(64 * 1024 * 1024);
+        msc.setMappedFileSizeConsumeQueue(30_000 * 20);
+        msc.setHaListenPort(freePort(0));
+        msc.setMessageDelayLevel(bcfg.getString("message_delay_level"));
+        broker = new BrokerController(bc, bsc, new NettyClientConfig(), msc);
+        if (!broker.initialize()) {
+            throw new IllegalStateException("broker failed to initialize");
+        }
+        brokerRecorder = new BrokerRecorder(broker, w);
+        brokerRecorder.attach(false);
+        broker.start();
+        brokerAddr = "127.0.0.1:" + port;
+        // The broker registers with the namesrv at start; wait until the route lists it.
+        long until = System.currentTimeMillis() + 10_000;
+        while (namesrv.getRouteInfoManager().getAllClusterInfo().getBrokerAddrTable().isEmpty()) {
+            if (System.currentTimeMillis() > until) {
+                throw new IllegalStateException("broker did not register with the namesrv");
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    private void createTopics() throws Exception {
+        DefaultMQAdminExt admin = new DefaultMQAdminExt("admin");
+        admin.setNamesrvAddr(namesrvAddr);
+        admin.setInstanceName("rocketspec-admin");
+        admin.start();
+        try {
+            for (Object o : plan.getJSONArray("topics")) {
+                JSONObject t = (JSONObject) o;
+                TopicConfig tc = new TopicConfig(t.getString("name"), t.getIntValue("queues"), t.getIntValue("queues"), 6);
+                admin.createAndUpdateTopicConfig(brokerAddr, tc);
+            }
+            for (Object o : plan.getJSONArray("topics")) {
+                String name = ((JSONObject) o).getString("name");
+                long until = System.currentTimeMillis() + 10_000;
+                while (true) {
+                    try {
+                        if (!admin.examineTopicRouteInfo(name).getQueueDatas().isEmpty()) {
+                            break;
+                        }
+                    } catch (Exception e) {
+                        if (System.currentTimeMillis() > until) {
+                            throw e;
+                        }
+                    }
+                    Thread.sleep(50);
+                }
+            }
+        } finally {
+            admin.shutdown();
+        }
+    }
+
+    private void startProducer() throws Exception {
+        producer = new DefaultMQProducer("rocketspec_producer");
+        producer.setNamesrvAddr(namesrvAddr);
+        producer.setInstanceName("rocketspec-producer");
+        producer.setClientIP("127.0.0.1");
+        producer.start();
+    }
+
+    // ------------------------------------------------------------------ producers
+    private void startProducerThread(JSONObject spec) {
+        producersRunning++;
+        Thread t = new Thread(() -> {
+            try {
+                sleepUntil(t0 + spec.getLongValue("start_ms"));
+                int count = spec.getIntValue("count");
+                double rate = spec.containsKey("rate_per_s") ? spec.getDoubleValue("rate_per_s") : 100;
+                long interval = Math.max(1, Math.round(1000 / rate));
+                long next = System.currentTimeMillis();
+                for (int i = 0; i < count; i++) {
+                    send(spec.getString("topic"), spec, null, null, null);
+                    next += interval;
+                    sleepUntil(next);
+                }
+            } catch (Exception e) {
+                System.err.println("rocketspec driver: producer: " + e);
+            } finally {
+                synchronized (this) {
+                    producersRunning--;
+                }
+            }
+        }, "rocketspec-producer-" + spec.getString("topic"));
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private synchronized void send(String topic, JSONObject spec, String tags, String keys, JSONObject props) throws Exception {
+        JSONArray tagChoices = spec.getJSONArray("tags");
+        if (tags == null && tagChoices != null && !tagChoices.isEmpty()) {
+            tags = tagChoices.getString(rng.nextInt(tagChoices.size()));
+            tags = tags.isEmpty() ? null : tags;
+        }
+        int nKeys = spec.getIntValue("sharding_keys");
+        if (keys == null && nKeys > 0) {
+            keys = "order-" + rng.nextInt(nKeys);
+        }
+        JSONObject propSpec = props != null ? props : spec.getJSONObject("props");
+        byte[] body = new byte[spec.containsKey("body_size") ? spec.getIntValue("body_size") : 128];
+        Arrays.fill(body, (byte) 'x');
+        Message m = new Message(topic, tags, keys, body);
+        if (propSpec != null) {
+            for (Map.Entry<String, Object> p : propSpec.entrySet()) {
+                Object v = p.getValue();
+                if (v instanceof JSONArray) {
+                    JSONArray a = (JSONArray) v;
+                    v = a.get(rng.nextInt(a.size()));
+                }
+                m.putUserProperty(p.getKey(), String.valueOf(v));
+            }
+        }
+        if (keys != null && nKeys > 0) {
+            final String k = keys;
+            MessageQueueSelector byKey = (mqs, msg, arg) -> mqs.get(Math.abs(k.hashCode()) % mqs.size());
+            producer.send(m, byKey, null);
+        } else {
+            producer.send(m);
+        }
+    }
+
+    // ------------------------------------------------------------------ steps
+    private void step(JSONObject st) throws Exception {
+        String action = st.getString("action");
+        String client = st.getString("client");
+        switch (action) {
+            case "start": {
+                String group = st.getString("group");
+                groupOf.put(client, group);
+                alive.put(client, true);
+                if (plan.getJSONArray("separate_clients").contains(client)) {
+                    separate.put(client, spawn(client, group));
+                } else {
+                    ScenarioConsumer c = new ScenarioConsumer(plan, client, group, namesrvAddr, w);
+                    inProcess.put(client, c);
+                    c.start();
+                }
+                break;
+            }
+            case "shutdown":
+                alive.put(client, false);
+                if (separate.containsKey(client)) {
+                    stopChild(separate.get(client));
+                } else {
+                    inProcess.get(client).shutdown();
+                }
+                break;
+            case "crash": {
+                Process p = separate.get(client);
+                alive.put(client, false);
+                p.destroyForcibly();   // SIGKILL: the OS closes its sockets
+                p.waitFor();
+                w.emit(event("client_crashed").put("client", clientId(client)).put("group", groupOf.get(client)));
+                break;
+            }
+            case "pause": {
+                Process p = separate.get(client);
+                long ms = st.getLongValue("duration_ms");
+                signal(p, "STOP");
+                w.emit(event("client_paused").put("client", clientId(client)).put("group", groupOf.get(client)).put("duration", ms));
+                Thread resume = new Thread(() -> {
+                    try {
+                        Thread.sleep(ms);
+                        signal(p, "CONT");
+                        w.emit(event("client_resumed").put("client", clientId(client)).put("group", groupOf.get(client)));
+                    } catch (Exception e) {
+                        System.err.println("rocketspec driver: resume: " + e);
+                    }
+                }, "rocketspec-resume-" + client);
+                resume.setDaemon(true);
+                resume.start();
+                break;
+            }
+            case "produce":
+                for (int i = 0; i < st.getIntValue("count"); i++) {
+                    send(st.getString("topic"), new JSONObject(), st.getString("tags"), st.getString("keys"), st.getJSONObject("props"));
+                }
+                break;
+            case "reset_offset": {
+                DefaultMQAdminExt admin = new DefaultMQAdminExt("admin");
+                admin.setNamesrvAddr(namesrvAddr);
+                admin.setInstanceName("rocketspec-admin-reset");
+                admin.start();
+                try {
+                    admin.resetOffsetByTimestamp(st.getString("topic"), st.getString("group"), t0 + st.getLongValue("timestamp_ms"), true);
+                } finally {
+                    admin.shutdown();
+                }
+                break;
+            }
+            default:
+                throw new IllegalStateException("step " + action + " reached the driver; rocketspec record should have refused it");
+        }
+    }
+
+    private static String clientId(String name) {
+        return "127.0.0.1@" + name;
+    }
+
+    private static void signal(Process p, String sig) throws IOException, InterruptedException {
+        Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(p.pid())).inheritIO().start();
+        k.waitFor();
+    }
+
+    private Process spawn(String client, String group) throws Exception {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(plan.getJSONArray("jvm_args").toJavaList(String.class));
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add("rocketspec.recorder.ClientMain");
+        cmd.add(plan.getString("plan_path"));
+        cmd.add(client);
+        cmd.add(group);
+        cmd.add(namesrvAddr);
+        cmd.add(plan.getString("out_dir") + "/client-" + client + ".jsonl");
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.redirectError(new File(dir, "client-" + client + ".err"));
+        pb.redirectOutput(ProcessBuilder.Redirect.PIPE);
+        Process p = pb.start();
+        // The child prints "started" once its consumer runs.
+        BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        String line = r.readLine();
+        if (!"started".equals(line)) {
+            throw new IllegalStateException("client JVM " + client + " did not start (see " + dir + "/client-" + client + ".err)");
+        }
+        return p;
+    }
+
+    private void stopChild(Process p) throws Exception {
+        if (!p.isAlive()) {
+            return;
+        }
+        signal(p, "CONT");
+        try {
+            OutputStream in = p.getOutputStream();
+            in.write("shutdown\n".getBytes(StandardCharsets.UTF_8));
+            in.flush();
+        } catch (IOException ignored) {
+            // already gone
+        }
+        if (!p.waitFor(15, java.util.concurrent.TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+        }
+    }
+
+    private void killChildren() {
+        for (Process p : separate.values()) {
+            if (p.isAlive()) {
+                p.destroyForcibly();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ quiescence
+    /**
+     * Nothing left to do: producers done (checked by the caller), no scheduled message waiting,
+     * and for every group with a live consumer, every queue of every topic it consumes (its
+     * retry topic included) has a broker committed offset at its max offset (consumed and the
+     * offset persisted), or for broadcasting, each live in-process client's offset store there;
+     * and no in-process client holds messages in a ProcessQueue.
+     */
+    private boolean quiescent() {
+        MessageStore store = broker.getMessageStore();
+        ScheduleMessageService sched = ((DefaultMessageStore) store).getScheduleMessageService();
+        @SuppressWarnings("unchecked")
+        Map<Integer, Long> delivered = (Map<Integer, Long>) Reflect.get(sched, "offsetTable");
+        for (int level = 1; level <= 18; level++) {
+            long max = store.getMaxOffsetInQueue(TopicValidator.RMQ_SYS_SCHEDULE_TOPIC, level - 1);
+            if (max > delivered.getOrDefault(level, 0L)) {
+                return false;
+            }
+        }
+        for (ScenarioConsumer c : inProcess.values()) {
+            if (Boolean.TRUE.equals(alive.get(c.name)) && !c.recorder.idle()) {
+                return false;
+            }
+        }
+        Map<String, Boolean> liveGroups = new HashMap<>();
+        for (Map.Entry<String, String> e : groupOf.entrySet()) {
+            if (Boolean.TRUE.equals(alive.get(e.getKey()))) {
+                liveGroups.put(e.getValue(), true);
+            }
+        }
+        for (String group : liveGroups.keySet()) {
+            JSONObject g = plan.getJSONObject("groups").getJSONObject(group);
+            boolean broadcast = "BROADCASTING".equals(g.getJSONObject("config").getString("message_model"));
+            List<String> topics = new ArrayList<>(g.getJSONObject("subscriptions").keySet());
+            if (!broadcast) {
+                topics.add(MixAll.getRetryTopic(group));
+            }
+            for (String topic : topics) {
+                TopicConfig tc = broker.getTopicConfigManager().selectTopicConfig(topic);
+                if (tc == null) {
+                    continue;
+                }
+                for (int q = 0; q < tc.getReadQueueNums(); q++) {
+                    long max = store.getMaxOffsetInQueue(topic, q);
+                    if (max == 0) {
+                        continue;
+                    }
+                    if (broadcast) {
+                        for (ScenarioConsumer c : inProcess.values()) {
+                            if (c.group.equals(group) && Boolean.TRUE.equals(alive.get(c.name))) {
+                                MessageQueue mq = new MessageQueue(topic, broker.getBrokerConfig().getBrokerName(), q);
+                                long off = c.consumer.getDefaultMQPushConsumerImpl().getOffsetStore()
+                                    .readOffset(mq, org.apache.rocketmq.client.consumer.store.ReadOffsetType.READ_FROM_MEMORY);
+                                if (off < max) {
+                                    return false;
+                                }
+                            }
+                        }
+                    } else if (broker.getConsumerOffsetManager().queryOffset(group, topic, q) < max) {
+                        return false;
+                    }
+                }
+            }
+        }
+        return true;
+    }
+}

@@ -1,0 +1,93 @@
+package rocketspec.recorder;
+
+import com.alibaba.fastjson.JSON;
+import com.alibaba.fastjson.serializer.SerializerFeature;
+
+import java.io.BufferedWriter;
+import java.io.Closeable;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Writes rocketspec trace events as JSON Lines. Each line carries seq, ts (wall clock ms) and
+ * kind first; "_t" is the wall clock in ns, strictly increasing within one writer, so that the
+ * files of several JVMs on one machine can be merged into one trace (rocketspec record does it).
+ */
+public final class TraceWriter implements Closeable {
+    private final Writer out;
+    private long seq;
+    private long lastNs;
+    private boolean closed;
+
+    public TraceWriter(String path) throws IOException {
+        this.out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(path), StandardCharsets.UTF_8));
+    }
+
+    /** An event under construction: kind plus fields in insertion order. */
+    public static final class Event {
+        final String kind;
+        final Map<String, Object> fields = new LinkedHashMap<>();
+
+        Event(String kind) {
+            this.kind = kind;
+        }
+
+        public Event put(String key, Object value) {
+            fields.put(key, value);
+            return this;
+        }
+
+        /** Polled state (seen at ts, changed at or before it). */
+        public Event sampled() {
+            return put("obs", "sampled");
+        }
+
+        /** Not observed: derived from observed events with RocketMQ's documented behaviour. */
+        public Event inferred() {
+            return put("obs", "inferred");
+        }
+    }
+
+    public static Event event(String kind) {
+        return new Event(kind);
+    }
+
+    public synchronized void emit(Event e) {
+        if (closed) {
+            return;
+        }
+        Instant now = Instant.now();
+        long ns = now.getEpochSecond() * 1_000_000_000L + now.getNano();
+        if (ns <= lastNs) {
+            ns = lastNs + 1;
+        }
+        lastNs = ns;
+        Map<String, Object> line = new LinkedHashMap<>();
+        line.put("seq", seq++);
+        line.put("ts", ns / 1_000_000L);
+        line.put("kind", e.kind);
+        line.putAll(e.fields);
+        line.put("_t", ns);
+        try {
+            out.write(JSON.toJSONString(line, SerializerFeature.WriteMapNullValue, SerializerFeature.DisableCircularReferenceDetect));
+            out.write('\n');
+            out.flush();
+        } catch (IOException ex) {
+            throw new IllegalStateException("cannot write trace: " + ex, ex);
+        }
+    }
+
+    @Override
+    public synchronized void close() throws IOException {
+        if (!closed) {
+            closed = true;
+            out.close();
+        }
+    }
+}
