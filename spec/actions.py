@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 
 from .allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
+from .filter import client_tag_match
 from .filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
 from . import limits
 from .lifecycles import LOCK_TABLE, MSG_TABLE, PQ_TABLE
@@ -446,7 +447,9 @@ def pull_issued(st, ev, out):
     co = ev.get("commit_offset")
     if co is not None and co >= 0:
         s = qs.stores.get(cid)
-        if s is not None and s[0] != co:
+        if s is not None and (key, cid) in st.sampled_stores:
+            s[0] = max(s[0], co)
+        elif s is not None and s[0] != co:
             out.report("INV-OFFSET-1", f"pull piggybacks commit offset {co}, the client store holds {s[0]}", key)
         qs.pull_commit[cid] = co
     if pq.status == "created":
@@ -479,7 +482,7 @@ def pull_answered(st, ev, out):
         for o in offsets:
             pq.put(o)
         return
-    req, nxt, gs, status = ev["offset"], ev["next_offset"], ev["get_status"], ev["status"]
+    req, nxt, gs, status = ev["offset"], ev["next_offset"], ev.get("get_status"), ev["status"]
     sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
     smax = sq.next if sq is not None else 0
     if req != pq.next_pull:
@@ -495,6 +498,12 @@ def pull_answered(st, ev, out):
     if status == "OFFSET_ILLEGAL":
         if mn is None:
             mn = sq.min if sq is not None else 0
+        if gs is None:
+            # a client-side recorder sees no GetMessageStatus: DefaultMessageStore.getMessage's
+            # order of cases decides it from the request and the queue's bounds
+            top = mx if mx is not None else smax
+            gs = ("NO_MESSAGE_IN_QUEUE" if top == 0 else "OFFSET_TOO_SMALL" if req < mn else
+                  "OFFSET_OVERFLOW_BADLY" if req > top else "NO_MATCHED_LOGIC_QUEUE")
         if gs == "OFFSET_TOO_SMALL":
             want = mn
         elif gs == "OFFSET_OVERFLOW_BADLY":
@@ -594,6 +603,10 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
     s = c.subs.get(topic) if c is not None else None
     if s is None:
         return
+    others = _other_subscriptions(st, c, topic, s)
+    if others:
+        _check_answer_inconsistent(qs, c, s, others, msgs, offsets, bf, cf, out)
+        return
     sub = subscription(s.get("type"), s.get("expr"))
     if sub is None or (sub[0] == "TAG" and sub[1].sub_string == "*"):
         if bf or cf:
@@ -606,6 +619,88 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
                 out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) "
                            + what.format(expr=repr(s.get("expr"))), key)
                 break
+
+
+def _other_subscriptions(st, c, topic, own):
+    """The subscriptions of `topic` by the group's other live consumers that differ from `own`:
+    {(type, expr): client}. Empty when the group subscribes alike (the broker filters with the
+    same subscription the client re-checks)."""
+    g = st.dir.groups.get(c.group)
+    if g is None or len(g["clients"]) < 2:
+        return {}
+    mine = (own.get("type") or "TAG", own.get("expr"))
+    out = {}
+    for cid in g["clients"]:
+        o = st.dir.clients.get(cid)
+        if o is None or o is c or o.status not in ("running", "paused"):
+            continue
+        s = o.subs.get(topic)
+        if s is not None:
+            k = (s.get("type") or "TAG", s.get("expr"))
+            if k != mine:
+                out.setdefault(k, cid)
+    return out
+
+
+def _check_answer_inconsistent(qs, c, own, others, msgs, offsets, bf, cf, out):
+    """A pull answer for a group whose consumers subscribe the topic differently. The broker
+    filters with one subscription per group and topic, the last heartbeat's
+    (ConsumerGroupInfo.updateSubscription keeps the newest subVersion): any member's. The client
+    re-checks tags with its own (PullAPIWrapper.processPullResult) and moves past what it drops.
+    What one member wants and this pull drops is lost for the group: INV-SUB-1."""
+    key = qs.key
+    mine = subscription(own.get("type"), own.get("expr"))
+    subs = [(own.get("expr"), mine)] + [(k[1], subscription(*k)) for k in others]
+
+    def wants(sub, m):
+        return decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])[1]
+
+    def broker_passes(sub, m):
+        return decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])[0]
+
+    def rechecks(m):    # the client's own re-check: tags only, SQL92 and '*' keep everything
+        return mine is None or mine[0] != "TAG" or client_tag_match(mine[1], m[M_TAGS])
+
+    lost_cf, lost_bf = [], []
+    for o in offsets:
+        m = msgs.get(o)
+        if m is not None and (not rechecks(m) or not any(broker_passes(sb, m) is not False for _, sb in subs)):
+            out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) was handed to the ProcessQueue but neither "
+                       f"{c.cid}'s re-check of {own.get('expr')!r} nor any subscription of the group passes it", key)
+            break
+    for o in cf:
+        m = msgs.get(o)
+        if m is None:
+            continue
+        if rechecks(m):
+            out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) wrongly dropped by the client's re-check of "
+                       f"{own.get('expr')!r}", key)
+            break
+        wanted_by = [e for e, sb in subs[1:] if wants(sb, m)]
+        if wanted_by:
+            lost_cf.append((o, m[M_TAGS], wanted_by[0]))
+    for o in bf:
+        m = msgs.get(o)
+        if m is None:
+            continue
+        if all(broker_passes(sb, m) is True for _, sb in subs):
+            out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) matches every subscription of the group at "
+                       f"the broker but was filtered", key)
+            break
+        if wants(mine, m):
+            lost_bf.append((o, m[M_TAGS]))
+    who = ", ".join(f"{cid}: {k[1]!r}" for k, cid in others.items())
+    if lost_cf:
+        o, tags, want = lost_cf[0]
+        out.report("INV-SUB-1", f"the group's consumers subscribe {key[1]} differently ({c.cid}: {own.get('expr')!r}; "
+                   f"{who}): the broker kept the last heartbeat's subscription and passed {len(lost_cf)} messages "
+                   f"that {c.cid}'s re-check drops, e.g. offset {o} (tags {tags!r}, subscribed by {want!r}); the "
+                   f"queue is {c.cid}'s, so no consumer of the group gets them: lost", key)
+    if lost_bf:
+        o, tags = lost_bf[0]
+        out.report("INV-SUB-1", f"the group's consumers subscribe {key[1]} differently ({c.cid}: {own.get('expr')!r}; "
+                   f"{who}): the broker filtered with another member's subscription (the last heartbeat's) and "
+                   f"dropped {len(lost_bf)} messages {c.cid} subscribes, e.g. offset {o} (tags {tags!r}): lost", key)
 
 
 def _filter_judgements(offsets, bf, cf):
@@ -943,8 +1038,50 @@ def pq_rolled_back(st, ev, out):
 
 # ---------------------------------------------------------------------------- offsets
 
+def _sampled_store(st, qs, ev, out):
+    """An offset-store value read by polling (obs sampled): the store held `stored` at ts; which
+    updateOffset produced it is not known. Judged as a state: it never passes a message the
+    ProcessQueue still holds unconsumed (INV-OFFSET-3), and never goes back within a live
+    ProcessQueue (INV-OFFSET-2). Messages below it that the group handled have left the tree
+    (removeMessage is not observable from outside the client)."""
+    key, cid, v = qs.key, ev["client"], ev["stored"]
+    pq = qs.pqs.get(cid)
+    s = qs.stores.get(cid)
+    if pq is not None and pq.live:
+        if s is not None and v < s[0] and not pq.orderly:
+            out.report("INV-OFFSET-2", f"client offset moves back from {s[0]} to {v} in a live ProcessQueue "
+                       f"(sampled)", key)
+        unit = qs.units.get(pq.client if pq.broadcast else "")
+        tree, heap = pq.tree, pq.heap
+        while heap and heap[0] < v:
+            o = heapq.heappop(heap)
+            if o not in tree:
+                continue
+            if unit is not None and not unit.handled(o) and pq.failed.get(o) not in ("requested", "expired_sent"):
+                heapq.heappush(heap, o)
+                out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {o}, still unconsumed in the "
+                           f"ProcessQueue", key)
+                break
+            tree.discard(o)
+            pq.failed.pop(o, None)
+        else:
+            ex = pq.expired
+            for offs in pq.batches.values():
+                bad = [o for o in offs if o < v and o not in ex]
+                if bad:
+                    out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {bad[0]}, still in a "
+                               f"listener call", key)
+                    break
+        pq.pending_upd.clear()
+    qs.stores[cid] = [v, ev.get("frozen") or False]
+    st.sampled_stores.add((key, cid))
+
+
 def offset_updated(st, ev, out):
     qs = _q(st, ev)
+    if ev.get("obs") == "sampled":
+        _sampled_store(st, qs, ev, out)
+        return
     key = qs.key
     cid = ev["client"]
     c = st.dir.clients.get(cid)
@@ -1038,7 +1175,15 @@ def offset_persisted(st, ev, out):
     cid = ev["client"]
     s = qs.stores.get(cid)
     off = ev["offset"]
-    if s is not None and s[0] != off:
+    if s is not None and (key, cid) in st.sampled_stores:
+        # the store is seen by polling: the persist (exact) shows a value the poll had not seen
+        # yet; in a live ProcessQueue it can only be newer (increaseOnly)
+        if off < s[0]:
+            pq = qs.pqs.get(cid)
+            if pq is not None and pq.live and not pq.orderly:
+                out.report("INV-OFFSET-1", f"persist sends {off}, below the store's value {s[0]} seen earlier", key)
+        s[0] = off
+    elif s is not None and s[0] != off:
         out.report("INV-OFFSET-1", f"persist sends {off}, the client store holds {s[0]}", key)
     c = st.dir.clients.get(cid)
     if c is not None and c.broadcast:
@@ -1062,7 +1207,14 @@ def offset_committed(st, ev, out):
         if unit is not None:
             unit.skip_to(off, unit.wm)
         return
-    if src == "persist":
+    sampled = ev.get("obs") == "sampled"
+    if sampled:
+        # the table was seen holding `off` by polling: a state, not a step. When a persist or a
+        # pull in flight carries the value, its exact commit event describes the change (before
+        # or after this one): nothing to do here. Otherwise the change is judged as a state below.
+        if off == qs.committed or any(k[1] == off for k in qs.persists) or off in qs.pull_commit.values():
+            return
+    elif src == "persist":
         k = (cid, off)
         n = qs.persists.get(k)
         if n is None and cid is None:
@@ -1078,7 +1230,7 @@ def offset_committed(st, ev, out):
         pc = qs.pull_commit.get(cid)
         if pc != off:
             out.report("INV-OFFSET-1", f"broker commits {off} from {cid}'s pull, which carried {pc}", key)
-    if "previous" in ev and ev.get("previous") != qs.committed:
+    if "previous" in ev and ev.get("previous") != qs.committed and not sampled:
         out.report("GUARD", f"broker commit says previous {ev.get('previous')}, the table held {qs.committed}", key)
     g = st.dir.groups.get(key[0])
     if g is not None and g["model"] == "BROADCASTING":
@@ -1214,7 +1366,7 @@ def send_back_requested(st, ev, out):
                 out.report("INV-RETRY-2", f"send-back with reconsume_times {ev['reconsume_times']} below the copy's "
                            f"{m[M_R]}", ckey)
     ch = _chain(st, *ckey)
-    ch.requests[(cid, ev["msg_id"])] = (ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off)
+    ch.requests[(cid, ev["msg_id"])] = (ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off, ev["ts"])
 
 
 def send_back_failed(st, ev, out):
@@ -1284,7 +1436,8 @@ def message_sent_back(st, ev, out):
         if got is not None and got != want:
             out.report("INV-RETRY-2", f"retry of copy {mid} (reconsume_times {r}) at delay level {got}, "
                        f"expected {want}", ckey)
-        ch.entries.append(["sent_back", r + 1, got if got is not None else want, None, None, mid])
+        ch.entries.append(["sent_back", r + 1, got if got is not None else want, None, None, mid,
+                           req[5] if req is not None and len(req) > 5 else ev["ts"]])
     elif outcome == "discarded":
         st.counts["ANOM-DISCARD"] = st.counts.get("ANOM-DISCARD", 0) + 1
     # the failed original is now handled by the group (its successor carries the obligation)
@@ -1332,10 +1485,16 @@ def message_scheduled(st, ev, out):
         out.report("GUARD", "message lifecycle: scheduling not allowed", ckey)
     table = limits.broker(st, ev["broker"]).delay_ms
     if 0 < lvl < len(table):
-        want = ev["ts"] + table[lvl]
-        if ev["deliver_ts"] != want:
-            out.report("INV-RETRY-2", f"delay level {lvl} is {table[lvl]} ms: deliver time must be {want}, "
-                       f"is {ev['deliver_ts']}", ckey)
+        # deliver time = the schedule copy's store time + the level's delay
+        # (ScheduleMessageService.computeDeliverTimestamp). A recorder sees the store after it
+        # happened: the store time lies between the send-back request (send_back_requested) and
+        # this event's ts (equal to both when the clock is the broker's, as in the reference)
+        stored_at = ev["deliver_ts"] - table[lvl]
+        lo = entry[6] if len(entry) > 6 and entry[6] is not None else ev["ts"]
+        if not min(lo, ev["ts"]) <= stored_at <= ev["ts"]:
+            out.report("INV-RETRY-2", f"delay level {lvl} is {table[lvl]} ms: the copy was stored at "
+                       f"{stored_at} by its deliver time {ev['deliver_ts']}, outside [{min(lo, ev['ts'])}, {ev['ts']}] "
+                       f"(send-back requested .. scheduled)", ckey)
     if ev.get("reconsume_times") is not None and ev["reconsume_times"] != entry[1]:
         out.report("INV-RETRY-2", f"scheduled copy carries reconsume_times {ev['reconsume_times']}, expected "
                    f"{entry[1]}", ckey)

@@ -279,7 +279,8 @@ class View:
 class SpecState:
     """The whole spec state. Mutated in place by `spec.actions.step`; copy with `copy_state`."""
 
-    __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done")
+    __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done",
+                 "sampled_stores")
 
     def __init__(self, profile: Profile):
         self.profile = profile
@@ -291,6 +292,7 @@ class SpecState:
         self.ended = None
         self.counts: dict[str, int] = {}
         self.sched_done: dict[str, tuple] = {}   # schedule copy id -> (reconsume_times, broker restarts)
+        self.sampled_stores: set = set()         # (queue key, client) whose offset store a recorder polls
 
 
 def copy_state(state: SpecState) -> SpecState:
