@@ -210,6 +210,7 @@ def client_started(st, ev, out):
 def _drop_all(st, cid, reason):
     for qs in st.queues.values():
         pq = qs.pqs.get(cid)
+        _settle(st, qs, pq, None)
         if pq is not None and pq.status != "dropped":
             pq.status = "dropped"
         qs.busy.pop(cid, None)
@@ -399,6 +400,7 @@ def _skip_to(p, off, sq):
 def pq_dropped(st, ev, out):
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
+    _settle(st, qs, pq, out)
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} drops a ProcessQueue it does not have", qs.key)
         return
@@ -410,6 +412,7 @@ def pq_dropped(st, ev, out):
 def pq_removed(st, ev, out):
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
+    _settle(st, qs, pq, out)
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} removes a ProcessQueue it does not have", qs.key)
         return
@@ -797,6 +800,9 @@ def consume_started(st, ev, out):
     if cons_id in pq.batches:
         out.report("GUARD", f"consume id {cons_id} reused while in flight", key)
     if pq.orderly:
+        _settle(st, qs, pq, out)
+        if offsets and list(offsets) != pq.consuming[-len(offsets):]:
+            _take_lowest(pq, offsets)
         if list(offsets) != pq.consuming[-len(offsets):] if offsets else True:
             out.report("INV-ORDER-2", f"orderly batch {list(offsets)[:8]} is not the messages just taken "
                        f"({pq.consuming[-8:]})", key)
@@ -856,7 +862,8 @@ def consume_started(st, ev, out):
 def _duplicate(st, out, key, what):
     """ANOM-DUP-1, once per repeated consumption of a message (at-least-once allows it)."""
     st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
-    out.example("ANOM-DUP-1", what, key)
+    if out is not None:
+        out.example("ANOM-DUP-1", what, key)
 
 
 def consume_finished(st, ev, out):
@@ -886,6 +893,9 @@ def consume_finished(st, ev, out):
         out.report("GUARD", f"consume {ev['consume_id']} finished but never started", key)
         return
     if pq.orderly:
+        if ev["status"] in ("SUCCESS", "COMMIT") and not ev.get("dropped") and c is not None and \
+                _cfg_auto_commit(c):
+            pq.commit_due = True
         return      # outcome follows as pq_committed / pq_rolled_back / consume_suspended
     dropped = ev.get("dropped")
     if dropped:
@@ -969,6 +979,7 @@ def messages_taken(st, ev, out):
     qs = _q(st, ev)
     key = qs.key
     pq = qs.pqs.get(ev["client"])
+    _settle(st, qs, pq, out)
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} takes messages from a ProcessQueue it does not have", key)
         return
@@ -1004,6 +1015,14 @@ def pq_committed(st, ev, out):
     want = (pq.consuming[-1] + 1) if pq.consuming else None
     if want is not None and ev["offset"] != want:
         out.report("INV-OFFSET-1", f"commit returned {ev['offset']}, lastKey + 1 is {want}", key)
+    pq.commit_due = False
+    _commit(st, qs, pq, offsets, ev["client"], out)
+    pq.pending_upd.append(ev["offset"])
+
+
+def _commit(st, qs, pq, offsets, cid, out):
+    """ProcessQueue.commit's effect on the spec state: the consuming map's messages are handled
+    by the unit (a duplicate if another client handled them meanwhile)."""
     if len(offsets) > qs.batch_max:
         qs.batch_max = len(offsets)
     unit = qs.units.get(pq.client if pq.broadcast else "")
@@ -1013,10 +1032,41 @@ def pq_committed(st, ev, out):
             # counted when its consumption started if it was handled then; else it was handled
             # by another client while this one consumed it: the duplicate shows at the commit
             if not unit.handle(o) and o not in seen:
-                _duplicate(st, out, key, f"{ev['client']} commits offset {o}, already handled by the group")
+                _duplicate(st, out, qs.key, f"{cid} commits offset {o}, already handled by the group")
         seen.clear()
     pq.consuming = []
-    pq.pending_upd.append(ev["offset"])
+
+
+def _settle(st, qs, pq, out):
+    """A recorder outside the client sees the orderly listener's result but not
+    ProcessQueue.commit (processConsumeResult commits right after a SUCCESS/COMMIT with
+    autoCommit). When no pq_committed followed, the commit happened before this ProcessQueue's
+    next step: apply it now."""
+    if pq is not None and pq.commit_due:
+        pq.commit_due = False
+        if pq.consuming:
+            _commit(st, qs, pq, list(pq.consuming), pq.client, out)
+
+
+def _cfg_auto_commit(c) -> bool:
+    v = c.config.get("auto_commit") if isinstance(c.config, dict) else None
+    return v is None or bool(v)
+
+
+def _take_lowest(pq, offsets) -> bool:
+    """takeMessages inferred at a listener call (not observable outside the client): the batch
+    must be the lowest offsets of the message tree. True if it was (and they were taken)."""
+    tree = pq.tree
+    new = [o for o in offsets if o not in pq.consuming]
+    if not new or any(o not in tree for o in new):
+        return False
+    if heapq.nsmallest(len(new), tree) != sorted(new):
+        return False
+    for o in new:
+        tree.discard(o)
+    pq.consuming.extend(new)
+    pq.consuming.sort()
+    return True
 
 
 def pq_rolled_back(st, ev, out):
@@ -1079,6 +1129,7 @@ def _sampled_store(st, qs, ev, out):
 
 def offset_updated(st, ev, out):
     qs = _q(st, ev)
+    _settle(st, qs, qs.pqs.get(ev["client"]), out)
     if ev.get("obs") == "sampled":
         _sampled_store(st, qs, ev, out)
         return
@@ -1693,6 +1744,9 @@ def lock_noop(st, ev, out):
 def check_quiescent(st, out):
     """INV-LIVE-1 at trace_ended{reason: quiescent}."""
     d = st.dir
+    for qs in st.queues.values():
+        for pq in qs.pqs.values():
+            _settle(st, qs, pq, out)
     units_by_topic: dict[str, list] = {}
     for c in d.clients.values():
         if c.status in ("running", "paused"):

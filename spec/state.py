@@ -85,7 +85,7 @@ class PQ:
 
     __slots__ = ("client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull",
                  "pull_id", "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd",
-                 "created_ts", "orderly", "broadcast", "retry_topic", "expired", "dup_seen")
+                 "created_ts", "orderly", "broadcast", "retry_topic", "expired", "dup_seen", "commit_due")
 
     def __init__(self, client, gen, offset, ts, orderly, broadcast, retry_topic):
         self.client = client
@@ -110,6 +110,7 @@ class PQ:
         self.retry_topic = retry_topic
         self.expired: set[int] = set()        # in flight, but sent back by cleanExpiredMsg (handled)
         self.dup_seen: set[int] = set()       # orderly: taken offsets already counted as duplicates when consumed
+        self.commit_due = False               # orderly: the listener returned SUCCESS/COMMIT; commit() follows
 
     def tree_min(self):
         h, t = self.heap, self.tree
