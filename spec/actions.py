@@ -210,6 +210,7 @@ def client_started(st, ev, out):
 def _drop_all(st, cid, reason):
     for qs in st.queues.values():
         pq = qs.pqs.get(cid)
+        _settle(st, qs, pq, None)
         if pq is not None and pq.status != "dropped":
             pq.status = "dropped"
         qs.busy.pop(cid, None)
@@ -309,7 +310,7 @@ def pq_created(st, ev, out):
         mq = (topic, ev["broker"], ev["queue"])
         if alloc is not None and mq not in alloc:
             out.report("INV-ALLOC-2", f"{cid} created a ProcessQueue for {list(mq)} outside its allocation", key)
-        if orderly:
+        if orderly and ev["broker"] in st.dir.brokers:
             if qs.holder != cid or ts > qs.lock_exp:
                 out.report("INV-OWNER-2", f"orderly {cid} created a ProcessQueue without holding the broker lock "
                            f"(holder {qs.holder}, expires_at {qs.lock_exp})", key)
@@ -349,6 +350,7 @@ def pq_created(st, ev, out):
             locked = st.profile.pq_locked_on_create
         pq.locked = bool(locked)
         pq.last_lock_ts = ts
+    pq.sampled = ev.get("obs") == "sampled"
     qs.pqs[cid] = pq
     unit = cid if broadcast else ""
     p = qs.units.get(unit)
@@ -399,10 +401,11 @@ def _skip_to(p, off, sq):
 def pq_dropped(st, ev, out):
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
+    _settle(st, qs, pq, out)
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} drops a ProcessQueue it does not have", qs.key)
         return
-    if (pq.status, "pq_dropped") not in PQ_TABLE:
+    if (pq.status, "pq_dropped") not in PQ_TABLE and not (pq.sampled and pq.status == "dropped"):
         out.report("INV-PQ-1", f"ProcessQueue dropped in state {pq.status}", qs.key)
     pq.status = "dropped"
 
@@ -410,8 +413,14 @@ def pq_dropped(st, ev, out):
 def pq_removed(st, ev, out):
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
+    _settle(st, qs, pq, out)
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} removes a ProcessQueue it does not have", qs.key)
+        return
+    if pq.sampled:
+        # seen leaving the table by polling: a pull or listener call of it that passed its
+        # dropped check before may still show; it stays known (dropped) until replaced
+        pq.status = "dropped"
         return
     if (pq.status, "pq_removed") not in PQ_TABLE:
         out.report("INV-PQ-1", f"ProcessQueue removed in state {pq.status} (must be dropped first)", qs.key)
@@ -436,7 +445,7 @@ def pull_issued(st, ev, out):
     if pq is None:
         out.report("INV-PQ-1", f"{cid} pulls a queue it has no ProcessQueue for", key)
         return
-    if pq.status == "dropped":
+    if pq.status == "dropped" and not pq.sampled:
         out.report("INV-DROP-1", f"{cid} pulls from a dropped ProcessQueue", key)
     if pq.pull_id is not None:
         out.report("INV-PULL-1", f"second pull {ev['pull_id']} while pull {pq.pull_id} is in flight", key)
@@ -484,6 +493,12 @@ def pull_answered(st, ev, out):
         return
     req, nxt, gs, status = ev["offset"], ev["next_offset"], ev.get("get_status"), ev["status"]
     sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
+    if sq is None and ev["broker"] not in st.dir.brokers:
+        # the broker is not observed (yet): its store is unknown, its answer is taken as given
+        pq.next_pull = nxt
+        for o in offsets:
+            pq.put(o)
+        return
     smax = sq.next if sq is not None else 0
     if req != pq.next_pull:
         out.report("INV-PULL-1", f"answer for offset {req}, the pull asked for {pq.next_pull}", key)
@@ -528,8 +543,9 @@ def pull_answered(st, ev, out):
     unit = qs.units.get(pq.client if pq.broadcast else "")
     bf = ev.get("broker_filtered") or ()
     cf = ev.get("client_filtered") or ()
-    if offsets or bf or cf:
-        _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out)
+    implied = ()
+    if offsets or bf or cf or nxt > req:
+        implied = _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out)
     if offsets:
         put = pq.put
         for o in offsets:
@@ -538,6 +554,8 @@ def pull_answered(st, ev, out):
         for o in bf:
             unit.handle(o)
         for o in cf:
+            unit.handle(o)
+        for o in implied:
             unit.handle(o)
     pq.next_pull = nxt
     if status != "FOUND" and not pq.tree and not pq.consuming:
@@ -583,35 +601,47 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
                 break
     scanned = len(offsets) + len(bf) + len(cf)
     expect = max(0, min(nxt, smax) - req)
+    implied = []
     if scanned != expect:
+        # offsets the answer skipped without listing them: the broker filtered them (a recorder
+        # on the client sees only what the broker returned). Allowed for messages the group's
+        # subscription rejects at the broker (or unknown to the trace); a matching one skipped
+        # is unfaithful. Walks the stored messages, not the offset range.
         acc = set(offsets) | set(bf) | set(cf)
+        hi = min(nxt, smax)
+        if hi - req <= 4 * len(msgs) + 64:
+            cand = (o for o in range(req, hi) if o not in acc)
+        else:
+            cand = sorted(o for o in msgs if req <= o < hi and o not in acc)
         missing = []
-        o, hi = req, min(nxt, smax)
-        while o < hi and len(missing) < 8:     # steps over the listed offsets only, not the range
-            if o not in acc:
+        for o in cand:
+            m = msgs.get(o)
+            if m is None or _broker_rejects(st, pq, key[1], m) is not False:
+                implied.append(o)
+            elif len(missing) < 8:
                 missing.append(o)
-            o += 1
         if missing:
-            out.report("INV-PULL-2", f"offsets {missing[:8]} in [{req}, {nxt}) neither returned nor filtered", key)
+            out.report("INV-PULL-2", f"offsets {missing[:8]} in [{req}, {nxt}) neither returned nor filtered, and the "
+                       f"group's subscription matches them at the broker", key)
     # INV-FILTER-1
     topic = key[1]
     if topic.startswith(RETRY_PREFIX):
         if bf or cf:
             out.report("INV-FILTER-1", "retry-topic subscription is '*': nothing may be filtered", key)
-        return
+        return implied
     c = st.dir.clients.get(pq.client)
     s = c.subs.get(topic) if c is not None else None
     if s is None:
-        return
+        return implied
     others = _other_subscriptions(st, c, topic, s)
     if others:
         _check_answer_inconsistent(qs, c, s, others, msgs, offsets, bf, cf, out)
-        return
+        return implied
     sub = subscription(s.get("type"), s.get("expr"))
     if sub is None or (sub[0] == "TAG" and sub[1].sub_string == "*"):
         if bf or cf:
             out.report("INV-FILTER-1", f"subscription '*' but offsets were filtered: {list(bf or cf)[:8]}", key)
-        return
+        return implied
     for offs, wrong, what in _filter_judgements(offsets, bf, cf):
         for o in offs:
             m = msgs.get(o)
@@ -619,6 +649,28 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
                 out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) "
                            + what.format(expr=repr(s.get("expr"))), key)
                 break
+    return implied
+
+
+def _broker_rejects(st, pq, topic, m):
+    """Whether the broker's filter rejects stored message m for pq's group: True (some
+    subscription of the group rejects it: the broker filters with one of them), False (every
+    one passes it), None (unknown: no subscription, SQL92 not evaluable)."""
+    if topic.startswith(RETRY_PREFIX):
+        return False
+    c = st.dir.clients.get(pq.client)
+    s = c.subs.get(topic) if c is not None else None
+    if s is None:
+        return None
+    subs = [s] + [{"type": k[0], "expr": k[1]} for k in _other_subscriptions(st, c, topic, s)]
+    seen_unknown = False
+    for x in subs:
+        b = decide(subscription(x.get("type"), x.get("expr")), m[M_TAGS], m[M_CODE], m[M_PROPS])[0]
+        if b is False:
+            return True
+        if b is None:
+            seen_unknown = True
+    return None if seen_unknown else False
 
 
 def _other_subscriptions(st, c, topic, own):
@@ -789,7 +841,9 @@ def consume_started(st, ev, out):
     if pq is None:
         out.report("INV-PQ-1", f"{cid} consumes from a queue it has no ProcessQueue for", key)
         return
-    if pq.status == "dropped":
+    if pq.status == "dropped" and not pq.sampled:
+        # (polled: the drop was seen after it happened, and ConsumeRequest.run checks the flag
+        # once, before the hook and the listener: a call that passed the check may start after)
         out.report("INV-DROP-1", f"{cid} starts a batch {offsets[:8]} on a dropped ProcessQueue", key)
     if key[1].startswith(DLQ_PREFIX):
         out.report("INV-DLQ-1", "a message of the DLQ topic was consumed", key)
@@ -797,6 +851,9 @@ def consume_started(st, ev, out):
     if cons_id in pq.batches:
         out.report("GUARD", f"consume id {cons_id} reused while in flight", key)
     if pq.orderly:
+        _settle(st, qs, pq, out)
+        if offsets and list(offsets) != pq.consuming[-len(offsets):]:
+            _take_lowest(pq, offsets)
         if list(offsets) != pq.consuming[-len(offsets):] if offsets else True:
             out.report("INV-ORDER-2", f"orderly batch {list(offsets)[:8]} is not the messages just taken "
                        f"({pq.consuming[-8:]})", key)
@@ -806,7 +863,8 @@ def consume_started(st, ev, out):
             if not pq.locked or ts - pq.last_lock_ts > lease:
                 out.report("INV-OWNER-2", f"{cid} consumes an orderly queue without a valid lease (locked="
                            f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts})", key)
-            elif qs.holder != cid or ts > qs.lock_exp:
+            elif (qs.holder != cid or ts > qs.lock_exp) and key[2] in st.dir.brokers:
+                # (a broker not observed yet, e.g. a recorder attached later, tells nothing)
                 if qs.holder is None or (qs.holder == cid and ts > qs.lock_exp):
                     # nobody else holds the entry: a window of exposure, not a second owner
                     why = ("the broker restarted and forgot its locks (A-BROKER-LOCKS)"
@@ -856,7 +914,8 @@ def consume_started(st, ev, out):
 def _duplicate(st, out, key, what):
     """ANOM-DUP-1, once per repeated consumption of a message (at-least-once allows it)."""
     st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
-    out.example("ANOM-DUP-1", what, key)
+    if out is not None:
+        out.example("ANOM-DUP-1", what, key)
 
 
 def consume_finished(st, ev, out):
@@ -886,13 +945,21 @@ def consume_finished(st, ev, out):
         out.report("GUARD", f"consume {ev['consume_id']} finished but never started", key)
         return
     if pq.orderly:
+        if ev["status"] in ("SUCCESS", "COMMIT") and not ev.get("dropped") and c is not None and \
+                _cfg_auto_commit(c):
+            pq.commit_due = True
         return      # outcome follows as pq_committed / pq_rolled_back / consume_suspended
     dropped = ev.get("dropped")
     if dropped:
         if pq.status != "dropped":
-            out.report("GUARD", "consume_finished says dropped but the ProcessQueue is live", key)
+            if pq.sampled:
+                pq.status = "dropped"     # the flag, read exactly here, before the poller saw it
+            else:
+                out.report("GUARD", "consume_finished says dropped but the ProcessQueue is live", key)
         return
-    if pq.status == "dropped":
+    if pq.status == "dropped" and not pq.sampled:
+        # (polled: processConsumeResult re-checks the flag after the hook reported it; the
+        # poller's drop time is only an upper bound, so the event's own flag decides)
         out.report("INV-DROP-1", "result of a batch processed although its ProcessQueue was dropped", key)
     n = len(batch)
     if ev["status"] == "CONSUME_SUCCESS":
@@ -969,6 +1036,7 @@ def messages_taken(st, ev, out):
     qs = _q(st, ev)
     key = qs.key
     pq = qs.pqs.get(ev["client"])
+    _settle(st, qs, pq, out)
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} takes messages from a ProcessQueue it does not have", key)
         return
@@ -1004,6 +1072,14 @@ def pq_committed(st, ev, out):
     want = (pq.consuming[-1] + 1) if pq.consuming else None
     if want is not None and ev["offset"] != want:
         out.report("INV-OFFSET-1", f"commit returned {ev['offset']}, lastKey + 1 is {want}", key)
+    pq.commit_due = False
+    _commit(st, qs, pq, offsets, ev["client"], out)
+    pq.pending_upd.append(ev["offset"])
+
+
+def _commit(st, qs, pq, offsets, cid, out):
+    """ProcessQueue.commit's effect on the spec state: the consuming map's messages are handled
+    by the unit (a duplicate if another client handled them meanwhile)."""
     if len(offsets) > qs.batch_max:
         qs.batch_max = len(offsets)
     unit = qs.units.get(pq.client if pq.broadcast else "")
@@ -1013,10 +1089,41 @@ def pq_committed(st, ev, out):
             # counted when its consumption started if it was handled then; else it was handled
             # by another client while this one consumed it: the duplicate shows at the commit
             if not unit.handle(o) and o not in seen:
-                _duplicate(st, out, key, f"{ev['client']} commits offset {o}, already handled by the group")
+                _duplicate(st, out, qs.key, f"{cid} commits offset {o}, already handled by the group")
         seen.clear()
     pq.consuming = []
-    pq.pending_upd.append(ev["offset"])
+
+
+def _settle(st, qs, pq, out):
+    """A recorder outside the client sees the orderly listener's result but not
+    ProcessQueue.commit (processConsumeResult commits right after a SUCCESS/COMMIT with
+    autoCommit). When no pq_committed followed, the commit happened before this ProcessQueue's
+    next step: apply it now."""
+    if pq is not None and pq.commit_due:
+        pq.commit_due = False
+        if pq.consuming:
+            _commit(st, qs, pq, list(pq.consuming), pq.client, out)
+
+
+def _cfg_auto_commit(c) -> bool:
+    v = c.config.get("auto_commit") if isinstance(c.config, dict) else None
+    return v is None or bool(v)
+
+
+def _take_lowest(pq, offsets) -> bool:
+    """takeMessages inferred at a listener call (not observable outside the client): the batch
+    must be the lowest offsets of the message tree. True if it was (and they were taken)."""
+    tree = pq.tree
+    new = [o for o in offsets if o not in pq.consuming]
+    if not new or any(o not in tree for o in new):
+        return False
+    if heapq.nsmallest(len(new), tree) != sorted(new):
+        return False
+    for o in new:
+        tree.discard(o)
+    pq.consuming.extend(new)
+    pq.consuming.sort()
+    return True
 
 
 def pq_rolled_back(st, ev, out):
@@ -1079,6 +1186,7 @@ def _sampled_store(st, qs, ev, out):
 
 def offset_updated(st, ev, out):
     qs = _q(st, ev)
+    _settle(st, qs, qs.pqs.get(ev["client"]), out)
     if ev.get("obs") == "sampled":
         _sampled_store(st, qs, ev, out)
         return
@@ -1588,6 +1696,8 @@ def _gc_chain(st, ckey, ch):
 
 def lock_requested(st, ev, out):
     c = _client(st, ev, out)
+    if c is not None:
+        c.lock_req_ts = ev["ts"]
     if c is not None and c.broadcast and not st.profile.broadcast_orderly_takes_locks:
         out.report("INV-BCAST-1", "a broadcasting client asked for broker locks (#8772 fixed in 5.3.2)", None)
 
@@ -1606,9 +1716,15 @@ def lock_acquired(st, ev, out):
         if not ts - life < ev["expires_at"] <= ts + life:
             out.report("INV-LOCK-1", f"lock entry seen at {ts} expires at {ev['expires_at']}, must be within the "
                        f"broker's lock lifetime {life} of its last update (at or before {ts})", key)
-    elif ev["expires_at"] != ts + life:
-        out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be now + {life} (the broker's "
-                   f"lock lifetime)", key)
+    else:
+        # lastUpdate is the broker's clock when it handled the lock request: between the
+        # client's request (lock_requested) and this event (a recorder sees it after; the
+        # reference at once)
+        c = st.dir.clients.get(cid)
+        lo = min(c.lock_req_ts, ts) if c is not None and c.lock_req_ts is not None else ts
+        if not lo + life <= ev["expires_at"] <= ts + life:
+            out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be its update time + {life} "
+                       f"(the broker's lock lifetime), the update at {lo}..{ts}", key)
     h = qs.holder
     if h is not None and h != cid and ts <= qs.lock_exp:
         out.report("INV-LOCK-1", f"{cid} acquires the lock ({reason}) while {h} holds it until {qs.lock_exp}: "
@@ -1661,7 +1777,7 @@ def pq_lock_changed(st, ev, out):
     pq = qs.pqs.get(ev["client"])
     if pq is None:
         return
-    if ev["locked"] and pq.orderly and not pq.broadcast:
+    if ev["locked"] and pq.orderly and not pq.broadcast and qs.key[2] in st.dir.brokers:
         if qs.holder != ev["client"] or ev["ts"] > qs.lock_exp:
             out.report("INV-OWNER-2", f"{ev['client']}'s ProcessQueue marked locked but the broker lock is "
                        f"held by {qs.holder}", qs.key)
@@ -1693,6 +1809,9 @@ def lock_noop(st, ev, out):
 def check_quiescent(st, out):
     """INV-LIVE-1 at trace_ended{reason: quiescent}."""
     d = st.dir
+    for qs in st.queues.values():
+        for pq in qs.pqs.values():
+            _settle(st, qs, pq, out)
     units_by_topic: dict[str, list] = {}
     for c in d.clients.values():
         if c.status in ("running", "paused"):

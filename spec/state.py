@@ -28,7 +28,7 @@ from .profiles import Profile
 
 class Client:
     __slots__ = ("cid", "group", "mode", "model", "subs", "config", "status", "paused_until",
-                 "from_where", "max_reconsume", "limits", "pauses")
+                 "from_where", "max_reconsume", "limits", "pauses", "lock_req_ts")
 
     def __init__(self, cid, group, mode, model, subs, config):
         self.cid, self.group, self.mode, self.model = cid, group, mode, model
@@ -46,6 +46,7 @@ class Client:
         self.max_reconsume = -1 if mr is None else mr
         self.limits = None                # spec.limits.ClientLimits (set by client_started)
         self.pauses: tuple = ()           # the last few (start ts, duration) pauses, to name causes
+        self.lock_req_ts = None           # ts of its last lock request (bounds the broker's lock update time)
 
     @property
     def orderly(self) -> bool:
@@ -89,7 +90,7 @@ class PQ:
 
     __slots__ = ("client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull",
                  "pull_id", "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd",
-                 "created_ts", "orderly", "broadcast", "retry_topic", "expired", "dup_seen")
+                 "created_ts", "orderly", "broadcast", "retry_topic", "expired", "dup_seen", "commit_due", "sampled")
 
     def __init__(self, client, gen, offset, ts, orderly, broadcast, retry_topic):
         self.client = client
@@ -114,6 +115,8 @@ class PQ:
         self.retry_topic = retry_topic
         self.expired: set[int] = set()        # in flight, but sent back by cleanExpiredMsg (handled)
         self.dup_seen: set[int] = set()       # orderly: taken offsets already counted as duplicates when consumed
+        self.commit_due = False               # orderly: the listener returned SUCCESS/COMMIT; commit() follows
+        self.sampled = False                  # its table entry and flags are seen by polling (a recorder)
 
     def tree_min(self):
         h, t = self.heap, self.tree
