@@ -18,6 +18,14 @@ BUG_SCENARIOS = {"#6163": "orderly-dlq"}
 # docs/notes/spec-findings.md); the checker's rule for them is tested on hand-made events.
 NOT_REPRODUCED: dict[str, str] = {}
 
+# Issue 13: the checker judges delay levels and broker lock lifetimes by the profile's defaults,
+# not by the scenario's broker_config the reference ran with (fixed by the spec work of issue 13;
+# drop an entry when its scenario passes).
+CHECKER_IGNORES_TRACE_CONFIG = {
+    "real-basic": "message_delay_level of 1s", "real-retry-dlq": "message_delay_level of 1s",
+    "real-orderly-pause": "lock_max_live_ms 6000", "real-orderly-takeover": "lock_max_live_ms 6000",
+}
+
 
 def run_and_check(name, seed, profile):
     evs = reference.run_to_list(load_scenario(name), seed, profile)
@@ -36,6 +44,8 @@ RELEASE_HAS_BUG = {("bug-5481", "rocketmq-4.9.8"): "INV-RETRY-3"}
 @pytest.mark.parametrize("profile", RELEASES)
 @pytest.mark.parametrize("name", builtin_names())
 def test_builtin_scenarios_validate_clean(name, profile):
+    if name in CHECKER_IGNORES_TRACE_CONFIG:
+        pytest.xfail(f"checker ignores the scenario's {CHECKER_IGNORES_TRACE_CONFIG[name]} (issue 13)")
     rep = run_and_check(name, 1, profile)
     expected = RELEASE_HAS_BUG.get((name, profile))
     if expected:
@@ -48,6 +58,8 @@ def test_builtin_scenarios_validate_clean(name, profile):
 @pytest.mark.parametrize("profile", RELEASES)
 @pytest.mark.parametrize("name", builtin_names())
 def test_builtin_scenarios_many_seeds(name, profile):
+    if name in CHECKER_IGNORES_TRACE_CONFIG:
+        pytest.xfail(f"checker ignores the scenario's {CHECKER_IGNORES_TRACE_CONFIG[name]} (issue 13)")
     for seed in range(2, 21):
         rep = run_and_check(name, seed, profile)
         if (name, profile) in RELEASE_HAS_BUG:
