@@ -227,11 +227,32 @@ def facts_reset(ev):
     assert all(d[m["msg_id"]] >= 2 for m in f.produced(ev))
 
 
+def facts_attach(ev):
+    assert f.well_formed(ev) == []
+    assert ev[-1]["reason"] == "quiescent"
+    snaps = {(e["topic"], e["queue"]): e for e in f.by_kind(ev, "queue_snapshot")}
+    assert snaps, "no queue_snapshot: nothing was stored before the recorder attached"
+    started = f.by_kind(ev, "broker_started")[0]["seq"]
+    assert all(e["seq"] > started for e in snaps.values())
+    # Stores observed after the snapshot continue exactly at its max offset, queue by queue.
+    for (topic, queue), snap in snaps.items():
+        later = [m["offset"] for m in f.by_kind(ev, "message_stored", topic=topic, queue=queue)]
+        assert not later or min(later) == snap["max_offset"], (topic, queue, snap, later[:3])
+        assert all(m["seq"] > snap["seq"] for m in f.by_kind(ev, "message_stored", topic=topic, queue=queue))
+    assert f.by_kind(ev, "lock_acquired", reason="snapshot"), "the orderly client's locks were not in the snapshot"
+    assert f.by_kind(ev, "offset_committed", source="snapshot")
+    # Every queue offset below a snapshot's max was consumed, observed or not.
+    for (topic, queue), snap in snaps.items():
+        seen = {o for e in f.by_kind(ev, "consume_started", topic=topic, queue=queue) for o in e["offsets"]}
+        assert set(range(snap["max_offset"])) <= seen
+
+
 REAL_SCENARIOS = {
     "real-basic": facts_basic, "real-rebalance": facts_rebalance, "real-kill": facts_kill,
     "real-freeze": facts_freeze, "real-retry-dlq": facts_retry_dlq, "real-orderly-suspend": facts_orderly_suspend,
     "real-orderly-takeover": facts_orderly_takeover, "real-orderly-pause": facts_orderly_pause,
     "real-broadcast": facts_broadcast, "real-tags": facts_tags, "real-sql": facts_sql, "real-reset": facts_reset,
+    "real-attach": facts_attach,
 }
 
 

@@ -117,6 +117,7 @@ def build_plan(sc: dict, seed: int, timeout_s: float, work_dir: Path, out_dir: P
         "topics": [{"name": t["name"], "queues": t["queues"]} for t in sc["topics"]],
         "groups": groups, "producers": sc["producers"], "steps": sc["steps"],
         "separate_clients": separate, "jvm_args": jvm_args,
+        "attach_broker_after_ms": real.get("attach_broker_after_ms", -1),
     }
 
 
