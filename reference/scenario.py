@@ -105,6 +105,7 @@ REAL_KEYS = {
     "poll_name_server_interval_ms": "ms (consumer pollNameServerInterval)",
     "server_channel_max_idle_s": "seconds (broker serverChannelMaxIdleTimeSeconds)",
     "drain_ms": "ms a real run may go on after duration_ms to reach quiescence",
+    "attach_broker_after_ms": "ms after the start when the broker recorder attaches (a snapshot begins its part)",
 }
 
 

@@ -74,7 +74,9 @@ def deliveries(events, group=None) -> Counter:
 
 
 def pulls_end(events) -> list[str]:
-    """Every pull issued is answered, held or failed by the time the next one for the queue goes out."""
+    """Every pull issued is answered or failed by the time the next one for the queue goes out.
+    A ProcessQueue dropped and created again starts afresh: the dropped one's pull may still be
+    held by the broker while the new one's goes out (real: seen after an offset reset)."""
     open_ = {}
     out = []
     ends = {"pull_answered", "pull_failed"}
@@ -87,6 +89,8 @@ def pulls_end(events) -> list[str]:
             open_[key] = e["pull_id"]
         elif e["kind"] in ends and open_.get(key) == e["pull_id"]:
             del open_[key]
+        elif e["kind"] in ("pq_dropped", "pq_created"):
+            open_.pop(key, None)
     return out
 
 

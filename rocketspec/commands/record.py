@@ -117,6 +117,7 @@ def build_plan(sc: dict, seed: int, timeout_s: float, work_dir: Path, out_dir: P
         "topics": [{"name": t["name"], "queues": t["queues"]} for t in sc["topics"]],
         "groups": groups, "producers": sc["producers"], "steps": sc["steps"],
         "separate_clients": separate, "jvm_args": jvm_args,
+        "attach_broker_after_ms": real.get("attach_broker_after_ms", -1),
     }
 
 
@@ -143,6 +144,8 @@ def rocketmq_classpath(root: Path) -> str:
             return (p / "classpath.txt").read_text().strip()
         if p.is_file() and p.suffix == ".txt":
             return p.read_text().strip()
+        if p.suffix == ".txt" or (os.sep in env and ":" not in env and not p.exists()):
+            raise RecordError(f"ROCKETMQ_CLASSPATH={env}: no such file or folder")
         return env
     built = root / "build" / "rocketmq" / "classpath.txt"
     if built.exists():
@@ -213,15 +216,16 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     except ScenarioError as exc:
         raise RecordError(str(exc)) from None
     root = repo_root()
-    java = find_java()
     if timeout_s is None:
         timeout_s = (sc["duration_ms"] + sc.get("real", {}).get("drain_ms", 30000)) / 1000 + 60
     if not out.endswith(".jsonl"):
         raise RecordError(f"--out {out}: real traces are written as JSON Lines (.jsonl)")
+    build_plan(sc, seed, timeout_s, Path("."), Path("."))   # refuse what cannot run before making anything
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="rocketspec-record-"))
     work.mkdir(parents=True, exist_ok=True)
     parts = work / "parts"
     plan = build_plan(sc, seed, timeout_s, work, parts)
+    java = find_java()
     classpath = rocketmq_classpath(root)
     classes = recorder_classes(root, classpath)
     plan_path = work / "plan.json"

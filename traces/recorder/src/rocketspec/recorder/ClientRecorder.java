@@ -2,7 +2,12 @@ package rocketspec.recorder;
 
 import org.apache.rocketmq.client.consumer.AllocateMessageQueueStrategy;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.PullCallback;
 import org.apache.rocketmq.client.consumer.PullResult;
+import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.client.impl.CommunicationMode;
+import org.apache.rocketmq.remoting.exception.RemotingException;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.consumer.store.OffsetStore;
 import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
@@ -79,8 +84,16 @@ public final class ClientRecorder {
     private String client;
     private String group;
     private final AtomicLong consumeIds = new AtomicLong();
-    /** queue -> pull id (request opaque) of the pull in flight: a push consumer has one per queue. */
-    private final Map<MessageQueue, long[]> pullInFlight = new ConcurrentHashMap<>();
+    /**
+     * A pull's {opaque, offset}: set by the wrapped pullKernelImpl on the pulling thread (the RPC
+     * hook, on that same thread, fills in the opaque) and carried by the wrapped PullCallback to
+     * the thread that processes the result. Two pulls of one queue can be in flight at once (one
+     * for a dropped ProcessQueue, one for its successor), so the queue alone does not name it.
+     */
+    private final ThreadLocal<long[]> issuing = new ThreadLocal<>();
+    private final ThreadLocal<long[]> answering = new ThreadLocal<>();
+    /** queue -> the last pull issued, for a result whose pull went out before the wrapper was in place. */
+    private final Map<MessageQueue, long[]> lastIssued = new ConcurrentHashMap<>();
     /** queue -> the ProcessQueue object announced by pq_created. */
     private final Map<MessageQueue, ProcessQueue> announced = new ConcurrentHashMap<>();
     private final Map<ProcessQueue, Boolean> droppedReported = new IdentityHashMap<>();
@@ -223,6 +236,9 @@ public final class ClientRecorder {
 
     /** Whether the consumer holds no message in any ProcessQueue (for the driver's quiescence). */
     public boolean idle() {
+        if (consumer.getDefaultMQPushConsumerImpl().isPause()) {
+            return false;   // suspended, e.g. by an offset reset (10 s before its queues come back)
+        }
         for (ProcessQueue pq : consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().values()) {
             if (!pq.isDropped() && (pq.getMsgCount().get() > 0 || pq.hasTempMessage())) {
                 return false;
@@ -284,6 +300,9 @@ public final class ClientRecorder {
         if (stopping) {
             return "shutdown";
         }
+        if (consumer.getDefaultMQPushConsumerImpl().isPause()) {
+            return "reset";   // MQClientInstance.resetOffset suspends the consumer, then drops its queues
+        }
         if ("OFFSET_ILLEGAL".equals(lastAnswer.get(mq))) {
             return "offset_illegal";
         }
@@ -311,6 +330,9 @@ public final class ClientRecorder {
     private void poll() {
         if (consumer == null) {
             return;
+        }
+        if (running) {
+            swapPullWrapper();
         }
         Map<MessageQueue, ProcessQueue> t = consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable();
         for (Map.Entry<MessageQueue, ProcessQueue> a : new ArrayList<>(announced.entrySet())) {
@@ -392,7 +414,12 @@ public final class ClientRecorder {
                 MessageQueue mq = new MessageQueue(p.getTopic(), brokerOf(p.getTopic(), p.getQueueId()), p.getQueueId());
                 swapPullWrapper();
                 announce(mq, p.getQueueOffset());
-                pullInFlight.put(mq, new long[] {req.getOpaque(), p.getQueueOffset()});
+                long[] token = issuing.get();
+                if (token == null) {
+                    token = new long[] {0, p.getQueueOffset()};
+                }
+                token[0] = req.getOpaque();
+                lastIssued.put(mq, token);
                 TraceWriter.Event e = q("pull_issued", mq).put("offset", p.getQueueOffset()).put("pull_id", req.getOpaque())
                     .put("max_nums", p.getMaxMsgNums());
                 e.put("commit_offset", (p.getSysFlag() & 1) != 0 ? p.getCommitOffset() : -1L);
@@ -507,10 +534,48 @@ public final class ClientRecorder {
         }
     }
 
-    /** PullAPIWrapper that reports every pull result the consumer processes. */
+    /** PullAPIWrapper that reports every pull result the consumer processes, and every pull that fails. */
     private final class RecordingPullAPIWrapper extends PullAPIWrapper {
         RecordingPullAPIWrapper(MQClientInstance f, String group, boolean unitMode) {
             super(f, group, unitMode);
+        }
+
+        @Override
+        public PullResult pullKernelImpl(MessageQueue mq, String subExpression, String expressionType, long subVersion,
+                                         long offset, int maxNums, int sysFlag, long commitOffset,
+                                         long brokerSuspendMaxTimeMillis, long timeoutMillis,
+                                         CommunicationMode mode, PullCallback callback)
+            throws MQClientException, RemotingException, MQBrokerException, InterruptedException {
+            long[] token = {-1, offset};
+            PullCallback wrapped = callback == null ? null : new PullCallback() {
+                @Override
+                public void onSuccess(PullResult r) {
+                    answering.set(token);
+                    try {
+                        callback.onSuccess(r);
+                    } finally {
+                        answering.remove();
+                    }
+                }
+
+                @Override
+                public void onException(Throwable e) {
+                    pullFailed(mq, token, e);
+                    callback.onException(e);
+                }
+            };
+            issuing.set(token);
+            try {
+                return super.pullKernelImpl(mq, subExpression, expressionType, subVersion, offset, maxNums, sysFlag,
+                    commitOffset, brokerSuspendMaxTimeMillis, timeoutMillis, mode, wrapped);
+            } catch (MQClientException | RemotingException | MQBrokerException | InterruptedException | RuntimeException e) {
+                if (token[0] >= 0) {
+                    pullFailed(mq, token, e);   // the request went out (the hook saw it), then the send failed
+                }
+                throw e;
+            } finally {
+                issuing.remove();
+            }
         }
 
         @Override
@@ -529,8 +594,22 @@ public final class ClientRecorder {
         }
     }
 
+    /**
+     * A pull that ended in the client's onException. A broker rejection (MQBrokerException) is
+     * reported by the broker side with its response code; the rest (timeouts, connections) here.
+     */
+    private void pullFailed(MessageQueue mq, long[] token, Throwable e) {
+        if (e instanceof MQBrokerException || token[0] < 0) {
+            return;
+        }
+        w.emit(q("pull_failed", mq).put("pull_id", (int) token[0]).put("reason", "exception").put("remark", e.toString()));
+    }
+
     private void answered(MessageQueue mq, PullResult r, List<MessageExt> returned) {
-        long[] pull = pullInFlight.remove(mq);
+        long[] pull = answering.get();
+        if (pull == null) {
+            pull = lastIssued.get(mq);
+        }
         lastAnswer.put(mq, r.getPullStatus().name());
         List<Long> offsets = new ArrayList<>();
         List<String> ids = new ArrayList<>();

@@ -144,6 +144,15 @@ public final class Driver {
         for (Object o : plan.getJSONArray("producers")) {
             startProducerThread((JSONObject) o);
         }
+        long attachAt = plan.getLongValue("attach_broker_after_ms");
+        if (attachAt >= 0) {
+            // Attach to the running broker later, as to a cluster that was already running.
+            JSONObject late = new JSONObject();
+            late.put("at_ms", attachAt);
+            late.put("action", "attach_broker");
+            steps.add(late);
+            steps.sort((a, b) -> Long.compare(a.getLongValue("at_ms"), b.getLongValue("at_ms")));
+        }
         for (JSONObject st : steps) {
             sleepUntil(t0 + st.getLongValue("at_ms"));
             step(st);
@@ -230,7 +239,9 @@ public final class Driver {
             throw new IllegalStateException("broker failed to initialize");
         }
         brokerRecorder = new BrokerRecorder(broker, w);
-        brokerRecorder.attach(false);
+        if (plan.getLongValue("attach_broker_after_ms") < 0) {
+            brokerRecorder.attach(false);
+        }
         broker.start();
         brokerAddr = "127.0.0.1:" + port;
         // The broker registers with the namesrv at start; wait until the route lists it.
@@ -399,6 +410,9 @@ public final class Driver {
                 for (int i = 0; i < st.getIntValue("count"); i++) {
                     send(st.getString("topic"), new JSONObject(), st.getString("tags"), st.getString("keys"), st.getJSONObject("props"));
                 }
+                break;
+            case "attach_broker":
+                brokerRecorder.attach(true);
                 break;
             case "reset_offset": {
                 DefaultMQAdminExt admin = new DefaultMQAdminExt("admin");

@@ -1,0 +1,62 @@
+"""`rocketspec record` without Java: what it refuses (exit 2), the plan it hands the driver,
+and how it merges the trace parts of several JVMs."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from rocketspec.commands.record import build_plan, merge_parts, record_cmd
+from rocketspec.reference.scenario import load_scenario
+
+
+def run(args, env=None):
+    return CliRunner().invoke(record_cmd, args, env=env)
+
+
+def test_unsupported_steps_are_refused_with_their_names(tmp_path):
+    r = run(["--scenario", "faults", "--out", str(tmp_path / "t.jsonl")])
+    assert r.exit_code == 2
+    assert "cannot run on real RocketMQ" in r.output
+    assert "restart_broker" in r.output or "oneway_loss" in r.output
+
+
+def test_two_brokers_are_refused(tmp_path):
+    r = run(["--scenario", "multi-broker", "--out", str(tmp_path / "t.jsonl")])
+    assert r.exit_code == 2 and "one broker" in r.output
+
+
+def test_missing_classpath_is_bad_configuration(tmp_path):
+    r = run(["--scenario", "real-basic", "--out", str(tmp_path / "t.jsonl")],
+            env={"ROCKETMQ_CLASSPATH": str(tmp_path / "nowhere" / "classpath.txt")})
+    assert r.exit_code == 2 and "no such file" in r.output
+
+
+def test_unknown_scenario_is_bad_input(tmp_path):
+    r = run(["--scenario", "no-such-scenario", "--out", str(tmp_path / "t.jsonl")])
+    assert r.exit_code == 2 and "no-such-scenario" in r.output
+
+
+def test_plan_runs_killed_and_frozen_clients_in_their_own_jvm(tmp_path):
+    plan = build_plan(load_scenario("real-freeze"), 1, 60, tmp_path, tmp_path / "parts")
+    assert plan["separate_clients"] == ["c2"]
+    assert plan["broker"]["server_channel_max_idle_s"] == 4
+    plan = build_plan(load_scenario("real-orderly-takeover"), 1, 60, tmp_path, tmp_path / "parts")
+    assert "-Drocketmq.broker.rebalance.lockMaxLiveTime=6000" in plan["jvm_args"]
+    assert "-Drocketmq.client.rebalance.lockMaxLiveTime=3000" in plan["jvm_args"]
+    assert plan["groups"]["GID_real_takeover"]["config"]["consume_mode"] == "ORDERLY"
+
+
+def test_merge_orders_parts_by_clock_and_cuts_at_the_end(tmp_path):
+    def part(name, events):
+        (tmp_path / name).write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    part("driver.jsonl", [{"seq": 0, "ts": 1, "kind": "trace_started", "_t": 1_000_000},
+                          {"seq": 1, "ts": 3, "kind": "trace_ended", "reason": "quiescent", "_t": 3_000_000}])
+    part("client-c1.jsonl", [{"seq": 0, "ts": 2, "kind": "client_started", "_t": 2_000_000},
+                             {"seq": 1, "ts": 4, "kind": "client_stopped", "_t": 4_000_000}])
+    (tmp_path / "client-c2.jsonl").write_text('{"seq": 0, "ts": 2, "kind": "pull_iss')   # killed mid-line
+    out = merge_parts(tmp_path)
+    assert [e["kind"] for e in out] == ["trace_started", "client_started", "trace_ended"]
+    assert [e["seq"] for e in out] == [0, 1, 2]
+    assert all("_t" not in e for e in out)
