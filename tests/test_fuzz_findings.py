@@ -89,3 +89,86 @@ def test_a_deeply_nested_value_is_named_briefly(events):
     assert msg.startswith("allocation_computed: field 'topic' must be str, got [[[") and len(msg) < 200
     msg = validate_event(dict(ev, topic="x" * 70000, view=2**64 + 1, strategy="y" * 70000))
     assert msg.startswith("allocation_computed: field") and len(msg) < 200
+
+
+# ---------------------------------------------------------------- compressed traces
+
+def _lines(events) -> list[bytes]:
+    return [orjson.dumps(e) + b"\n" for e in events]
+
+
+def _compress(codec: str, data: bytes) -> bytes:
+    if codec == "gzip":
+        import gzip
+
+        return gzip.compress(data, mtime=0)
+    import zstandard
+
+    return zstandard.ZstdCompressor().compress(data)
+
+
+def _read_until_error(path):
+    """(events read, the TraceInputError that ended the reading or None)."""
+    from rocketspec.traces.io import TraceInputError, read_events
+
+    got = []
+    try:
+        for _, ev in read_events(path):
+            got.append(ev)
+    except TraceInputError as exc:
+        return got, exc
+    return got, None
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_a_compressed_trace_cut_short_is_an_error_not_a_shorter_trace(tmp_path, events, codec):
+    # was (zstd): the reader stopped silently where the file did, so a truncated .zst read as a
+    # shorter trace (or "empty trace" when cut inside the first frame), without a place
+    lines = _lines(events)
+    k = len(lines) // 2
+    first, second = _compress(codec, b"".join(lines[:k])), _compress(codec, b"".join(lines[k:]))
+    p = tmp_path / f"t.jsonl.{codec}"
+    for cut in (6, len(second) // 2, len(second) - 1):
+        p.write_bytes(first + second[:cut])
+        got, err = _read_until_error(p)
+        assert err is not None, f"cut at {cut}: read {len(got)} events and no error"
+        assert got[:k] == [orjson.loads(x) for x in lines[:k]]  # what came before the cut was read
+        assert f"the file ends at byte {len(first) + cut}" in err.message and err.line >= k + 1, err
+        assert f"began at byte {len(first)}" in err.message
+    p.write_bytes(first[:len(first) // 2])  # inside the first member/frame: at line 1 at the latest
+    got, err = _read_until_error(p)
+    assert err is not None and "truncated" in err.message and "byte" in err.message
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_corrupted_compressed_data_is_named_by_its_byte_and_line(tmp_path, events, codec):
+    # was: "not readable gzip data: Error -3 ..." / "zstd decompress error" without a place
+    lines = _lines(events)
+    k = len(lines) // 2
+    first, second = _compress(codec, b"".join(lines[:k])), bytearray(_compress(codec, b"".join(lines[k:])))
+    if codec == "gzip":
+        second[10] |= 0b110  # the first deflate block's type: 3, reserved
+    else:
+        for i in range(len(second) // 3, len(second) // 3 + 40):
+            second[i] ^= 0xA5
+    p = tmp_path / f"t.jsonl.{codec}"
+    p.write_bytes(first + bytes(second))
+    got, err = _read_until_error(p)
+    assert err is not None and got[:k] == [orjson.loads(x) for x in lines[:k]]
+    assert err.line is not None and err.line >= k + 1
+    assert f"corrupted {codec} data between byte" in err.message, err
+    lo, hi = map(int, __import__("re").search(r"between byte (\d+) and byte (\d+)", err.message).groups())
+    assert len(first) <= lo <= hi < len(first) + len(second)
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2 and f"t.jsonl.{codec}:{err.line}: corrupted" in res.output, res.output
+
+
+def test_bytes_after_a_gzip_stream_are_named(tmp_path, events):
+    data = _compress("gzip", b"".join(_lines(events)))
+    p = tmp_path / "t.jsonl.gz"
+    p.write_bytes(data + b"\0\0\0" + _compress("gzip", b"") + b"\0\0")  # padding and an empty member: fine
+    got, err = _read_until_error(p)
+    assert err is None and len(got) == len(events)
+    p.write_bytes(data + b"\0\0garbage")
+    got, err = _read_until_error(p)
+    assert err is not None and f"at byte {len(data) + 2}" in err.message and "not gzip data" in err.message
