@@ -172,3 +172,36 @@ def test_bytes_after_a_gzip_stream_are_named(tmp_path, events):
     p.write_bytes(data + b"\0\0garbage")
     got, err = _read_until_error(p)
     assert err is not None and f"at byte {len(data) + 2}" in err.message and "not gzip data" in err.message
+
+
+# ---------------------------------------------------------------- Parquet
+
+@pytest.fixture()
+def parquet_bytes(tmp_path, events):
+    from rocketspec.traces.io import write_trace
+
+    p = tmp_path / "seed.parquet"
+    write_trace(p, events)
+    return p.read_bytes()
+
+
+def test_a_parquet_file_that_does_not_open_is_placed_at_its_footer(tmp_path, parquet_bytes):
+    # was: "not a readable Parquet file: Couldn't deserialize thrift: ..." without a place
+    data = bytearray(parquet_bytes)
+    n = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - n
+    for i in range(start, start + 24):  # the metadata's first fields
+        data[i] ^= 0xFF
+    p = tmp_path / "t.parquet"
+    p.write_bytes(bytes(data))
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2, res.output
+    assert f"the Parquet footer (metadata from byte {start} to byte {len(data) - 9})" in res.output
+    res = CliRunner().invoke(main, ["check", "-"], input=bytes(data))  # standard input: the same place
+    assert res.exit_code == 2 and f"metadata from byte {start}" in res.output, res.output
+    p.write_bytes(parquet_bytes[:-3])  # cut short: no PAR1 at the end
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2 and f"does not end with PAR1 (byte {len(parquet_bytes) - 7}" in res.output, res.output
+    p.write_bytes(parquet_bytes[:-8] + (10 ** 9).to_bytes(4, "little") + b"PAR1")
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2 and "its length (1000000000 bytes" in res.output, res.output

@@ -468,6 +468,25 @@ def _column_values(path, batch, i: int, row: int) -> list:
         raise
 
 
+def _footer_place(source) -> str:
+    """Where a Parquet file that does not open went wrong: opening reads only its footer, the
+    last 8 bytes (the footer's length, PAR1) and the metadata before them."""
+    try:
+        size = source.seek(0, 2)
+        source.seek(max(0, size - 8))
+        tail = source.read(8)
+    except Exception:  # noqa: BLE001 - only the message's place
+        return "its Parquet footer"
+    if size < 12:
+        return f"the Parquet footer: {size} bytes, too short for a Parquet file (PAR1, data, footer, PAR1)"
+    if tail[4:] != PARQUET_MAGIC:
+        return f"the Parquet footer: the file does not end with PAR1 (byte {size - 4}; a truncated file?)"
+    n = int.from_bytes(tail[:4], "little")
+    if n > size - 12:
+        return f"the Parquet footer: its length ({n} bytes, at byte {size - 8}) is more than the file holds"
+    return f"the Parquet footer (metadata from byte {size - 8 - n} to byte {size - 9})"
+
+
 def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -476,7 +495,8 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
     try:
         pf = pq.ParquetFile(source)
     except Exception as exc:  # pyarrow raises several types for a bad file
-        raise TraceInputError(path, None, f"not a readable Parquet file: {exc}") from None
+        raise TraceInputError(path, None, f"not a readable Parquet file: {_footer_place(source)}: "
+                                          f"{' '.join(str(exc).split())}"[:300]) from None
     jf = _json_fields()
     rules = _Stream(path)
     row = 0
