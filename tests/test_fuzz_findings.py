@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from click.testing import CliRunner
 
 from rocketspec.cli import main
@@ -205,3 +207,57 @@ def test_a_parquet_file_that_does_not_open_is_placed_at_its_footer(tmp_path, par
     p.write_bytes(parquet_bytes[:-8] + (10 ** 9).to_bytes(4, "little") + b"PAR1")
     res = CliRunner().invoke(main, ["check", str(p)])
     assert res.exit_code == 2 and "its length (1000000000 bytes" in res.output, res.output
+
+
+# ---------------------------------------------------------------- scenario steps
+
+def _scenario(steps):
+    return {"duration_ms": 3000, "topics": [{"name": "T", "queues": 2}],
+            "groups": [{"name": "G", "subscriptions": {"T": "*"}}],
+            "producers": [{"topic": "T", "count": 4, "rate_per_s": 10.0}], "steps": steps}
+
+
+def test_steps_are_checked_in_the_order_they_run():
+    # was: KeyError in runner.do_step: the check read the steps in the file's order, the runner
+    # takes them by at_ms, so a crash listed after a start but timed before it got through
+    from rocketspec.reference.scenario import ScenarioError, validate
+
+    steps = [{"at_ms": 0, "action": "start", "client": "c1", "group": "G"},
+             {"at_ms": 2000, "action": "start", "client": "c2", "group": "G"},
+             {"at_ms": 1000, "action": "crash", "client": "c2"}]
+    with pytest.raises(ScenarioError) as e:
+        validate(_scenario(steps), "s.toml")
+    assert e.value.field == "steps[2].client" and "not started by an earlier step (at_ms 1000)" in str(e.value)
+    # the other way round: listed first, timed after the start: a valid scenario (was refused)
+    steps = [{"at_ms": 2500, "action": "crash", "client": "c2"}] + steps[:2]
+    out = []
+    run(validate(_scenario(steps), "s.toml"), 1, get_profile("rocketmq-5.3.3"), out.append)
+    assert [e["ts"] for e in out if e["kind"] == "client_crashed" and e["client"] == "c2"] == [2500]
+
+
+_CLIENT = st.sampled_from(["c1", "c2", "c3"])
+_STEP = st.one_of(
+    st.builds(lambda c: {"action": "start", "client": c, "group": "G"}, _CLIENT),
+    st.builds(lambda c: {"action": "shutdown", "client": c}, _CLIENT),
+    st.builds(lambda c: {"action": "crash", "client": c}, _CLIENT),
+    st.builds(lambda c, d: {"action": "pause", "client": c, "duration_ms": d}, _CLIENT, st.integers(1, 2000)),
+    st.builds(lambda c, n: {"action": "fail_offset_queries", "client": c, "count": n}, _CLIENT, st.integers(1, 3)),
+    st.builds(lambda b, d: {"action": "restart_broker", "broker": b, "downtime_ms": d},
+              st.just("broker-a"), st.integers(0, 2000)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 3000), _STEP), max_size=8))
+def test_any_steps_are_refused_with_a_field_or_run(steps):
+    # each client's life in any order: start, shutdown, crash, pause, again; refused at a step's
+    # field when they make no sense, else they run (no KeyError or state error in the runner)
+    from rocketspec.reference.scenario import ScenarioError, validate
+
+    sc = _scenario([dict(s, at_ms=at) for at, s in steps])
+    try:
+        sc = validate(sc, "s.toml")
+    except ScenarioError as exc:
+        assert exc.field and exc.field.startswith("steps"), exc
+        return
+    run(sc, 1, get_profile("rocketmq-5.3.3"), lambda e: None)
