@@ -261,3 +261,30 @@ def test_any_steps_are_refused_with_a_field_or_run(steps):
         assert exc.field and exc.field.startswith("steps"), exc
         return
     run(sc, 1, get_profile("rocketmq-5.3.3"), lambda e: None)
+
+
+# ---------------------------------------------------------------- explore's output files
+
+@pytest.mark.parametrize("name", ["x" * 300, "a\x00b/c d"])
+def test_a_scope_name_of_any_text_gives_plain_trace_file_names(tmp_path, name):
+    # was: OSError "File name too long" (a 300-character name) and ValueError "embedded null
+    # byte" out of write_trace: the scope's name went into the file name as it was
+    import json
+    import os
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parent.parent.joinpath("model_checks", "scopes", "bugs.toml").read_text()
+    scope = tmp_path / "s.toml"
+    scope.write_text("".join(f"name = {json.dumps(name)}\n" if line.startswith("name =") else line
+                             for line in text.splitlines(keepends=True)))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["explore", "--scope", str(scope), "--profile", "bug-2449-rocketmq-4.8.0",
+                                    "--json", "--no-liveness", "--max-states", "1000", "--out-dir", str(out)])
+    assert res.exit_code == 1, res.output
+    files = [v["trace"] for v in json.loads(res.stdout)["violations"]]
+    assert files and len(set(files)) == len(files)
+    for f in files:
+        base = os.path.basename(f)
+        assert os.path.dirname(f) == str(out) and os.path.isfile(f)
+        assert len(base.encode()) <= 160 and base.isascii() and "\x00" not in base and " " not in base
+        assert "-bug-2449-rocketmq-4.8.0-INV-" in base
