@@ -772,7 +772,9 @@ def _parses(data: bytes, name: str) -> bool:
 
 # ====================================================================== outcomes
 
-_FIELD_PATH = re.compile(r"[A-Za-z_$%][\w$%-]*(?:\[\d+\]|\.[\w$%-]+)*")
+# a key that does not read as a name is quoted as a JSON string (`subscriptions."": ...`)
+_QUOTED_KEY = r'"(?:[^"\\]|\\.)*"'
+_FIELD_PATH = re.compile(rf"(?:[A-Za-z_$%][\w$%-]*|{_QUOTED_KEY})(?:\[\d+\]|\.[\w$%-]+|\.{_QUOTED_KEY})*")
 _NUMBERED = re.compile(r"\b(?:line|row|byte|column|event(?: seq)?|seq|record|row group)\s+#?-?\d+"
                        r"|\bend of (?:the )?(?:document|file|input)\b|\bParquet footer\b", re.I)
 
@@ -806,8 +808,7 @@ def is_located(message: str, input_path: str, json_obj: dict | None = None, argv
                 return True
             if _NUMBERED.search(rest):
                 return True
-            m = re.match(r":\s+(?:event seq \d+:\s+)?([^\s:]+):\s", rest)
-            if m and _FIELD_PATH.fullmatch(m.group(1)):
+            if re.match(rf":\s+(?:event seq \d+:\s+)?{_FIELD_PATH.pattern}:\s", rest):
                 return True
     return False
 

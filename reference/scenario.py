@@ -393,12 +393,15 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         raise ScenarioError(source, "steps", f"at most {MAX_CLIENTS} clients, got {len(clients)}")
     started = set()
     ever_started = {st["client"] for st in sc["steps"] if st["action"] == "start"}
-    for i, st in enumerate(sc["steps"]):
+    # the runner takes steps in the order of at_ms (the file's order among equal times)
+    for i in sorted(range(len(sc["steps"])), key=lambda i: sc["steps"][i]["at_ms"]):
+        st = sc["steps"][i]
         if st["action"] == "start":
             started.add(st["client"])
         elif st["action"] == "fail_offset_queries":
             if st["client"] not in ever_started:   # a fault may be armed before the client starts
                 raise ScenarioError(source, f"steps[{i}].client", f"client {st['client']!r} is never started")
         elif "client" in st and st["client"] not in started:
-            raise ScenarioError(source, f"steps[{i}].client", f"client {st['client']!r} is not started by an earlier step")
+            raise ScenarioError(source, f"steps[{i}].client", f"client {st['client']!r} is not started by an earlier step "
+                                                                 f"(at_ms {st['at_ms']})")
     return sc

@@ -24,6 +24,9 @@ SHORT_SEED = 20261124
     "error: /w/in/trace.parquet: row 17: field 'ts' must be an integer",
     "error: /w/in/scope.toml: not valid TOML: Unterminated string (at end of document)",
     "error: trace.jsonl: byte 0: gzip data is truncated",
+    'error: /w/in/scenario.toml: groups[0].subscriptions."": topic is not declared in [[topics]]',
+    'error: /w/in/scenario.toml: producers[0]."a: b".x: unknown key',
+    'error: /w/in/scope.toml: "": unknown scope key',
 ])
 def test_located_messages(message):
     name = "scope.toml" if "scope" in message else "scenario.toml" if "scenario" in message else \
@@ -39,6 +42,8 @@ def test_located_messages(message):
     "error: surrogates not allowed",
     "error: line 3: malformed JSON",             # a place, but not the file
     "error: /w/in/other.jsonl:3: malformed JSON",  # another file
+    "error: /w/in/scenario.toml: groups[0].subscriptions.: topic is not declared",  # an empty segment
+    'error: /w/in/scenario.toml: groups[0].subscriptions."unclosed: topic is not declared',
 ])
 def test_unlocated_messages(message):
     name = "scope.toml" if "scope" in message else "scenario.yaml" if "scenario" in message else "trace.jsonl"

@@ -197,40 +197,128 @@ def _open_raw(path):
     return fh, head, True
 
 
+class _CompressedDataError(Exception):
+    """The compressed data failed to decompress, or ended early; the message names the byte."""
+
+
+class _Decompressing(io.RawIOBase):
+    """gzip or zstd compressed bytes in, what they hold out: member after member (gzip, with
+    zero padding between) or frame after frame (zstd), as the tools that write them do.
+
+    The decoder gets CHUNK bytes of the file at a time: one step's output stays small whatever
+    the ratio (a decompression bomb costs no more memory than CHUNK times the format's largest
+    ratio), and a failure is placed within CHUNK bytes of the file. What decoded before a failure
+    is handed out first, so that the error comes at the line where it happened. A file that ends
+    inside a member or frame is an error too: a truncated file must not read as a shorter trace
+    (zstandard's stream_reader ends there silently)."""
+
+    CHUNK = 1024
+
+    def __init__(self, fh, comp: str):
+        self._fh, self._comp = fh, comp
+        self._unit = "gzip member" if comp == "gzip" else "zstd frame"
+        self._dec = None
+        self._pending = b""  # bytes read from the file, not yet given to a decoder
+        self._pos = 0  # the file offset of _pending's first byte
+        self._began = 0  # where the current member or frame began
+        self._out, self._off = b"", 0
+        self._fail: _CompressedDataError | None = None
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        while self._off >= len(self._out):
+            if self._fail is not None:
+                raise self._fail
+            try:
+                if not self._step():
+                    return 0
+            except _CompressedDataError as exc:
+                self._fail = exc
+        n = min(len(b), len(self._out) - self._off)
+        b[:n] = self._out[self._off:self._off + n]
+        self._off += n
+        return n
+
+    def _fill(self, n: int) -> bool:
+        while len(self._pending) < n:
+            data = self._fh.read(self.CHUNK)
+            if not data:
+                return False
+            self._pending += data
+        return True
+
+    def _next_unit(self) -> bool:
+        """Start the next member or frame; False at the end of the file."""
+        if self._comp == "gzip":
+            while self._fill(1):
+                rest = self._pending.lstrip(b"\0")
+                self._pos += len(self._pending) - len(rest)
+                self._pending = rest
+                if rest:
+                    break
+        self._fill(4)
+        if not self._pending:
+            return False
+        head = self._pending[:4]
+        if self._comp == "gzip":
+            ok = head.startswith(GZIP_MAGIC)
+        else:  # a frame, or a skippable frame (magic 0x184D2A50 to 0x184D2A5F)
+            ok = head == ZSTD_MAGIC or (len(head) == 4 and head[1:] == b"\x2a\x4d\x18" and head[0] & 0xF0 == 0x50)
+        if not ok:
+            raise _CompressedDataError(f"at byte {self._pos}, after the {self._unit} that began at byte "
+                                       f"{self._began}: bytes that are not {self._comp} data")
+        if self._comp == "gzip":
+            import zlib
+
+            self._dec = zlib.decompressobj(wbits=31)  # 16 + 15: a gzip header and trailer (CRC-32, length)
+        else:
+            import zstandard
+
+            self._dec = zstandard.ZstdDecompressor().decompressobj()
+        self._began = self._pos
+        return True
+
+    def _step(self) -> bool:
+        """Decode one chunk more; False at the end of the file, after a complete member or frame."""
+        if self._dec is None and not self._next_unit():
+            return False
+        if not self._fill(1):
+            raise _CompressedDataError(f"truncated {self._comp} data: the file ends at byte {self._pos}, inside the "
+                                       f"{self._unit} that began at byte {self._began}")
+        chunk, self._pending = self._pending[:self.CHUNK], self._pending[self.CHUNK:]
+        start, self._pos = self._pos, self._pos + len(chunk)
+        try:
+            out = self._dec.decompress(chunk)
+        except Exception as exc:  # noqa: BLE001 - zlib.error, zstandard.ZstdError
+            raise _CompressedDataError(f"corrupted {self._comp} data between byte {start} and byte {self._pos - 1} "
+                                       f"(in the {self._unit} that began at byte {self._began}): "
+                                       f"{' '.join(str(exc).split())}") from None
+        if self._dec.eof:
+            rest = self._dec.unused_data
+            self._pending, self._pos, self._dec = rest + self._pending, self._pos - len(rest), None
+        self._out, self._off = out, 0
+        return True
+
+
 def _decompressing(path, fh, head):
     """(stream of JSON Lines bytes, compression name or None)."""
     if head.startswith(GZIP_MAGIC):
-        import gzip
-
-        stream, comp = io.BufferedReader(gzip.GzipFile(fileobj=fh, mode="rb"), 1 << 20), "gzip"
+        comp = "gzip"
     elif head == ZSTD_MAGIC:
-        import zstandard
-
-        reader = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
-        stream, comp = io.BufferedReader(reader, 1 << 20), "zstd"
+        comp = "zstd"
     else:
         return fh, None
+    stream = io.BufferedReader(_Decompressing(fh, comp), 1 << 20)
     try:
         inner = stream.peek(4)[:4]
-    except Exception as exc:  # noqa: BLE001 - zlib, gzip, zstandard raise their own types
-        raise TraceInputError(path, None, f"not readable {comp} data: {exc}") from None
+    except _CompressedDataError as exc:
+        raise TraceInputError(path, 1, str(exc)) from None
     if inner == PARQUET_MAGIC:
         raise TraceInputError(path, None, f"a {comp}-compressed Parquet file: Parquet compresses its own "
                                           "pages, give the .parquet file itself")
     return stream, comp
-
-
-def _read_errors():
-    import zlib
-
-    errs = [OSError, EOFError, zlib.error]
-    try:
-        import zstandard
-
-        errs.append(zstandard.ZstdError)
-    except ImportError:
-        pass
-    return tuple(errs)
 
 
 class _Stream:
@@ -359,9 +447,10 @@ def _iter_jsonl(path, stream, raw_fh, comp, progress) -> Iterator[tuple[int, dic
             if progress is not None and not lineno % every:
                 progress(raw_fh.tell())
             yield lineno, ev
-    except _read_errors() as exc:
-        what = f"corrupted {comp} data" if comp else "cannot read"
-        raise TraceInputError(path, lineno + 1, f"{what}: {exc}") from None
+    except _CompressedDataError as exc:  # what decoded before it was read: the error is at its line
+        raise TraceInputError(path, lineno + 1, str(exc)) from None
+    except OSError as exc:
+        raise TraceInputError(path, lineno + 1, f"cannot read: {exc}") from None
 
 
 def _column_values(path, batch, i: int, row: int) -> list:
@@ -379,6 +468,25 @@ def _column_values(path, batch, i: int, row: int) -> list:
         raise
 
 
+def _footer_place(source) -> str:
+    """Where a Parquet file that does not open went wrong: opening reads only its footer, the
+    last 8 bytes (the footer's length, PAR1) and the metadata before them."""
+    try:
+        size = source.seek(0, 2)
+        source.seek(max(0, size - 8))
+        tail = source.read(8)
+    except Exception:  # noqa: BLE001 - only the message's place
+        return "its Parquet footer"
+    if size < 12:
+        return f"the Parquet footer: {size} bytes, too short for a Parquet file (PAR1, data, footer, PAR1)"
+    if tail[4:] != PARQUET_MAGIC:
+        return f"the Parquet footer: the file does not end with PAR1 (byte {size - 4}; a truncated file?)"
+    n = int.from_bytes(tail[:4], "little")
+    if n > size - 12:
+        return f"the Parquet footer: its length ({n} bytes, at byte {size - 8}) is more than the file holds"
+    return f"the Parquet footer (metadata from byte {size - 8 - n} to byte {size - 9})"
+
+
 def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -387,7 +495,8 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
     try:
         pf = pq.ParquetFile(source)
     except Exception as exc:  # pyarrow raises several types for a bad file
-        raise TraceInputError(path, None, f"not a readable Parquet file: {exc}") from None
+        raise TraceInputError(path, None, f"not a readable Parquet file: {_footer_place(source)}: "
+                                          f"{' '.join(str(exc).split())}"[:300]) from None
     jf = _json_fields()
     rules = _Stream(path)
     row = 0

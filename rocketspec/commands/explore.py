@@ -42,6 +42,19 @@ class _Bar:
             self.t.close()
 
 
+def _file_part(name: str, limit: int = 64) -> str:
+    """The scope's name as part of a file name: it is the user's text (any length, any
+    character, a NUL), a file name is short and plain. Other characters become '_'; a long name
+    is cut, with a hash of the whole so that cut names stay apart."""
+    import hashlib
+    import re
+
+    part = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    if len(part) > limit:
+        part = part[:limit] + "-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return part
+
+
 def _render(res, files, live, live_skipped=None) -> str:
     d = res.to_dict()
     out = [f"explore {d['scope']} under {d['profile']}: {d['states_generated']} states generated, "
@@ -145,7 +158,7 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
     if res.violations:
         os.makedirs(out_dir, exist_ok=True)
     for v in res.violations:
-        name = f"{scope.name}-{prof.name}-{v.invariant}-{v.kind}.jsonl".replace("/", "_")
+        name = f"{_file_part(scope.name)}-{prof.name}-{v.invariant}-{v.kind}.jsonl"
         path = os.path.join(out_dir, name)
         write_trace(path, v.events)
         files.append(path)
