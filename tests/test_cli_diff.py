@@ -1,0 +1,103 @@
+"""`rocketspec diff`: exit codes, bad input, and the report on the committed real fixture."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from rocketspec.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL = ROOT / "tests" / "fixtures" / "real" / "real-basic.jsonl"
+SCENARIO = ROOT / "reference" / "scenarios" / "real-basic.toml"
+
+
+def cli(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def bad_input(res, *needles):
+    assert res.exit_code == 2, (res.exit_code, res.output, res.exception)
+    err = res.stderr.strip()
+    assert err.startswith("error: ") and "Traceback" not in res.output, err
+    for n in needles:
+        assert n in err, (n, err)
+
+
+def test_a_trace_against_itself_has_no_difference_and_exits_0_even_when_asked_to_fail():
+    res = cli("diff", REAL, REAL, "--json", "--fail-on-difference")
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    assert rep["differences"] == 0 and not [r for r in rep["rows"] if r["differs"]]
+    g = rep["real"]["groups"]["GID_real_basic"]
+    # counted from the fixture by hand-checkable rules: 40 produced, each consumed, 9 retried
+    assert (g["produced"], g["delivered"], g["deliveries"], g["duplicates_retry"]) == (40, 40, 49, 9)
+
+
+def test_scenario_mode_simulates_the_reference_with_the_real_traces_profile(tmp_path):
+    ref = tmp_path / "ref.jsonl"
+    res = cli("diff", "--scenario", SCENARIO, "--real", REAL, "--json", "--keep-ref", ref)
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    assert rep["ref"]["profile"] == "rocketmq-4.9.8" == rep["real"]["profile"]
+    assert ref.exists() and rep["verdicts"]["ref"]["verdict"] in ("holds", "violated")
+    assert rep["differences"] > 0
+    assert cli("diff", "--scenario", SCENARIO, "--real", REAL, "--fail-on-difference").exit_code == 1
+
+
+def test_markdown_and_text_flag_the_differences(tmp_path):
+    res = cli("diff", "--scenario", SCENARIO, "--real", REAL, "--markdown")
+    assert res.exit_code == 0
+    assert "| figure | reference | real | |" in res.stdout and "**differs**" in res.stdout
+    res = cli("diff", "--scenario", SCENARIO, "--real", REAL)
+    assert "<- differs" in res.stdout and "difference(s) flagged" in res.stdout
+
+
+def test_bad_input(tmp_path):
+    bad_input(cli("diff", tmp_path / "nope.jsonl", REAL), "nope.jsonl")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(REAL.read_text().splitlines()[0] + "\n{not json\n")
+    bad_input(cli("diff", broken, REAL), "broken.jsonl:2")
+    headless = tmp_path / "headless.jsonl"
+    headless.write_text("\n".join(REAL.read_text().splitlines()[1:]) + "\n")
+    bad_input(cli("diff", REAL, headless), "headless.jsonl:1", "trace_started")
+    lacking = tmp_path / "lacking.jsonl"
+    lines = REAL.read_text().splitlines()
+    i = next(n for n, ln in enumerate(lines) if '"consume_started"' in ln)
+    ev = json.loads(lines[i])
+    del ev["msg_ids"]
+    lines[i] = json.dumps(ev)
+    lacking.write_text("\n".join(lines) + "\n")
+    bad_input(cli("diff", lacking, REAL), f"lacking.jsonl:{i + 1}", "msg_ids")
+    bad_input(cli("diff", REAL), "two traces")
+    bad_input(cli("diff", "--scenario", SCENARIO), "--real")
+    bad_input(cli("diff", "--scenario", SCENARIO, "--real", REAL, REAL), "--real")
+    bad_input(cli("diff", REAL, REAL, "--profile", "rocketmq-4.9.8"), "--scenario")
+    res = cli("diff", REAL, REAL, "--json", "--markdown")
+    assert res.exit_code == 2 and "exclude" in json.loads(res.stdout)["message"]
+    bad_input(cli("diff", "--scenario", "no-such-scenario", "--real", REAL), "no-such-scenario")
+    bad_input(cli("diff", "--scenario", "basic", "--real", REAL), "real-basic", "basic")
+
+
+def test_bad_input_as_json():
+    res = cli("diff", REAL, "--json")
+    assert res.exit_code == 2
+    assert json.loads(res.stdout)["verdict"] == "bad_input"
+
+
+def test_a_trace_the_checker_refuses_still_gets_figures_and_its_verdict_says_why(tmp_path):
+    """The checker's refusal is part of the report (a verdict), not bad input of `diff`."""
+    lines = REAL.read_text().splitlines()
+    odd = tmp_path / "odd.jsonl"
+    i = next(n for n, ln in enumerate(lines) if '"pull_issued"' in ln)
+    ev = json.loads(lines[i])
+    del ev["pull_id"]
+    lines[i] = json.dumps(ev)
+    odd.write_text("\n".join(lines) + "\n")
+    res = cli("diff", REAL, odd, "--json")
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    assert rep["verdicts"]["real"]["verdict"] == "refused"
+    assert "pull_id" in rep["verdicts"]["real"]["message"]
+    assert rep["real"]["groups"]["GID_real_basic"]["delivered"] == 40
