@@ -117,6 +117,7 @@ class TraceStats:
         self.first: dict | None = None
         self.ended: str | None = None
         self.produced: Counter = Counter()
+        self.produced_tags: Counter = Counter()   # (topic, tags) of producer messages: the workload
         self.messages: list[tuple] = []  # producer messages: (topic, queue key, offset, msg_id, tags, code, props)
         self.groups: dict[str, _Group] = {}
         self.calls: dict[tuple, tuple] = {}   # (client, consume_id) -> (group, [(unit, origin)])
@@ -162,6 +163,7 @@ class TraceStats:
         topic = _need(ev, "topic", self.path, line)
         if ev.get("source") == "producer":
             self.produced[topic] += 1
+            self.produced_tags[(topic, ev.get("tags"))] += 1
             self.messages.append((topic, _qkey(ev), ev.get("offset"), _need(ev, "msg_id", self.path, line),
                                   ev.get("tags"), ev.get("tags_code"), ev.get("props")))
         elif topic.startswith(DLQ_PREFIX):
@@ -329,6 +331,8 @@ class TraceStats:
                "kinds": dict(sorted(self.kinds.items())),
                "observed": {k: dict(c) for k, c in sorted(self.obs.items())},
                "produced": dict(sorted(self.produced.items())),
+               "produced_tags": {t: {str(tag): n for (tt, tag), n in sorted(self.produced_tags.items(), key=str)
+                                     if tt == t} for t in sorted(self.produced)},
                "groups": {}}
         for name in sorted(self.groups):
             g = self.groups[name]

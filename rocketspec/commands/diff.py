@@ -73,6 +73,10 @@ def compare(ref: dict, real: dict, vref: dict, vreal: dict, tol: int = 1000) -> 
     row("trace", "events", ref.get("events"), real.get("events"), kind="info")
     for topic in sorted(set(ref["produced"]) | set(real["produced"])):
         row("trace", f"produced on {topic}", ref["produced"].get(topic, 0), real["produced"].get(topic, 0))
+        ta, tb = ref.get("produced_tags", {}).get(topic, {}), real.get("produced_tags", {}).get(topic, {})
+        if set(ta) | set(tb) != {"None"}:
+            for tag in sorted(set(ta) | set(tb)):
+                row("trace", f"  with tag {tag}", ta.get(tag, 0), tb.get(tag, 0))
     for gname in sorted(set(ref["groups"]) | set(real["groups"])):
         a, b = ref["groups"].get(gname), real["groups"].get(gname)
         sect = f"group {gname}"
@@ -97,6 +101,8 @@ def compare(ref: dict, real: dict, vref: dict, vreal: dict, tol: int = 1000) -> 
         if ra is not None or rb is not None:
             row(sect, "queue reassignments", a.get("reassignments"), b.get("reassignments"))
         if ra is not None and rb is not None:
+            row(sect, "reassignment times (ms), in order", " ".join(map(str, ra["list"])) or "none",
+                " ".join(map(str, rb["list"])) or "none", "info")
             for stat in ("min", "median", "max"):
                 row(sect, f"reassignment time {stat} (ms)", ra[stat], rb[stat], "time",
                     na.get("reassign_ms") if stat == "min" else None, nb.get("reassign_ms") if stat == "min" else None)
@@ -160,7 +166,8 @@ def render_markdown(report: dict) -> str:
         if r["section"] != section:
             section = r["section"]
             out += ["", f"#### {section}", "", "| figure | reference | real | |", "|---|---:|---:|---|"]
-        label = r["figure"].replace("  of which", "&nbsp;&nbsp;of which")
+        stripped = r["figure"].lstrip(" ")
+        label = "&nbsp;" * (len(r["figure"]) - len(stripped)) + stripped
         out.append(f"| {_md(label)} | {_md(r['ref'])} | {_md(r['real'])} | {'**differs**' if r['differs'] else ''} |")
     notes = _notes(rows)
     if notes:
