@@ -101,3 +101,28 @@ def test_a_trace_the_checker_refuses_still_gets_figures_and_its_verdict_says_why
     assert rep["verdicts"]["real"]["verdict"] == "refused"
     assert "pull_id" in rep["verdicts"]["real"]["message"]
     assert rep["real"]["groups"]["GID_real_basic"]["delivered"] == 40
+
+
+# ---------------------------------------------------------------------- docs/differential
+def test_committed_reports_are_up_to_date():
+    """Each report whose real fixture is committed matches what `make diff-reports` writes now;
+    after a change of the reference, regenerate (and explain any new difference)."""
+    from rocketspec.traces.diff_reports import main as reports
+
+    names = [p.stem for p in (ROOT / "tests" / "fixtures" / "real").glob("real-*.jsonl")
+             if (ROOT / "docs" / "differential" / f"{p.stem}.md").exists()
+             and (ROOT / "reference" / "scenarios" / f"{p.stem}.toml").exists()]
+    assert "real-basic" in names
+    assert reports(["--only", *names, "--check"]) == 0, "docs/differential is out of date: run make diff-reports"
+
+
+def test_regenerating_keeps_the_hand_written_explanations(tmp_path):
+    from rocketspec.traces.diff_reports import BEGIN, END, update
+
+    path = tmp_path / "x.md"
+    path.write_text(f"# title\n\nintro\n\n{BEGIN}\nold table\n{END}\n\n## Differences explained\n\nmine\n")
+    new = update(path, "x", f"{BEGIN}\nnew table\n{END}")
+    assert "new table" in new and "old table" not in new
+    assert new.startswith("# title\n\nintro") and new.endswith("## Differences explained\n\nmine\n")
+    fresh = update(tmp_path / "y.md", "y", f"{BEGIN}\nt\n{END}")
+    assert fresh.startswith("# Differential report: y") and "## Differences explained" in fresh
