@@ -117,6 +117,7 @@ def test_a_new_owner_before_the_old_one_lets_go_is_a_negative_time():
     t.pq(500, "pq_created", "c1", 1)        # first owner of queue 1: no reassignment
     g = t.stats()
     assert g["reassign_ms"]["list"] == [-150]
+    assert (g["overlaps"], g["overlap_max_ms"]) == (1, 150)     # both held queue 0 from 300 to 450
 
 
 def test_the_same_client_taking_a_queue_back_is_no_reassignment():
@@ -249,6 +250,9 @@ def test_counts_add_up_for_every_trace(actions, model):
         r = g["reassign_ms"]
         assert r["min"] <= r["median"] <= r["max"]
         assert all(d["from"] != d["to"] for d in g["reassign_detail"])
+    if g["reassign_ms"] is not None:
+        assert all(o["ms"] >= 0 for o in g["overlap_detail"])
+        assert g["overlaps"] == len(g["overlap_detail"])
 
 
 @settings(max_examples=100, deadline=None)

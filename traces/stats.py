@@ -64,10 +64,11 @@ class _Delivery:
 
 class _QueueHolders:
     """Who holds one queue of a clustering group, to time its reassignments."""
-    __slots__ = ("holders", "waiting", "released")
+    __slots__ = ("holders", "waiting", "released", "shared_since")
 
     def __init__(self):
         self.holders: dict[str, int] = {}      # client -> ts of its pq_created
+        self.shared_since: int | None = None   # ts since when two clients or more hold it
         self.waiting: set[str] = set()         # holders that came while another still held it
         self.released: tuple | None = None     # (client, ts, kind) of the last let-go not yet followed
 
@@ -92,6 +93,7 @@ class _Group:
         self.start_offset: dict[tuple, int] = {}   # queue -> first pq_created offset of the group
         self.queues: dict[tuple, _QueueHolders] = {}
         self.reassign: list[dict] = []
+        self.overlaps: list[dict] = []             # windows in which two clients held one queue
         self.dropped_at: dict[tuple, int] = {}     # (client, queue) -> last pq_dropped ts
         self.left_at: dict[str, tuple] = {}        # client -> (ts, kind) it crashed / paused
         self.reset_at: int | None = None
@@ -122,6 +124,7 @@ class TraceStats:
         self.groups: dict[str, _Group] = {}
         self.calls: dict[tuple, tuple] = {}   # (client, consume_id) -> (group, [(unit, origin)])
         self.client_group: dict[str, str] = {}
+        self.last_ts = 0
 
     def group(self, name) -> _Group:
         g = self.groups.get(name)
@@ -133,6 +136,7 @@ class TraceStats:
     def feed(self, line, ev: dict) -> None:
         kind = ev.get("kind")
         self.kinds[kind] += 1
+        self.last_ts = ev["ts"]
         o = ev.get("obs")
         if o is not None and o != "exact":
             self.obs.setdefault(kind, Counter())[o] += 1
@@ -267,6 +271,8 @@ class TraceStats:
         qs.holders[client] = ts
         if len(qs.holders) > 1:
             qs.waiting.add(client)
+            if qs.shared_since is None:
+                qs.shared_since = ts
         elif qs.released is not None:
             was, rts, rkind = qs.released
             qs.released = None
@@ -279,6 +285,9 @@ class TraceStats:
             return
         del qs.holders[client]
         qs.waiting.discard(client)
+        if len(qs.holders) <= 1 and qs.shared_since is not None:
+            g.overlaps.append({"queue": qname(q), "ms": ts - qs.shared_since})
+            qs.shared_since = None
         if qs.holders:
             # another client took the queue before this one let it go: a negative time (overlap)
             for other in sorted(qs.waiting):
@@ -409,6 +418,14 @@ class TraceStats:
             f["reassign_ms"] = {"list": times, "min": min(times) if times else None,
                                 "median": median(times) if times else None, "max": max(times) if times else None}
             f["reassign_detail"] = g.reassign
+            # two clients holding one queue at once (ProcessQueues on both): where concurrent
+            # duplicates around a rebalance come from; still open at the end counts to the end
+            open_ = [{"queue": qname(q), "ms": self.last_ts - qs.shared_since, "open": True}
+                     for q, qs in sorted(g.queues.items()) if qs.shared_since is not None]
+            ov = g.overlaps + open_
+            f["overlaps"] = len(ov)
+            f["overlap_max_ms"] = max((o["ms"] for o in ov), default=None)
+            f["overlap_detail"] = ov
             s = self._sampled("pq_created", "pq_dropped", "pq_removed", "consumer_unregistered")
             if s:
                 notes["reassign_ms"] = (f"from sampled events ({', '.join(s)}): each time is exact to within the "

@@ -101,6 +101,8 @@ def compare(ref: dict, real: dict, vref: dict, vreal: dict, tol: int = 1000) -> 
         if ra is not None or rb is not None:
             row(sect, "queue reassignments", a.get("reassignments"), b.get("reassignments"))
         if ra is not None and rb is not None:
+            row(sect, "queue overlaps (two clients holding one queue)", a.get("overlaps"), b.get("overlaps"))
+            row(sect, "longest overlap (ms)", a.get("overlap_max_ms"), b.get("overlap_max_ms"), "time")
             row(sect, "reassignment times (ms), in order", " ".join(map(str, ra["list"])) or "none",
                 " ".join(map(str, rb["list"])) or "none", "info")
             for stat in ("min", "median", "max"):
