@@ -132,3 +132,15 @@ def test_regenerating_keeps_the_hand_written_explanations(tmp_path):
     assert new.startswith("# title\n\nintro") and new.endswith("## Differences explained\n\nmine\n")
     fresh = update(tmp_path / "y.md", "y", f"{BEGIN}\nt\n{END}")
     assert fresh.startswith("# Differential report: y") and "## Differences explained" in fresh
+
+
+def test_the_same_trace_as_parquet_has_the_same_figures(tmp_path):
+    from rocketspec.traces.io import iter_trace, write_trace
+
+    pq = tmp_path / "real-basic.parquet"
+    write_trace(pq, iter_trace(REAL, validate=False))
+    res = cli("diff", REAL, pq, "--json")
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    assert rep["differences"] == 0
+    assert rep["real"]["groups"] == rep["ref"]["groups"]
