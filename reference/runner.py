@@ -7,7 +7,10 @@ ends the trace with `trace_ended`.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from rocketspec.spec.filter import java_string_hash, tags_code
+
 from rocketspec.spec.profiles import get_profile
 from rocketspec.traces.schema import SCHEMA_VERSION
 
@@ -88,10 +91,31 @@ class Producer:
             pass
 
 
+# The scenario's `real` table sets RocketMQ's timing knobs (system properties and consumer
+# settings) for a run; the reference runs with the ones it models, so that one scenario gives
+# a reference trace and a real trace under the same timings. The rest are real-run only.
+KNOB_TO_PROFILE = {
+    "client_lock_max_live_ms": "client_lock_max_live_ms",
+    "lock_interval_ms": "client_lock_interval_ms",
+    "rebalance_interval_ms": "rebalance_interval_ms",
+    "pull_max_idle_ms": "pull_max_idle_ms",
+    "unlock_delay_ms": "unlock_delay_ms",
+    "max_time_consume_continuously_ms": "max_time_consume_continuously_ms",
+    "persist_consumer_offset_interval_ms": "persist_offset_interval_ms",
+    "heartbeat_broker_interval_ms": "heartbeat_interval_ms",
+}
+
+
+def with_timing_knobs(profile, knobs: dict):
+    """`profile` with the scenario's timing knobs in place of its defaults."""
+    changes = {KNOB_TO_PROFILE[k]: v for k, v in knobs.items() if k in KNOB_TO_PROFILE}
+    return dataclasses.replace(profile, **changes) if changes else profile
+
+
 class Run:
     def __init__(self, scenario: dict, seed: int, profile, sink):
         self.scenario = scenario
-        self.profile = get_profile(profile)
+        self.profile = with_timing_knobs(get_profile(profile), scenario.get("real", {}))
         self.sim = Simulator(seed, sink)
         self.net = Network(self.sim, scenario["latency_ms"])
         self.consumers: dict[str, PushConsumer] = {}

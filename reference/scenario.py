@@ -92,7 +92,8 @@ STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "produce": {"tags", "keys", 
 OFFSET_QUERY_FAILURES = ("timeout", "broker_error")
 
 
-# Keys of a scenario's `real` table (docs/recorder.md): RocketMQ's timing knobs for real runs.
+# Keys of a scenario's `real` table (docs/recorder.md): RocketMQ's timing knobs. Real runs set them
+# all; the reference runs with the ones it models (reference.runner.KNOB_TO_PROFILE).
 REAL_KEYS = {
     "client_lock_max_live_ms": "ms (rocketmq.client.rebalance.lockMaxLiveTime)",
     "lock_interval_ms": "ms (rocketmq.client.rebalance.lockInterval)",
@@ -285,7 +286,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         checks.check_table(sc["broker_config"], BROKER_FIELDS, "broker_config")
     except checks.FieldError as exc:
         raise ScenarioError(source, exc.path, str(exc)) from None
-    # `real`: settings only `rocketspec record` uses (timing knobs of a real run); simulate ignores it.
+    # `real`: RocketMQ's timing knobs; the reference applies the ones it models (runner.KNOB_TO_PROFILE).
     sc["real"] = _expect(source, "real", raw.get("real", {}), dict, "a table")
     try:
         checks.check_table(sc["real"], {k: checks.integer(1, checks.MAX_RUN_MS) for k in REAL_KEYS}, "real")

@@ -70,7 +70,9 @@ _TOKEN = re.compile(r"""
         | \.[0-9]+(?:[eE][+-]?[0-9]+)?
         | [0-9]+[eE][+-]?[0-9]+ )
   | (?P<DECIMAL_LITERAL>0|[1-9][0-9]*[lL]?)
-  | (?P<STRING_LITERAL>'(?:[^']|'')*')
+  # a run of non-quotes is taken whole (possessive), so a long literal is one backtracking
+  # state, not one per character; the loop itself still backtracks as JavaCC's longest match needs
+  | (?P<STRING_LITERAL>'(?:[^']++|'')*')
   | (?P<ID>[A-Za-z_$][A-Za-z0-9_$]*)
   | (?P<op><>|<=|>=|[=<>(),+\-])
 """, re.VERBOSE)
