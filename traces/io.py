@@ -213,7 +213,8 @@ def _decompressing(path, fh, head):
     try:
         inner = stream.peek(4)[:4]
     except Exception as exc:  # noqa: BLE001 - zlib, gzip, zstandard raise their own types
-        raise TraceInputError(path, None, f"not readable {comp} data: {exc}") from None
+        # nothing could be decompressed: the first line is where it fails
+        raise TraceInputError(path, 1, f"not readable {comp} data: {exc}") from None
     if inner == PARQUET_MAGIC:
         raise TraceInputError(path, None, f"a {comp}-compressed Parquet file: Parquet compresses its own "
                                           "pages, give the .parquet file itself")
@@ -387,7 +388,9 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
     try:
         pf = pq.ParquetFile(source)
     except Exception as exc:  # pyarrow raises several types for a bad file
-        raise TraceInputError(path, None, f"not a readable Parquet file: {exc}") from None
+        # ParquetFile reads the magic and the footer (the file's metadata) and nothing else yet
+        raise TraceInputError(path, None, f"not a readable Parquet file: the Parquet footer cannot be read "
+                                          f"({' '.join(str(exc).split())})"[:300]) from None
     jf = _json_fields()
     rules = _Stream(path)
     row = 0
