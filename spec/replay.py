@@ -284,7 +284,7 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
     validate = FastValidator()
     first = next(it, None)
     if first is None:
-        raise TraceInputError(path, None, "empty trace: expected a trace_started event first")
+        raise TraceInputError(path, 1, "empty trace: expected a trace_started event first")
     line, ev = first
     problem = validate(ev)
     if problem:
