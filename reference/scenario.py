@@ -11,6 +11,7 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 
+from rocketspec.config_files import path_key as _key
 from rocketspec.errors import UserError
 
 from . import checks
@@ -49,12 +50,12 @@ def _props(path: str, table) -> None:
     for name, v in table.items():
         values = v if isinstance(v, list) else [v]
         if not values or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in values):
-            raise checks.FieldError(f"{path}.{name}", f"expected a string or number, or a non-empty list of them, got {v!r}")
+            raise checks.FieldError(f"{path}.{_key(name)}", f"expected a string or number, or a non-empty list of them, got {v!r}")
         if name in SYSTEM_PROPERTIES:
-            raise checks.FieldError(f"{path}.{name}", "a system property: RocketMQ's putUserProperty refuses it "
+            raise checks.FieldError(f"{path}.{_key(name)}", "a system property: RocketMQ's putUserProperty refuses it "
                                     "(\"The Property<%s> is used by system\")" % name)
         if not name.strip() or any(isinstance(x, str) and not x.strip() for x in values):
-            raise checks.FieldError(f"{path}.{name}", "a blank property name or value: RocketMQ's putUserProperty "
+            raise checks.FieldError(f"{path}.{_key(name)}", "a blank property name or value: RocketMQ's putUserProperty "
                                     "refuses it")
 
 # The type of each step field (the action decides which fields it needs).
@@ -165,14 +166,6 @@ def load_scenario(name_or_file: str) -> dict:
     return validate(raw, source)
 
 
-def _key(name: str) -> str:
-    """A table key in a field path: as is when it reads as a name, else quoted (e.g. "")."""
-    import json
-    import re
-
-    return name if re.fullmatch(r"[\w%.-]+", name) else json.dumps(name)
-
-
 def _expect(source, path, value, types, what):
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,))):
         raise ScenarioError(source, path, f"expected {what}, got {value!r}")
@@ -256,7 +249,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
              "topics", "groups", "consumers", "producers", "steps", "expect", "real"}
     unknown = set(raw) - known
     if unknown:
-        raise ScenarioError(source, sorted(unknown)[0], f"unknown top-level key(s) {', '.join(sorted(unknown))}; "
+        raise ScenarioError(source, _key(sorted(unknown)[0]), f"unknown top-level key(s) {', '.join(sorted(unknown))}; "
                                                         f"expected only {', '.join(sorted(known))}")
     def field(path, value, check):
         try:
@@ -297,6 +290,9 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
     for i, t in enumerate(topics):
         path = f"topics[{i}]"
         _expect(source, path, t, dict, "a table with name and queues")
+        for k in t:
+            if k not in ("name", "queues", "brokers"):
+                raise ScenarioError(source, f"{path}.{_key(k)}", "unknown key; a topic has name, queues and brokers")
         name = _expect(source, f"{path}.name", t.get("name"), str, "a topic name")
         queues = field(f"{path}.queues", t.get("queues", 4), checks.integer(1, MAX_QUEUES))
         brokers = _expect(source, f"{path}.brokers", t.get("brokers", sc["brokers"]), list, "broker names")
@@ -346,7 +342,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         try:
             checks.check_table(pr, PRODUCER_FIELDS)
         except checks.FieldError as exc:
-            raise ScenarioError(source, f"{path}.{exc.path}", str(exc)) from None
+            raise ScenarioError(source, f"{path}.{exc.path}" if exc.path else path, str(exc)) from None
         sc["producers"].append(pr)
     steps = _expect(source, "steps", raw.get("steps", []), list, "a list of steps")
     if len(steps) > MAX_STEPS:

@@ -154,3 +154,13 @@ def short(value, limit: int = 60) -> str:
     except RecursionError:
         r = f"<a {type(value).__name__} nested too deeply>"
     return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
+def path_key(name) -> str:
+    """A table key in a field path: as is when it reads as a name, else quoted as a JSON string
+    (e.g. "", "a.b", "a b"), so that the path names one field."""
+    import json
+    import re
+
+    name = str(name)
+    return name if re.fullmatch(r"[A-Za-z0-9_%-]+", name) else json.dumps(name, ensure_ascii=False)

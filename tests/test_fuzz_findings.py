@@ -288,3 +288,51 @@ def test_a_scope_name_of_any_text_gives_plain_trace_file_names(tmp_path, name):
         assert os.path.dirname(f) == str(out) and os.path.isfile(f)
         assert len(base.encode()) <= 160 and base.isascii() and "\x00" not in base and " " not in base
         assert "-bug-2449-rocketmq-4.8.0-INV-" in base
+
+
+# ---------------------------------------------------------------- field paths of odd keys
+
+_GOOD_SCENARIO = {"topics": [{"name": "T", "queues": 2}], "groups": [{"name": "G", "subscriptions": {"T": "*"}}],
+                  "producers": [{"topic": "T", "count": 3, "props": {"a": "b"}}],
+                  "steps": [{"at_ms": 0, "action": "start", "client": "c", "group": "G"}]}
+
+
+def _scenario_error(tmp_path, where, key, value=1):
+    import copy
+    import json
+
+    sc = copy.deepcopy(_GOOD_SCENARIO)
+    node = sc
+    for k in where:
+        node = node[k]
+    node[key] = value
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(sc))
+    res = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"])
+    assert res.exit_code == 2, res.output
+    return res.stderr.strip().removeprefix(f"error: {p}: ")
+
+
+@pytest.mark.parametrize("key,shown", [("", '""'), (" ", '" "'), ("a.b", '"a.b"'), ("é", '"é"'), ("x", "x")])
+def test_an_odd_key_is_named_by_a_field_path(tmp_path, key, shown):
+    # was: "s.json: unknown top-level keys: x" (no field), "producers[0].: unknown keys" (an empty
+    # segment), "producers[0].props.: a blank property name" and "a.b: ..." read as two keys
+    assert _scenario_error(tmp_path, (), key).startswith(f"{shown}: unknown top-level key")
+    assert _scenario_error(tmp_path, ("producers", 0), key).startswith("producers[0]: unknown keys")
+    assert _scenario_error(tmp_path, ("groups", 0, "subscriptions"), key).startswith(
+        f"groups[0].subscriptions.{shown}: topic is not declared")
+    # a topic took any key silently (a typo such as `queue = 8` was ignored)
+    assert _scenario_error(tmp_path, ("topics", 0), key).startswith(f"topics[0].{shown}: unknown key")
+    if not key.strip():
+        assert _scenario_error(tmp_path, ("producers", 0, "props"), key, "v").startswith(
+            f"producers[0].props.{shown}: a blank property name")
+    p = tmp_path / "scope.toml"
+    p.write_text(f"consumers = 1\n{json_key(key)} = 1\n")
+    res = CliRunner().invoke(main, ["explore", "--scope", str(p), "--quiet"])
+    assert res.exit_code == 2 and f"scope.toml: {shown}: unknown scope key" in res.output, res.output
+
+
+def json_key(key: str) -> str:
+    import json
+
+    return json.dumps(key, ensure_ascii=False)  # a TOML basic string key is a JSON string here
