@@ -336,3 +336,60 @@ def json_key(key: str) -> str:
     import json
 
     return json.dumps(key, ensure_ascii=False)  # a TOML basic string key is a JSON string here
+
+
+# ---------------------------------------------------------------- nesting and text, located
+
+def test_a_json_value_nested_past_what_orjson_writes_is_bad_input_at_its_line(tmp_path, events):
+    # was: TypeError "Recursion limit reached" out of the duplicate-key check, which wrote each
+    # line back with orjson (255 levels at most) while orjson reads up to 1024
+    lines = _lines(events)
+    ev = orjson.loads(lines[4])
+    raw = orjson.dumps(dict(ev, extra=0))
+    lines[4] = raw.replace(b'"extra":0', b'"extra":' + b"[" * 300 + b"]" * 300) + b"\n"
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"".join(lines))
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2 and "t.jsonl:5: a value nested too deeply" in res.output, res.output
+
+
+def test_a_parquet_text_column_with_invalid_utf8_is_bad_input_at_its_row(tmp_path, events):
+    # was: UnicodeDecodeError out of the column's conversion to Python values
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rocketspec.traces.io import write_trace
+
+    p = tmp_path / "t.parquet"
+    write_trace(p, events)
+    table = pq.read_table(p)
+    col = table.column("topic").to_pylist()
+    row = next(i for i, v in enumerate(col) if v is not None and i > 3)
+    raw = [None if v is None else v.encode() for v in col]
+    raw[row] = b"Topic\x97"
+    i = table.schema.get_field_index("topic")
+    table = table.set_column(i, "topic", pa.array(raw, pa.binary()).view(pa.string()))
+    pq.write_table(table, p)
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2, res.output
+    assert f"t.parquet:{row + 1}: column 'topic': not valid UTF-8 text (byte 0x97)" in res.output, res.output
+
+
+def _deep_at(line: int, depth: int) -> str:
+    head = "".join(f"k{i} = {i}\n" for i in range(line - 1))
+    return head + "deep = " + "[" * depth + "1" + "]" * depth + "\n"
+
+
+@pytest.mark.parametrize("depth", [40, 100_000])
+def test_nesting_past_the_bound_names_its_line(tmp_path, depth):
+    # was: "nested too deeply; expected at most 32 levels" without a line
+    p = tmp_path / "s.toml"
+    p.write_text(_deep_at(7, depth))
+    for argv in (["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"],
+                 ["explore", "--scope", str(p), "--quiet"]):
+        res = CliRunner().invoke(main, argv)
+        assert res.exit_code == 2 and "s.toml:7: nested too deeply" in res.output, res.output
+    p = tmp_path / "s.json"
+    p.write_text('{"name": "x",\n "a": {"b": 1},\n "deep": ' + "[" * depth + "]" * depth + "}")
+    res = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"])
+    assert res.exit_code == 2 and "s.json:3: nested too deeply" in res.output, res.output
