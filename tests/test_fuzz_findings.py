@@ -393,3 +393,19 @@ def test_nesting_past_the_bound_names_its_line(tmp_path, depth):
     p.write_text('{"name": "x",\n "a": {"b": 1},\n "deep": ' + "[" * depth + "]" * depth + "}")
     res = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"])
     assert res.exit_code == 2 and "s.json:3: nested too deeply" in res.output, res.output
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "blank"])
+def test_an_empty_trace_is_named_at_its_first_line(tmp_path, events, fmt):
+    # was: "t.parquet: empty trace: ..." without a place (a Parquet file of 0 rows, an empty or
+    # blank JSON Lines file)
+    from rocketspec.traces.io import write_trace
+
+    p = tmp_path / f"t.{'parquet' if fmt == 'parquet' else 'jsonl'}"
+    if fmt == "parquet":
+        write_trace(p, [])
+    else:
+        p.write_bytes(b"" if fmt == "jsonl" else b"\n  \n\n")
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2 and f"{p.name}:1: empty trace (no event): expected a trace_started" in res.output, \
+        res.output
