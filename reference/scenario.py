@@ -155,7 +155,7 @@ def load_scenario(name_or_file: str) -> dict:
             raw = parse(read_text(p, "scenario file (.toml or .json)"), "json" if p.suffix == ".json" else "toml",
                         source)
         except UserError as exc:
-            raise ScenarioError(source, "", exc.message, line=exc.line) from None
+            raise ScenarioError(source, exc.field or "", exc.message, line=exc.line) from None
     elif name_or_file in builtin_names():
         source = f"builtin:{name_or_file}"
         text = resources.files("rocketspec.reference").joinpath("scenarios", f"{name_or_file}.toml").read_text()

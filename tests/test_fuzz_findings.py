@@ -409,3 +409,25 @@ def test_an_empty_trace_is_named_at_its_first_line(tmp_path, events, fmt):
     res = CliRunner().invoke(main, ["check", str(p)])
     assert res.exit_code == 2 and f"{p.name}:1: empty trace (no event): expected a trace_started" in res.output, \
         res.output
+
+
+@pytest.mark.parametrize("where,text", [
+    ("steps[0].client", '"client": "\\ud800"'),
+    ("groups[0].subscriptions.\"\\udc00x\"", '"subscriptions": {"\\udc00x": "*"}'),
+])
+def test_a_lone_surrogate_in_a_json_scenario_is_named_by_its_field(tmp_path, where, text):
+    # was: "s.json: the string '\ud800' holds a lone surrogate ..." without a place (found by
+    # bench.fuzz_inputs seed 12 #3614)
+    import json
+
+    sc = json.loads(json.dumps(_GOOD_SCENARIO))
+    body = json.dumps(sc)
+    if "client" in text:
+        body = body.replace('"client": "c"', text)
+    else:
+        body = body.replace('"subscriptions": {"T": "*"}', text)
+    p = tmp_path / "s.json"
+    p.write_text(body)
+    res = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"])
+    assert res.exit_code == 2 and f"s.json: {where}: the string" in res.output and "lone surrogate" in res.output, \
+        res.output
