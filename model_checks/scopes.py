@@ -69,12 +69,12 @@ MAX_PAUSE_MS = 24 * 3600 * 1000
 
 
 def _validate(d: dict, origin: str) -> Scope:
-    from rocketspec.config_files import short
+    from rocketspec.config_files import path_key, short
 
     kw = {}
     for k, v in d.items():
         if k not in _TYPES:
-            raise ScopeError(origin, f"unknown scope key (known: {', '.join(sorted(_TYPES))})", str(k))
+            raise ScopeError(origin, f"unknown scope key (known: {', '.join(sorted(_TYPES))})", path_key(k))
         t = _TYPES[k]
         if t in ("int", int):
             lo, hi = BOUNDS.get(k, (0, None))

@@ -11,6 +11,7 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 
+from rocketspec.config_files import path_key as _key
 from rocketspec.errors import UserError
 
 from . import checks
@@ -49,12 +50,12 @@ def _props(path: str, table) -> None:
     for name, v in table.items():
         values = v if isinstance(v, list) else [v]
         if not values or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in values):
-            raise checks.FieldError(f"{path}.{name}", f"expected a string or number, or a non-empty list of them, got {v!r}")
+            raise checks.FieldError(f"{path}.{_key(name)}", f"expected a string or number, or a non-empty list of them, got {v!r}")
         if name in SYSTEM_PROPERTIES:
-            raise checks.FieldError(f"{path}.{name}", "a system property: RocketMQ's putUserProperty refuses it "
+            raise checks.FieldError(f"{path}.{_key(name)}", "a system property: RocketMQ's putUserProperty refuses it "
                                     "(\"The Property<%s> is used by system\")" % name)
         if not name.strip() or any(isinstance(x, str) and not x.strip() for x in values):
-            raise checks.FieldError(f"{path}.{name}", "a blank property name or value: RocketMQ's putUserProperty "
+            raise checks.FieldError(f"{path}.{_key(name)}", "a blank property name or value: RocketMQ's putUserProperty "
                                     "refuses it")
 
 # The type of each step field (the action decides which fields it needs).
@@ -156,7 +157,7 @@ def load_scenario(name_or_file: str) -> dict:
             raw = parse(read_text(p, "scenario file (.toml or .json)"), "json" if p.suffix == ".json" else "toml",
                         source)
         except UserError as exc:
-            raise ScenarioError(source, "", exc.message, line=exc.line) from None
+            raise ScenarioError(source, exc.field or "", exc.message, line=exc.line) from None
     elif name_or_file in builtin_names():
         source = f"builtin:{name_or_file}"
         text = resources.files("rocketspec.reference").joinpath("scenarios", f"{name_or_file}.toml").read_text()
@@ -258,7 +259,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
              "topics", "groups", "consumers", "producers", "steps", "expect", "real"}
     unknown = set(raw) - known
     if unknown:
-        raise ScenarioError(source, sorted(unknown)[0], f"unknown top-level key(s) {', '.join(sorted(unknown))}; "
+        raise ScenarioError(source, _key(sorted(unknown)[0]), f"unknown top-level key(s) {', '.join(sorted(unknown))}; "
                                                         f"expected only {', '.join(sorted(known))}")
     def field(path, value, check):
         try:
@@ -299,6 +300,9 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
     for i, t in enumerate(topics):
         path = f"topics[{i}]"
         _expect(source, path, t, dict, "a table with name and queues")
+        for k in t:
+            if k not in ("name", "queues", "brokers"):
+                raise ScenarioError(source, f"{path}.{_key(k)}", "unknown key; a topic has name, queues and brokers")
         name = _expect(source, f"{path}.name", t.get("name"), str, "a topic name")
         queues = field(f"{path}.queues", t.get("queues", 4), checks.integer(1, MAX_QUEUES))
         brokers = _expect(source, f"{path}.brokers", t.get("brokers", sc["brokers"]), list, "broker names")
@@ -348,7 +352,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         try:
             checks.check_table(pr, PRODUCER_FIELDS)
         except checks.FieldError as exc:
-            raise ScenarioError(source, f"{path}.{exc.path}", str(exc)) from None
+            raise ScenarioError(source, f"{path}.{exc.path}" if exc.path else path, str(exc)) from None
         sc["producers"].append(pr)
     steps = _expect(source, "steps", raw.get("steps", []), list, "a list of steps")
     if len(steps) > MAX_STEPS:

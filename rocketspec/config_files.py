@@ -72,7 +72,7 @@ def parse(text: str, fmt: str, source: str) -> dict:
         deep = _depth(value) > MAX_NESTING
     except _BadString as bad:
         raise UserError(f"the string {short(bad.args[0])} holds a lone surrogate (a \\uD800-\\uDFFF escape without "
-                        "its pair): not valid Unicode", file=source) from None
+                        "its pair): not valid Unicode", file=source, field=_path_text(bad.args[1])) from None
     if deep:
         raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source,
                         line=_deep_line(text))
@@ -80,22 +80,37 @@ def parse(text: str, fmt: str, source: str) -> dict:
 
 
 def _depth(value) -> int:
-    """Nesting depth of a parsed value, without recursion; raises _BadString on a string that
-    is not valid Unicode (JSON's \\ud800 escapes: Python accepts lone surrogates, UTF-8 does not)."""
-    best, stack = 0, [(value, 1)]
+    """Nesting depth of a parsed value, without recursion; raises _BadString(s, where) on a
+    string that is not valid Unicode (JSON's \\ud800 escapes: Python accepts lone surrogates,
+    UTF-8 does not); `where` is the field as a chain (parent chain, key or index)."""
+    best, stack = 0, [(value, 1, None)]
     while stack:
-        v, d = stack.pop()
+        v, d, at = stack.pop()
         if isinstance(v, str):
-            _unicode(v)
+            _unicode(v, at)
         elif isinstance(v, (dict, list)):
             best = max(best, d)
             if best > MAX_NESTING:
                 return best
             if isinstance(v, dict):
-                for k in v:
-                    _unicode(k)
-            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+                for k, x in v.items():
+                    _unicode(k, (at, k))
+                    stack.append((x, d + 1, (at, k)))
+            else:
+                stack.extend((x, d + 1, (at, i)) for i, x in enumerate(v))
     return best
+
+
+def _path_text(at) -> str | None:
+    """A field path (`groups[0].name`) from _depth's chain."""
+    keys = []
+    while at is not None:
+        at, k = at
+        keys.append(k)
+    out = ""
+    for k in reversed(keys):
+        out += f"[{k}]" if isinstance(k, int) else ("." if out else "") + path_key(k)
+    return out or None
 
 
 def _deep_line(text: str) -> int | None:
@@ -127,11 +142,11 @@ class _BadString(Exception):
     pass
 
 
-def _unicode(s: str) -> None:
+def _unicode(s: str, at=None) -> None:
     try:
         s.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise _BadString(s) from exc
+        raise _BadString(s, at) from exc
 
 
 class _DuplicateKey(Exception):
@@ -154,3 +169,19 @@ def short(value, limit: int = 60) -> str:
     except RecursionError:
         r = f"<a {type(value).__name__} nested too deeply>"
     return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
+def path_key(name) -> str:
+    """A table key in a field path: as is when it reads as a name, else quoted as a JSON string
+    (e.g. "", "a.b", "a b"), so that the path names one field."""
+    import json
+    import re
+
+    name = str(name)
+    if re.fullmatch(r"[A-Za-z0-9_%-]+", name):
+        return name
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: shown as its escape
+        return json.dumps(name)
+    return json.dumps(name, ensure_ascii=False)

@@ -284,7 +284,8 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
     validate = FastValidator()
     first = next(it, None)
     if first is None:
-        raise TraceInputError(path, 1, "empty trace: expected a trace_started event first")
+        # no event at all: what is missing is the first one, at line (row) 1
+        raise TraceInputError(path, 1, "empty trace (no event): expected a trace_started event first")
     line, ev = first
     problem = validate(ev)
     if problem:

@@ -288,3 +288,146 @@ def test_a_scope_name_of_any_text_gives_plain_trace_file_names(tmp_path, name):
         assert os.path.dirname(f) == str(out) and os.path.isfile(f)
         assert len(base.encode()) <= 160 and base.isascii() and "\x00" not in base and " " not in base
         assert "-bug-2449-rocketmq-4.8.0-INV-" in base
+
+
+# ---------------------------------------------------------------- field paths of odd keys
+
+_GOOD_SCENARIO = {"topics": [{"name": "T", "queues": 2}], "groups": [{"name": "G", "subscriptions": {"T": "*"}}],
+                  "producers": [{"topic": "T", "count": 3, "props": {"a": "b"}}],
+                  "steps": [{"at_ms": 0, "action": "start", "client": "c", "group": "G"}]}
+
+
+def _scenario_error(tmp_path, where, key, value=1):
+    import copy
+    import json
+
+    sc = copy.deepcopy(_GOOD_SCENARIO)
+    node = sc
+    for k in where:
+        node = node[k]
+    node[key] = value
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(sc))
+    res = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"])
+    assert res.exit_code == 2, res.output
+    return res.stderr.strip().removeprefix(f"error: {p}: ")
+
+
+@pytest.mark.parametrize("key,shown", [("", '""'), (" ", '" "'), ("a.b", '"a.b"'), ("é", '"é"'), ("x", "x")])
+def test_an_odd_key_is_named_by_a_field_path(tmp_path, key, shown):
+    # was: "s.json: unknown top-level keys: x" (no field), "producers[0].: unknown keys" (an empty
+    # segment), "producers[0].props.: a blank property name" and "a.b: ..." read as two keys
+    assert _scenario_error(tmp_path, (), key).startswith(f"{shown}: unknown top-level key")
+    assert _scenario_error(tmp_path, ("producers", 0), key).startswith("producers[0]: unknown keys")
+    assert _scenario_error(tmp_path, ("groups", 0, "subscriptions"), key).startswith(
+        f"groups[0].subscriptions.{shown}: topic is not declared")
+    # a topic took any key silently (a typo such as `queue = 8` was ignored)
+    assert _scenario_error(tmp_path, ("topics", 0), key).startswith(f"topics[0].{shown}: unknown key")
+    if not key.strip():
+        assert _scenario_error(tmp_path, ("producers", 0, "props"), key, "v").startswith(
+            f"producers[0].props.{shown}: a blank property name")
+    p = tmp_path / "scope.toml"
+    p.write_text(f"consumers = 1\n{json_key(key)} = 1\n")
+    res = CliRunner().invoke(main, ["explore", "--scope", str(p), "--quiet"])
+    assert res.exit_code == 2 and f"scope.toml: {shown}: unknown scope key" in res.output, res.output
+
+
+def json_key(key: str) -> str:
+    import json
+
+    return json.dumps(key, ensure_ascii=False)  # a TOML basic string key is a JSON string here
+
+
+# ---------------------------------------------------------------- nesting and text, located
+
+def test_a_json_value_nested_past_what_orjson_writes_is_bad_input_at_its_line(tmp_path, events):
+    # was: TypeError "Recursion limit reached" out of the duplicate-key check, which wrote each
+    # line back with orjson (255 levels at most) while orjson reads up to 1024
+    lines = _lines(events)
+    ev = orjson.loads(lines[4])
+    raw = orjson.dumps(dict(ev, extra=0))
+    lines[4] = raw.replace(b'"extra":0', b'"extra":' + b"[" * 300 + b"]" * 300) + b"\n"
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"".join(lines))
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2 and "t.jsonl:5: a value nested too deeply" in res.output, res.output
+
+
+def test_a_parquet_text_column_with_invalid_utf8_is_bad_input_at_its_row(tmp_path, events):
+    # was: UnicodeDecodeError out of the column's conversion to Python values
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rocketspec.traces.io import write_trace
+
+    p = tmp_path / "t.parquet"
+    write_trace(p, events)
+    table = pq.read_table(p)
+    col = table.column("topic").to_pylist()
+    row = next(i for i, v in enumerate(col) if v is not None and i > 3)
+    raw = [None if v is None else v.encode() for v in col]
+    raw[row] = b"Topic\x97"
+    i = table.schema.get_field_index("topic")
+    table = table.set_column(i, "topic", pa.array(raw, pa.binary()).view(pa.string()))
+    pq.write_table(table, p)
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2, res.output
+    assert f"t.parquet:{row + 1}: column 'topic': not valid UTF-8 text (byte 0x97)" in res.output, res.output
+
+
+def _deep_at(line: int, depth: int) -> str:
+    head = "".join(f"k{i} = {i}\n" for i in range(line - 1))
+    return head + "deep = " + "[" * depth + "1" + "]" * depth + "\n"
+
+
+@pytest.mark.parametrize("depth", [40, 100_000])
+def test_nesting_past_the_bound_names_its_line(tmp_path, depth):
+    # was: "nested too deeply; expected at most 32 levels" without a line
+    p = tmp_path / "s.toml"
+    p.write_text(_deep_at(7, depth))
+    for argv in (["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"],
+                 ["explore", "--scope", str(p), "--quiet"]):
+        res = CliRunner().invoke(main, argv)
+        assert res.exit_code == 2 and "s.toml:7: nested too deeply" in res.output, res.output
+    p = tmp_path / "s.json"
+    p.write_text('{"name": "x",\n "a": {"b": 1},\n "deep": ' + "[" * depth + "]" * depth + "}")
+    res = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"])
+    assert res.exit_code == 2 and "s.json:3: nested too deeply" in res.output, res.output
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "blank"])
+def test_an_empty_trace_is_named_at_its_first_line(tmp_path, events, fmt):
+    # was: "t.parquet: empty trace: ..." without a place (a Parquet file of 0 rows, an empty or
+    # blank JSON Lines file)
+    from rocketspec.traces.io import write_trace
+
+    p = tmp_path / f"t.{'parquet' if fmt == 'parquet' else 'jsonl'}"
+    if fmt == "parquet":
+        write_trace(p, [])
+    else:
+        p.write_bytes(b"" if fmt == "jsonl" else b"\n  \n\n")
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2 and f"{p.name}:1: empty trace (no event): expected a trace_started" in res.output, \
+        res.output
+
+
+@pytest.mark.parametrize("where,text", [
+    ("steps[0].client", '"client": "\\ud800"'),
+    ("groups[0].subscriptions.\"\\udc00x\"", '"subscriptions": {"\\udc00x": "*"}'),
+])
+def test_a_lone_surrogate_in_a_json_scenario_is_named_by_its_field(tmp_path, where, text):
+    # was: "s.json: the string '\ud800' holds a lone surrogate ..." without a place (found by
+    # bench.fuzz_inputs seed 12 #3614)
+    import json
+
+    sc = json.loads(json.dumps(_GOOD_SCENARIO))
+    body = json.dumps(sc)
+    if "client" in text:
+        body = body.replace('"client": "c"', text)
+    else:
+        body = body.replace('"subscriptions": {"T": "*"}', text)
+    p = tmp_path / "s.json"
+    p.write_text(body)
+    res = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"])
+    assert res.exit_code == 2 and f"s.json: {where}: the string" in res.output and "lone surrogate" in res.output, \
+        res.output
