@@ -4,12 +4,13 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-real bench clean rocketmq recorder
+.PHONY: setup demo test test-slow test-real bench clean rocketmq recorder diff-reports
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/pip install --quiet -e '.[dev]'
+	@# setuptools' note on editable installs (a folder named like the package: here by design) is noise
+	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -47,6 +48,11 @@ build/recorder/.built: $(RECORDER_SRC)
 	 rm -rf build/recorder/classes && mkdir -p build/recorder/classes && \
 	 javac -nowarn -encoding UTF-8 -d build/recorder/classes -cp "$$cp" $(RECORDER_SRC) 2>&1 | grep -v '^Note:' ; \
 	 test -f build/recorder/classes/rocketspec/recorder/Driver.class && touch $@
+
+# Differential reports (docs/differential/): the reference against each real scenario's trace,
+# the committed fixtures by default; RECORD=1 records fresh real traces first (needs Java).
+diff-reports: $(STAMP)
+	$(BIN)/python -m rocketspec.traces.diff_reports $(if $(RECORD),--record)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -180,7 +180,8 @@ class Generator:
     def big(self) -> str:
         r = self.r
         c = r.randrange(8)
-        n = r.choice([MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 500, 5000])
+        # around the parentheses limit (MAX_DEPTH), and deeper than any limit
+        n = r.choice([MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 500, 5000, 20000])
         if c == 0:
             return "(" * n + "a > 1" + ")" * n
         if c == 1:

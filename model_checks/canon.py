@@ -56,7 +56,7 @@ _SHAPES = {
     "Directory": {"topics": "share", "brokers": "dict", "clients": "dict_of:Client", "registered": "dict_of_sets",
                   "alloc": "dict"},
     "PQ": {"tree": "set", "heap": "list", "consuming": "list", "batches": "dict", "failed": "dict",
-           "pending_upd": "list", "expired": "set"},
+           "pending_upd": "list", "expired": "set", "dup_seen": "set"},
     "Progress": {"done": "set"},
     "QueueState": {"pqs": "dict_of:PQ", "stores": "dict_of_lists", "local": "dict_of_lists", "persists": "dict",
                    "units": "dict_of:Progress", "busy": "dict", "reads": "dict", "pull_commit": "dict",
@@ -270,13 +270,14 @@ def seal(st: SpecState) -> SpecState:
 # ---------------------------------------------------------------------------- canonical form
 
 _KNOWN = {
-    SpecState: {"profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done"},
+    SpecState: {"profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done",
+                "sampled_stores"},
     QueueState: {"key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch", "pqs",
                  "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans", "resets",
-                 "reset_ahead"},
+                 "reset_ahead", "overlaps", "batch_max"},
     PQ: {"client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull", "pull_id",
          "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd", "created_ts", "orderly", "broadcast",
-         "retry_topic", "expired"},
+         "retry_topic", "expired", "dup_seen", "commit_due", "sampled"},
     Chain: {"requests", "entries", "accepted"},
 }
 
@@ -353,6 +354,7 @@ class Canon:
                                 tuple(sorted(pq.batches.items())) if pq.batches else (),
                                 tuple(sorted(pq.failed.items())) if pq.failed else (),
                                 tuple(pq.pending_upd), tuple(sorted(getattr(pq, "expired", ()))),
+                                tuple(sorted(pq.dup_seen)) if pq.dup_seen else (), pq.commit_due, pq.sampled,
                                 _extra(pq, xpq))))
         pqs.sort()
         units = tuple(sorted((rn(u), p.start, p.wm, tuple(sorted(p.done)), p.skipped) for u, p in qs.units.items()))
@@ -368,7 +370,9 @@ class Canon:
             tuple(sorted((rn(c), v) for c, v in qs.reads.items())) if qs.reads else (),
             tuple(sorted((rn(c), v) for c, v in qs.pull_commit.items())) if qs.pull_commit else (),
             tuple(sorted(((rn(c), k), v) for (c, k), v in qs.orphans.items())) if qs.orphans else (),
-            tuple(getattr(qs, "resets", ())), getattr(qs, "reset_ahead", None), _extra(qs, xqs)))
+            tuple(getattr(qs, "resets", ())), getattr(qs, "reset_ahead", None),
+            tuple(sorted((rn(c), k) for c, k in qs.overlaps)) if qs.overlaps else (), qs.batch_max,
+            _extra(qs, xqs)))
 
     def stored(self, tkey, sq, im: "Image"):
         if tkey[0] == self.topic:
@@ -405,7 +409,8 @@ class Canon:
                 tuple(sorted(((rn(c), t), tuple(sorted(mk(m) for m in a))) for (c, t), a in d.alloc.items())),
                 tuple(sorted(d.brokers.items())))
         sd = tuple(sorted((rn(k), v) for k, v in st.sched_done.items())) if st.sched_done else ()
-        return (denc, st.ended, sd, _extra(st, self.extra.get(SpecState, ())))
+        # sampled_stores: only recorded traces (obs) fill it; a state the explorer makes has none
+        return (denc, st.ended, sd, frozenset(st.sampled_stores), _extra(st, self.extra.get(SpecState, ())))
 
     # ------------------------------------------------------------------ whole state
     def __call__(self, st: SpecState, now: int, names: dict | None = None, qmap: dict | None = None):
@@ -513,7 +518,8 @@ class Fingerprints:
                       for c, cl in d.clients.items()),
                 tuple((k, frozenset(v)) for k, v in d.registered.items()),
                 tuple(d.alloc.items()), tuple(d.brokers.items()), st.ended,
-                tuple(st.sched_done.items()) if st.sched_done else (), _extra(st, cn.extra.get(SpecState, ())))
+                tuple(st.sched_done.items()) if st.sched_done else (), frozenset(st.sampled_stores),
+                _extra(st, cn.extra.get(SpecState, ())))
         rest = self.rest_cache.get(dkey)
         if rest is None:
             rest = self.rest_cache[dkey] = tuple(hash(cn.rest(st, now, im)) for im in self.images)

@@ -399,6 +399,10 @@ class Explorer:
                         enabled.add(key)
             if again:
                 continue
+            if not res.complete:
+                # the cap stopped this node's expansion halfway: its moves not generated may be the
+                # productive ones, so it is not known to be quiescent (no end check on a cut node)
+                break
             if edges is not None:
                 self.live_info[nid] = (obligations(node.st), frozenset(enabled))
             if not productive and asleep:

@@ -10,14 +10,19 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from rocketspec.errors import UserError
+
 SCOPE_DIR = Path(__file__).with_name("scopes")
 
 FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
                "route_lost")
 
 
-class ScopeError(ValueError):
-    pass
+class ScopeError(UserError, ValueError):
+    """A bad scope: the file (or <dict>), the key, and what was expected."""
+
+    def __init__(self, origin: str, message: str, key: str | None = None, line: int | None = None):
+        super().__init__(message, file=origin, field=key, line=line)
 
 
 @dataclass(frozen=True)
@@ -55,50 +60,62 @@ class Scope:
 
 _TYPES = {f.name: f.type for f in fields(Scope)}
 
+# Upper bounds of the integer keys: far above what can be exhausted, low enough that a typo
+# (an extra zero or three) is an error with the bound named, not hours of search.
+BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "messages": (0, 12), "max_reconsume_times": (0, 16),
+          "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024),
+          "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth)}
+MAX_PAUSE_MS = 24 * 3600 * 1000
+
 
 def _validate(d: dict, origin: str) -> Scope:
+    from rocketspec.config_files import short
+
     kw = {}
     for k, v in d.items():
         if k not in _TYPES:
-            raise ScopeError(f"{origin}: unknown scope key {k!r} (known: {', '.join(sorted(_TYPES))})")
+            raise ScopeError(origin, f"unknown scope key (known: {', '.join(sorted(_TYPES))})", str(k))
         t = _TYPES[k]
         if t in ("int", int):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ScopeError(f"{origin}: {k} must be a non-negative integer, got {v!r}")
+            lo, hi = BOUNDS.get(k, (0, None))
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
+                rng = f"an integer from {lo} to {hi}" if hi is not None else f"an integer >= {lo}"
+                raise ScopeError(origin, f"expected {rng}, got {short(v)}", k)
         elif t in ("bool", bool):
             if not isinstance(v, bool):
-                raise ScopeError(f"{origin}: {k} must be true or false, got {v!r}")
+                raise ScopeError(origin, f"expected true or false, got {short(v)}", k)
         elif t in ("str", str):
             if not isinstance(v, str):
-                raise ScopeError(f"{origin}: {k} must be a string, got {v!r}")
+                raise ScopeError(origin, f"expected a string, got {short(v)}", k)
         elif t in ("tuple", tuple):
-            if not isinstance(v, list):
-                raise ScopeError(f"{origin}: {k} must be a list, got {v!r}")
+            if not isinstance(v, (list, tuple)):
+                raise ScopeError(origin, f"expected a list, got {short(v)}", k)
             v = tuple(v)
         kw[k] = v
     s = Scope(**kw)
     if s.mode not in ("CONCURRENTLY", "ORDERLY"):
-        raise ScopeError(f"{origin}: mode must be CONCURRENTLY or ORDERLY, got {s.mode!r}")
+        raise ScopeError(origin, f"expected CONCURRENTLY or ORDERLY, got {short(s.mode)}", "mode")
     if s.message_model not in ("CLUSTERING", "BROADCASTING"):
-        raise ScopeError(f"{origin}: message_model must be CLUSTERING or BROADCASTING, got {s.message_model!r}")
+        raise ScopeError(origin, f"expected CLUSTERING or BROADCASTING, got {short(s.message_model)}",
+                         "message_model")
     if s.message_model == "BROADCASTING" and s.mode != "CONCURRENTLY":
-        raise ScopeError(f"{origin}: BROADCASTING is explored with mode CONCURRENTLY only")
+        raise ScopeError(origin, "BROADCASTING is explored with mode CONCURRENTLY only", "message_model")
     if s.strategy not in ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"):
-        raise ScopeError(f"{origin}: strategy must be AVG, AVG_BY_CIRCLE or CONSISTENT_HASH")
+        raise ScopeError(origin, f"expected AVG, AVG_BY_CIRCLE or CONSISTENT_HASH, got {short(s.strategy)}",
+                         "strategy")
     bad = [k for k in s.fault_kinds if k not in FAULT_KINDS]
     if bad:
-        raise ScopeError(f"{origin}: unknown fault kinds {bad} (known: {', '.join(FAULT_KINDS)})")
-    if not 1 <= s.consumers <= 4 or not 1 <= s.queues <= 6 or s.messages > 12:
-        raise ScopeError(f"{origin}: consumers 1..4, queues 1..6, messages 0..12")
-    if s.threads < 1 or s.pull_batch < 1 or s.max_depth < 1:
-        raise ScopeError(f"{origin}: threads, pull_batch and max_depth must be >= 1")
+        raise ScopeError(origin, f"unknown fault kinds {short(bad)} (known: {', '.join(FAULT_KINDS)})",
+                         "fault_kinds")
     if s.persistent_sets and (s.adversary or s.message_model != "CLUSTERING"):
-        raise ScopeError(f"{origin}: persistent_sets needs a clustering group and no adversary moves")
+        raise ScopeError(origin, "persistent_sets needs a clustering group and no adversary moves", "persistent_sets")
     if s.persistent_sets and s.max_depth != Scope.max_depth:
-        raise ScopeError(f"{origin}: persistent_sets and max_depth exclude each other (the reduced graph's "
-                         "depths are not the lengths of all runs)")
-    if any(not isinstance(p, int) or p <= 0 for p in s.pause_ms):
-        raise ScopeError(f"{origin}: pause_ms must list positive integers")
+        raise ScopeError(origin, "persistent_sets and max_depth exclude each other (the reduced graph's "
+                         "depths are not the lengths of all runs)", "max_depth")
+    if not s.pause_ms or any(not isinstance(p, int) or isinstance(p, bool) or not 0 < p <= MAX_PAUSE_MS
+                             for p in s.pause_ms) or len(s.pause_ms) > 8:
+        raise ScopeError(origin, f"expected a list of 1 to 8 pause lengths in ms, each from 1 to {MAX_PAUSE_MS}, "
+                         f"got {short(list(s.pause_ms))}", "pause_ms")
     return s
 
 
@@ -108,18 +125,18 @@ def named_scopes() -> list[str]:
 
 def load_scope(name_or_path: str, **overrides) -> Scope:
     """A named scope (`tiny`, `small`, `medium`, ...) or a TOML file path."""
+    from rocketspec.config_files import parse, read_text
+
     p = Path(name_or_path)
-    if not (p.suffix == ".toml" or p.exists()):
+    if not (p.suffix or p.exists()):
         p = SCOPE_DIR / f"{name_or_path}.toml"
         if not p.exists():
-            raise ScopeError(f"unknown scope {name_or_path!r}; named scopes: {', '.join(named_scopes())}, "
-                             "or give a .toml file")
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise ScopeError(f"{p}: no such scope file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ScopeError(f"{p}: not valid TOML: {exc}") from None
+            raise ScopeError(name_or_path, f"unknown scope: not a named scope ({', '.join(named_scopes())}) nor a scope file "
+                                           "(.toml)")
+    elif p.suffix in (".yaml", ".yml", ".json"):
+        raise ScopeError(str(p), f"a scope file is TOML (.toml), not {p.suffix[1:].upper()} "
+                                 "(see docs/model-checking.md)")
+    data = parse(read_text(p, "scope file (TOML)"), "toml", str(p))
     data.setdefault("name", p.stem)
     data.update(overrides)
     return _validate(data, str(p))

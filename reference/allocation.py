@@ -72,6 +72,32 @@ def _check(current_cid: str | None, mq_all, cid_all) -> bool:
     return current_cid in cid_all
 
 
+class _Positions(list):
+    """A list of consumer ids whose `index` and `in` are dict lookups (first position, as
+    list.index finds it), and a `memo` for what one allocate_all computes once."""
+
+    def __init__(self, items):
+        super().__init__(items)
+        self._first: dict[str, int] = {}
+        for i, c in enumerate(self):
+            self._first.setdefault(c, i)
+        self.memo: dict = {}
+
+    def index(self, value, *args):
+        if args:
+            return super().index(value, *args)
+        try:
+            return self._first[value]
+        except (KeyError, TypeError):
+            raise ValueError(f"{value!r} is not in list") from None
+
+    def __contains__(self, value):
+        try:
+            return value in self._first
+        except TypeError:
+            return False
+
+
 class Strategy(ABC):
     """One allocation strategy. `allocate` answers for one consumer, `allocate_all` for
     every distinct consumer id of `cid_all` (in list order)."""
@@ -95,10 +121,21 @@ class Strategy(ABC):
     def allocate_all(self, mq_all: Sequence[MessageQueue] | None,
                      cid_all: Sequence[str] | None) -> dict[str, Allocation]:
         """`allocate` for each distinct id of `cid_all`. With no consumer at all there is
-        nobody to ask, so this raises what every call would raise (the check on `cid_all`)."""
+        nobody to ask, so this raises what every call would raise (the check on `cid_all`).
+
+        The lists are converted once and the ids' positions looked up in a dict, so the cost
+        is linear in the ids, not quadratic (each `allocate` alone copies and searches them)."""
         if not cid_all:
             raise AllocationError("cidAll is null or cidAll empty")
-        return {cid: self.allocate(cid, mq_all, cid_all) for cid in dict.fromkeys(cid_all)}
+        if type(self).allocate is not Strategy.allocate:  # a strategy with its own entry checks
+            return {cid: self.allocate(cid, mq_all, cid_all) for cid in dict.fromkeys(cid_all)}
+        cids = _Positions(java_string(c) for c in cid_all)
+        mqs = None if mq_all is None else list(mq_all)
+        out = {}
+        for cid in dict.fromkeys(cid_all):
+            current = java_string(cid) if cid else cid
+            out[cid] = self._allocate(current, mqs, cids) if _check(current, mqs, cids) else []
+        return out
 
     def __repr__(self):
         return f"{type(self).__name__}()"
@@ -197,6 +234,13 @@ class ConsistentHash(Strategy):
         return [ring.route(mq.java_str()) for mq in mq_all]
 
     def _allocate(self, current_cid, mq_all, cid_all):
+        if isinstance(cid_all, _Positions):  # allocate_all: route every queue once, for every id
+            mine = cid_all.memo.get("by_owner")
+            if mine is None:
+                mine = cid_all.memo["by_owner"] = {}
+                for mq, owner in zip(mq_all, self.owners(mq_all, cid_all)):
+                    mine.setdefault(owner, []).append(mq)
+            return list(mine.get(current_cid, ()))
         return [mq for mq, owner in zip(mq_all, self.owners(mq_all, cid_all)) if owner == current_cid]
 
     def __repr__(self):

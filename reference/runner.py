@@ -2,7 +2,7 @@
 
 `run(scenario, seed, profile, sink)` builds brokers, topics, producers and the step
 timeline on one simulator, runs the scenario's duration, then keeps running until the
-system is quiescent (everything consumed or dead-lettered) or the drain limit passes, and
+system is quiescent (everything consumed or dead-lettered, offsets committed) or the drain limit passes, and
 ends the trace with `trace_ended`.
 """
 from __future__ import annotations
@@ -219,6 +219,13 @@ class Run:
                             return False
                         if maxo > 0 and c.offset_store.read_memory(mq) != maxo:
                             return False
+                    # Real runs end when the offsets are persisted too (docs/recorder.md: the
+                    # broker's committed offset of every queue of the group at its max offset), so
+                    # the reference's final committed offsets are comparable with a real run's.
+                    b = self.net.brokers[mq[1]]
+                    if (not members[0].broadcasting and holders and maxo > 0
+                            and b.offsets.query(group, mq[0], mq[2]) != maxo):
+                        return False
             if not all(c.consume_service.idle() for c in members):
                 return False
         # Every group that has messages waiting needs a live consumer to be called drained.

@@ -7,43 +7,71 @@ problems as `ScenarioError` naming the file and the field path.
 """
 from __future__ import annotations
 
-import json
 import tomllib
 from importlib import resources
 from pathlib import Path
+
+from rocketspec.errors import UserError
 
 from . import checks
 from .client.listener import check_listener
 from .client.push_consumer import ConsumerConfig
 
 _ID = checks.string
-_MS = checks.integer(0)
+_MS = checks.integer(0, checks.MAX_RUN_MS)
+
+# Sanity bounds: a run costs time in proportion to its queues, clients, messages and simulated
+# time, so each is capped far above the built-in scenarios, and the message names the bound.
+MAX_BROKERS, MAX_TOPICS, MAX_GROUPS, MAX_CLIENTS, MAX_STEPS = 16, 64, 64, 64, 10_000
+MAX_QUEUES = 1024                 # per topic, and over all topics and brokers together
+MAX_MESSAGES = 10_000_000         # producers and produce steps together
+MAX_QUEUE_DAYS = 256              # queues x simulated days (duration_ms + drain_limit_ms): ~13M events at most
+MAX_LATENCY_MS = 60_000
+MAX_BODY_SIZE = 4 * 1024 * 1024   # the broker's default maxMessageSize
+MIN_RATE_PER_S = 0.001
+DAY_MS = 24 * 3600 * 1000
+
+
+# MessageConst.STRING_HASH_SET (4.9.8): Message.putUserProperty refuses these names.
+SYSTEM_PROPERTIES = frozenset(
+    "TRACE_ON MSG_REGION KEYS TAGS WAIT DELAY RETRY_TOPIC REAL_TOPIC REAL_QID TRAN_MSG PGROUP MIN_OFFSET "
+    "MAX_OFFSET BUYER_ID ORIGIN_MESSAGE_ID TRANSFER_FLAG CORRECTION_FLAG MQ2_FLAG RECONSUME_TIME UNIQ_KEY "
+    "MAX_RECONSUME_TIMES CONSUME_START_TIME INSTANCE_ID CORRELATION_ID REPLY_TO_CLIENT TTL ARRIVE_TIME "
+    "PUSH_REPLY_TIME CLUSTER MSG_TYPE INNER_MULTI_QUEUE_OFFSET".split())
 
 
 def _props(path: str, table) -> None:
     """Message properties: name = value, or name = [values] to draw from (strings or numbers;
-    the broker sees them as strings)."""
+    the broker sees them as strings). As Message.putUserProperty: no system property name,
+    no blank name or value."""
     if not isinstance(table, dict):
         raise checks.FieldError(path, f"expected a table of properties, got {table!r}")
     for name, v in table.items():
         values = v if isinstance(v, list) else [v]
         if not values or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in values):
             raise checks.FieldError(f"{path}.{name}", f"expected a string or number, or a non-empty list of them, got {v!r}")
+        if name in SYSTEM_PROPERTIES:
+            raise checks.FieldError(f"{path}.{name}", "a system property: RocketMQ's putUserProperty refuses it "
+                                    "(\"The Property<%s> is used by system\")" % name)
+        if not name.strip() or any(isinstance(x, str) and not x.strip() for x in values):
+            raise checks.FieldError(f"{path}.{name}", "a blank property name or value: RocketMQ's putUserProperty "
+                                    "refuses it")
 
 # The type of each step field (the action decides which fields it needs).
 STEP_FIELDS = {
-    "client": _ID, "group": _ID, "broker": _ID, "topic": _ID, "duration_ms": checks.integer(1),
-    "downtime_ms": _MS, "probability": checks.number(0, 1), "count": checks.integer(0),
-    "skip": checks.integer(0), "kind": checks.one_of("timeout", "broker_error"), "queue": checks.integer(0),
+    "client": _ID, "group": _ID, "broker": _ID, "topic": _ID, "duration_ms": checks.integer(1, checks.MAX_RUN_MS),
+    "downtime_ms": _MS, "probability": checks.number(0, 1), "count": checks.integer(0, MAX_MESSAGES),
+    "skip": checks.integer(0, MAX_MESSAGES), "kind": checks.one_of("timeout", "broker_error"),
+    "queue": checks.integer(0, MAX_QUEUES - 1),
     "before": checks.integer(0), "offset": checks.integer(0), "timestamp_ms": _MS,
     "tags": checks.optional(checks.string), "keys": checks.optional(checks.string),
     "props": _props,
     "at_ms": _MS, "action": _ID, "note": checks.string,
 }
 PRODUCER_FIELDS = {
-    "topic": _ID, "count": checks.integer(0), "rate_per_s": checks.number(0, exclusive_lo=True),
+    "topic": _ID, "count": checks.integer(0, MAX_MESSAGES), "rate_per_s": checks.number(MIN_RATE_PER_S),
     "start_ms": _MS, "tags": checks.list_of(checks.string), "keys": checks.list_of(checks.string),
-    "body_size": checks.integer(0), "sharding_keys": checks.integer(1), "props": _props,
+    "body_size": checks.integer(0, MAX_BODY_SIZE), "sharding_keys": checks.integer(1, 1_000_000), "props": _props,
 }
 
 STEP_ACTIONS = {
@@ -81,10 +109,31 @@ REAL_KEYS = {
 }
 
 
-class ScenarioError(ValueError):
-    def __init__(self, source: str, path: str, message: str):
-        self.source, self.path, self.message = source, path, message
-        super().__init__(f"{source}: {path}: {message}" if path else f"{source}: {message}")
+
+def _delay_levels(path, v):
+    from .broker.schedule import parse_delay_levels
+
+    checks.string(path, v)
+    try:
+        levels = parse_delay_levels(v)
+    except ValueError as exc:
+        raise checks.FieldError(path, str(exc)) from None
+    if not levels or any(d > checks.MAX_RUN_MS for d in levels):
+        raise checks.FieldError(path, f"expected 1 or more delay levels, each at most {checks.MAX_RUN_MS} ms")
+
+
+BROKER_FIELDS = {"message_delay_level": _delay_levels, "enable_property_filter": checks.boolean,
+                 "filter_support_retry": checks.boolean, "long_polling_enable": checks.boolean,
+                 "retry_queue_nums": checks.integer(0, MAX_QUEUES), "retry_max_times": checks.integer(0, 2**31 - 1),
+                 "lock_max_live_ms": checks.integer(1, checks.MAX_RUN_MS)}
+
+
+class ScenarioError(UserError, ValueError):
+    """A bad scenario: `source` the file (or builtin:NAME), `path` the field path, and what was expected."""
+
+    def __init__(self, source: str, path: str, message: str, line: int | None = None):
+        super().__init__(message, file=source, line=line, field=path or None)
+        self.source, self.path = source, path
 
 
 def builtin_names() -> list[str]:
@@ -93,24 +142,36 @@ def builtin_names() -> list[str]:
 
 
 def load_scenario(name_or_file: str) -> dict:
+    """A built-in scenario by name, or a scenario file (.toml or .json); ScenarioError otherwise."""
+    from rocketspec.config_files import parse, read_text
+
     p = Path(name_or_file)
-    if p.suffix in (".toml", ".json") and p.exists():
-        text, source = p.read_text(), str(p)
-        fmt = p.suffix
+    if p.suffix.lower() in (".yaml", ".yml"):
+        raise ScenarioError(name_or_file, "", "a scenario file is TOML (.toml) or JSON (.json), not YAML "
+                                              "(see docs/scenarios.md)")
+    if p.suffix in (".toml", ".json") or (p.exists() and name_or_file not in builtin_names()):
+        source = str(p)
+        try:
+            raw = parse(read_text(p, "scenario file (.toml or .json)"), "json" if p.suffix == ".json" else "toml",
+                        source)
+        except UserError as exc:
+            raise ScenarioError(source, "", exc.message, line=exc.line) from None
     elif name_or_file in builtin_names():
         source = f"builtin:{name_or_file}"
         text = resources.files("rocketspec.reference").joinpath("scenarios", f"{name_or_file}.toml").read_text()
-        fmt = ".toml"
-    elif p.suffix in (".toml", ".json"):
-        raise ScenarioError(name_or_file, "", "no such file")
+        raw = tomllib.loads(text)
     else:
         raise ScenarioError(name_or_file, "", f"not a built-in scenario ({', '.join(builtin_names())}) "
                                               "nor a .toml/.json file")
-    try:
-        raw = tomllib.loads(text) if fmt == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ScenarioError(source, "", f"not valid {fmt[1:].upper()}: {exc}") from None
     return validate(raw, source)
+
+
+def _key(name: str) -> str:
+    """A table key in a field path: as is when it reads as a name, else quoted (e.g. "")."""
+    import json
+    import re
+
+    return name if re.fullmatch(r"[\w%.-]+", name) else json.dumps(name)
 
 
 def _expect(source, path, value, types, what):
@@ -138,49 +199,125 @@ def _check_subscription(source: str, path: str, expr) -> None:
         raise ScenarioError(source, path, f"{kind} subscription {text!r} is rejected: {exc}") from None
 
 
+_EXPECT_HELP = ('"holds", or a table {fails = "INV-..." or [ids]}, optionally with per-profile overrides '
+                '{profiles = {"rocketmq-4.9.8" = "holds" or {fails = ...}}}')
+
+
+def _parse_verdict(source, path, v):
+    """'holds' -> frozenset(); {fails = id | [ids]} -> frozenset(ids)."""
+    from rocketspec.spec.invariants import BY_ID
+
+    if v == "holds":
+        return frozenset()
+    if isinstance(v, dict) and "fails" in v and not set(v) - {"fails", "profiles"}:
+        ids = v["fails"]
+        ids = [ids] if isinstance(ids, str) else ids
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            raise ScenarioError(source, f"{path}.fails", "an invariant id or a non-empty list of ids")
+        unknown = [i for i in ids if i not in BY_ID]
+        if unknown:
+            raise ScenarioError(source, f"{path}.fails", f"unknown invariant ids {unknown} (see `rocketspec "
+                                "schema` / spec/SPEC.md)")
+        return frozenset(ids)
+    raise ScenarioError(source, path, f"expected {_EXPECT_HELP}, got {v!r}")
+
+
+def _parse_expect(source, raw):
+    """The scenario's expected verdict under the release profiles: {"default": ids, "profiles":
+    {name: ids}}; an empty id set means the trace holds. None when the scenario declares none."""
+    if raw is None:
+        return None
+    profiles = {}
+    if isinstance(raw, dict) and "profiles" in raw:
+        pt = raw["profiles"]
+        if not isinstance(pt, dict):
+            raise ScenarioError(source, "expect.profiles", "a table of profile name -> verdict")
+        for name, v in pt.items():
+            profiles[name] = _parse_verdict(source, f"expect.profiles.{name}", v)
+        raw = {k: v for k, v in raw.items() if k != "profiles"} or "holds"
+        if raw == {"holds": True}:
+            raw = "holds"
+    return {"default": _parse_verdict(source, "expect", raw), "profiles": profiles}
+
+
+def expected_failures(sc: dict, profile: str):
+    """The invariant ids a release-profile run of `sc` must fail with (empty: it must hold), or
+    None when the scenario declares no expectation. Known-bug profiles expect their own
+    `expected_violation` instead (spec.profiles)."""
+    e = sc.get("expect")
+    if e is None:
+        return None
+    return e["profiles"].get(profile, e["default"])
+
+
 def validate(raw: dict, source: str = "<scenario>") -> dict:
     if not isinstance(raw, dict):
         raise ScenarioError(source, "", "a scenario is a table/object")
     known = {"name", "description", "duration_ms", "drain_limit_ms", "latency_ms", "brokers", "broker_config",
-             "topics", "groups", "consumers", "producers", "steps", "real"}
+             "topics", "groups", "consumers", "producers", "steps", "expect", "real"}
     unknown = set(raw) - known
     if unknown:
-        raise ScenarioError(source, "", f"unknown top-level keys: {', '.join(sorted(unknown))}")
+        raise ScenarioError(source, sorted(unknown)[0], f"unknown top-level key(s) {', '.join(sorted(unknown))}; "
+                                                        f"expected only {', '.join(sorted(known))}")
+    def field(path, value, check):
+        try:
+            check(path, value)
+        except checks.FieldError as exc:
+            raise ScenarioError(source, exc.path, str(exc)) from None
+        return value
+
     sc = {
-        "name": str(raw.get("name", Path(source).stem)),
-        "description": str(raw.get("description", "")),
-        "duration_ms": _expect(source, "duration_ms", raw.get("duration_ms", 60000), int, "milliseconds"),
-        "drain_limit_ms": _expect(source, "drain_limit_ms", raw.get("drain_limit_ms", 6 * 3600 * 1000), int, "milliseconds"),
-        "latency_ms": _expect(source, "latency_ms", raw.get("latency_ms", 1), int, "milliseconds"),
+        "name": field("name", raw.get("name", Path(source).stem), checks.string),
+        "description": field("description", raw.get("description", ""), checks.string),
+        "duration_ms": field("duration_ms", raw.get("duration_ms", 60000), _MS),
+        "drain_limit_ms": field("drain_limit_ms", raw.get("drain_limit_ms", 6 * 3600 * 1000), _MS),
+        "latency_ms": field("latency_ms", raw.get("latency_ms", 1), checks.integer(0, MAX_LATENCY_MS)),
         "brokers": _expect(source, "brokers", raw.get("brokers", ["broker-a"]), list, "a list of broker names"),
         "broker_config": _expect(source, "broker_config", raw.get("broker_config", {}), dict, "a table"),
+        "expect": _parse_expect(source, raw.get("expect")),
     }
+    for i, b in enumerate(sc["brokers"]):
+        field(f"brokers[{i}]", b, checks.string)
+    if not 1 <= len(sc["brokers"]) <= MAX_BROKERS or len(set(sc["brokers"])) != len(sc["brokers"]):
+        raise ScenarioError(source, "brokers", f"expected 1 to {MAX_BROKERS} distinct broker names, got "
+                                               f"{len(sc['brokers'])} names")
+    try:
+        checks.check_table(sc["broker_config"], BROKER_FIELDS, "broker_config")
+    except checks.FieldError as exc:
+        raise ScenarioError(source, exc.path, str(exc)) from None
     # `real`: settings only `rocketspec record` uses (timing knobs of a real run); simulate ignores it.
     sc["real"] = _expect(source, "real", raw.get("real", {}), dict, "a table")
-    bad = set(sc["real"]) - set(REAL_KEYS)
-    if bad:
-        raise ScenarioError(source, "real", f"unknown keys {sorted(bad)}; known: {sorted(REAL_KEYS)}")
-    for key, value in sc["real"].items():
-        _expect(source, f"real.{key}", value, int, REAL_KEYS[key])
-    broker_keys = {"message_delay_level", "enable_property_filter", "filter_support_retry", "retry_queue_nums",
-                   "retry_max_times", "long_polling_enable", "lock_max_live_ms"}
-    bad = set(sc["broker_config"]) - broker_keys
-    if bad:
-        raise ScenarioError(source, "broker_config", f"unknown keys {sorted(bad)}; known: {sorted(broker_keys)}")
+    try:
+        checks.check_table(sc["real"], {k: checks.integer(1, checks.MAX_RUN_MS) for k in REAL_KEYS}, "real")
+    except checks.FieldError as exc:
+        raise ScenarioError(source, exc.path, str(exc)) from None
     topics = _expect(source, "topics", raw.get("topics", []), list, "a list of topics")
+    if len(topics) > MAX_TOPICS:
+        raise ScenarioError(source, "topics", f"at most {MAX_TOPICS} topics, got {len(topics)}")
     sc["topics"] = []
     for i, t in enumerate(topics):
         path = f"topics[{i}]"
         _expect(source, path, t, dict, "a table with name and queues")
         name = _expect(source, f"{path}.name", t.get("name"), str, "a topic name")
-        queues = _expect(source, f"{path}.queues", t.get("queues", 4), int, "a queue count")
+        queues = field(f"{path}.queues", t.get("queues", 4), checks.integer(1, MAX_QUEUES))
         brokers = _expect(source, f"{path}.brokers", t.get("brokers", sc["brokers"]), list, "broker names")
         for b in brokers:
             if b not in sc["brokers"]:
                 raise ScenarioError(source, f"{path}.brokers", f"unknown broker {b!r}")
         sc["topics"].append({"name": name, "queues": queues, "brokers": brokers})
+    total_queues = sum(t["queues"] * len(t["brokers"]) for t in sc["topics"])
+    if total_queues > MAX_QUEUES:
+        raise ScenarioError(source, "topics", f"at most {MAX_QUEUES} queues over all topics and brokers, got "
+                                              f"{total_queues}")
+    days = (sc["duration_ms"] + sc["drain_limit_ms"]) / DAY_MS
+    if total_queues * days > MAX_QUEUE_DAYS:
+        raise ScenarioError(source, "duration_ms", f"{total_queues} queues for {days:.1f} simulated days "
+                            f"(duration_ms + drain_limit_ms) is more than {MAX_QUEUE_DAYS} queue-days: a run's "
+                            "cost grows with both; shorten the run or use fewer queues")
     topic_names = {t["name"] for t in sc["topics"]}
     groups = _expect(source, "groups", raw.get("groups", []), list, "a list of consumer groups")
+    if len(groups) > MAX_GROUPS:
+        raise ScenarioError(source, "groups", f"at most {MAX_GROUPS} groups, got {len(groups)}")
     sc["groups"] = {}
     for i, g in enumerate(groups):
         path = f"groups[{i}]"
@@ -189,23 +326,23 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         subs = _expect(source, f"{path}.subscriptions", g.get("subscriptions"), dict, "a table topic = expression")
         for topic, expr in subs.items():
             if topic not in topic_names:
-                raise ScenarioError(source, f"{path}.subscriptions.{topic}", "topic is not declared in [[topics]]")
+                raise ScenarioError(source, f"{path}.subscriptions.{_key(topic)}", "topic is not declared in [[topics]]")
             if not isinstance(expr, (str, dict)):
-                raise ScenarioError(source, f"{path}.subscriptions.{topic}", "expected a tag expression or {type, expr}")
+                raise ScenarioError(source, f"{path}.subscriptions.{_key(topic)}", "expected a tag expression or {type, expr}")
         try:
             cfg = ConsumerConfig.resolve(g)
             check_listener(g.get("listener"), cfg["consume_mode"] == "ORDERLY", "listener")
         except checks.FieldError as exc:
             raise ScenarioError(source, f"{path}.{exc.path}" if exc.path else path, str(exc)) from None
         for topic, expr in subs.items():
-            _check_subscription(source, f"{path}.subscriptions.{topic}", expr)
+            _check_subscription(source, f"{path}.subscriptions.{_key(topic)}", expr)
         sc["groups"][name] = g
     producers = _expect(source, "producers", raw.get("producers", []), list, "a list of producers")
     sc["producers"] = []
     for i, pr in enumerate(producers):
         path = f"producers[{i}]"
         _expect(source, path, pr, dict, "a table")
-        if pr.get("topic") not in topic_names:
+        if not isinstance(pr.get("topic"), str) or pr["topic"] not in topic_names:
             raise ScenarioError(source, f"{path}.topic", f"unknown topic {pr.get('topic')!r}")
         try:
             checks.check_table(pr, PRODUCER_FIELDS)
@@ -213,13 +350,15 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
             raise ScenarioError(source, f"{path}.{exc.path}", str(exc)) from None
         sc["producers"].append(pr)
     steps = _expect(source, "steps", raw.get("steps", []), list, "a list of steps")
+    if len(steps) > MAX_STEPS:
+        raise ScenarioError(source, "steps", f"at most {MAX_STEPS} steps, got {len(steps)}")
     sc["steps"] = []
     for i, st in enumerate(steps):
         path = f"steps[{i}]"
         _expect(source, path, st, dict, "a table with at_ms and action")
         at = _expect(source, f"{path}.at_ms", st.get("at_ms"), int, "a time in milliseconds")
         action = st.get("action")
-        if action not in STEP_ACTIONS:
+        if not isinstance(action, str) or action not in STEP_ACTIONS:
             raise ScenarioError(source, f"{path}.action", f"unknown action {action!r}; known: {sorted(STEP_ACTIONS)}")
         need = STEP_ACTIONS[action]
         missing = need - set(st)
@@ -244,14 +383,25 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         if "group" in st and action != "start" and st["group"] not in sc["groups"]:
             raise ScenarioError(source, f"{path}.group", f"unknown group {st['group']!r}")
         sc["steps"].append(st)
+    messages = sum(p.get("count", 0) for p in sc["producers"]) + sum(
+        st["count"] for st in sc["steps"] if st["action"] == "produce")
+    if messages > MAX_MESSAGES:
+        raise ScenarioError(source, "producers", f"at most {MAX_MESSAGES} messages in a run (producers and produce "
+                                                 f"steps together), got {messages}")
+    clients = {st["client"] for st in sc["steps"] if st["action"] == "start"}
+    if len(clients) > MAX_CLIENTS:
+        raise ScenarioError(source, "steps", f"at most {MAX_CLIENTS} clients, got {len(clients)}")
     started = set()
     ever_started = {st["client"] for st in sc["steps"] if st["action"] == "start"}
-    for i, st in enumerate(sc["steps"]):
+    # the runner takes steps in the order of at_ms (the file's order among equal times)
+    for i in sorted(range(len(sc["steps"])), key=lambda i: sc["steps"][i]["at_ms"]):
+        st = sc["steps"][i]
         if st["action"] == "start":
             started.add(st["client"])
         elif st["action"] == "fail_offset_queries":
             if st["client"] not in ever_started:   # a fault may be armed before the client starts
                 raise ScenarioError(source, f"steps[{i}].client", f"client {st['client']!r} is never started")
         elif "client" in st and st["client"] not in started:
-            raise ScenarioError(source, f"steps[{i}].client", f"client {st['client']!r} is not started by an earlier step")
+            raise ScenarioError(source, f"steps[{i}].client", f"client {st['client']!r} is not started by an earlier step "
+                                                                 f"(at_ms {st['at_ms']})")
     return sc

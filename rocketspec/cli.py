@@ -1,13 +1,18 @@
 """The `rocketspec` command line.
 
 Each subcommand lives in the module that owns its job and is imported only when used, so
-`rocketspec allocate` does not pay for pyarrow or z3.
+`rocketspec allocate` does not pay for pyarrow or z3. Errors take one path for every command
+(`RocketspecGroup.main`, rocketspec/errors.py, docs/cli-errors.md).
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 
 import click
+
+from rocketspec.errors import EXIT_INTERRUPTED, debug_requested, report_exception
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -18,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "allocate": ("rocketspec.commands.allocate", "allocate", "Queue allocation as JSON Lines (stdin -> stdout)."),
     "filter": ("rocketspec.commands.filter", "filter_cmd", "Tag and SQL92 filter evaluation as JSON Lines."),
     "check": ("rocketspec.commands.check", "check", "Validate a trace against the spec."),
+    "diff": ("rocketspec.commands.diff", "diff", "Differential report: a reference trace against a real one."),
     "explore": ("rocketspec.commands.explore", "explore", "Exhaustive small-scope model checking."),
     "prove": ("rocketspec.commands.prove", "prove", "z3 proofs of allocation and lock-lease properties."),
     "profiles": ("rocketspec.commands.profiles", "profiles", "List version profiles and their switches."),
@@ -25,7 +31,26 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
+def _flag_given(args: list[str], flag: str) -> bool:
+    """`flag` among the options (before a `--` that ends them)."""
+    for a in args:
+        if a == "--":
+            return False
+        if a == flag:
+            return True
+    return False
+
+
+def _command_name(args: list[str]) -> str | None:
+    return next((a for a in args if a in COMMANDS), None)
+
+
+class RocketspecGroup(click.Group):
+    """Loads subcommands lazily, and gives every command the same error path: a user mistake
+    (rocketspec.errors.UserError, a click usage error, a path that cannot be opened) exits 2 with
+    one located line; anything else is a bug in rocketspec and exits 3; `--json` makes either a
+    JSON object on standard output."""
+
     def list_commands(self, ctx):
         return sorted(n for n, (mod, _, _) in COMMANDS.items() if importlib.util.find_spec(mod) is not None)
 
@@ -41,11 +66,48 @@ class LazyGroup(click.Group):
                 return None
             raise
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        args = sys.argv[1:] if args is None else list(args)
+        as_json = _flag_given(args, "--json")
+        debug = _flag_given(args, "--debug") or debug_requested()
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except SystemExit:
+            raise
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            sys.stderr.write("Aborted!\n")
+            sys.exit(EXIT_INTERRUPTED)
+        except click.UsageError as exc:
+            if not as_json and type(exc).__name__ == "NoArgsIsHelpError":  # bare command: its help
+                exc.show()
+                sys.exit(exc.exit_code)
+            sys.exit(report_exception(exc, command=_command_name(args), as_json=as_json, debug=debug))
+        except BrokenPipeError:
+            _quiet_stdout()
+            sys.exit(1)
+        except Exception as exc:  # noqa: BLE001 - the one place that decides what an error means
+            sys.exit(report_exception(exc, command=_command_name(args), as_json=as_json, debug=debug))
+        sys.exit(rv if isinstance(rv, int) else 0)
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+
+def _quiet_stdout() -> None:
+    """The reader went away: keep Python's exit-time flush of stdout quiet too."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+@click.group(cls=RocketspecGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rocketspec")
-def main():
-    """rocketspec: RocketMQ consumer semantics, executable and checkable."""
+@click.option("--debug", is_flag=True,
+              help="On an internal error, print the traceback (also: ROCKETSPEC_DEBUG=1).")
+def main(debug):
+    """rocketspec: RocketMQ consumer semantics, executable and checkable.
 
-
-import importlib.util  # noqa: E402  (used by LazyGroup.list_commands)
+    Exit codes: 0 holds, 1 a finding that fails, 2 bad input or configuration, 3 an internal
+    error (a bug in rocketspec: please report it), 4 incomplete (a cap or budget ran out)."""

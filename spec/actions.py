@@ -20,20 +20,14 @@ from __future__ import annotations
 import heapq
 
 from .allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
+from .filter import client_tag_match
 from .filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
+from . import limits
 from .lifecycles import LOCK_TABLE, MSG_TABLE, PQ_TABLE
 from .state import (M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Client, Progress, QueueState, SpecState,
                     StoredQueue, View)
 
 INT_MAX = 2 ** 31 - 1
-
-
-def _delay_table(profile):
-    units = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
-    out = [0]
-    for tok in profile.delay_levels.split():
-        out.append(int(tok[:-1]) * units[tok[-1]])
-    return out
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -64,16 +58,6 @@ def _client(st, ev, out, key=None):
 def _unit(pq_or_client) -> str:
     return pq_or_client.client if isinstance(pq_or_client, PQ) and pq_or_client.broadcast else (
         pq_or_client.cid if isinstance(pq_or_client, Client) and pq_or_client.broadcast else "")
-
-
-def _max_reconsume(st, client: Client | None):
-    """Resolved maxReconsumeTimes: -1 means 16 (concurrent) or unbounded (orderly)."""
-    if client is None:
-        return st.profile.default_max_reconsume_times
-    m = client.max_reconsume
-    if m == -1:
-        return None if client.orderly else st.profile.default_max_reconsume_times
-    return m
 
 
 def _group_client(st, group, cid=None):
@@ -120,18 +104,44 @@ def _pull_from_where(st, qs, client, read, sq):
 
 def _check_orderly_serial(st, qs, client, ev, out):
     """INV-ORDER-1 (state predicate on the queue): at most one client consuming an orderly
-    clustering queue at a time; downgraded under a broken A-LEASE-MARGIN."""
-    margin = st.profile.broker_lock_max_live_ms - st.profile.client_lock_max_live_ms
+    clustering queue at a time. A broken A-LEASE-MARGIN (a pause or a listener call longer than
+    broker lock - client lease) does not excuse it: the guarantee is lost, and the report says
+    why. One report per overlapped batch."""
+    ts = ev["ts"]
     for other, (cid_, since) in qs.busy.items():
         if other == client:
             out.report("INV-ORDER-1", f"client {client} starts a second batch on the queue while consume "
                        f"{cid_} is still running (one consume thread per queue)", qs.key)
-        elif ev["ts"] - since > margin:
-            out.report("ANOM-ASSUMPTION", f"INV-ORDER-1 under broken A-LEASE-MARGIN: {client} consumes while "
-                       f"{other}'s batch {cid_} has run {ev['ts'] - since} ms (> margin {margin} ms)", qs.key)
-        else:
-            out.report("INV-ORDER-1", f"client {client} consumes the orderly queue while {other} is still "
-                       f"consuming it (batch {cid_} since ts {since})", qs.key)
+            continue
+        if (other, cid_) in qs.overlaps:
+            continue
+        qs.overlaps = qs.overlaps | {(other, cid_)}
+        out.report("INV-ORDER-1", f"two consumers inside the orderly queue: {client} starts a batch while {other}'s "
+                   f"batch {cid_} (since ts {since}) is still in its listener call; cause: "
+                   f"{_long_call_cause(st, qs.key[2], other, since, ts)}", qs.key)
+
+
+def _pauses_between(st, cid, lo, hi):
+    c = st.dir.clients.get(cid)
+    return [(t, d) for t, d in (c.pauses if c is not None else ()) if t <= hi and t + d >= lo]
+
+
+def _long_call_cause(st, broker, cid, since, now):
+    """Why a listener call of `cid` that began at `since` was still running at `now`, against
+    the limits it outlived (A-LEASE-MARGIN)."""
+    b, c = limits.broker(st, broker), limits.client(st, cid)
+    margin = b.lock_max_live_ms - c.lease_ms
+    ran = now - since
+    pauses = _pauses_between(st, cid, since, now)
+    what = "; ".join(f"{cid} was paused at ts {t} for {d} ms" for t, d in pauses) or \
+        f"{cid}'s listener call has run {ran} ms"
+    lim = (f"client lease {c.lease_ms} ms, broker lock {b.lock_max_live_ms} ms, margin {margin} ms "
+           f"(A-LEASE-MARGIN)")
+    if margin <= 0:
+        return f"{what}; configuration: the broker lock is not longer than the client lease ({lim})"
+    if ran > margin:
+        return f"{what}: the call outlived the lease margin ({ran} ms > {lim})"
+    return f"{what} ({ran} ms, within the {lim}): a lock or lease violation let the other client in"
 
 
 # ---------------------------------------------------------------------------- directory
@@ -154,6 +164,7 @@ def trace_ended(st, ev, out):
 
 def broker_started(st, ev, out):
     st.dir.brokers.setdefault(ev["broker"], 0)
+    st.dir.broker_limits[ev["broker"]] = limits.BrokerLimits(st.profile, ev.get("config"))
 
 
 def broker_restarted(st, ev, out):
@@ -190,6 +201,7 @@ def client_started(st, ev, out):
     if old is not None and old.status in ("running", "paused"):
         out.report("INV-CLIENT-1", f"client {cid!r} started twice without stopping", None)
     c = Client(cid, ev["group"], ev["consume_mode"], ev["message_model"], ev.get("subscriptions"), ev.get("config"))
+    c.limits = limits.ClientLimits(st.profile, c.config)
     d.clients[cid] = c
     g = d.groups.setdefault(ev["group"], {"mode": c.mode, "model": c.model, "clients": set()})
     g["clients"].add(cid)
@@ -198,6 +210,7 @@ def client_started(st, ev, out):
 def _drop_all(st, cid, reason):
     for qs in st.queues.values():
         pq = qs.pqs.get(cid)
+        _settle(st, qs, pq, None)
         if pq is not None and pq.status != "dropped":
             pq.status = "dropped"
         qs.busy.pop(cid, None)
@@ -227,6 +240,7 @@ def client_paused(st, ev, out):
     if c is not None:
         c.status = "paused"
         c.paused_until = ev["ts"] + ev["duration"]
+        c.pauses = c.pauses[-3:] + ((ev["ts"], ev["duration"]),)
 
 
 def client_resumed(st, ev, out):
@@ -296,7 +310,7 @@ def pq_created(st, ev, out):
         mq = (topic, ev["broker"], ev["queue"])
         if alloc is not None and mq not in alloc:
             out.report("INV-ALLOC-2", f"{cid} created a ProcessQueue for {list(mq)} outside its allocation", key)
-        if orderly:
+        if orderly and ev["broker"] in st.dir.brokers:
             if qs.holder != cid or ts > qs.lock_exp:
                 out.report("INV-OWNER-2", f"orderly {cid} created a ProcessQueue without holding the broker lock "
                            f"(holder {qs.holder}, expires_at {qs.lock_exp})", key)
@@ -336,6 +350,7 @@ def pq_created(st, ev, out):
             locked = st.profile.pq_locked_on_create
         pq.locked = bool(locked)
         pq.last_lock_ts = ts
+    pq.sampled = ev.get("obs") == "sampled"
     qs.pqs[cid] = pq
     unit = cid if broadcast else ""
     p = qs.units.get(unit)
@@ -349,17 +364,33 @@ def pq_created(st, ev, out):
                        f"{n} messages stored meanwhile are skipped", key)
     elif off > p.wm:
         hi = min(off, sq.next if sq else off)
-        gap = [o for o in range(p.wm, hi) if o not in p.done] if hi - p.wm < 100000 else None
-        if gap is None or gap:
+        gap = p.unhandled_first(p.wm, hi)
+        if gap:
+            n = p.unhandled_count(p.wm, hi)
             if read == -1 and committed is None:
-                out.report("ANOM-START-SKIP", f"new ProcessQueue of {cid} starts at {off}; offsets "
-                           f"{(gap or [])[:8]} not yet consumed by the group are skipped (no committed offset)", key)
+                out.report("INV-LOSS-1", f"new ProcessQueue of {cid} starts at {off} (no committed offset: "
+                           f"computePullFromWhere of -1); {n} messages the group has not consumed are skipped, "
+                           f"first {gap}; cause: {_unpersisted_cause(st, qs, cid)}", key)
             elif not reported:
-                out.report("INV-START-1", f"ProcessQueue of {cid} starts at {off}, skipping unconsumed offsets "
-                           f"{(gap or [])[:8]}", key)
+                out.report("INV-START-1", f"ProcessQueue of {cid} starts at {off}, skipping {n} unconsumed offsets, "
+                           f"first {gap}", key)
         p.skip_to(off, hi)
     elif off < p.start:
         p.start = off
+
+
+def _unpersisted_cause(st, qs, cid):
+    """Why a group that consumed a queue has no committed offset for it."""
+    d = st.dir
+    prev = [c for c in qs.pqs if c != cid] or [c for c in qs.stores if c != cid]
+    parts = []
+    for c in prev:
+        cl = d.clients.get(c)
+        st_ = cl.status if cl is not None else "unknown"
+        parts.append(f"{c} ({st_})")
+    who = ", ".join(parts) if parts else "the previous owner"
+    return (f"{who} consumed the queue but no offset reached the broker (a crash or lost persist before the "
+            f"first persist; persist interval {limits.client(st, prev[0] if prev else cid).persist_interval_ms} ms)")
 
 
 def _skip_to(p, off, sq):
@@ -370,10 +401,11 @@ def _skip_to(p, off, sq):
 def pq_dropped(st, ev, out):
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
+    _settle(st, qs, pq, out)
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} drops a ProcessQueue it does not have", qs.key)
         return
-    if (pq.status, "pq_dropped") not in PQ_TABLE:
+    if (pq.status, "pq_dropped") not in PQ_TABLE and not (pq.sampled and pq.status == "dropped"):
         out.report("INV-PQ-1", f"ProcessQueue dropped in state {pq.status}", qs.key)
     pq.status = "dropped"
 
@@ -381,8 +413,14 @@ def pq_dropped(st, ev, out):
 def pq_removed(st, ev, out):
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
+    _settle(st, qs, pq, out)
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} removes a ProcessQueue it does not have", qs.key)
+        return
+    if pq.sampled:
+        # seen leaving the table by polling: a pull or listener call of it that passed its
+        # dropped check before may still show; it stays known (dropped) until replaced
+        pq.status = "dropped"
         return
     if (pq.status, "pq_removed") not in PQ_TABLE:
         out.report("INV-PQ-1", f"ProcessQueue removed in state {pq.status} (must be dropped first)", qs.key)
@@ -407,7 +445,7 @@ def pull_issued(st, ev, out):
     if pq is None:
         out.report("INV-PQ-1", f"{cid} pulls a queue it has no ProcessQueue for", key)
         return
-    if pq.status == "dropped":
+    if pq.status == "dropped" and not pq.sampled:
         out.report("INV-DROP-1", f"{cid} pulls from a dropped ProcessQueue", key)
     if pq.pull_id is not None:
         out.report("INV-PULL-1", f"second pull {ev['pull_id']} while pull {pq.pull_id} is in flight", key)
@@ -418,7 +456,9 @@ def pull_issued(st, ev, out):
     co = ev.get("commit_offset")
     if co is not None and co >= 0:
         s = qs.stores.get(cid)
-        if s is not None and s[0] != co:
+        if s is not None and (key, cid) in st.sampled_stores:
+            s[0] = max(s[0], co)
+        elif s is not None and s[0] != co:
             out.report("INV-OFFSET-1", f"pull piggybacks commit offset {co}, the client store holds {s[0]}", key)
         qs.pull_commit[cid] = co
     if pq.status == "created":
@@ -451,8 +491,14 @@ def pull_answered(st, ev, out):
         for o in offsets:
             pq.put(o)
         return
-    req, nxt, gs, status = ev["offset"], ev["next_offset"], ev["get_status"], ev["status"]
+    req, nxt, gs, status = ev["offset"], ev["next_offset"], ev.get("get_status"), ev["status"]
     sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
+    if sq is None and ev["broker"] not in st.dir.brokers:
+        # the broker is not observed (yet): its store is unknown, its answer is taken as given
+        pq.next_pull = nxt
+        for o in offsets:
+            pq.put(o)
+        return
     smax = sq.next if sq is not None else 0
     if req != pq.next_pull:
         out.report("INV-PULL-1", f"answer for offset {req}, the pull asked for {pq.next_pull}", key)
@@ -460,11 +506,19 @@ def pull_answered(st, ev, out):
     if mx is not None and mx > smax:
         out.report("INV-PULL-2", f"answer says maxOffset {mx}, only {smax} messages were stored", key)
     mn = ev.get("min_offset")
-    if mn is not None and sq is not None and mn > sq.min:
+    if mn is not None and mn > (mx if mx is not None else smax):
+        out.report("INV-PULL-2", f"answer says minOffset {mn} above maxOffset {mx if mx is not None else smax}", key)
+    elif mn is not None and sq is not None and mn > sq.min:
         _retention(st, sq, key, mn, out)
     if status == "OFFSET_ILLEGAL":
         if mn is None:
             mn = sq.min if sq is not None else 0
+        if gs is None:
+            # a client-side recorder sees no GetMessageStatus: DefaultMessageStore.getMessage's
+            # order of cases decides it from the request and the queue's bounds
+            top = mx if mx is not None else smax
+            gs = ("NO_MESSAGE_IN_QUEUE" if top == 0 else "OFFSET_TOO_SMALL" if req < mn else
+                  "OFFSET_OVERFLOW_BADLY" if req > top else "NO_MATCHED_LOGIC_QUEUE")
         if gs == "OFFSET_TOO_SMALL":
             want = mn
         elif gs == "OFFSET_OVERFLOW_BADLY":
@@ -489,8 +543,9 @@ def pull_answered(st, ev, out):
     unit = qs.units.get(pq.client if pq.broadcast else "")
     bf = ev.get("broker_filtered") or ()
     cf = ev.get("client_filtered") or ()
-    if offsets or bf or cf:
-        _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out)
+    implied = ()
+    if offsets or bf or cf or nxt > req:
+        implied = _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out)
     if offsets:
         put = pq.put
         for o in offsets:
@@ -499,6 +554,8 @@ def pull_answered(st, ev, out):
         for o in bf:
             unit.handle(o)
         for o in cf:
+            unit.handle(o)
+        for o in implied:
             unit.handle(o)
     pq.next_pull = nxt
     if status != "FOUND" and not pq.tree and not pq.consuming:
@@ -514,7 +571,7 @@ def _retention(st, sq, key, mn, out):
         if (k[1], k[2], k[3]) != tkey:
             continue
         for u, p in qs.units.items():
-            lost = p.skip_to(mn)
+            lost = p.skip_to(mn, sq.next)     # only stored messages can be lost
             if lost:
                 out.report("ANOM-RETENTION", f"{lost} messages below minOffset {mn} were deleted before "
                            f"{'client ' + u if u else 'group ' + k[0]} consumed them", k)
@@ -544,26 +601,47 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
                 break
     scanned = len(offsets) + len(bf) + len(cf)
     expect = max(0, min(nxt, smax) - req)
+    implied = []
     if scanned != expect:
+        # offsets the answer skipped without listing them: the broker filtered them (a recorder
+        # on the client sees only what the broker returned). Allowed for messages the group's
+        # subscription rejects at the broker (or unknown to the trace); a matching one skipped
+        # is unfaithful. Walks the stored messages, not the offset range.
         acc = set(offsets) | set(bf) | set(cf)
-        missing = [o for o in range(req, min(nxt, smax)) if o not in acc]
+        hi = min(nxt, smax)
+        if hi - req <= 4 * len(msgs) + 64:
+            cand = (o for o in range(req, hi) if o not in acc)
+        else:
+            cand = sorted(o for o in msgs if req <= o < hi and o not in acc)
+        missing = []
+        for o in cand:
+            m = msgs.get(o)
+            if m is None or _broker_rejects(st, pq, key[1], m) is not False:
+                implied.append(o)
+            elif len(missing) < 8:
+                missing.append(o)
         if missing:
-            out.report("INV-PULL-2", f"offsets {missing[:8]} in [{req}, {nxt}) neither returned nor filtered", key)
+            out.report("INV-PULL-2", f"offsets {missing[:8]} in [{req}, {nxt}) neither returned nor filtered, and the "
+                       f"group's subscription matches them at the broker", key)
     # INV-FILTER-1
     topic = key[1]
     if topic.startswith(RETRY_PREFIX):
         if bf or cf:
             out.report("INV-FILTER-1", "retry-topic subscription is '*': nothing may be filtered", key)
-        return
+        return implied
     c = st.dir.clients.get(pq.client)
     s = c.subs.get(topic) if c is not None else None
     if s is None:
-        return
+        return implied
+    others = _other_subscriptions(st, c, topic, s)
+    if others:
+        _check_answer_inconsistent(qs, c, s, others, msgs, offsets, bf, cf, out)
+        return implied
     sub = subscription(s.get("type"), s.get("expr"))
     if sub is None or (sub[0] == "TAG" and sub[1].sub_string == "*"):
         if bf or cf:
             out.report("INV-FILTER-1", f"subscription '*' but offsets were filtered: {list(bf or cf)[:8]}", key)
-        return
+        return implied
     for offs, wrong, what in _filter_judgements(offsets, bf, cf):
         for o in offs:
             m = msgs.get(o)
@@ -571,6 +649,110 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
                 out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) "
                            + what.format(expr=repr(s.get("expr"))), key)
                 break
+    return implied
+
+
+def _broker_rejects(st, pq, topic, m):
+    """Whether the broker's filter rejects stored message m for pq's group: True (some
+    subscription of the group rejects it: the broker filters with one of them), False (every
+    one passes it), None (unknown: no subscription, SQL92 not evaluable)."""
+    if topic.startswith(RETRY_PREFIX):
+        return False
+    c = st.dir.clients.get(pq.client)
+    s = c.subs.get(topic) if c is not None else None
+    if s is None:
+        return None
+    subs = [s] + [{"type": k[0], "expr": k[1]} for k in _other_subscriptions(st, c, topic, s)]
+    seen_unknown = False
+    for x in subs:
+        b = decide(subscription(x.get("type"), x.get("expr")), m[M_TAGS], m[M_CODE], m[M_PROPS])[0]
+        if b is False:
+            return True
+        if b is None:
+            seen_unknown = True
+    return None if seen_unknown else False
+
+
+def _other_subscriptions(st, c, topic, own):
+    """The subscriptions of `topic` by the group's other live consumers that differ from `own`:
+    {(type, expr): client}. Empty when the group subscribes alike (the broker filters with the
+    same subscription the client re-checks)."""
+    g = st.dir.groups.get(c.group)
+    if g is None or len(g["clients"]) < 2:
+        return {}
+    mine = (own.get("type") or "TAG", own.get("expr"))
+    out = {}
+    for cid in g["clients"]:
+        o = st.dir.clients.get(cid)
+        if o is None or o is c or o.status not in ("running", "paused"):
+            continue
+        s = o.subs.get(topic)
+        if s is not None:
+            k = (s.get("type") or "TAG", s.get("expr"))
+            if k != mine:
+                out.setdefault(k, cid)
+    return out
+
+
+def _check_answer_inconsistent(qs, c, own, others, msgs, offsets, bf, cf, out):
+    """A pull answer for a group whose consumers subscribe the topic differently. The broker
+    filters with one subscription per group and topic, the last heartbeat's
+    (ConsumerGroupInfo.updateSubscription keeps the newest subVersion): any member's. The client
+    re-checks tags with its own (PullAPIWrapper.processPullResult) and moves past what it drops.
+    What one member wants and this pull drops is lost for the group: INV-SUB-1."""
+    key = qs.key
+    mine = subscription(own.get("type"), own.get("expr"))
+    subs = [(own.get("expr"), mine)] + [(k[1], subscription(*k)) for k in others]
+
+    def wants(sub, m):
+        return decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])[1]
+
+    def broker_passes(sub, m):
+        return decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])[0]
+
+    def rechecks(m):    # the client's own re-check: tags only, SQL92 and '*' keep everything
+        return mine is None or mine[0] != "TAG" or client_tag_match(mine[1], m[M_TAGS])
+
+    lost_cf, lost_bf = [], []
+    for o in offsets:
+        m = msgs.get(o)
+        if m is not None and (not rechecks(m) or not any(broker_passes(sb, m) is not False for _, sb in subs)):
+            out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) was handed to the ProcessQueue but neither "
+                       f"{c.cid}'s re-check of {own.get('expr')!r} nor any subscription of the group passes it", key)
+            break
+    for o in cf:
+        m = msgs.get(o)
+        if m is None:
+            continue
+        if rechecks(m):
+            out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) wrongly dropped by the client's re-check of "
+                       f"{own.get('expr')!r}", key)
+            break
+        wanted_by = [e for e, sb in subs[1:] if wants(sb, m)]
+        if wanted_by:
+            lost_cf.append((o, m[M_TAGS], wanted_by[0]))
+    for o in bf:
+        m = msgs.get(o)
+        if m is None:
+            continue
+        if all(broker_passes(sb, m) is True for _, sb in subs):
+            out.report("INV-FILTER-1", f"offset {o} (tags {m[M_TAGS]!r}) matches every subscription of the group at "
+                       f"the broker but was filtered", key)
+            break
+        if wants(mine, m):
+            lost_bf.append((o, m[M_TAGS]))
+    who = ", ".join(f"{cid}: {k[1]!r}" for k, cid in others.items())
+    if lost_cf:
+        o, tags, want = lost_cf[0]
+        out.report("INV-SUB-1", f"the group's consumers subscribe {key[1]} differently ({c.cid}: {own.get('expr')!r}; "
+                   f"{who}): the broker kept the last heartbeat's subscription and passed {len(lost_cf)} messages "
+                   f"that {c.cid}'s re-check drops, e.g. offset {o} (tags {tags!r}, subscribed by {want!r}); the "
+                   f"queue is {c.cid}'s, so no consumer of the group gets them: lost", key)
+    if lost_bf:
+        o, tags = lost_bf[0]
+        out.report("INV-SUB-1", f"the group's consumers subscribe {key[1]} differently ({c.cid}: {own.get('expr')!r}; "
+                   f"{who}): the broker filtered with another member's subscription (the last heartbeat's) and "
+                   f"dropped {len(lost_bf)} messages {c.cid} subscribes, e.g. offset {o} (tags {tags!r}): lost", key)
 
 
 def _filter_judgements(offsets, bf, cf):
@@ -606,6 +788,40 @@ def messages_deleted(st, ev, out):
         _retention(st, sq, (None,) + tkey, mn, out)
 
 
+def pull_failed(st, ev, out):
+    """The broker rejected the pull (e.g. SUBSCRIPTION_NOT_LATEST) or the call failed: the
+    PullCallback's onException ends it and re-queues the same PullRequest later, so the next
+    pull asks for the same offset. Only a pull still in flight ends: a second pull while one is
+    really in flight stays INV-PULL-1 (#2449)."""
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is None or pq.pull_id != ev["pull_id"]:
+        return      # the ProcessQueue is gone or was replaced: nothing was in flight for it
+    pq.pull_id = None
+    if ev["reason"] not in ("rejected", "exception"):
+        out.report("GUARD", f"pull_failed reason {ev['reason']!r}: expected rejected or exception", qs.key)
+
+
+def queue_snapshot(st, ev, out):
+    """The queue holds [min_offset, max_offset) whose messages were not observed (observation
+    began on a running broker, or a gap in observation). Below min_offset is retention; the
+    next message_stored continues at max_offset."""
+    tkey = (ev["topic"], ev["broker"], ev["queue"])
+    sq = st.stored.get(tkey)
+    if sq is None:
+        sq = st.stored[tkey] = StoredQueue()
+    mn, mx = ev["min_offset"], ev["max_offset"]
+    if not 0 <= mn <= mx:
+        out.report("GUARD", f"queue snapshot with min_offset {mn} and max_offset {mx}", tkey)
+        return
+    if mx < sq.next:
+        out.report("GUARD", f"queue snapshot says max_offset {mx}, {sq.next} messages were stored already", tkey)
+        return
+    sq.next = mx
+    if mn > sq.min:
+        _retention(st, sq, (None,) + tkey, mn, out)
+
+
 def pull_flow_controlled(st, ev, out):
     qs = _q(st, ev)
     _client(st, ev, out, qs.key)
@@ -625,7 +841,9 @@ def consume_started(st, ev, out):
     if pq is None:
         out.report("INV-PQ-1", f"{cid} consumes from a queue it has no ProcessQueue for", key)
         return
-    if pq.status == "dropped":
+    if pq.status == "dropped" and not pq.sampled:
+        # (polled: the drop was seen after it happened, and ConsumeRequest.run checks the flag
+        # once, before the hook and the listener: a call that passed the check may start after)
         out.report("INV-DROP-1", f"{cid} starts a batch {offsets[:8]} on a dropped ProcessQueue", key)
     if key[1].startswith(DLQ_PREFIX):
         out.report("INV-DLQ-1", "a message of the DLQ topic was consumed", key)
@@ -633,16 +851,20 @@ def consume_started(st, ev, out):
     if cons_id in pq.batches:
         out.report("GUARD", f"consume id {cons_id} reused while in flight", key)
     if pq.orderly:
+        _settle(st, qs, pq, out)
+        if offsets and list(offsets) != pq.consuming[-len(offsets):]:
+            _take_lowest(pq, offsets)
         if list(offsets) != pq.consuming[-len(offsets):] if offsets else True:
             out.report("INV-ORDER-2", f"orderly batch {list(offsets)[:8]} is not the messages just taken "
                        f"({pq.consuming[-8:]})", key)
         if not pq.broadcast:
             ts = ev["ts"]
-            lease = st.profile.client_lock_max_live_ms
+            lease = limits.client(st, cid).lease_ms
             if not pq.locked or ts - pq.last_lock_ts > lease:
                 out.report("INV-OWNER-2", f"{cid} consumes an orderly queue without a valid lease (locked="
                            f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts})", key)
-            elif qs.holder != cid or ts > qs.lock_exp:
+            elif (qs.holder != cid or ts > qs.lock_exp) and key[2] in st.dir.brokers:
+                # (a broker not observed yet, e.g. a recorder attached later, tells nothing)
                 if qs.holder is None or (qs.holder == cid and ts > qs.lock_exp):
                     # nobody else holds the entry: a window of exposure, not a second owner
                     why = ("the broker restarted and forgot its locks (A-BROKER-LOCKS)"
@@ -683,8 +905,17 @@ def consume_started(st, ev, out):
     if unit is not None:
         for o in offsets:
             if o < unit.wm or o in unit.done:
-                st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+                _duplicate(st, out, key, f"{cid} consumes offset {o} again (already handled by the group)")
+                if pq.orderly:
+                    pq.dup_seen.add(o)
     pq.batches[cons_id] = tuple(offsets)
+
+
+def _duplicate(st, out, key, what):
+    """ANOM-DUP-1, once per repeated consumption of a message (at-least-once allows it)."""
+    st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+    if out is not None:
+        out.example("ANOM-DUP-1", what, key)
 
 
 def consume_finished(st, ev, out):
@@ -714,13 +945,21 @@ def consume_finished(st, ev, out):
         out.report("GUARD", f"consume {ev['consume_id']} finished but never started", key)
         return
     if pq.orderly:
+        if ev["status"] in ("SUCCESS", "COMMIT") and not ev.get("dropped") and c is not None and \
+                _cfg_auto_commit(c):
+            pq.commit_due = True
         return      # outcome follows as pq_committed / pq_rolled_back / consume_suspended
     dropped = ev.get("dropped")
     if dropped:
         if pq.status != "dropped":
-            out.report("GUARD", "consume_finished says dropped but the ProcessQueue is live", key)
+            if pq.sampled:
+                pq.status = "dropped"     # the flag, read exactly here, before the poller saw it
+            else:
+                out.report("GUARD", "consume_finished says dropped but the ProcessQueue is live", key)
         return
-    if pq.status == "dropped":
+    if pq.status == "dropped" and not pq.sampled:
+        # (polled: processConsumeResult re-checks the flag after the hook reported it; the
+        # poller's drop time is only an upper bound, so the event's own flag decides)
         out.report("INV-DROP-1", "result of a batch processed although its ProcessQueue was dropped", key)
     n = len(batch)
     if ev["status"] == "CONSUME_SUCCESS":
@@ -797,6 +1036,7 @@ def messages_taken(st, ev, out):
     qs = _q(st, ev)
     key = qs.key
     pq = qs.pqs.get(ev["client"])
+    _settle(st, qs, pq, out)
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} takes messages from a ProcessQueue it does not have", key)
         return
@@ -832,13 +1072,58 @@ def pq_committed(st, ev, out):
     want = (pq.consuming[-1] + 1) if pq.consuming else None
     if want is not None and ev["offset"] != want:
         out.report("INV-OFFSET-1", f"commit returned {ev['offset']}, lastKey + 1 is {want}", key)
+    pq.commit_due = False
+    _commit(st, qs, pq, offsets, ev["client"], out)
+    pq.pending_upd.append(ev["offset"])
+
+
+def _commit(st, qs, pq, offsets, cid, out):
+    """ProcessQueue.commit's effect on the spec state: the consuming map's messages are handled
+    by the unit (a duplicate if another client handled them meanwhile)."""
+    if len(offsets) > qs.batch_max:
+        qs.batch_max = len(offsets)
     unit = qs.units.get(pq.client if pq.broadcast else "")
     if unit is not None:
+        seen = pq.dup_seen
         for o in offsets:
-            if not unit.handle(o):
-                st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+            # counted when its consumption started if it was handled then; else it was handled
+            # by another client while this one consumed it: the duplicate shows at the commit
+            if not unit.handle(o) and o not in seen:
+                _duplicate(st, out, qs.key, f"{cid} commits offset {o}, already handled by the group")
+        seen.clear()
     pq.consuming = []
-    pq.pending_upd.append(ev["offset"])
+
+
+def _settle(st, qs, pq, out):
+    """A recorder outside the client sees the orderly listener's result but not
+    ProcessQueue.commit (processConsumeResult commits right after a SUCCESS/COMMIT with
+    autoCommit). When no pq_committed followed, the commit happened before this ProcessQueue's
+    next step: apply it now."""
+    if pq is not None and pq.commit_due:
+        pq.commit_due = False
+        if pq.consuming:
+            _commit(st, qs, pq, list(pq.consuming), pq.client, out)
+
+
+def _cfg_auto_commit(c) -> bool:
+    v = c.config.get("auto_commit") if isinstance(c.config, dict) else None
+    return v is None or bool(v)
+
+
+def _take_lowest(pq, offsets) -> bool:
+    """takeMessages inferred at a listener call (not observable outside the client): the batch
+    must be the lowest offsets of the message tree. True if it was (and they were taken)."""
+    tree = pq.tree
+    new = [o for o in offsets if o not in pq.consuming]
+    if not new or any(o not in tree for o in new):
+        return False
+    if heapq.nsmallest(len(new), tree) != sorted(new):
+        return False
+    for o in new:
+        tree.discard(o)
+    pq.consuming.extend(new)
+    pq.consuming.sort()
+    return True
 
 
 def pq_rolled_back(st, ev, out):
@@ -851,6 +1136,7 @@ def pq_rolled_back(st, ev, out):
     if not back <= set(pq.consuming):
         out.report("INV-ORDER-2", f"rollback of {sorted(back - set(pq.consuming))[:8]} that were not taken", qs.key)
     pq.consuming = [o for o in pq.consuming if o not in back]
+    pq.dup_seen -= back     # consumed again later: a new consumption
     for o in back:
         if o not in pq.tree:
             pq.tree.add(o)
@@ -859,8 +1145,51 @@ def pq_rolled_back(st, ev, out):
 
 # ---------------------------------------------------------------------------- offsets
 
+def _sampled_store(st, qs, ev, out):
+    """An offset-store value read by polling (obs sampled): the store held `stored` at ts; which
+    updateOffset produced it is not known. Judged as a state: it never passes a message the
+    ProcessQueue still holds unconsumed (INV-OFFSET-3), and never goes back within a live
+    ProcessQueue (INV-OFFSET-2). Messages below it that the group handled have left the tree
+    (removeMessage is not observable from outside the client)."""
+    key, cid, v = qs.key, ev["client"], ev["stored"]
+    pq = qs.pqs.get(cid)
+    s = qs.stores.get(cid)
+    if pq is not None and pq.live:
+        if s is not None and v < s[0] and not pq.orderly:
+            out.report("INV-OFFSET-2", f"client offset moves back from {s[0]} to {v} in a live ProcessQueue "
+                       f"(sampled)", key)
+        unit = qs.units.get(pq.client if pq.broadcast else "")
+        tree, heap = pq.tree, pq.heap
+        while heap and heap[0] < v:
+            o = heapq.heappop(heap)
+            if o not in tree:
+                continue
+            if unit is not None and not unit.handled(o) and pq.failed.get(o) not in ("requested", "expired_sent"):
+                heapq.heappush(heap, o)
+                out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {o}, still unconsumed in the "
+                           f"ProcessQueue", key)
+                break
+            tree.discard(o)
+            pq.failed.pop(o, None)
+        else:
+            ex = pq.expired
+            for offs in pq.batches.values():
+                bad = [o for o in offs if o < v and o not in ex]
+                if bad:
+                    out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {bad[0]}, still in a "
+                               f"listener call", key)
+                    break
+        pq.pending_upd.clear()
+    qs.stores[cid] = [v, ev.get("frozen") or False]
+    st.sampled_stores.add((key, cid))
+
+
 def offset_updated(st, ev, out):
     qs = _q(st, ev)
+    _settle(st, qs, qs.pqs.get(ev["client"]), out)
+    if ev.get("obs") == "sampled":
+        _sampled_store(st, qs, ev, out)
+        return
     key = qs.key
     cid = ev["client"]
     c = st.dir.clients.get(cid)
@@ -954,7 +1283,15 @@ def offset_persisted(st, ev, out):
     cid = ev["client"]
     s = qs.stores.get(cid)
     off = ev["offset"]
-    if s is not None and s[0] != off:
+    if s is not None and (key, cid) in st.sampled_stores:
+        # the store is seen by polling: the persist (exact) shows a value the poll had not seen
+        # yet; in a live ProcessQueue it can only be newer (increaseOnly)
+        if off < s[0]:
+            pq = qs.pqs.get(cid)
+            if pq is not None and pq.live and not pq.orderly:
+                out.report("INV-OFFSET-1", f"persist sends {off}, below the store's value {s[0]} seen earlier", key)
+        s[0] = off
+    elif s is not None and s[0] != off:
         out.report("INV-OFFSET-1", f"persist sends {off}, the client store holds {s[0]}", key)
     c = st.dir.clients.get(cid)
     if c is not None and c.broadcast:
@@ -970,7 +1307,22 @@ def offset_committed(st, ev, out):
     off = ev["offset"]
     src = ev.get("source", "persist")
     cid = ev.get("client")
-    if src == "persist":
+    if src == "snapshot":
+        # the value the broker held when observation began (schema v2): nothing to judge; the
+        # group's progress below it happened unobserved, so it is not a skip
+        qs.committed = qs.flushed = off
+        unit = qs.units.get("")
+        if unit is not None:
+            unit.skip_to(off, unit.wm)
+        return
+    sampled = ev.get("obs") == "sampled"
+    if sampled:
+        # the table was seen holding `off` by polling: a state, not a step. When a persist or a
+        # pull in flight carries the value, its exact commit event describes the change (before
+        # or after this one): nothing to do here. Otherwise the change is judged as a state below.
+        if off == qs.committed or any(k[1] == off for k in qs.persists) or off in qs.pull_commit.values():
+            return
+    elif src == "persist":
         k = (cid, off)
         n = qs.persists.get(k)
         if n is None and cid is None:
@@ -986,14 +1338,14 @@ def offset_committed(st, ev, out):
         pc = qs.pull_commit.get(cid)
         if pc != off:
             out.report("INV-OFFSET-1", f"broker commits {off} from {cid}'s pull, which carried {pc}", key)
-    if "previous" in ev and ev.get("previous") != qs.committed:
+    if "previous" in ev and ev.get("previous") != qs.committed and not sampled:
         out.report("GUARD", f"broker commit says previous {ev.get('previous')}, the table held {qs.committed}", key)
     g = st.dir.groups.get(key[0])
     if g is not None and g["model"] == "BROADCASTING":
         out.report("INV-BCAST-1", "offset committed on the broker for a broadcasting group", key)
-    if qs.committed is not None and off < qs.committed:
-        out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {qs.committed} to {off} ({src} from {cid})", key)
     unit = qs.units.get("")
+    if qs.committed is not None and off < qs.committed and src not in ("reset", "snapshot"):
+        _offset_back(st, qs, g, unit, off, src, cid, ev["ts"], out)
     if src == "reset":
         qs.resets.append(off)
         if len(qs.resets) > 4:
@@ -1012,6 +1364,37 @@ def offset_committed(st, ev, out):
             out.report("INV-OFFSET-3", f"broker commits {off} but offset {unit.wm} has not been consumed by the group",
                        key)
     qs.committed = off
+
+
+def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
+    """The broker's committed offset moves back (commitOffset overwrites). Concurrent: allowed
+    (ANOM-OFFSET-BACK, a late persist). Orderly: more than one batch of consumed and committed
+    messages below the old value is INV-ORDER-3."""
+    prev = qs.committed
+    key = qs.key
+    n = 0
+    if g is not None and g["mode"] == "ORDERLY" and g["model"] == "CLUSTERING" and unit is not None:
+        # consumed and committed by the group in [off, prev): below the watermark all, above it the
+        # handled ones (counted without walking the gap)
+        n = max(0, min(prev, unit.wm) - off) + sum(1 for o in unit.done if off <= o < prev)
+    if n > qs.batch_max:
+        c = st.dir.clients.get(cid) if cid else None
+        pauses = _pauses_between(st, cid, 0, ts) if cid else []
+        why = f"{cid} persisted its stale offset {off}"
+        if pauses:
+            t, d = pauses[-1]
+            lim = limits.client(st, cid)
+            b = limits.broker(st, key[2])
+            why += (f" after a pause at ts {t} of {d} ms (client lease {lim.lease_ms} ms, broker lock "
+                    f"{b.lock_max_live_ms} ms, channel expiry {b.channel_expired_ms} ms): meanwhile the queue "
+                    f"moved on to {prev}")
+        elif c is not None and c.status != "running":
+            why += f" while {c.status}"
+        out.report("INV-ORDER-3", f"the orderly queue's broker offset moves back from {prev} to {off} ({src} from "
+                   f"{cid}): {n} messages the group had consumed and committed will be consumed again, more "
+                   f"than the one batch in flight at a handover (largest batch {qs.batch_max}); cause: {why}", key)
+    else:
+        out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {prev} to {off} ({src} from {cid})", key)
 
 
 def offset_flushed(st, ev, out):
@@ -1091,7 +1474,7 @@ def send_back_requested(st, ev, out):
                 out.report("INV-RETRY-2", f"send-back with reconsume_times {ev['reconsume_times']} below the copy's "
                            f"{m[M_R]}", ckey)
     ch = _chain(st, *ckey)
-    ch.requests[(cid, ev["msg_id"])] = (ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off)
+    ch.requests[(cid, ev["msg_id"])] = (ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off, ev["ts"])
 
 
 def send_back_failed(st, ev, out):
@@ -1105,7 +1488,12 @@ def send_back_failed(st, ev, out):
         qs = st.queues.get(qkey)
         pq = qs.pqs.get(ev["client"]) if qs is not None else None
         if pq is not None and off in pq.failed:
-            pq.failed[off] = "resubmit"
+            if pq.failed[off] == "expired":
+                # cleanExpiredMsg's send-back threw: the message stays in the tree, in its
+                # listener call, as if never sent (cleanExpiredMsg may try it again)
+                del pq.failed[off]
+            else:
+                pq.failed[off] = "resubmit"
     _gc_chain(st, (ev["group"], ev["origin_msg_id"]), ch)
 
 
@@ -1134,7 +1522,7 @@ def message_sent_back(st, ev, out):
         r = stored_r if stored_r is not None else ev["reconsume_times"]
     dl = req[1] if req is not None else ev.get("delay_level", 0)
     client = _group_client(st, ev["group"], cid)
-    mx = _max_reconsume(st, client)
+    mx = limits.max_reconsume(st, client)
     if mx is None and via == "orderly_producer":
         mx = r          # orderly sends back only once the count reached the client's maximum
     should_dlq = (mx is not None and r >= mx) or (dl is not None and dl < 0)
@@ -1149,14 +1537,15 @@ def message_sent_back(st, ev, out):
         out.report("INV-RETRY-3", f"{cid} sent copy {mid} back twice: two retry copies of one failure", ckey)
     ch.accepted.add((cid, mid))
     if outcome == "retry":
-        levels = len(_delay_table(st.profile)) - 1
+        levels = len(limits.broker(st, ev["broker"]).delay_ms) - 1
         want = dl if (dl is not None and dl > 0) else 3 + r
         want = min(want, levels)
         got = ev.get("delay_level")
         if got is not None and got != want:
             out.report("INV-RETRY-2", f"retry of copy {mid} (reconsume_times {r}) at delay level {got}, "
                        f"expected {want}", ckey)
-        ch.entries.append(["sent_back", r + 1, got if got is not None else want, None, None, mid])
+        ch.entries.append(["sent_back", r + 1, got if got is not None else want, None, None, mid,
+                           req[5] if req is not None and len(req) > 5 else ev["ts"]])
     elif outcome == "discarded":
         st.counts["ANOM-DISCARD"] = st.counts.get("ANOM-DISCARD", 0) + 1
     # the failed original is now handled by the group (its successor carries the obligation)
@@ -1202,12 +1591,18 @@ def message_scheduled(st, ev, out):
         ch.entries.append(entry)
     if ("sent_back", "message_scheduled") not in MSG_TABLE:
         out.report("GUARD", "message lifecycle: scheduling not allowed", ckey)
-    table = _delay_table(st.profile)
+    table = limits.broker(st, ev["broker"]).delay_ms
     if 0 < lvl < len(table):
-        want = ev["ts"] + table[lvl]
-        if ev["deliver_ts"] != want:
-            out.report("INV-RETRY-2", f"delay level {lvl} is {table[lvl]} ms: deliver time must be {want}, "
-                       f"is {ev['deliver_ts']}", ckey)
+        # deliver time = the schedule copy's store time + the level's delay
+        # (ScheduleMessageService.computeDeliverTimestamp). A recorder sees the store after it
+        # happened: the store time lies between the send-back request (send_back_requested) and
+        # this event's ts (equal to both when the clock is the broker's, as in the reference)
+        stored_at = ev["deliver_ts"] - table[lvl]
+        lo = entry[6] if len(entry) > 6 and entry[6] is not None else ev["ts"]
+        if not min(lo, ev["ts"]) <= stored_at <= ev["ts"]:
+            out.report("INV-RETRY-2", f"delay level {lvl} is {table[lvl]} ms: the copy was stored at "
+                       f"{stored_at} by its deliver time {ev['deliver_ts']}, outside [{min(lo, ev['ts'])}, {ev['ts']}] "
+                       f"(send-back requested .. scheduled)", ckey)
     if ev.get("reconsume_times") is not None and ev["reconsume_times"] != entry[1]:
         out.report("INV-RETRY-2", f"scheduled copy carries reconsume_times {ev['reconsume_times']}, expected "
                    f"{entry[1]}", ckey)
@@ -1229,7 +1624,7 @@ def schedule_delivered(st, ev, out):
         if done is not None and st.dir.brokers.get(ev["broker"], 0) > done[1]:
             # the schedule service's delay offsets are flushed every 10 s: after a broker
             # restart it delivers again what it delivered since the last flush (at-least-once)
-            st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+            _duplicate(st, out, ckey, f"the schedule delivers {ev['msg_id']} again after a broker restart")
             ch = _chain(st, *ckey)
             ch.entries.append(["redelivered", done[0], ev["delay_level"], None, ev["msg_id"], None])
             return
@@ -1262,7 +1657,7 @@ def message_stored(st, ev, out):
         if topic.startswith(RETRY_PREFIX):
             group = topic[len(RETRY_PREFIX):]
             ckey = (group, ev["origin_msg_id"])
-            mx = _max_reconsume(st, _group_client(st, group))
+            mx = limits.max_reconsume(st, _group_client(st, group))
             if mx is not None and r > mx:
                 out.report("INV-RETRY-1", f"retry copy {ev['msg_id']} stored with reconsume_times {r} > "
                            f"maxReconsumeTimes {mx}", ckey)
@@ -1301,6 +1696,8 @@ def _gc_chain(st, ckey, ch):
 
 def lock_requested(st, ev, out):
     c = _client(st, ev, out)
+    if c is not None:
+        c.lock_req_ts = ev["ts"]
     if c is not None and c.broadcast and not st.profile.broadcast_orderly_takes_locks:
         out.report("INV-BCAST-1", "a broadcasting client asked for broker locks (#8772 fixed in 5.3.2)", None)
 
@@ -1312,9 +1709,22 @@ def lock_acquired(st, ev, out):
     p = st.profile
     if (qs.lock_state, "lock_acquired") not in LOCK_TABLE:
         out.report("INV-LOCK-1", f"lock acquired in state {qs.lock_state}", key)
-    if ev["expires_at"] != ts + p.broker_lock_max_live_ms:
-        out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be now + "
-                   f"{p.broker_lock_max_live_ms}", key)
+    life = limits.broker(st, key[2]).lock_max_live_ms
+    if reason == "snapshot":
+        pass        # an entry already held when observation began: its lastUpdate is before the trace
+    elif ev.get("obs") == "sampled":
+        if not ts - life < ev["expires_at"] <= ts + life:
+            out.report("INV-LOCK-1", f"lock entry seen at {ts} expires at {ev['expires_at']}, must be within the "
+                       f"broker's lock lifetime {life} of its last update (at or before {ts})", key)
+    else:
+        # lastUpdate is the broker's clock when it handled the lock request: between the
+        # client's request (lock_requested) and this event (a recorder sees it after; the
+        # reference at once)
+        c = st.dir.clients.get(cid)
+        lo = min(c.lock_req_ts, ts) if c is not None and c.lock_req_ts is not None else ts
+        if not lo + life <= ev["expires_at"] <= ts + life:
+            out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be its update time + {life} "
+                       f"(the broker's lock lifetime), the update at {lo}..{ts}", key)
     h = qs.holder
     if h is not None and h != cid and ts <= qs.lock_exp:
         out.report("INV-LOCK-1", f"{cid} acquires the lock ({reason}) while {h} holds it until {qs.lock_exp}: "
@@ -1367,7 +1777,7 @@ def pq_lock_changed(st, ev, out):
     pq = qs.pqs.get(ev["client"])
     if pq is None:
         return
-    if ev["locked"] and pq.orderly and not pq.broadcast:
+    if ev["locked"] and pq.orderly and not pq.broadcast and qs.key[2] in st.dir.brokers:
         if qs.holder != ev["client"] or ev["ts"] > qs.lock_exp:
             out.report("INV-OWNER-2", f"{ev['client']}'s ProcessQueue marked locked but the broker lock is "
                        f"held by {qs.holder}", qs.key)
@@ -1380,9 +1790,10 @@ def pq_lock_changed(st, ev, out):
 def lease_expired(st, ev, out):
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
-    if pq is not None and pq.locked and ev["ts"] - pq.last_lock_ts <= st.profile.client_lock_max_live_ms:
+    lease = limits.client(st, ev["client"]).lease_ms
+    if pq is not None and pq.locked and ev["ts"] - pq.last_lock_ts <= lease:
         out.report("GUARD", f"lease reported expired at {ev['ts']} but last lock {pq.last_lock_ts} is within "
-                   f"{st.profile.client_lock_max_live_ms} ms", qs.key)
+                   f"{lease} ms (the client's lease)", qs.key)
 
 
 def oneway_lost(st, ev, out):
@@ -1398,6 +1809,9 @@ def lock_noop(st, ev, out):
 def check_quiescent(st, out):
     """INV-LIVE-1 at trace_ended{reason: quiescent}."""
     d = st.dir
+    for qs in st.queues.values():
+        for pq in qs.pqs.values():
+            _settle(st, qs, pq, out)
     units_by_topic: dict[str, list] = {}
     for c in d.clients.values():
         if c.status in ("running", "paused"):
@@ -1422,7 +1836,7 @@ def check_quiescent(st, out):
                            f"{' client ' + unit if unit else ''} never consumed the queue", key)
                 reported += 1
             elif p.wm < sq.next:
-                left = [o for o in range(p.wm, sq.next) if o not in p.done][:8]
+                left = p.unhandled_first(p.wm, sq.next)
                 if left:
                     out.report("INV-LIVE-1", f"quiescent but offsets {left} were never consumed"
                                f"{' by ' + unit if unit else ''} (handled below {p.wm}, max {sq.next})", key)
@@ -1447,7 +1861,8 @@ HANDLERS = {
     "client_paused": client_paused, "client_resumed": client_resumed,
     "allocation_computed": allocation_computed, "pq_created": pq_created, "pq_dropped": pq_dropped,
     "pq_removed": pq_removed,
-    "pull_issued": pull_issued, "pull_held": pull_held, "pull_answered": pull_answered,
+    "pull_issued": pull_issued, "pull_held": pull_held, "pull_answered": pull_answered, "pull_failed": pull_failed,
+    "queue_snapshot": queue_snapshot,
     "pull_flow_controlled": pull_flow_controlled,
     "consume_started": consume_started, "consume_finished": consume_finished,
     "consume_resubmitted": consume_resubmitted, "consume_suspended": consume_suspended,
@@ -1481,6 +1896,8 @@ MECHANISMS = {
     "pull_issued": "DefaultMQPushConsumerImpl.pullMessage", "pull_held": "PullRequestHoldService (long polling)",
     "pull_answered": "DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + ProcessQueue.putMessage",
     "pull_flow_controlled": "pullMessage flow control",
+    "pull_failed": "PullCallback.onException (broker error response or failed call)",
+    "queue_snapshot": "the queue's min/max offset when observation began (or after a gap)",
     "consume_started": "ConsumeRequest.run (listener called)", "consume_finished": "listener returns",
     "consume_resubmitted": "submitConsumeRequestLater after failed send-back",
     "consume_suspended": "ConsumeMessageOrderlyService suspend/retry later",

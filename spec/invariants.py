@@ -33,6 +33,7 @@ class Invariant:
     form: str                # "state" | "step" | "end"
     key: str                 # queue | stored queue | retry chain | view | directory
     breaks: str = ""         # what breaks it (known bugs, faults)
+    guarantee: str = ""      # the user-facing guarantee a violation loses (reports name it)
 
 
 CATALOGUE: tuple[Invariant, ...] = (
@@ -85,7 +86,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "A-BROKER-LOCKS: the broker did not restart since the client's last lock (a restart "
         "forgets the lock table while the client lease is still valid; then this is a warning).",
         "error", False, "step", "queue",
-        "#5465 (pq not locked on create) only delays; a broker restart breaks the assumption."),
+        "#5465 (pq not locked on create) only delays; a broker restart breaks the assumption.",
+        "orderly: one consumer at a time inside a queue"),
     Invariant(
         "INV-ORDER-1", "Orderly consumption is serial per queue",
         "For an orderly clustering group, at most one batch of a queue is being consumed at a "
@@ -93,11 +95,14 @@ CATALOGUE: tuple[Invariant, ...] = (
         "One consume thread per queue (messageQueueLock) inside a client; across clients, the "
         "broker lock (INV-OWNER-2).",
         "A-LEASE-MARGIN: every listener call (including any pause of its client) is shorter "
-        "than broker lock lifetime - client lease (60 s - 30 s). A batch already running is not "
-        "interrupted when the lease expires; if a batch ran longer than the margin, an overlap "
-        "is reported as a warning, not an error.",
+        "than broker lock lifetime - client lease (60 s - 30 s by default; each from the trace's "
+        "configuration). A batch already running is not interrupted when the lease expires. When "
+        "the assumption breaks the guarantee is still lost: the report names the call, the pause "
+        "and the limits it outlived.",
         "error", False, "state", "queue",
-        "A GC pause longer than the margin during a listener call; a broker restart."),
+        "A GC pause or SIGSTOP longer than the margin during a listener call; a listener call "
+        "longer than the margin; a broker lock shorter than the client lease.",
+        "orderly: one consumer at a time inside a queue"),
     Invariant(
         "INV-ORDER-2", "Orderly batches are taken in offset order",
         "takeMessages moves the lowest offsets of the ProcessQueue's message tree into the "
@@ -106,6 +111,19 @@ CATALOGUE: tuple[Invariant, ...] = (
         "the consuming map and empties it.",
         "ProcessQueue.takeMessages (pollFirstEntry), commit, rollback, makeMessageToConsumeAgain.",
         "", "error", False, "step", "queue"),
+    Invariant(
+        "INV-ORDER-3", "An orderly queue's committed offset does not fall back past committed consumption",
+        "For an orderly clustering group, the broker's committed offset of a queue never moves "
+        "back below messages the group had already consumed and committed, by more than one "
+        "batch (the batch in flight at a handover, #4086: ANOM-DUP-1).",
+        "ProcessQueue.commit then updateOffset; removeUnnecessaryMessageQueue persists the offset "
+        "under the consume lock before the queue changes owner; the new owner resumes from it.",
+        "The previous owner stops consuming and persisting before another client takes the "
+        "queue (A-LEASE-MARGIN); an operator reset is not judged.",
+        "error", False, "step", "queue",
+        "A client frozen past its lease and the broker lock that persists its stale offset when "
+        "it thaws; a late one-way persist of an old owner.",
+        "orderly: a consumed and committed message is not consumed again"),
     # ------------------------------------------------------------------ process queue & offsets
     Invariant(
         "INV-PQ-1", "ProcessQueue lifecycle and bookkeeping",
@@ -153,8 +171,9 @@ CATALOGUE: tuple[Invariant, ...] = (
         "TIMESTAMP: a searched offset); pulls never use a negative offset.",
         "RebalancePushImpl.computePullFromWhereWithException, "
         "RemoteBrokerOffsetStore/LocalFileOffsetStore.readOffset.",
-        "A new group without a committed offset legitimately starts at maxOffset (LAST) and "
-        "may skip messages a previous owner had not persisted yet: ANOM-START-SKIP.",
+        "A group's first start without a committed offset legitimately starts at maxOffset "
+        "(LAST); a later owner that finds no committed offset skips what the previous owner had "
+        "not persisted: INV-LOSS-1.",
         "error", False, "step", "queue",
         "#2708 (offset query failure read as 'no offset'), #1825 (orderly recompute -1), "
         "#4016 (local offsets file forgot the queue)."),
@@ -259,7 +278,40 @@ CATALOGUE: tuple[Invariant, ...] = (
         "At-least-once: rebalance gives every queue an owner; offsets never pass unconsumed "
         "messages; retries go through the schedule.",
         "Fairness: the trace ended because nothing was left to do (reason quiescent).",
-        "error", False, "end", "queue"),
+        "error", False, "end", "queue", "",
+        "at-least-once: every message a subscribed group should consume is consumed"),
+    Invariant(
+        "INV-LOSS-1", "No message skipped outside the skips by design",
+        "A consumer unit (the group, or one broadcasting client) passes over a stored message it "
+        "has not handled only by design: an operator's offset reset (ANOM-RESET-SKIP), retention "
+        "(ANOM-RETENTION), or CONSUME_FROM_LAST_OFFSET on the group's first start on the queue. "
+        "A new ProcessQueue of a group that consumed the queue before and finds no committed "
+        "offset starts at maxOffset and skips what the previous owner had not persisted: a loss.",
+        "RemoteBrokerOffsetStore.readOffset (-1 when nothing was persisted) and "
+        "computePullFromWhere (LAST -> maxOffset).",
+        "Owners persist their offset before they lose a queue (persistConsumerOffset on "
+        "shutdown and in removeUnnecessaryMessageQueue) and at least every "
+        "persist_consumer_offset_interval_ms; a crash or a lost persist breaks it.",
+        "error", False, "step", "queue",
+        "A crash before the first persist; #2708 / #4016 (the committed offset is not found).",
+        "at-least-once: every message a subscribed group should consume is consumed"),
+    Invariant(
+        "INV-SUB-1", "A group's consumers subscribe alike",
+        "Messages a client drops in its tag re-check (client_filtered) because its own "
+        "subscription differs from the one the broker filtered with are lost for the group: the "
+        "broker filters every pull of the group with one subscription per topic (the last "
+        "heartbeat's, ConsumerGroupInfo.updateSubscription) and the client drops what its own "
+        "subscription does not match (PullAPIWrapper.processPullResult), then moves its offset "
+        "past them. All consumers of one group must subscribe each topic with the same "
+        "expression.",
+        "ConsumerManager.registerConsumer -> ConsumerGroupInfo.updateSubscription (the table "
+        "keeps one SubscriptionData per topic, replaced by a heartbeat with a newer version); "
+        "PullMessageProcessor builds its filter from that table; "
+        "PullAPIWrapper.processPullResult re-checks tags against the client's own subscription.",
+        "Consumers of one group have the same subscriptions (RocketMQ's documented rule).",
+        "error", False, "step", "queue",
+        "Two consumers of a group subscribing 'TagA || TagB' and '*' (or different SQL92).",
+        "at-least-once: every message a subscribed group should consume is consumed"),
     # ------------------------------------------------------------------ allowed anomalies
     Invariant(
         "ANOM-DUP-1", "Duplicate consumption (allowed)",
@@ -274,16 +326,6 @@ CATALOGUE: tuple[Invariant, ...] = (
         "previous owner overwrites a newer commit (ConsumerOffsetManager.commitOffset is not "
         "increase-only).",
         "Overwrite semantics of the broker offset table.", "", "warning", True, "step", "queue"),
-    Invariant(
-        "ANOM-START-SKIP", "New group starts past unconsumed messages (allowed)",
-        "A ProcessQueue of a group without a committed offset starts at maxOffset "
-        "(CONSUME_FROM_LAST_OFFSET) past messages an earlier owner had not persisted yet.",
-        "computePullFromWhere on -1.", "", "warning", True, "step", "queue"),
-    Invariant(
-        "ANOM-ASSUMPTION", "An invariant's assumption did not hold (reported, not an error)",
-        "An overlap or ownership violation happened while an assumption it needs was broken "
-        "(A-LEASE-MARGIN or A-BROKER-LOCKS); the report names the invariant and assumption.",
-        "", "", "warning", True, "step", "queue"),
     Invariant(
         "ANOM-RETENTION", "Messages deleted before they were consumed (allowed)",
         "The queue's minOffset moved past messages a consumer unit had not consumed: the "

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from rocketspec.errors import UserError
+
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 
@@ -184,8 +186,8 @@ def register(profile: Profile) -> Profile:
     return profile
 
 
-class UnknownProfile(ValueError):
-    pass
+class UnknownProfile(UserError, ValueError):
+    """A profile name that is not registered (bad input: exit code 2 on the command line)."""
 
 
 def get_profile(name: str | Profile | None) -> Profile:

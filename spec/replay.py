@@ -17,6 +17,7 @@ from ..traces.io import TraceInputError, read_events
 from ..traces.schema import validate_event
 from . import invariants as _inv
 from .actions import HANDLERS, MECHANISMS
+from .limits import BadConfig
 from .profiles import Profile, UnknownProfile, get_profile
 from .state import SpecState, compact_chain, compact_queue
 
@@ -52,6 +53,7 @@ class Finding:
     def to_dict(self):
         inv = _inv.BY_ID.get(self.inv)
         return {"invariant": self.inv, "title": inv.title if inv else "guard of the action",
+                "guarantee": (inv.guarantee or None) if inv else None,
                 "severity": self.severity, "message": self.message, "key": self.key_dict(),
                 "seq": self.seq, "line": self.line, "event_kind": self.kind,
                 "action": MECHANISMS.get(self.kind) if self.kind else None,
@@ -86,6 +88,14 @@ class Findings:
         f = Finding(inv, sev, message, key, ev.get("seq") if ev else None, self.line,
                     ev.get("kind") if ev else None, dict(ev) if ev else None, self._snapshot(key))
         (self.errors if sev == "error" else self.warnings).append(f)
+
+    def example(self, inv: str, message: str, key=None) -> None:
+        """Keep an example of a warning counted elsewhere (st.counts), up to `warn_examples`."""
+        if sum(1 for w in self.warnings if w.inv == inv) >= self.warn_examples:
+            return
+        ev = self.ev
+        self.warnings.append(Finding(inv, _inv.severity(inv), message, key, ev.get("seq") if ev else None, self.line,
+                                     ev.get("kind") if ev else None, dict(ev) if ev else None, self._snapshot(key)))
 
     def _snapshot(self, key):
         st = self.st
@@ -187,7 +197,10 @@ def check_events(events, profile: Profile, path: str = "<events>", max_listed: i
             last_seq, last_ts = seq, ts
         out.ev = ev
         out.line = line
-        handlers[ev["kind"]](st, ev, out)
+        try:
+            handlers[ev["kind"]](st, ev, out)
+        except BadConfig as exc:
+            raise TraceInputError(path, line, f"{ev['kind']}.config.{exc}") from None
         n += 1
         if not n & (PRUNE_EVERY - 1):
             prune(st)
@@ -209,13 +222,15 @@ class FastValidator:
     _PY = {"int": "int", "str": "str", "bool": "bool", "int_list": "list", "str_list": "list"}
 
     def __init__(self):
-        from ..traces.schema import ENVELOPE, fields, kinds
+        from ..traces.schema import ENVELOPE, ENVELOPE_OPTIONAL, JSON_SHAPES, OBS_VALUES, fields, kinds
 
         self.funcs = {}
         fd = fields()
         for kind, kd in kinds().items():
-            allowed = frozenset((*ENVELOPE, *kd["required"], *kd["optional"]))
-            lines = ["def f(ev, _allowed=_allowed):",
+            if kind == "trace_started":
+                continue        # once per trace, and its schema_version is judged: the full check
+            allowed = frozenset((*ENVELOPE, *ENVELOPE_OPTIONAL, *kd["required"], *kd["optional"]))
+            lines = ["def f(ev, _allowed=_allowed, _obs=_obs):",
                      "    if not ev.keys() <= _allowed: return False",
                      "    try:",
                      "        if type(ev['seq']) is not int or type(ev['ts']) is not int: return False"]
@@ -239,48 +254,33 @@ class FastValidator:
                     lines.append("    if v:")
                     lines.append("        for x in v:")
                     lines.append(f"            if type(x) is not {et}: return False")
+            shapes = {}
+            for n in (*kd["required"], *kd["optional"]):
+                if n in JSON_SHAPES:      # the contents the spec reads (traces.schema.JSON_SHAPES)
+                    shapes[f"_shape_{n}"] = JSON_SHAPES[n][1]
+                    lines.append(f"    v = ev.get({n!r})")
+                    lines.append(f"    if v is not None and not _shape_{n}(v): return False")
+            lines.append("    o = ev.get('obs')")
+            lines.append("    if o is not None and o not in _obs: return False")
             lines.append("    return True")
-            ns = {"_allowed": allowed}
+            ns = {"_allowed": allowed, "_obs": OBS_VALUES, **shapes}
             exec("\n".join(lines), ns)
             self.funcs[kind] = ns["f"]
 
     def __call__(self, ev):
         if type(ev) is dict:
-            f = self.funcs.get(ev.get("kind"))
+            kind = ev.get("kind")
+            # a kind that is not a string (a list, an object) is for validate_event to refuse
+            f = self.funcs.get(kind) if type(kind) is str else None
             if f is not None and f(ev):
                 return None
         return validate_event(ev)
 
 
-def _lines(path):
-    """(line, event) pairs of a JSON Lines file, parsed but not validated (a lean version of
-    traces.io's reader for the hot loop; Parquet goes through traces.io)."""
-    import orjson
-
-    loads, err = orjson.loads, orjson.JSONDecodeError
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                yield lineno, loads(raw)
-            except err as exc:
-                if not raw.strip():
-                    continue
-                raise TraceInputError(path, lineno, f"malformed JSON: {exc}") from None
-
-
-def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50) -> Report:
-    """Validate the trace at `path` against the spec. Raises TraceInputError on bad input."""
-    import os
-
-    from ..traces.io import trace_format
-
-    path_s = str(path)
-    if path_s != "-" and not os.path.exists(path_s):
-        raise TraceInputError(path, None, "no such file")
-    if trace_format(path) == "jsonl" and path_s != "-":
-        it = _lines(path)
-    else:
-        it = read_events(path, validate=False)
+def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50, progress=None) -> Report:
+    """Validate the trace at `path` against the spec. Raises TraceInputError on bad input.
+    The trace is read by traces.io (any format it reads; `progress` as in `read_events`)."""
+    it = read_events(path, validate=False, progress=progress)
     validate = FastValidator()
     first = next(it, None)
     if first is None:

@@ -28,7 +28,7 @@ from .profiles import Profile
 
 class Client:
     __slots__ = ("cid", "group", "mode", "model", "subs", "config", "status", "paused_until",
-                 "from_where", "max_reconsume")
+                 "from_where", "max_reconsume", "limits", "pauses", "lock_req_ts")
 
     def __init__(self, cid, group, mode, model, subs, config):
         self.cid, self.group, self.mode, self.model = cid, group, mode, model
@@ -39,7 +39,14 @@ class Client:
         self.from_where = _cfg(self.config, "from_where", "consume_from_where", "consumeFromWhere") or \
             "CONSUME_FROM_LAST_OFFSET"
         mr = _cfg(self.config, "max_reconsume_times", "maxReconsumeTimes")
-        self.max_reconsume = -1 if mr is None else int(mr)
+        if mr is not None and type(mr) is not int:
+            from .limits import BadConfig
+
+            raise BadConfig(f"max_reconsume_times: expected an integer, got {mr!r}"[:200])
+        self.max_reconsume = -1 if mr is None else mr
+        self.limits = None                # spec.limits.ClientLimits (set by client_started)
+        self.pauses: tuple = ()           # the last few (start ts, duration) pauses, to name causes
+        self.lock_req_ts = None           # ts of its last lock request (bounds the broker's lock update time)
 
     @property
     def orderly(self) -> bool:
@@ -61,7 +68,7 @@ def _cfg(config, *names):
 
 class Directory:
     __slots__ = ("brokers", "topics", "clients", "groups", "registered", "alloc", "started", "profile_name",
-                 "scenario", "seed")
+                 "scenario", "seed", "broker_limits", "client_default")
 
     def __init__(self):
         self.brokers: dict[str, int] = {}                 # broker -> restart count
@@ -74,6 +81,8 @@ class Directory:
         self.profile_name = None
         self.scenario = None
         self.seed = None
+        self.broker_limits: dict = {}                     # broker -> spec.limits.BrokerLimits
+        self.client_default = None                        # ClientLimits of the profile (unknown clients)
 
 
 class PQ:
@@ -81,7 +90,7 @@ class PQ:
 
     __slots__ = ("client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull",
                  "pull_id", "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd",
-                 "created_ts", "orderly", "broadcast", "retry_topic", "expired")
+                 "created_ts", "orderly", "broadcast", "retry_topic", "expired", "dup_seen", "commit_due", "sampled")
 
     def __init__(self, client, gen, offset, ts, orderly, broadcast, retry_topic):
         self.client = client
@@ -105,6 +114,9 @@ class PQ:
         self.broadcast = broadcast
         self.retry_topic = retry_topic
         self.expired: set[int] = set()        # in flight, but sent back by cleanExpiredMsg (handled)
+        self.dup_seen: set[int] = set()       # orderly: taken offsets already counted as duplicates when consumed
+        self.commit_due = False               # orderly: the listener returned SUCCESS/COMMIT; commit() follows
+        self.sampled = False                  # its table entry and flags are seen by polling (a recorder)
 
     def tree_min(self):
         h, t = self.heap, self.tree
@@ -167,6 +179,24 @@ class Progress:
     def handled(self, off) -> bool:
         return off < self.wm or off in self.done
 
+    def unhandled_count(self, lo: int, hi: int) -> int:
+        """How many offsets in [lo, hi) are not handled (without walking the range)."""
+        lo = max(lo, self.wm)
+        if hi <= lo:
+            return 0
+        return (hi - lo) - sum(1 for o in self.done if lo <= o < hi)
+
+    def unhandled_first(self, lo: int, hi: int, limit: int = 8) -> list:
+        """The first `limit` unhandled offsets in [lo, hi): steps over handled ones only."""
+        o = max(lo, self.wm)
+        d = self.done
+        out = []
+        while o < hi and len(out) < limit:
+            if o not in d:
+                out.append(o)
+            o += 1
+        return out
+
     def skip_to(self, top: int, count_below: int | None = None) -> int:
         """Treat every offset below `top` as handled (skipped: retention, an operator reset, a
         start past them). Returns how many of those below `count_below` (default `top`: offsets
@@ -175,7 +205,7 @@ class Progress:
             return 0
         d = self.done
         hi = top if count_below is None else min(top, count_below)
-        left = sum(1 for o in range(self.wm, hi) if o not in d)
+        left = self.unhandled_count(self.wm, hi)
         self.skipped += left
         self.done = d = {o for o in d if o >= top}
         wm = top
@@ -192,7 +222,7 @@ class Progress:
 class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
                  "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
-                 "resets", "reset_ahead")
+                 "resets", "reset_ahead", "overlaps", "batch_max")
 
     def __init__(self, key):
         self.key = key
@@ -214,6 +244,8 @@ class QueueState:
         self.orphans: dict[tuple, tuple] = {}   # (client, consume_id) -> offsets: batches of removed pqs
         self.resets: list[int] = []             # recent operator resets of the group's offset (newest last)
         self.reset_ahead = None                 # a reset past the queue's end, not yet corrected
+        self.overlaps: frozenset = frozenset()  # orderly: (client, consume_id) batches already reported overlapped
+        self.batch_max = 1                      # orderly: the largest batch committed on the queue
 
 
 class StoredQueue:
@@ -250,7 +282,8 @@ class View:
 class SpecState:
     """The whole spec state. Mutated in place by `spec.actions.step`; copy with `copy_state`."""
 
-    __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done")
+    __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done",
+                 "sampled_stores")
 
     def __init__(self, profile: Profile):
         self.profile = profile
@@ -262,6 +295,7 @@ class SpecState:
         self.ended = None
         self.counts: dict[str, int] = {}
         self.sched_done: dict[str, tuple] = {}   # schedule copy id -> (reconsume_times, broker restarts)
+        self.sampled_stores: set = set()         # (queue key, client) whose offset store a recorder polls
 
 
 def copy_state(state: SpecState) -> SpecState:

@@ -2,6 +2,7 @@
 (docs/rocketmq-semantics.md section 1) and RocketMQ's own strategy tests."""
 from __future__ import annotations
 
+import re
 from functools import cmp_to_key
 
 import pytest
@@ -435,3 +436,31 @@ def test_machine_room_partitions_the_kept_queues(mqs, cids, idcs):
     assert_partition(got, kept)
     sizes = [len(a) for a in got.values()]
     assert max(sizes) - min(sizes) <= 1
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "MACHINE_ROOM"]),
+       st.lists(st.sampled_from(["", "a", "b", "c", "d", "e", "\ud800x"]), max_size=8),
+       st.one_of(st.none(), st.lists(st.tuples(st.sampled_from(["r1@b", "r2@b", "b"]), st.integers(0, 3)),
+                                     max_size=8)))
+def test_allocate_all_is_allocate_for_each_id(strategy, cids, raw_mqs):
+    """allocate_all (linear: lists converted once, positions in a dict) answers exactly what
+    one allocate call per distinct id answers, errors included."""
+    from rocketspec.reference.allocation import AllocationError
+    from rocketspec.reference.message_queue import MessageQueue
+
+    mqs = None if raw_mqs is None else [MessageQueue("T", b, q) for b, q in raw_mqs]
+    s = make_strategy(strategy, consumeridcs=["r1"])
+
+    def one_by_one():
+        if not cids:
+            raise AllocationError("cidAll is null or cidAll empty")
+        return {c: s.allocate(c, mqs, cids) for c in dict.fromkeys(cids)}
+
+    try:
+        expected = one_by_one()
+    except AllocationError as exc:
+        with pytest.raises(AllocationError, match=re.escape(str(exc))):
+            s.allocate_all(mqs, cids)
+        return
+    assert s.allocate_all(mqs, cids) == expected

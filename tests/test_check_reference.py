@@ -6,7 +6,7 @@ from rocketspec.spec.profiles import PROFILES, get_profile
 from rocketspec.spec.replay import check_events
 
 reference = pytest.importorskip("rocketspec.reference.runner")
-from rocketspec.reference.scenario import builtin_names, load_scenario  # noqa: E402
+from rocketspec.reference.scenario import builtin_names, expected_failures, load_scenario  # noqa: E402
 
 RELEASES = ("rocketmq-5.3.3", "rocketmq-4.9.8")
 
@@ -21,12 +21,6 @@ NOT_REPRODUCED: dict[str, str] = {}
 # Issue 13: the checker judges delay levels and broker lock lifetimes by the profile's defaults,
 # not by the scenario's broker_config the reference ran with (fixed by the spec work of issue 13;
 # drop an entry when its scenario passes).
-CHECKER_IGNORES_TRACE_CONFIG = {
-    "real-basic": "message_delay_level of 1s", "real-retry-dlq": "message_delay_level of 1s",
-    "real-orderly-pause": "lock_max_live_ms 6000", "real-orderly-takeover": "lock_max_live_ms 6000",
-}
-
-
 def run_and_check(name, seed, profile):
     evs = reference.run_to_list(load_scenario(name), seed, profile)
     return check_events(enumerate(evs, 1), get_profile(profile))
@@ -36,35 +30,42 @@ def errors(rep):
     return [(f.inv, f.seq, f.message) for f in rep.findings.errors[:5]]
 
 
-# A release that really has a defect is flagged on that defect's scenario: 4.9.x never got the
-# #5481 fix (sendback_skips_not_contained is False in 4.9.8 too).
-RELEASE_HAS_BUG = {("bug-5481", "rocketmq-4.9.8"): "INV-RETRY-3"}
+def expected(name, profile):
+    """The scenario's declared verdict under a release profile (`expect` in its file)."""
+    return expected_failures(load_scenario(name), profile)
+
+
+def test_every_builtin_scenario_declares_its_verdict():
+    assert [n for n in builtin_names() if load_scenario(n)["expect"] is None] == []
 
 
 @pytest.mark.parametrize("profile", RELEASES)
 @pytest.mark.parametrize("name", builtin_names())
-def test_builtin_scenarios_validate_clean(name, profile):
-    if name in CHECKER_IGNORES_TRACE_CONFIG:
-        pytest.xfail(f"checker ignores the scenario's {CHECKER_IGNORES_TRACE_CONFIG[name]} (issue 13)")
+def test_builtin_scenarios_meet_their_declared_verdict(name, profile):
     rep = run_and_check(name, 1, profile)
-    expected = RELEASE_HAS_BUG.get((name, profile))
-    if expected:
-        assert {f.inv for f in rep.findings.errors} == {expected}, errors(rep)
-        return
-    assert rep.ok, errors(rep)
+    assert {f.inv for f in rep.findings.errors} == set(expected(name, profile)), errors(rep)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("profile", RELEASES)
 @pytest.mark.parametrize("name", builtin_names())
 def test_builtin_scenarios_many_seeds(name, profile):
-    if name in CHECKER_IGNORES_TRACE_CONFIG:
-        pytest.xfail(f"checker ignores the scenario's {CHECKER_IGNORES_TRACE_CONFIG[name]} (issue 13)")
+    want = expected(name, profile)
     for seed in range(2, 21):
         rep = run_and_check(name, seed, profile)
-        if (name, profile) in RELEASE_HAS_BUG:
-            continue
-        assert rep.ok, (seed, errors(rep))
+        got = {f.inv for f in rep.findings.errors}
+        # a scenario that breaks a guarantee breaks it on every seed, with nothing else
+        assert (got and got <= want) if want else not got, (seed, errors(rep))
+
+
+def test_a_guarantee_loss_names_its_cause():
+    rep = run_and_check("orderly-pause-broker-lock", 1, "rocketmq-4.9.8")
+    by_id = {f.inv: f.message for f in rep.findings.errors}
+    assert "c2 was paused at ts 22000 for 75000 ms" in by_id["INV-ORDER-1"]
+    assert "margin 30000 ms" in by_id["INV-ORDER-1"]
+    assert "moves back from" in by_id["INV-ORDER-3"] and "pause at ts 22000 of 75000 ms" in by_id["INV-ORDER-3"]
+    d = rep.to_dict()["violations"][0]
+    assert d["guarantee"] == "orderly: one consumer at a time inside a queue"
 
 
 def scenario_for(p):

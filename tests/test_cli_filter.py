@@ -133,13 +133,13 @@ def test_good_and_bad_lines_in_one_stream():
 def test_hostile_expressions_are_answered():
     code, out = run([
         {"id": 1, "expr": "(" * 10000 + "a" + ")" * 10000},
-        {"id": 2, "expr": "x" * 100_000},
-        {"id": 3, "expr": "NOT " * 1000 + "a"},
+        {"id": 2, "expr": "x" * 300_000},
+        {"id": 3, "expr": "NOT " * 1000 + "a"},     # RocketMQ compiles it too
         {"id": 4, "expr": "a = '\\u0000\U0001F600'", "props": {"a": "\x00\U0001F600"}},
         {"id": 5, "expr": "TRUE = a", "props": {"a": "true"}},
     ])
     assert code == 0
-    assert [o["ok"] for o in out] == [False, False, False, True, False]
+    assert [o["ok"] for o in out] == [False, False, True, True, False]
     assert "nest too deeply" in out[0]["error"] and "too long" in out[1]["error"]
     assert out[3]["result"] is False  # the literal holds a backslash, not NUL
     assert out[4]["phase"] == "evaluate" and "ClassCastException" in out[4]["error"]

@@ -35,8 +35,10 @@ def with_(path, value):
      "rejected"),
     (("groups", 0, "subscriptions"), {"T": "||"}, "groups[0].subscriptions.T", "split error"),
     (("groups", 0, "subscriptions"), {"Nope": "*"}, "groups[0].subscriptions.Nope", "not declared"),
-    (("producers", 0, "rate_per_s"), 0, "producers[0].rate_per_s", "> 0"),
+    (("producers", 0, "rate_per_s"), 0, "producers[0].rate_per_s", ">= 0.001"),
     (("producers", 0, "props"), {"a": []}, "producers[0].props.a", "non-empty list"),
+    (("producers", 0, "props"), {"MAX_OFFSET": "1"}, "producers[0].props.MAX_OFFSET", "system property"),
+    (("producers", 0, "props"), {"a": ["x", " "]}, "producers[0].props.a", "blank"),
     (("steps", 0, "client"), 5, "steps[0].client", "expected a string"),
     (("steps", 0, "action"), "explode", "steps[0].action", "unknown action"),
 ])

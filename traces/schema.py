@@ -1,21 +1,28 @@
-"""Trace schema version 1: loading the machine-readable schema and validating events.
+"""Trace schema (version 2): loading the machine-readable schema and validating events.
 
-The schema file (`schema_v1.json`) is the contract; this module is the one place that
-interprets it. Validation reports what was expected, never raises on user data.
+The schema file (`schema_v2.json`) is the contract; this module is the one place that
+interprets it. Version 2 only adds to version 1 (new kinds, optional fields, new values), so
+one schema reads both; `trace_started.schema_version` must be one of `SUPPORTED_VERSIONS`.
+Validation reports what was expected, never raises on user data.
 """
 from __future__ import annotations
 
 import json
+import reprlib
 from functools import lru_cache
 from importlib import resources
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2                  # what the reference emits
+SUPPORTED_VERSIONS = (1, 2)         # what the readers and the checker accept
+SCHEMA_FILE = "schema_v2.json"
 ENVELOPE = ("seq", "ts", "kind")
+ENVELOPE_OPTIONAL = ("obs",)        # v2: how the recorder knows the event (exact | sampled | inferred)
+OBS_VALUES = ("exact", "sampled", "inferred")
 
 
 @lru_cache(maxsize=1)
 def load_schema() -> dict:
-    return json.loads(resources.files("rocketspec.traces").joinpath("schema_v1.json").read_text())
+    return json.loads(resources.files("rocketspec.traces").joinpath(SCHEMA_FILE).read_text())
 
 
 def kinds() -> dict[str, dict]:
@@ -40,12 +47,42 @@ def _type_ok(typ: str, value) -> bool:
     return True  # json: any value
 
 
+def _queue(m) -> bool:
+    return type(m) is list and len(m) == 3 and type(m[0]) is str and type(m[1]) is str and type(m[2]) is int
+
+
+def _queues(v) -> bool:
+    return type(v) is list and all(_queue(m) for m in v)
+
+
+# json fields whose contents the spec reads, and what each must hold: checked with the types,
+# so that a trace with another value is bad input at its line, not a traceback in the spec
+JSON_SHAPES = {
+    "mqs": ("a list of queues [topic, broker, queueId]", _queues),
+    "allocated": ("a list of queues [topic, broker, queueId]", _queues),
+    "queues": ("a list of queues [topic, broker, queueId]", _queues),
+    "cids": ("a list of client ids (strings)", lambda v: type(v) is list and all(type(c) is str for c in v)),
+    "config": ("an object", lambda v: type(v) is dict),
+    "subscriptions": ('an object {topic: {"type": "TAG"|"SQL92", "expr": "..."}}', lambda v: type(v) is dict and all(
+        type(x) is dict and all(x.get(k) is None or type(x[k]) is str for k in ("type", "expr")) for x in v.values())),
+}
+
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother = 3, 80, 80
+_BRIEF.maxlist = _BRIEF.maxtuple = _BRIEF.maxdict = 8
+
+
+def brief(value) -> str:
+    """repr() cut short: a value in a message may be 70,000 characters long or nested 1,000 deep."""
+    return _BRIEF.repr(value)
+
+
 @lru_cache(maxsize=None)
 def _kind_rules(kind: str):
     kd = kinds()[kind]
     ftypes = fields()
     required = tuple((n, ftypes[n]["type"]) for n in kd["required"])
-    allowed = {n: ftypes[n]["type"] for n in (*ENVELOPE, *kd["required"], *kd["optional"])}
+    allowed = {n: ftypes[n]["type"] for n in (*ENVELOPE, *ENVELOPE_OPTIONAL, *kd["required"], *kd["optional"])}
     return required, allowed
 
 
@@ -58,10 +95,10 @@ def validate_event(event) -> str | None:
             return f"missing envelope field {name!r}"
     kind = event["kind"]
     if not isinstance(kind, str) or kind not in kinds():
-        return f"unknown event kind {kind!r} (schema v{SCHEMA_VERSION} has {len(kinds())} kinds)"
+        return f"unknown event kind {brief(kind)} (schema v{SCHEMA_VERSION} has {len(kinds())} kinds)"
     for name in ("seq", "ts"):
         if not _type_ok("int", event[name]):
-            return f"field {name!r} must be an integer, got {event[name]!r}"
+            return f"field {name!r} must be an integer, got {brief(event[name])}"
     required, allowed = _kind_rules(kind)
     for name, typ in required:
         if event.get(name) is None:
@@ -71,15 +108,34 @@ def validate_event(event) -> str | None:
         if typ is None:
             return f"{kind}: field {name!r} is not part of this kind in schema v{SCHEMA_VERSION}"
         if value is not None and not _type_ok(typ, value):
-            return f"{kind}: field {name!r} must be {typ}, got {value!r}"
+            return f"{kind}: field {name!r} must be {typ}, got {brief(value)}"
+        shape = JSON_SHAPES.get(name)
+        if shape is not None and value is not None and not shape[1](value):
+            return f"{kind}: field {name!r} must be {shape[0]}, got {brief(value)}"
+    obs = event.get("obs")
+    if obs is not None and obs not in OBS_VALUES:
+        return f"{kind}: field 'obs' must be one of {', '.join(OBS_VALUES)}, got {brief(obs)}"
+    if kind == "trace_started":
+        return version_problem(event["schema_version"])
     return None
+
+
+def version_problem(version) -> str | None:
+    """None if a trace_started `schema_version` is one this code reads, else what was expected."""
+    if type(version) is int and version in SUPPORTED_VERSIONS:
+        return None
+    known = ", ".join(map(str, SUPPORTED_VERSIONS))
+    return (f"trace_started: schema_version {brief(version)} is not supported; this rocketspec reads "
+            f"schema version{'s' if len(SUPPORTED_VERSIONS) > 1 else ''} {known}")
 
 
 def markdown() -> str:
     """The schema as a Markdown reference (docs/trace-schema.md is generated from this)."""
     s = load_schema()
     out = [f"# Trace schema, version {s['version']}", "", s["doc"], "",
-           "Generated from `traces/schema_v1.json` by `rocketspec schema --markdown`; do not edit by hand.", "",
+           f"Readers accept traces of schema versions {', '.join(map(str, SUPPORTED_VERSIONS))}. Optional on every "
+           f"event: {', '.join('`' + n + '`' for n in ENVELOPE_OPTIONAL)}.", "",
+           f"Generated from `traces/{SCHEMA_FILE}` by `rocketspec schema --markdown`; do not edit by hand.", "",
            "## Event kinds", ""]
     cats: dict[str, list[str]] = {}
     for name, kd in s["kinds"].items():

@@ -42,6 +42,7 @@ class PullRequestData:
 class Broker:
     def __init__(self, sim, name: str, profile, config: dict | None = None):
         config = config or {}
+        self._config = config
         self.sim = sim
         self.name = name
         self.profile = profile
@@ -69,7 +70,11 @@ class Broker:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        self.sim.emit("broker_started", broker=self.name)
+        # the configuration the spec judges by travels with the broker (schema v2, spec.limits)
+        self.sim.emit("broker_started", broker=self.name, config={
+            "message_delay_level": self._config.get("message_delay_level", self.profile.delay_levels),
+            "broker_lock_max_live_ms": self._config.get("lock_max_live_ms", self.profile.broker_lock_max_live_ms),
+            "channel_expired_timeout_ms": self.profile.channel_expired_ms})
         self._start_periodic_services()
         self.schedule.start()
 

@@ -100,7 +100,7 @@ class RebalanceLockManager:
 
     def try_lock_batch(self, group: str, mqs: list[tuple[str, int]], client: str) -> set:
         locked, rest = set(), []
-        for mq in mqs:
+        for mq in dict.fromkeys(mqs):     # the request carries a Set<MessageQueue>
             if self.is_locked(group, mq, client):
                 self._renewed(group, mq, client)
                 locked.add(mq)
@@ -113,7 +113,7 @@ class RebalanceLockManager:
 
     def unlock_batch(self, group: str, mqs: list[tuple[str, int]], client: str) -> None:
         entries = self.table.get(group, {})
-        for mq in mqs:
+        for mq in dict.fromkeys(mqs):     # a Set<MessageQueue>, as in the request
             entry = entries.get(mq)
             if entry is None:
                 self._emit("lock_release_ignored", group, mq, client=client)

@@ -99,24 +99,14 @@ class ConsumeMessageConcurrentlyService:
             c.offset_store.update_offset(mq, offset, increase_only=True)
 
     def clean_expired_messages(self) -> None:
-        """Every consumeTimeout minutes: a message in a listener call for longer than
-        consumeTimeout is sent back at delay level 3 and removed if still first (no offset update)."""
+        """Every consumeTimeout minutes, ProcessQueue.cleanExpiredMsg on every queue of the
+        table, dropped or not (cleanExpireMsg iterates processQueueTable without a check)."""
         c = self.c
         timeout = c.consume_timeout_min * 60000
         for mq, pq in list(c.rebalance.pq_table.items()):
-            if pq.dropped:
-                continue
-            for _ in range(min(16, len(pq.msg_tree))):
-                if not pq.msg_tree:
-                    break
-                first = pq.msg_tree.values()[0]
-                if first.consume_start_ts is None or self.sim.now - first.consume_start_ts <= timeout:
-                    break
-                if not c.send_message_back(first, 3, mq):
-                    break
-                if pq.msg_tree and pq.msg_tree.keys()[0] == first.offset:
-                    off = pq.remove_messages([first], self.sim.now)
-                    c.emit_pq("pq_messages_removed", mq, offsets=[first.offset], offset=off)
+            pq.clean_expired_msg(
+                self.sim.now, timeout, False, lambda m, level, mq=mq: c.send_message_back(m, level, mq),
+                lambda m, off, mq=mq: c.emit_pq("pq_messages_removed", mq, offsets=[m.offset], offset=off))
 
     def idle(self) -> bool:
         return self.in_flight == 0 and not self.pending

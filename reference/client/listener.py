@@ -30,7 +30,7 @@ def listener_checks(orderly: bool) -> dict:
     return {"duration_ms": checks.duration_range, "fail_rate": rate, "null_rate": rate, "exception_rate": rate,
             "fail_status": checks.one_of(*statuses), "success_status": checks.one_of(*statuses),
             "ack_index": checks.integer(-1), "auto_commit": checks.boolean,
-            "suspend_ms": checks.integer(-1), "delay_level_when_next_consume": checks.integer(-1),
+            "suspend_ms": checks.integer(-1, checks.MAX_RUN_MS), "delay_level_when_next_consume": checks.integer(-1),
             "rules": rules}
 
 

@@ -13,6 +13,32 @@ class NoSuchElement(Exception):
     """ProcessQueue.commit with nothing taken: RocketMQ's uncaught NoSuchElementException."""
 
 
+class IllegalCapacity(ValueError):
+    """takeMessages with a negative batch: ``new ArrayList(batchSize)`` throws
+    IllegalArgumentException("Illegal Capacity: n") before anything changes."""
+
+
+class NumberFormat(ValueError):
+    """A MAX_OFFSET property that Long.parseLong refuses: putMessage throws
+    NumberFormatException after the messages are in the tree (only msgAccCnt stays)."""
+
+
+LONG_MIN, LONG_MAX = -2**63, 2**63 - 1
+
+
+def java_parse_long(text: str) -> int:
+    """Long.parseLong(text) in radix 10: an optional sign, then digits, within the long
+    range. Java also takes Unicode decimal digits (Character.digit); Python's int() would
+    further take spaces, underscores and unbounded values, which Java refuses."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if not body or not body.isdecimal():
+        raise NumberFormat(f'For input string: "{text}"')
+    value = int(text)   # sign and decimal digits only, as checked
+    if not LONG_MIN <= value <= LONG_MAX:
+        raise NumberFormat(f'For input string: "{text}"')
+    return value
+
+
 class ProcessQueue:
     __slots__ = ("msg_tree", "consuming_tree", "msg_count", "msg_size", "queue_offset_max", "dropped", "locked",
                  "last_lock_ts", "last_pull_ts", "last_consume_ts", "consuming", "msg_acc_cnt",
@@ -47,8 +73,11 @@ class ProcessQueue:
         """Returns dispatchToConsume: the tree is non-empty and nobody was consuming."""
         tree = self.msg_tree
         for m in msgs:
-            if m.offset not in tree:
-                tree[m.offset] = m
+            # TreeMap.put: the new object replaces a present one, which is not counted
+            # again (msgSize keeps the old body's size; later removals subtract the new one's).
+            new = m.offset not in tree
+            tree[m.offset] = m
+            if new:
                 self.msg_count += 1
                 self.msg_size += m.body_size
                 self.queue_offset_max = m.offset
@@ -60,7 +89,8 @@ class ProcessQueue:
             last = msgs[-1]
             max_prop = last.props.get("MAX_OFFSET") if last.props else None
             if max_prop is not None:
-                acc = int(max_prop) - last.offset
+                # long arithmetic: MIN_VALUE - 1 wraps round to a large positive count
+                acc = (java_parse_long(max_prop) - last.offset + 2**63) % 2**64 - 2**63
                 if acc > 0:
                     self.msg_acc_cnt = acc
         return dispatch
@@ -106,8 +136,33 @@ class ProcessQueue:
     def first_offset(self) -> int | None:
         return self.msg_tree.keys()[0] if self.msg_tree else None
 
+    def clean_expired_msg(self, now: int, timeout_ms: int, orderly: bool, send_back, removed=None) -> None:
+        """cleanExpiredMsg: up to min(16, size) times, the first message, if its listener call
+        started more than consumeTimeout ago, is sent back at delay level 3 and then removed
+        if it is still first (no offset update). No dropped check: a dropped ProcessQueue
+        still in the table is cleaned too. ``send_back(msg, delay_level)`` returns False where
+        sendMessageBack throws; RocketMQ logs that and goes round the loop again, so the same
+        message is tried again. ``removed(msg, offset)`` is told of each removeMessage."""
+        if orderly:
+            return
+        tree = self.msg_tree
+        for _ in range(min(16, len(tree))):
+            if not tree:
+                break
+            first = tree.values()[0]
+            if first.consume_start_ts is None or now - first.consume_start_ts <= timeout_ms:
+                break
+            if not send_back(first, 3):
+                continue
+            if tree and tree.keys()[0] == first.offset:
+                off = self.remove_messages([first], now)
+                if removed is not None:
+                    removed(first, off)
+
     # ------------------------------------------------------------------ orderly
     def take_messages(self, batch: int, now: int) -> list:
+        if batch < 0:
+            raise IllegalCapacity(f"Illegal Capacity: {batch}")
         self.last_consume_ts = now
         out = []
         tree = self.msg_tree

@@ -54,8 +54,8 @@ class ConsumerConfig:
         "pull_threshold_for_topic": checks.integer(-1),
         "pull_threshold_size_for_topic": checks.integer(-1),
         "consume_concurrently_max_span": checks.integer(1, 65535),
-        "suspend_current_queue_time_millis": checks.integer(0),
-        "consume_timeout": checks.integer(1),
+        "suspend_current_queue_time_millis": checks.integer(0, checks.MAX_RUN_MS),
+        "consume_timeout": checks.integer(1, checks.MAX_RUN_MS // 60000),  # minutes, as in RocketMQ
         "virtual_node_cnt": checks.integer(0, 100000),
         "config_mqs": checks.optional(checks.list_of(checks.queue_triple)),
         "consumeridcs": checks.optional(checks.list_of(checks.string)),
@@ -143,6 +143,15 @@ class PushConsumer:
             return 2**31 - 1 if self.orderly else self.profile.default_max_reconsume_times
         return self.max_reconsume_times
 
+    def _timing_config(self) -> dict:
+        """The client timings this consumer runs with, under the trace's config keys (spec.limits)."""
+        p = self.profile
+        return {"client_lock_max_live_ms": p.client_lock_max_live_ms, "lock_interval_ms": p.client_lock_interval_ms,
+                "rebalance_interval_ms": p.rebalance_interval_ms,
+                "max_time_consume_continuously_ms": p.max_time_consume_continuously_ms,
+                "persist_consumer_offset_interval_ms": p.persist_offset_interval_ms,
+                "pull_max_idle_ms": p.pull_max_idle_ms, "unlock_delay_ms": p.unlock_delay_ms}
+
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         self.running = True
@@ -151,7 +160,7 @@ class PushConsumer:
         self.sim.emit("client_started", client=self.client_id, group=self.group,
                       consume_mode=self.config["consume_mode"], message_model=self.config["message_model"],
                       subscriptions=subs, config={k: v for k, v in self.config.items() if v is not None}
-                      | {"max_reconsume_resolved": self.max_reconsume()})
+                      | {"max_reconsume_resolved": self.max_reconsume()} | self._timing_config())
         p = self.profile
         self.consume_service.start()
         self.sim.every(p.persist_offset_initial_delay_ms, p.persist_offset_interval_ms, self.persist_all_offsets,

@@ -33,6 +33,8 @@ def render_text(rep) -> str:
         keys = ", ".join(f"{k}={val}" for k, val in key.items()) if key else "-"
         out.append("")
         out.append(f"  {v['invariant']} {v['title']}")
+        if v.get("guarantee"):
+            out.append(f"    guarantee lost: {v['guarantee']}")
         out.append(f"    {v['message']}")
         out.append(f"    event: seq {v['seq']}, line {v['line']}, kind {v['event_kind']}"
                    f"{' (' + v['action'] + ')' if v['action'] else ''}")
@@ -59,25 +61,33 @@ def render_text(rep) -> str:
 @click.option("--profile", "profile", default=None,
               help="Version profile (default: the profile named by the trace's trace_started event).")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON report.")
-@click.option("--max-violations", default=50, show_default=True, help="List at most this many errors.")
-def check(path, profile, as_json, max_violations):
-    """Replay the trace at PATH (JSON Lines or Parquet) through the spec.
+@click.option("--max-violations", default=50, show_default=True, type=click.IntRange(0, 1_000_000),
+              help="List at most this many errors.")
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def check(path, profile, as_json, max_violations, quiet):
+    """Replay the trace at PATH through the spec: JSON Lines (- for standard input) or Parquet,
+    gzip or zstd compressed or not (told by the file's first bytes).
 
-    Exit 0 when it holds, 1 on a violation, 2 on bad input."""
+    Progress is shown on standard error when it is a terminal. Exit 0 when it holds, 1 on a
+    violation, 2 on bad input."""
     import orjson
 
+    from rocketspec.commands.options import progress_bar
     from rocketspec.spec.replay import check_trace
-    from rocketspec.traces.io import TraceInputError
+    from rocketspec.traces.io import input_size
 
+    total, unit = input_size(path) if not quiet else (None, "B")
+    bar = progress_bar(enabled=not quiet, total=total, unit=unit, unit_scale=unit == "B")
+    progress = None
+    if bar is not None:
+        def progress(done):
+            bar.update(done - bar.n)
     try:
-        rep = check_trace(path, profile, max_listed=max_violations)
-    except TraceInputError as exc:
-        if as_json:
-            sys.stdout.write(orjson.dumps({"path": str(path), "verdict": "bad_input", "error": str(exc),
-                                           "line": exc.line}).decode() + "\n")
-        else:
-            click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        # bad input raises TraceInputError / UnknownProfile: reported by the CLI's one error path
+        rep = check_trace(path, profile, max_listed=max_violations, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
     if as_json:
         sys.stdout.write(orjson.dumps(rep.to_dict(), option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
     else:

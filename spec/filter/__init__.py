@@ -12,6 +12,7 @@ Pure, stateless definitions that the reference broker may use directly:
 """
 from .broker_match import broker_matches
 from .sql92 import (
+    JAVA_MAX_NESTING,
     MAX_DEPTH,
     MAX_EXPR_LENGTH,
     Expression,
@@ -35,7 +36,7 @@ from .tags import (
 )
 
 __all__ = [
-    "MAX_DEPTH", "MAX_EXPR_LENGTH", "SQL92", "SUB_ALL", "TAG", "Expression", "FilterCompileError",
+    "JAVA_MAX_NESTING", "MAX_DEPTH", "MAX_EXPR_LENGTH", "SQL92", "SUB_ALL", "TAG", "Expression", "FilterCompileError",
     "FilterError", "FilterEvaluateError", "SubscriptionData", "SubscriptionError",
     "broker_matches", "broker_tag_match", "build_subscription", "client_tag_match",
     "compile_sql92", "java_string_hash", "sql92_match", "tags_code",

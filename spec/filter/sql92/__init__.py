@@ -17,35 +17,37 @@ from collections import OrderedDict
 from collections.abc import Mapping
 
 from ...profiles import Profile, get_profile
+from .deep import SHALLOW, run_deep
 from .errors import FilterCompileError, FilterError, FilterEvaluateError
 from .javavalues import JLong
 from .nodes import Node, to_sql
-from .parser import MAX_DEPTH, MAX_EXPR_LENGTH, parse
+from .parser import JAVA_MAX_NESTING, MAX_DEPTH, MAX_EXPR_LENGTH, parse
 
 __all__ = [
     "Expression", "FilterCompileError", "FilterError", "FilterEvaluateError", "JLong",
-    "MAX_DEPTH", "MAX_EXPR_LENGTH", "compile_sql92", "sql92_match",
+    "JAVA_MAX_NESTING", "MAX_DEPTH", "MAX_EXPR_LENGTH", "compile_sql92", "sql92_match",
 ]
 
 
 class Expression:
-    """A compiled selector. Immutable; equal when the trees are equal."""
+    """A compiled selector. Immutable; equal when the trees are equal. A deep tree (RocketMQ
+    compiles thousands of levels) is walked on a helper thread (:mod:`.deep`)."""
 
-    __slots__ = ("source", "root", "string_functions")
+    __slots__ = ("source", "root", "string_functions", "deep")
 
     def __init__(self, source: str, root: Node, string_functions: bool):
         self.source = source
         self.root = root
         self.string_functions = string_functions
+        self.deep = root.depth > SHALLOW
 
     def evaluate(self, props: Mapping[str, str]) -> bool | None:
         """The value RocketMQ's ``evaluate`` returns for a message with these properties:
         ``True``, ``False`` or ``None`` (null). A property missing from ``props`` (or None)
         is null. Raises :class:`FilterEvaluateError` where RocketMQ throws."""
-        try:
-            return self.root.evaluate(props)
-        except RecursionError:
-            raise FilterEvaluateError("expression nests too deeply to evaluate here") from None
+        if self.deep:
+            return run_deep(self.root.evaluate, props)
+        return self.root.evaluate(props)
 
     def matches(self, props: Mapping[str, str]) -> bool:
         """The broker's decision for one message; same as :func:`sql92_match`."""
@@ -53,7 +55,7 @@ class Expression:
 
     def to_sql(self) -> str:
         """Fully parenthesised selector text that compiles back to an equal expression."""
-        return to_sql(self.root)
+        return run_deep(to_sql, self.root) if self.deep else to_sql(self.root)
 
     def __str__(self) -> str:
         return self.to_sql()
@@ -62,10 +64,14 @@ class Expression:
         return f"Expression({self.source!r})"
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Expression) and self.root == other.root
+        if not isinstance(other, Expression):
+            return False
+        if self.deep or other.deep:
+            return run_deep(self.root.__eq__, other.root)
+        return self.root == other.root
 
     def __hash__(self) -> int:
-        return hash(self.root)
+        return run_deep(hash, self.root) if self.deep else hash(self.root)
 
 
 _CACHE: OrderedDict[tuple[str, bool], Expression] = OrderedDict()
@@ -104,8 +110,6 @@ def sql92_match(expression: Expression, props: Mapping[str, str]) -> bool:
     message matches only when the expression evaluates to exactly TRUE; FALSE, null and an
     evaluation error (logged by the broker) all mean no match."""
     try:
-        return expression.root.evaluate(props) is True
+        return expression.evaluate(props) is True
     except FilterEvaluateError:
-        return False
-    except RecursionError:
         return False

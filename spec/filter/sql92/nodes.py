@@ -402,9 +402,38 @@ def literal_text(value) -> str:
     return str(int(value))
 
 
+# Binding levels of the grammar, loosest first (see .parser).
+_OR, _AND, _EQ, _CMP, _UNARY, _ATOM = range(1, 7)
+
+
+def _level(node: Node) -> int:
+    t = type(node)
+    if t is BoolCast:
+        return _level(node.operand)
+    if t is Or:
+        return _OR
+    if t is And:
+        return _AND
+    if t is Equal:
+        return _EQ
+    if t is Compare or t is InList or t is StringTest:
+        return _CMP
+    if t is Negate or t is Not:
+        return _UNARY
+    return _ATOM
+
+
+def _operand(node: Node, parens_below: int) -> str:
+    text = to_sql(node)
+    return f"({text})" if _level(node) < parens_below else text
+
+
 def to_sql(node: Node) -> str:
     """Selector text that compiles back to an equal tree (under the same profile).
-    Composite nodes are fully parenthesised; parentheses never add nodes."""
+    Parentheses only where the grammar needs them (every binary level is left-associative),
+    so the text nests no deeper than any text that gives this tree: RocketMQ's parser spends
+    stack on every parenthesis, and a tree read at the edge of its nesting limit must read
+    back."""
     t = type(node)
     if t is Const:
         return literal_text(node.value)
@@ -415,24 +444,26 @@ def to_sql(node: Node) -> str:
     if t is BoolCast:
         return to_sql(node.operand)  # re-created wherever a condition is required
     if t is Negate:
-        return f"(- {to_sql(node.operand)})"
+        return f"- {_operand(node.operand, _UNARY)}"
     if t is Not:
-        return f"(NOT {to_sql(node.operand)})"
+        return f"NOT {_operand(node.operand, _UNARY)}"
     if t is And or t is Or:
+        level = _AND if t is And else _OR
         word = " AND " if t is And else " OR "
-        return "(" + word.join(to_sql(o) for o in node.operands) + ")"
+        first, *rest = node.operands
+        return word.join([_operand(first, level)] + [_operand(o, level + 1) for o in rest])
     if t is Equal:
         if node.right is NULL_NODE:
-            return f"({to_sql(node.left)} IS NULL)"
-        return f"({to_sql(node.left)} = {to_sql(node.right)})"
+            return f"{_operand(node.left, _EQ)} IS NULL"
+        return f"{_operand(node.left, _EQ)} = {_operand(node.right, _CMP)}"
     if t is Compare:
-        return f"({to_sql(node.left)} {node.op} {to_sql(node.right)})"
+        return f"{_operand(node.left, _CMP)} {node.op} {_operand(node.right, _UNARY)}"
     if t is InList:
         word = "NOT IN" if node.negated else "IN"
-        return f"({node.prop.name} {word} ({', '.join(map(quote, node.values))}))"
+        return f"{node.prop.name} {word} ({', '.join(map(quote, node.values))})"
     if t is StringTest:
         word = f"NOT {node.func}" if node.negated else node.func
-        return f"({to_sql(node.operand)} {word} {quote(node.search)})"
+        return f"{_operand(node.operand, _CMP)} {word} {quote(node.search)}"
     raise TypeError(f"not a filter node: {node!r}")
 
 

@@ -1,0 +1,27 @@
+"""Option types and helpers shared by the subcommands."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+# Seeds travel in the trace (schema type int: a signed 64-bit integer in Parquet).
+SEED = click.IntRange(0, 2**63 - 1)
+
+
+def progress_bar(enabled: bool = True, **kw):
+    """A tqdm bar on standard error when it is a terminal, else None: quiet in pipes, files
+    and CI (CI=true), so logs hold results, not carriage returns."""
+    if not enabled or not _stderr_is_terminal() or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(file=sys.stderr, dynamic_ncols=True, leave=False, mininterval=0.5, **kw)
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False

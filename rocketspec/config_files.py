@@ -1,0 +1,156 @@
+"""Reading a user's configuration file (a scenario, a scope): its bytes, its text and its
+TOML or JSON, each problem a UserError naming the file, the line and what was expected.
+
+Bounds keep a hostile file from costing more than a message: a size cap (these files are a
+few kilobytes) and a nesting cap (Python's parsers recurse, and so does printing a value).
+"""
+from __future__ import annotations
+
+import os
+
+from rocketspec.errors import UserError
+
+MAX_BYTES = 4 << 20
+MAX_NESTING = 32
+
+
+def read_text(path, what: str) -> str:
+    """The UTF-8 text of the file at `path` (`what`: e.g. "scenario file (.toml or .json)")."""
+    p = str(path)
+    if os.path.isdir(p):
+        raise UserError(f"is a directory; expected a {what}", file=p)
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise UserError(f"no such file; expected a {what}", file=p) from None
+    except OSError as exc:
+        raise UserError(f"cannot read: {exc.strerror}; expected a {what}", file=p) from None
+    if len(data) > MAX_BYTES:
+        raise UserError(f"larger than {MAX_BYTES >> 20} MiB; a {what} is a few kilobytes of text", file=p)
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise UserError(f"binary data (a NUL byte); expected a {what} in UTF-8 text", file=p,
+                        line=data.count(b"\n", 0, nul) + 1)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise UserError(f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at column {col}); expected a {what} "
+                        "in UTF-8 text", file=p, line=line) from None
+    return text.removeprefix("\ufeff")
+
+
+def parse(text: str, fmt: str, source: str) -> dict:
+    """Parse TOML (`fmt` "toml") or JSON ("json") text into a table; errors name the line."""
+    import json
+    import re
+    import tomllib
+
+    try:
+        if fmt == "toml":
+            value = tomllib.loads(text)
+        else:
+            value = json.loads(text, object_pairs_hook=_unique_keys)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        msg = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
+        line = int(m.group(1)) if m else (text.rstrip("\n").count("\n") + 1 if "end of document" in str(exc) else None)
+        where = f" (column {m.group(2)})" if m else (" (at the end of the file)" if line else "")
+        raise UserError(f"not valid TOML: {msg}{where}", file=source, line=line) from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=source, line=exc.lineno) from None
+    except _DuplicateKey as dup:
+        raise UserError(f"not valid JSON: duplicate key {dup.args[0]!r} in one object", file=source) from None
+    except RecursionError:
+        raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source,
+                        line=_deep_line(text)) from None
+    if not isinstance(value, dict):
+        raise UserError(f"expected a table (a JSON object), got {type(value).__name__}", file=source)
+    try:
+        deep = _depth(value) > MAX_NESTING
+    except _BadString as bad:
+        raise UserError(f"the string {short(bad.args[0])} holds a lone surrogate (a \\uD800-\\uDFFF escape without "
+                        "its pair): not valid Unicode", file=source) from None
+    if deep:
+        raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source,
+                        line=_deep_line(text))
+    return value
+
+
+def _depth(value) -> int:
+    """Nesting depth of a parsed value, without recursion; raises _BadString on a string that
+    is not valid Unicode (JSON's \\ud800 escapes: Python accepts lone surrogates, UTF-8 does not)."""
+    best, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, str):
+            _unicode(v)
+        elif isinstance(v, (dict, list)):
+            best = max(best, d)
+            if best > MAX_NESTING:
+                return best
+            if isinstance(v, dict):
+                for k in v:
+                    _unicode(k)
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return best
+
+
+def _deep_line(text: str) -> int | None:
+    """The line where brackets first nest deeper than MAX_NESTING (for the message only: quoted
+    strings are skipped the simple way, which is enough to point at the place)."""
+    depth, line, quote, escaped = 0, 1, None, False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote or ch == "\n":
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return line
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+class _BadString(Exception):
+    pass
+
+
+def _unicode(s: str) -> None:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _BadString(s) from exc
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs):
+    d = {}
+    for k, v in pairs:
+        if k in d:
+            raise _DuplicateKey(k)
+        d[k] = v
+    return d
+
+
+def short(value, limit: int = 60) -> str:
+    """repr(value), cut to `limit` characters, for messages (values may be huge)."""
+    try:
+        r = repr(value)
+    except RecursionError:
+        r = f"<a {type(value).__name__} nested too deeply>"
+    return r if len(r) <= limit else r[:limit - 3] + "..."

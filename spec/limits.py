@@ -1,0 +1,127 @@
+"""Timing and limits the spec judges by: each component's recorded configuration, with the
+profile supplying only the defaults.
+
+A real broker may run with `messageDelayLevel = "1s 1s ..."` or a 6 s broker lock, and a real
+client with a 10 s lease; the trace carries that configuration with the component
+(`broker_started.config`, `client_started.config`, schema v2, docs/trace-conventions.md).
+Every timing constant or limit the actions use is read here, per broker or per client: one
+lookup, so no action reads a profile constant for these directly.
+"""
+from __future__ import annotations
+
+# trace config key -> Profile field giving its default
+BROKER_KEYS = {
+    "message_delay_level": "delay_levels",                 # messageDelayLevel
+    "broker_lock_max_live_ms": "broker_lock_max_live_ms",  # rocketmq.broker.rebalance.lockMaxLiveTime
+    "channel_expired_timeout_ms": "channel_expired_ms",    # channelExpiredTimeout
+}
+CLIENT_KEYS = {
+    "client_lock_max_live_ms": "client_lock_max_live_ms",  # rocketmq.client.rebalance.lockMaxLiveTime
+    "lock_interval_ms": "client_lock_interval_ms",         # rocketmq.client.rebalance.lockInterval
+    "rebalance_interval_ms": "rebalance_interval_ms",      # rocketmq.client.rebalance.waitInterval
+    "max_time_consume_continuously_ms": "max_time_consume_continuously_ms",
+    "persist_consumer_offset_interval_ms": "persist_offset_interval_ms",
+    "pull_max_idle_ms": "pull_max_idle_ms",                # rocketmq.client.pull.pullMaxIdleTime
+    "unlock_delay_ms": "unlock_delay_ms",                  # rocketmq.client.unlockDelayTimeMills
+}
+# Older spellings the reference used before schema v2 (its broker_config table).
+_BROKER_ALIASES = {"lock_max_live_ms": "broker_lock_max_live_ms"}
+
+_UNIT_MS = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
+
+
+class BadConfig(ValueError):
+    """A configuration value the spec cannot use (reported as bad input with its event)."""
+
+
+def delay_table(levels: str) -> tuple:
+    """messageDelayLevel -> (0, ms of level 1, ms of level 2, ...), as
+    ScheduleMessageService.parseDelayLevel reads it (tokens '<n><s|m|h|d>', blank-separated)."""
+    out = [0]
+    for tok in str(levels).split():
+        unit = _UNIT_MS.get(tok[-1:])
+        if unit is None or not tok[:-1].isdigit():
+            raise BadConfig(f"message_delay_level: token {tok!r} is not <number><s|m|h|d>")
+        out.append(int(tok[:-1]) * unit)
+    if len(out) == 1:
+        raise BadConfig("message_delay_level: no levels")
+    return tuple(out)
+
+
+class BrokerLimits:
+    __slots__ = ("delay_levels", "delay_ms", "lock_max_live_ms", "channel_expired_ms")
+
+    def __init__(self, profile, config: dict | None):
+        v = _values(profile, config or {}, BROKER_KEYS, _BROKER_ALIASES)
+        self.delay_levels = v["message_delay_level"]
+        self.delay_ms = delay_table(self.delay_levels)
+        self.lock_max_live_ms = v["broker_lock_max_live_ms"]
+        self.channel_expired_ms = v["channel_expired_timeout_ms"]
+
+
+class ClientLimits:
+    __slots__ = ("lease_ms", "lock_interval_ms", "rebalance_interval_ms", "max_continuous_ms",
+                 "persist_interval_ms", "pull_max_idle_ms", "unlock_delay_ms")
+
+    def __init__(self, profile, config: dict | None):
+        v = _values(profile, config or {}, CLIENT_KEYS, {})
+        self.lease_ms = v["client_lock_max_live_ms"]
+        self.lock_interval_ms = v["lock_interval_ms"]
+        self.rebalance_interval_ms = v["rebalance_interval_ms"]
+        self.max_continuous_ms = v["max_time_consume_continuously_ms"]
+        self.persist_interval_ms = v["persist_consumer_offset_interval_ms"]
+        self.pull_max_idle_ms = v["pull_max_idle_ms"]
+        self.unlock_delay_ms = v["unlock_delay_ms"]
+
+
+def _values(profile, config, keys, aliases):
+    out = {}
+    for key, field in keys.items():
+        val = config.get(key)
+        if val is None:
+            alias = next((a for a, k in aliases.items() if k == key and config.get(a) is not None), None)
+            val = config.get(alias) if alias else None
+        if val is None:
+            val = getattr(profile, field)
+        elif key != "message_delay_level" and (type(val) is not int or val < 0):
+            raise BadConfig(f"{key}: expected a non-negative integer (ms), got {val!r}")
+        elif key == "message_delay_level" and not isinstance(val, str):
+            raise BadConfig(f"{key}: expected RocketMQ's string, e.g. '1s 5s 10s', got {val!r}")
+        out[key] = val
+    return out
+
+
+def broker(st, name) -> BrokerLimits:
+    """The limits of broker `name`: its broker_started.config, else the profile's defaults."""
+    lim = st.dir.broker_limits.get(name)
+    if lim is None:
+        lim = st.dir.broker_limits[name] = BrokerLimits(st.profile, None)
+    return lim
+
+
+def client(st, cid) -> ClientLimits:
+    """The limits of client `cid`: its client_started.config, else the profile's defaults."""
+    c = st.dir.clients.get(cid)
+    if c is not None and c.limits is not None:
+        return c.limits
+    d = st.dir
+    if d.client_default is None:
+        d.client_default = ClientLimits(st.profile, None)
+    return d.client_default
+
+
+def lease_margin(st, broker_name, cid) -> int:
+    """A-LEASE-MARGIN: how long a listener call may outlive the client lease before another
+    client can take the broker lock (broker lock lifetime - client lease)."""
+    return broker(st, broker_name).lock_max_live_ms - client(st, cid).lease_ms
+
+
+def max_reconsume(st, c) -> int | None:
+    """Resolved maxReconsumeTimes of a client: its setting; -1 means 16 for a concurrent
+    consumer (getMaxReconsumeTimes) and no limit for an orderly one (Integer.MAX_VALUE)."""
+    if c is None:
+        return st.profile.default_max_reconsume_times
+    m = c.max_reconsume
+    if m == -1:
+        return None if c.orderly else st.profile.default_max_reconsume_times
+    return m

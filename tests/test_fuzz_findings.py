@@ -1,0 +1,290 @@
+"""Defects the input fuzzer (bench/fuzz_inputs.py) found, each fixed and pinned here."""
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from click.testing import CliRunner
+
+from rocketspec.cli import main
+from rocketspec.reference.runner import run
+from rocketspec.reference.scenario import load_scenario
+from rocketspec.spec.profiles import get_profile
+
+
+@pytest.fixture(scope="module")
+def events():
+    out = []
+    run(dict(load_scenario("offsets"), duration_ms=3000), 1, get_profile("rocketmq-5.3.3"), out.append)
+    return out
+
+
+def _check(tmp_path, events):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    return CliRunner().invoke(main, ["check", str(p)])
+
+
+@pytest.mark.parametrize("kind", [{"a": 1}, ["trace_started"], 7, None])
+def test_an_event_kind_that_is_not_a_string_is_bad_input(tmp_path, events, kind):
+    # was: TypeError (unhashable type) out of the validator's lookup by kind
+    evs = [dict(e) for e in events]
+    evs[3]["kind"] = kind
+    res = _check(tmp_path, evs)
+    assert res.exit_code == 2, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert "t.jsonl:4" in res.output and "kind" in res.output
+
+
+def _with(events, kind, field, value):
+    evs = [dict(e) for e in events]
+    i = next(i for i, e in enumerate(evs) if e["kind"] == kind)
+    evs[i][field] = value
+    return evs, i + 1
+
+
+@pytest.mark.parametrize("field,value", [
+    ("mqs", [["TopicTest", "broker-a"]]),               # was IndexError in mq_sort_key
+    ("mqs", [["TopicTest", "broker-a", "0"]]),          # was TypeError in is_sorted_view
+    ("mqs", 7),                                         # was TypeError: 'int' object is not iterable
+    ("allocated", [[1, 2, 3]]),                         # was TypeError ('<' between int and str)
+    ("cids", [["c1"]]),                                 # was AttributeError in java_string_key
+    ("cids", "c1"),
+])
+def test_allocation_contents_of_another_shape_are_bad_input(tmp_path, events, field, value):
+    evs, line = _with(events, "allocation_computed", field, value)
+    res = _check(tmp_path, evs)
+    assert res.exit_code == 2, res.output
+    assert f"t.jsonl:{line}" in res.output and repr(field) in res.output and "must be" in res.output
+
+
+@pytest.mark.parametrize("subs", [{"TopicTest": {"type": ["TAG"], "expr": "*"}}, {"TopicTest": "*"}, ["TopicTest"]])
+def test_subscriptions_of_another_shape_are_bad_input(tmp_path, events, subs):
+    # was: TypeError (unhashable list) in the filter check of a pull answer
+    evs, line = _with(events, "client_started", "subscriptions", subs)
+    res = _check(tmp_path, evs)
+    assert res.exit_code == 2, res.output
+    assert f"t.jsonl:{line}" in res.output and "'subscriptions' must be" in res.output
+
+
+def test_a_client_config_value_of_another_type_is_bad_input(tmp_path, events):
+    ev = next(e for e in events if e["kind"] == "client_started")
+    evs, line = _with(events, "client_started", "config", dict(ev["config"], max_reconsume_times={"value": 16}))
+    res = _check(tmp_path, evs)          # was TypeError: int() argument ... not 'dict'
+    assert res.exit_code == 2, res.output
+    assert f"t.jsonl:{line}" in res.output and "max_reconsume_times" in res.output
+    evs, line = _with(events, "client_started", "config", ["not", "an", "object"])
+    res = _check(tmp_path, evs)
+    assert res.exit_code == 2 and f"t.jsonl:{line}" in res.output and "config" in res.output, res.output
+
+
+def test_a_deeply_nested_value_is_named_briefly(events):
+    # orjson reads values nested up to 1024 levels; repr() of one in the message recursed too deep
+    from rocketspec.traces.schema import validate_event
+
+    deep = 1
+    for _ in range(5000):
+        deep = [deep]
+    ev = dict(next(e for e in events if e["kind"] == "allocation_computed"), topic=deep)
+    msg = validate_event(ev)
+    assert msg.startswith("allocation_computed: field 'topic' must be str, got [[[") and len(msg) < 200
+    msg = validate_event(dict(ev, topic="x" * 70000, view=2**64 + 1, strategy="y" * 70000))
+    assert msg.startswith("allocation_computed: field") and len(msg) < 200
+
+
+# ---------------------------------------------------------------- compressed traces
+
+def _lines(events) -> list[bytes]:
+    return [orjson.dumps(e) + b"\n" for e in events]
+
+
+def _compress(codec: str, data: bytes) -> bytes:
+    if codec == "gzip":
+        import gzip
+
+        return gzip.compress(data, mtime=0)
+    import zstandard
+
+    return zstandard.ZstdCompressor().compress(data)
+
+
+def _read_until_error(path):
+    """(events read, the TraceInputError that ended the reading or None)."""
+    from rocketspec.traces.io import TraceInputError, read_events
+
+    got = []
+    try:
+        for _, ev in read_events(path):
+            got.append(ev)
+    except TraceInputError as exc:
+        return got, exc
+    return got, None
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_a_compressed_trace_cut_short_is_an_error_not_a_shorter_trace(tmp_path, events, codec):
+    # was (zstd): the reader stopped silently where the file did, so a truncated .zst read as a
+    # shorter trace (or "empty trace" when cut inside the first frame), without a place
+    lines = _lines(events)
+    k = len(lines) // 2
+    first, second = _compress(codec, b"".join(lines[:k])), _compress(codec, b"".join(lines[k:]))
+    p = tmp_path / f"t.jsonl.{codec}"
+    for cut in (6, len(second) // 2, len(second) - 1):
+        p.write_bytes(first + second[:cut])
+        got, err = _read_until_error(p)
+        assert err is not None, f"cut at {cut}: read {len(got)} events and no error"
+        assert got[:k] == [orjson.loads(x) for x in lines[:k]]  # what came before the cut was read
+        assert f"the file ends at byte {len(first) + cut}" in err.message and err.line >= k + 1, err
+        assert f"began at byte {len(first)}" in err.message
+    p.write_bytes(first[:len(first) // 2])  # inside the first member/frame: at line 1 at the latest
+    got, err = _read_until_error(p)
+    assert err is not None and "truncated" in err.message and "byte" in err.message
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_corrupted_compressed_data_is_named_by_its_byte_and_line(tmp_path, events, codec):
+    # was: "not readable gzip data: Error -3 ..." / "zstd decompress error" without a place
+    lines = _lines(events)
+    k = len(lines) // 2
+    first, second = _compress(codec, b"".join(lines[:k])), bytearray(_compress(codec, b"".join(lines[k:])))
+    if codec == "gzip":
+        second[10] |= 0b110  # the first deflate block's type: 3, reserved
+    else:
+        for i in range(len(second) // 3, len(second) // 3 + 40):
+            second[i] ^= 0xA5
+    p = tmp_path / f"t.jsonl.{codec}"
+    p.write_bytes(first + bytes(second))
+    got, err = _read_until_error(p)
+    assert err is not None and got[:k] == [orjson.loads(x) for x in lines[:k]]
+    assert err.line is not None and err.line >= k + 1
+    assert f"corrupted {codec} data between byte" in err.message, err
+    lo, hi = map(int, __import__("re").search(r"between byte (\d+) and byte (\d+)", err.message).groups())
+    assert len(first) <= lo <= hi < len(first) + len(second)
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2 and f"t.jsonl.{codec}:{err.line}: corrupted" in res.output, res.output
+
+
+def test_bytes_after_a_gzip_stream_are_named(tmp_path, events):
+    data = _compress("gzip", b"".join(_lines(events)))
+    p = tmp_path / "t.jsonl.gz"
+    p.write_bytes(data + b"\0\0\0" + _compress("gzip", b"") + b"\0\0")  # padding and an empty member: fine
+    got, err = _read_until_error(p)
+    assert err is None and len(got) == len(events)
+    p.write_bytes(data + b"\0\0garbage")
+    got, err = _read_until_error(p)
+    assert err is not None and f"at byte {len(data) + 2}" in err.message and "not gzip data" in err.message
+
+
+# ---------------------------------------------------------------- Parquet
+
+@pytest.fixture()
+def parquet_bytes(tmp_path, events):
+    from rocketspec.traces.io import write_trace
+
+    p = tmp_path / "seed.parquet"
+    write_trace(p, events)
+    return p.read_bytes()
+
+
+def test_a_parquet_file_that_does_not_open_is_placed_at_its_footer(tmp_path, parquet_bytes):
+    # was: "not a readable Parquet file: Couldn't deserialize thrift: ..." without a place
+    data = bytearray(parquet_bytes)
+    n = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - n
+    for i in range(start, start + 24):  # the metadata's first fields
+        data[i] ^= 0xFF
+    p = tmp_path / "t.parquet"
+    p.write_bytes(bytes(data))
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2, res.output
+    assert f"the Parquet footer (metadata from byte {start} to byte {len(data) - 9})" in res.output
+    res = CliRunner().invoke(main, ["check", "-"], input=bytes(data))  # standard input: the same place
+    assert res.exit_code == 2 and f"metadata from byte {start}" in res.output, res.output
+    p.write_bytes(parquet_bytes[:-3])  # cut short: no PAR1 at the end
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2 and f"does not end with PAR1 (byte {len(parquet_bytes) - 7}" in res.output, res.output
+    p.write_bytes(parquet_bytes[:-8] + (10 ** 9).to_bytes(4, "little") + b"PAR1")
+    res = CliRunner().invoke(main, ["check", str(p)])
+    assert res.exit_code == 2 and "its length (1000000000 bytes" in res.output, res.output
+
+
+# ---------------------------------------------------------------- scenario steps
+
+def _scenario(steps):
+    return {"duration_ms": 3000, "topics": [{"name": "T", "queues": 2}],
+            "groups": [{"name": "G", "subscriptions": {"T": "*"}}],
+            "producers": [{"topic": "T", "count": 4, "rate_per_s": 10.0}], "steps": steps}
+
+
+def test_steps_are_checked_in_the_order_they_run():
+    # was: KeyError in runner.do_step: the check read the steps in the file's order, the runner
+    # takes them by at_ms, so a crash listed after a start but timed before it got through
+    from rocketspec.reference.scenario import ScenarioError, validate
+
+    steps = [{"at_ms": 0, "action": "start", "client": "c1", "group": "G"},
+             {"at_ms": 2000, "action": "start", "client": "c2", "group": "G"},
+             {"at_ms": 1000, "action": "crash", "client": "c2"}]
+    with pytest.raises(ScenarioError) as e:
+        validate(_scenario(steps), "s.toml")
+    assert e.value.field == "steps[2].client" and "not started by an earlier step (at_ms 1000)" in str(e.value)
+    # the other way round: listed first, timed after the start: a valid scenario (was refused)
+    steps = [{"at_ms": 2500, "action": "crash", "client": "c2"}] + steps[:2]
+    out = []
+    run(validate(_scenario(steps), "s.toml"), 1, get_profile("rocketmq-5.3.3"), out.append)
+    assert [e["ts"] for e in out if e["kind"] == "client_crashed" and e["client"] == "c2"] == [2500]
+
+
+_CLIENT = st.sampled_from(["c1", "c2", "c3"])
+_STEP = st.one_of(
+    st.builds(lambda c: {"action": "start", "client": c, "group": "G"}, _CLIENT),
+    st.builds(lambda c: {"action": "shutdown", "client": c}, _CLIENT),
+    st.builds(lambda c: {"action": "crash", "client": c}, _CLIENT),
+    st.builds(lambda c, d: {"action": "pause", "client": c, "duration_ms": d}, _CLIENT, st.integers(1, 2000)),
+    st.builds(lambda c, n: {"action": "fail_offset_queries", "client": c, "count": n}, _CLIENT, st.integers(1, 3)),
+    st.builds(lambda b, d: {"action": "restart_broker", "broker": b, "downtime_ms": d},
+              st.just("broker-a"), st.integers(0, 2000)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 3000), _STEP), max_size=8))
+def test_any_steps_are_refused_with_a_field_or_run(steps):
+    # each client's life in any order: start, shutdown, crash, pause, again; refused at a step's
+    # field when they make no sense, else they run (no KeyError or state error in the runner)
+    from rocketspec.reference.scenario import ScenarioError, validate
+
+    sc = _scenario([dict(s, at_ms=at) for at, s in steps])
+    try:
+        sc = validate(sc, "s.toml")
+    except ScenarioError as exc:
+        assert exc.field and exc.field.startswith("steps"), exc
+        return
+    run(sc, 1, get_profile("rocketmq-5.3.3"), lambda e: None)
+
+
+# ---------------------------------------------------------------- explore's output files
+
+@pytest.mark.parametrize("name", ["x" * 300, "a\x00b/c d"])
+def test_a_scope_name_of_any_text_gives_plain_trace_file_names(tmp_path, name):
+    # was: OSError "File name too long" (a 300-character name) and ValueError "embedded null
+    # byte" out of write_trace: the scope's name went into the file name as it was
+    import json
+    import os
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parent.parent.joinpath("model_checks", "scopes", "bugs.toml").read_text()
+    scope = tmp_path / "s.toml"
+    scope.write_text("".join(f"name = {json.dumps(name)}\n" if line.startswith("name =") else line
+                             for line in text.splitlines(keepends=True)))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["explore", "--scope", str(scope), "--profile", "bug-2449-rocketmq-4.8.0",
+                                    "--json", "--no-liveness", "--max-states", "1000", "--out-dir", str(out)])
+    assert res.exit_code == 1, res.output
+    files = [v["trace"] for v in json.loads(res.stdout)["violations"]]
+    assert files and len(set(files)) == len(files)
+    for f in files:
+        base = os.path.basename(f)
+        assert os.path.dirname(f) == str(out) and os.path.isfile(f)
+        assert len(base.encode()) <= 160 and base.isascii() and "\x00" not in base and " " not in base
+        assert "-bug-2449-rocketmq-4.8.0-INV-" in base
