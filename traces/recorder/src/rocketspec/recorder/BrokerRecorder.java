@@ -39,6 +39,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 
@@ -305,8 +306,34 @@ public final class BrokerRecorder {
         ConcurrentMap<String, ConcurrentMap<Integer, Long>> table =
             (ConcurrentMap<String, ConcurrentMap<Integer, Long>>) Reflect.get(bc.getConsumerOffsetManager(), "offsetTable");
         if (!(table instanceof ObservedOffsetTable)) {
-            Reflect.set(bc.getConsumerOffsetManager(), "offsetTable", new ObservedOffsetTable(table, lock, this::tableCommitted));
+            Reflect.set(bc.getConsumerOffsetManager(), "offsetTable", new ObservedOffsetTable(table, lock,
+                new ObservedOffsetTable.Listener() {
+                    @Override
+                    public void committed(String topicAtGroup, int queue, long offset, Long previous) {
+                        tableCommitted(topicAtGroup, queue, offset, previous);
+                    }
+
+                    @Override
+                    public void erased(String topicAtGroup, int queue, long previous) {
+                        tableErased(topicAtGroup, queue, false);
+                    }
+                }));
         }
+    }
+
+    /** The table lost a queue's entry (exact: a map replaced under its key; sampled: seen gone). */
+    private void tableErased(String topicAtGroup, int queue, boolean sampled) {
+        String[] tg = topicAtGroup.split("@", 2);
+        if (tg.length != 2 || !recorded(tg[0])) {
+            return;
+        }
+        Map<Integer, Long> known = offsets.get(topicAtGroup);
+        if (known != null) {
+            known.remove(queue);
+        }
+        TraceWriter.Event e = event("offset_erased").put("group", tg[1]).put("topic", tg[0]).put("broker", broker)
+            .put("queue", queue).put("store", "broker");
+        w.emit(sampled ? e.sampled() : e);
     }
 
     /** A commit into the offset table (under the lock), by the request its thread processes. */
@@ -392,12 +419,26 @@ public final class BrokerRecorder {
             }
         }
         pollConsumers();
-        for (Map.Entry<String, ConcurrentMap<Integer, Long>> e : bc.getConsumerOffsetManager().getOffsetTable().entrySet()) {
+        Map<String, ConcurrentMap<Integer, Long>> table = bc.getConsumerOffsetManager().getOffsetTable();
+        for (String key : new ArrayList<>(offsets.keySet())) {
+            if (!table.containsKey(key)) {   // removeOffset, scanUnsubscribedTopic
+                for (Integer q : new TreeSet<>(offsets.get(key).keySet())) {
+                    tableErased(key, q, true);
+                }
+                offsets.remove(key);
+            }
+        }
+        for (Map.Entry<String, ConcurrentMap<Integer, Long>> e : table.entrySet()) {
             String[] tg = e.getKey().split("@", 2);
             if (tg.length != 2 || !recorded(tg[0])) {
                 continue;
             }
             Map<Integer, Long> known = offsets.computeIfAbsent(e.getKey(), k -> new HashMap<>());
+            for (Integer q : new TreeSet<>(known.keySet())) {
+                if (!e.getValue().containsKey(q)) {
+                    tableErased(e.getKey(), q, true);
+                }
+            }
             for (Map.Entry<Integer, Long> q : new TreeMap<>(e.getValue()).entrySet()) {
                 Long before = known.get(q.getKey());
                 if (!q.getValue().equals(before)) {

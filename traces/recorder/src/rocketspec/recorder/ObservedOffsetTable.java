@@ -21,9 +21,12 @@ import java.util.concurrent.ConcurrentMap;
 final class ObservedOffsetTable extends AbstractMap<String, ConcurrentMap<Integer, Long>>
     implements ConcurrentMap<String, ConcurrentMap<Integer, Long>> {
 
-    /** Called under the lock, right after the table took the value. */
+    /** Called under the lock, right after the table changed. */
     interface Listener {
         void committed(String topicAtGroup, int queue, long offset, Long previous);
+
+        /** The table no longer holds the queue's offset. */
+        void erased(String topicAtGroup, int queue, long previous);
     }
 
     private final ConcurrentMap<String, ConcurrentMap<Integer, Long>> d;
@@ -73,7 +76,20 @@ final class ObservedOffsetTable extends AbstractMap<String, ConcurrentMap<Intege
         return m instanceof Queues ? ((Queues) m).q : m;
     }
 
+    /**
+     * A whole map put under the key: the old map's queues that the new one lacks are gone. This
+     * happens in RocketMQ itself: commitOffset puts a new map when {@code get(key)} found none, and
+     * two threads committing the first offsets of one topic@group at once both do, the second map
+     * replacing the first with its commit.
+     */
     private void reportAll(String key, Map<Integer, Long> now, Map<Integer, Long> old) {
+        if (old != null) {
+            for (Map.Entry<Integer, Long> e : new TreeMap<>(old).entrySet()) {
+                if (!now.containsKey(e.getKey())) {
+                    listener.erased(key, e.getKey(), e.getValue());
+                }
+            }
+        }
         for (Map.Entry<Integer, Long> e : new TreeMap<>(now).entrySet()) {
             listener.committed(key, e.getKey(), e.getValue(), old == null ? null : old.get(e.getKey()));
         }
