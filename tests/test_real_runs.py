@@ -122,7 +122,11 @@ def facts_freeze(ev):
     # The broker's idle handler (4 s here), not the 120 s expiry, closed the silent channel.
     assert gone and gone[0]["reason"] == "channel_closed"
     idle = f.by_kind(ev, "broker_started")[0]["config"]["server_channel_max_idle_ms"]
-    assert idle <= _ms(ev, paused["seq"], gone[0]["seq"]) < idle + 3000
+    # Idle counts from the channel's last read or write, which precedes the pause by at most one
+    # heartbeat interval (a held pull writes nothing); here 3952 ms after a 4 s limit.
+    beat = next(e for e in f.by_kind(ev, "client_started") if e["client"] == paused["client"])["config"][
+        "heartbeat_broker_interval_ms"]
+    assert idle - beat <= _ms(ev, paused["seq"], gone[0]["seq"]) < idle + 3000
     again = [e for e in f.by_kind(ev, "consumer_registered", client=paused["client"]) if e["seq"] > resumed["seq"]]
     assert again, "the resumed client did not register again"
 
@@ -247,12 +251,26 @@ def facts_attach(ev):
         assert set(range(snap["max_offset"])) <= seen
 
 
+def facts_expiry(ev):
+    _clean(ev)
+    assert f.every_message_consumed(ev) == []
+    paused = f.by_kind(ev, "client_paused")[0]
+    resumed = f.by_kind(ev, "client_resumed")[0]
+    gone = [e for e in f.by_kind(ev, "consumer_unregistered", client=paused["client"])
+            if paused["seq"] < e["seq"] < resumed["seq"]]
+    assert gone and gone[0]["reason"] == "channel_expired"
+    expiry = f.by_kind(ev, "broker_started")[0]["config"]["channel_expired_timeout_ms"]
+    # Expired 120 s after its last heartbeat (at most one heartbeat interval before the pause),
+    # found by a scan that runs every 10 s.
+    assert expiry - 1500 <= _ms(ev, paused["seq"], gone[0]["seq"]) <= expiry + 11_000
+
+
 REAL_SCENARIOS = {
     "real-basic": facts_basic, "real-rebalance": facts_rebalance, "real-kill": facts_kill,
     "real-freeze": facts_freeze, "real-retry-dlq": facts_retry_dlq, "real-orderly-suspend": facts_orderly_suspend,
     "real-orderly-takeover": facts_orderly_takeover, "real-orderly-pause": facts_orderly_pause,
     "real-broadcast": facts_broadcast, "real-tags": facts_tags, "real-sql": facts_sql, "real-reset": facts_reset,
-    "real-attach": facts_attach,
+    "real-attach": facts_attach, "real-expiry": facts_expiry,
 }
 
 

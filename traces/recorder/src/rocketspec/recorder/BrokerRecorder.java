@@ -19,7 +19,6 @@ import org.apache.rocketmq.common.protocol.body.UnlockBatchRequestBody;
 import org.apache.rocketmq.common.protocol.heartbeat.ConsumerData;
 import org.apache.rocketmq.common.protocol.heartbeat.HeartbeatData;
 import org.apache.rocketmq.common.sysflag.MessageSysFlag;
-import org.apache.rocketmq.common.sysflag.PullSysFlag;
 import org.apache.rocketmq.common.topic.TopicValidator;
 import org.apache.rocketmq.remoting.RPCHook;
 import org.apache.rocketmq.remoting.common.RemotingHelper;
@@ -40,6 +39,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 
@@ -113,7 +113,12 @@ public final class BrokerRecorder {
         installDispatcher();
         bc.registerServerRPCHook(new Hook());
         if (snapshot) {
-            snapshot();
+            synchronized (lock) {   // commits wait for the snapshot, then are reported after it
+                installOffsetTable();
+                snapshot();
+            }
+        } else {
+            installOffsetTable();
         }
         running = true;
         poller = new Thread(this::pollLoop, "rocketspec-broker-poller");
@@ -287,6 +292,72 @@ public final class BrokerRecorder {
             .put("queue_count", tc.getReadQueueNums()).put("perm", tc.getPerm()).sampled());
     }
 
+    // ------------------------------------------------------------------ offset table: every commit
+    /** The request this Netty worker thread is processing (code, client): the broker commits on it. */
+    private final ThreadLocal<Object[]> request = new ThreadLocal<>();
+
+    /**
+     * ConsumerOffsetManager's table replaced by a view of the same maps that reports each commit
+     * where it happens (ObservedOffsetTable): the hook's after-calls of a pull and a persist of one
+     * queue, on two threads, need not come in the order of their commits.
+     */
+    @SuppressWarnings("unchecked")
+    private void installOffsetTable() {
+        ConcurrentMap<String, ConcurrentMap<Integer, Long>> table =
+            (ConcurrentMap<String, ConcurrentMap<Integer, Long>>) Reflect.get(bc.getConsumerOffsetManager(), "offsetTable");
+        if (!(table instanceof ObservedOffsetTable)) {
+            Reflect.set(bc.getConsumerOffsetManager(), "offsetTable", new ObservedOffsetTable(table, lock,
+                new ObservedOffsetTable.Listener() {
+                    @Override
+                    public void committed(String topicAtGroup, int queue, long offset, Long previous) {
+                        tableCommitted(topicAtGroup, queue, offset, previous);
+                    }
+
+                    @Override
+                    public void erased(String topicAtGroup, int queue, long previous) {
+                        tableErased(topicAtGroup, queue, false);
+                    }
+                }));
+        }
+    }
+
+    /** The table lost a queue's entry (exact: a map replaced under its key; sampled: seen gone). */
+    private void tableErased(String topicAtGroup, int queue, boolean sampled) {
+        String[] tg = topicAtGroup.split("@", 2);
+        if (tg.length != 2 || !recorded(tg[0])) {
+            return;
+        }
+        Map<Integer, Long> known = offsets.get(topicAtGroup);
+        if (known != null) {
+            known.remove(queue);
+        }
+        TraceWriter.Event e = event("offset_erased").put("group", tg[1]).put("topic", tg[0]).put("broker", broker)
+            .put("queue", queue).put("store", "broker");
+        w.emit(sampled ? e.sampled() : e);
+    }
+
+    /** A commit into the offset table (under the lock), by the request its thread processes. */
+    private void tableCommitted(String topicAtGroup, int queue, long offset, Long previous) {
+        String[] tg = topicAtGroup.split("@", 2);
+        if (tg.length != 2 || !recorded(tg[0])) {
+            return;
+        }
+        offsets.computeIfAbsent(topicAtGroup, k -> new HashMap<>()).put(queue, offset);
+        TraceWriter.Event e = event("offset_committed").put("broker", broker).put("group", tg[1]).put("topic", tg[0])
+            .put("queue", queue).put("offset", offset).put("previous", previous);
+        Object[] r = request.get();
+        if (r != null) {
+            int code = (Integer) r[0];
+            e.put("client", r[1]);
+            if (code == RequestCode.PULL_MESSAGE) {
+                e.put("source", "pull");
+            } else if (code == RequestCode.UPDATE_CONSUMER_OFFSET) {
+                e.put("source", "persist");
+            }
+        }
+        w.emit(e);
+    }
+
     // ------------------------------------------------------------------ snapshot (late attach)
     private void snapshot() {
         synchronized (lock) {
@@ -348,12 +419,26 @@ public final class BrokerRecorder {
             }
         }
         pollConsumers();
-        for (Map.Entry<String, ConcurrentMap<Integer, Long>> e : bc.getConsumerOffsetManager().getOffsetTable().entrySet()) {
+        Map<String, ConcurrentMap<Integer, Long>> table = bc.getConsumerOffsetManager().getOffsetTable();
+        for (String key : new ArrayList<>(offsets.keySet())) {
+            if (!table.containsKey(key)) {   // removeOffset, scanUnsubscribedTopic
+                for (Integer q : new TreeSet<>(offsets.get(key).keySet())) {
+                    tableErased(key, q, true);
+                }
+                offsets.remove(key);
+            }
+        }
+        for (Map.Entry<String, ConcurrentMap<Integer, Long>> e : table.entrySet()) {
             String[] tg = e.getKey().split("@", 2);
             if (tg.length != 2 || !recorded(tg[0])) {
                 continue;
             }
             Map<Integer, Long> known = offsets.computeIfAbsent(e.getKey(), k -> new HashMap<>());
+            for (Integer q : new TreeSet<>(known.keySet())) {
+                if (!e.getValue().containsKey(q)) {
+                    tableErased(e.getKey(), q, true);
+                }
+            }
             for (Map.Entry<Integer, Long> q : new TreeMap<>(e.getValue()).entrySet()) {
                 Long before = known.get(q.getKey());
                 if (!q.getValue().equals(before)) {
@@ -452,17 +537,9 @@ public final class BrokerRecorder {
     }
 
     private void before(String addr, RemotingCommand req) {
+        // processRequest runs next on this thread, between this call and the after-call
+        request.set(new Object[] {req.getCode(), clientByAddr.getOrDefault(addr, addr)});
         switch (req.getCode()) {
-            case RequestCode.PULL_MESSAGE:
-            case RequestCode.UPDATE_CONSUMER_OFFSET: {
-                String key = ext(req, "topic") + "@" + ext(req, "consumerGroup");
-                ConcurrentMap<Integer, Long> t = bc.getConsumerOffsetManager().getOffsetTable().get(key);
-                Long prev = t == null ? null : t.get(Integer.valueOf(ext(req, "queueId")));
-                synchronized (beforeState) {
-                    beforeState.put(req, prev == null ? Long.MIN_VALUE : prev);
-                }
-                break;
-            }
             case RequestCode.CONSUMER_SEND_MSG_BACK: {
                 // Look up the consumed copy as the broker will: its ORIGIN_MESSAGE_ID or its own id.
                 MessageExt m = bc.getMessageStore().lookMessageByOffset(Long.parseLong(ext(req, "offset")));
@@ -512,6 +589,7 @@ public final class BrokerRecorder {
 
     @SuppressWarnings("unchecked")
     private void after(String addr, RemotingCommand req, RemotingCommand resp) {
+        request.remove();
         String client = clientByAddr.getOrDefault(addr, addr);
         switch (req.getCode()) {
             case RequestCode.HEART_BEAT: {
@@ -559,15 +637,6 @@ public final class BrokerRecorder {
             case RequestCode.PULL_MESSAGE:
                 afterPull(req, resp, client);
                 break;
-            case RequestCode.UPDATE_CONSUMER_OFFSET: {
-                Long prev = (Long) takeBefore(req);
-                if (resp == null || resp.getCode() != ResponseCode.SUCCESS) {
-                    break;
-                }
-                committed(ext(req, "consumerGroup"), ext(req, "topic"), Integer.parseInt(ext(req, "queueId")),
-                    Long.parseLong(ext(req, "commitOffset")), prev, client, "persist", false);
-                break;
-            }
             case RequestCode.LOCK_BATCH_MQ: {
                 Map<MessageQueue, String> holdersBefore = (Map<MessageQueue, String>) takeBefore(req);
                 if (resp == null || resp.getCode() != ResponseCode.SUCCESS) {
@@ -628,21 +697,10 @@ public final class BrokerRecorder {
     }
 
     private void afterPull(RemotingCommand req, RemotingCommand resp, String client) {
-        Long prev = (Long) takeBefore(req);
+        // A piggybacked offset commit was reported by the offset table as it happened.
         String group = ext(req, "consumerGroup");
         String topic = ext(req, "topic");
         int queue = Integer.parseInt(ext(req, "queueId"));
-        int sysFlag = Integer.parseInt(ext(req, "sysFlag"));
-        // The broker commits a piggybacked offset when the request carries the commit flag and may
-        // be suspended (a push consumer's pull); report it when the table holds that value now.
-        if (PullSysFlag.hasCommitOffsetFlag(sysFlag) && PullSysFlag.hasSuspendFlag(sysFlag)) {
-            long commit = Long.parseLong(ext(req, "commitOffset"));
-            ConcurrentMap<Integer, Long> t = bc.getConsumerOffsetManager().getOffsetTable().get(topic + "@" + group);
-            Long nowValue = t == null ? null : t.get(queue);
-            if (nowValue != null && nowValue == commit) {
-                committed(group, topic, queue, commit, prev, client, "pull", false);
-            }
-        }
         TraceWriter.Event base = event("x").put("client", client).put("group", group).put("topic", topic)
             .put("broker", broker).put("queue", queue).put("pull_id", req.getOpaque());
         if (resp == null) {
@@ -660,18 +718,5 @@ public final class BrokerRecorder {
         TraceWriter.Event e = event("pull_failed");
         e.fields.putAll(base.fields);
         w.emit(e.put("reason", "rejected").put("response_code", code).put("remark", resp.getRemark()));
-    }
-
-    private void committed(String group, String topic, int queue, long offset, Long prev, String client, String source,
-                           boolean sampled) {
-        synchronized (lock) {
-            Map<Integer, Long> known = offsets.computeIfAbsent(topic + "@" + group, k -> new HashMap<>());
-            Long before = prev == null || prev == Long.MIN_VALUE ? null : prev;
-            known.put(queue, offset);
-            TraceWriter.Event e = event("offset_committed").put("broker", broker).put("group", group).put("topic", topic)
-                .put("queue", queue).put("offset", offset).put("previous", before).put("client", client)
-                .put("source", source);
-            w.emit(sampled ? e.sampled() : e);
-        }
     }
 }
