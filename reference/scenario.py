@@ -168,14 +168,6 @@ def load_scenario(name_or_file: str) -> dict:
     return validate(raw, source)
 
 
-def _sub(path: str, topic: str) -> str:
-    """The field path of a subscription: `...subscriptions.TOPIC`, or the table itself when the
-    key does not read as a name (an empty or odd key; the message then quotes it)."""
-    import re
-
-    return f"{path}.subscriptions.{topic}" if re.fullmatch(r"[\w%.-]+", topic) else f"{path}.subscriptions"
-
-
 def _expect(source, path, value, types, what):
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,))):
         raise ScenarioError(source, path, f"expected {what}, got {value!r}")
@@ -331,16 +323,16 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         subs = _expect(source, f"{path}.subscriptions", g.get("subscriptions"), dict, "a table topic = expression")
         for topic, expr in subs.items():
             if topic not in topic_names:
-                raise ScenarioError(source, _sub(path, topic), f"topic {topic!r} is not declared in [[topics]]")
+                raise ScenarioError(source, f"{path}.subscriptions.{_key(topic)}", "topic is not declared in [[topics]]")
             if not isinstance(expr, (str, dict)):
-                raise ScenarioError(source, _sub(path, topic), "expected a tag expression or {type, expr}")
+                raise ScenarioError(source, f"{path}.subscriptions.{_key(topic)}", "expected a tag expression or {type, expr}")
         try:
             cfg = ConsumerConfig.resolve(g)
             check_listener(g.get("listener"), cfg["consume_mode"] == "ORDERLY", "listener")
         except checks.FieldError as exc:
             raise ScenarioError(source, f"{path}.{exc.path}" if exc.path else path, str(exc)) from None
         for topic, expr in subs.items():
-            _check_subscription(source, _sub(path, topic), expr)
+            _check_subscription(source, f"{path}.subscriptions.{_key(topic)}", expr)
         sc["groups"][name] = g
     producers = _expect(source, "producers", raw.get("producers", []), list, "a list of producers")
     sc["producers"] = []
