@@ -17,6 +17,7 @@ from rocketspec.traces.schema import SCHEMA_VERSION
 from .broker.broker import Broker, BrokerUnavailable
 from .client.push_consumer import PushConsumer
 from .message import Message
+from .scenario import CRASH_MODES
 from .network import Network
 from .sim import Simulator
 
@@ -168,7 +169,7 @@ class Run:
         elif a == "crash":
             c = self.consumers[st["client"]]
             if c.running:
-                c.crash()
+                c.crash(st.get("mode", CRASH_MODES[0]))
         elif a == "pause":
             self.consumers[st["client"]].pause(st["duration_ms"])
         elif a == "restart_broker":

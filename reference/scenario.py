@@ -58,6 +58,11 @@ def _props(path: str, table) -> None:
             raise checks.FieldError(f"{path}.{_key(name)}", "a blank property name or value: RocketMQ's putUserProperty "
                                     "refuses it")
 
+# How a client crash looks to the broker (docs/scenarios.md). silent, the default: a host cut
+# off or frozen, its channel stays until the broker's channel expiry. kill: the process dies, the
+# OS closes its sockets and the broker unregisters it at once (ClientHousekeepingService.onChannelClose).
+CRASH_MODES = ("silent", "kill")
+
 # The type of each step field (the action decides which fields it needs).
 STEP_FIELDS = {
     "client": _ID, "group": _ID, "broker": _ID, "topic": _ID, "duration_ms": checks.integer(1, checks.MAX_RUN_MS),
@@ -68,6 +73,7 @@ STEP_FIELDS = {
     "tags": checks.optional(checks.string), "keys": checks.optional(checks.string),
     "props": _props,
     "at_ms": _MS, "action": _ID, "note": checks.string,
+    "mode": checks.one_of(*CRASH_MODES),
 }
 PRODUCER_FIELDS = {
     "topic": _ID, "count": checks.integer(0, MAX_MESSAGES), "rate_per_s": checks.number(MIN_RATE_PER_S),
@@ -88,7 +94,7 @@ STEP_ACTIONS = {
     "set_broker_offset": {"broker", "group", "topic", "queue", "offset"},
     "reset_offset": {"group", "topic", "timestamp_ms"},
 }
-STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "produce": {"tags", "keys", "props"},
+STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "crash": {"mode"}, "produce": {"tags", "keys", "props"},
                  "fail_offset_queries": {"kind", "skip"}}
 OFFSET_QUERY_FAILURES = ("timeout", "broker_error")
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
-from rocketspec.commands.record import build_plan, merge_parts, record_cmd
+from rocketspec.commands.record import RecordError, build_plan, merge_parts, record_cmd
 from rocketspec.reference.scenario import load_scenario
 
 
@@ -35,6 +36,23 @@ def test_missing_classpath_is_bad_configuration(tmp_path):
 def test_unknown_scenario_is_bad_input(tmp_path):
     r = run(["--scenario", "no-such-scenario", "--out", str(tmp_path / "t.jsonl")])
     assert r.exit_code == 2 and "no-such-scenario" in r.output
+
+
+def test_a_silent_crash_is_refused_since_the_driver_kills(tmp_path):
+    # The driver's crash is a SIGKILL (the broker sees the channel close); a scenario whose crash
+    # means a cut-off host would mean something else on the real side.
+    sc = load_scenario("real-kill")
+    plan = build_plan(sc, 1, 60, tmp_path, tmp_path / "parts")
+    assert plan["separate_clients"] == ["c2"]
+    for mode in ("silent", None):
+        crash = next(s for s in sc["steps"] if s["action"] == "crash")
+        crash.pop("mode")
+        if mode:
+            crash["mode"] = mode
+        with pytest.raises(RecordError) as exc:
+            build_plan(sc, 1, 60, tmp_path, tmp_path / "parts")
+        assert "steps[2] (crash, mode silent)" in str(exc.value) and 'mode = "kill"' in str(exc.value)
+        crash["mode"] = "kill"
 
 
 def test_plan_runs_killed_and_frozen_clients_in_their_own_jvm(tmp_path):

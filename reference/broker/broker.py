@@ -191,6 +191,19 @@ class Broker:
             self.sim.emit("consumer_unregistered", broker=self.name, group=group, client=client, reason="shutdown")
             self._ids_changed(group)
 
+    def channel_closed(self, client: str) -> None:
+        """ClientHousekeepingService.onChannelClose: the client's connection closed (its process
+        was killed and the OS closed its sockets). ConsumerManager.doChannelCloseEvent removes it
+        from every group at once and notifies each group's remaining members. Locks stay until
+        they expire (RebalanceLockManager is not told)."""
+        if not self.up:
+            return   # a down broker has no channel to close
+        for group, members in self.consumers.items():
+            if members.pop(client, None) is not None:
+                self.sim.emit("consumer_unregistered", broker=self.name, group=group, client=client,
+                              reason="channel_closed")
+                self._ids_changed(group)
+
     def _scan_channels(self) -> None:
         now = self.sim.now
         for group, members in self.consumers.items():

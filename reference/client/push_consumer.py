@@ -201,10 +201,16 @@ class PushConsumer:
         self.sim.emit("client_stopped", client=self.client_id, group=self.group)
         self.proc.kill()
 
-    def crash(self) -> None:
+    def crash(self, mode: str = "silent") -> None:
+        """The process dies. `kill`: the OS closes its sockets, so each broker it was connected to
+        sees the channel close at once. `silent`: a host cut off or frozen; its channels stay until
+        the broker's channel expiry."""
         self.running = False
         self.sim.emit("client_crashed", client=self.client_id, group=self.group)
         self.proc.kill()
+        if mode == "kill":
+            for name in sorted(self.net.brokers):
+                self.sim.schedule(self.net.latency_ms, self.net.brokers[name].channel_closed, self.client_id)
 
     def pause(self, duration: int) -> None:
         self.sim.emit("client_paused", client=self.client_id, group=self.group, duration=duration)

@@ -58,6 +58,8 @@ def repo_root() -> Path:
 
 
 def _unsupported(sc: dict) -> list[str]:
+    from rocketspec.reference.scenario import CRASH_MODES
+
     out = []
     if len(sc["brokers"]) != 1:
         out.append(f"brokers: {len(sc['brokers'])} brokers; real runs have one broker")
@@ -67,6 +69,10 @@ def _unsupported(sc: dict) -> list[str]:
     for i, st in enumerate(sc["steps"]):
         if st["action"] in UNSUPPORTED_STEPS:
             out.append(f"steps[{i}] ({st['action']}): {UNSUPPORTED_STEPS[st['action']]}")
+        elif st["action"] == "crash" and st.get("mode", CRASH_MODES[0]) != "kill":
+            # The driver's crash is a SIGKILL; a silent crash (a cut network) is not driven yet.
+            out.append(f"steps[{i}] (crash, mode silent): a cut-off host is not driven on real runs yet; "
+                       "use mode = \"kill\" (SIGKILL) or a pause")
     for name, g in sc["groups"].items():
         strategy = g.get("strategy", "AVG")
         if strategy not in SUPPORTED_STRATEGIES:
