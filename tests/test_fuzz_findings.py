@@ -431,3 +431,12 @@ def test_a_lone_surrogate_in_a_json_scenario_is_named_by_its_field(tmp_path, whe
     res = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"])
     assert res.exit_code == 2 and f"s.json: {where}: the string" in res.output and "lone surrogate" in res.output, \
         res.output
+
+
+def test_an_empty_topic_is_bad_input(tmp_path, events):
+    # was: IndexError (topic[0]) in the message_stored action (found by bench.fuzz_inputs seed 14
+    # #4569); RocketMQ refuses a blank topic, a trace cannot hold one
+    evs, line = _with(events, "message_stored", "topic", "")
+    res = _check(tmp_path, evs)
+    assert res.exit_code == 2, res.output
+    assert f"t.jsonl:{line}: message_stored: field 'topic' must be a topic name (a non-empty string)" in res.output

@@ -54,7 +54,8 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.text(max_size=8)), json_values),
+@given(st.lists(st.tuples(st.text(min_size=1, max_size=8),  # a topic name is not blank
+                          st.one_of(st.none(), st.text(max_size=8)), json_values),
                 min_size=1, max_size=30))
 def test_parquet_roundtrip_any_values(tmp_path_factory, rows):
     events = []

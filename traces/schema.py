@@ -55,9 +55,11 @@ def _queues(v) -> bool:
     return type(v) is list and all(_queue(m) for m in v)
 
 
-# json fields whose contents the spec reads, and what each must hold: checked with the types,
-# so that a trace with another value is bad input at its line, not a traceback in the spec
+# fields whose contents the spec reads, and what each must hold: checked with the types, so
+# that a trace with another value is bad input at its line, not a traceback in the spec
 JSON_SHAPES = {
+    # RocketMQ refuses a blank topic (Validators.checkTopic, the broker's TopicValidator)
+    "topic": ("a topic name (a non-empty string)", lambda v: type(v) is str and v != ""),
     "mqs": ("a list of queues [topic, broker, queueId]", _queues),
     "allocated": ("a list of queues [topic, broker, queueId]", _queues),
     "queues": ("a list of queues [topic, broker, queueId]", _queues),
