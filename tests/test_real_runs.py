@@ -295,3 +295,9 @@ def fixtures():
 def test_fixture_facts(path):
     """The committed real traces keep the facts of their scenario (no Java needed)."""
     REAL_SCENARIOS[path.stem](f.load(path))
+
+
+def test_every_real_scenario_is_run_by_make_test_real():
+    """`make test-real` (marker `real`) records every reference/scenarios/real-*.toml."""
+    names = {p.stem for p in (ROOT / "reference" / "scenarios").glob("real-*.toml")}
+    assert names == set(REAL_SCENARIOS)
