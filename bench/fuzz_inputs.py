@@ -35,7 +35,6 @@ per second; exits 1 when any input failed.
 from __future__ import annotations
 
 import argparse
-import base64
 import copy
 import gzip
 import hashlib
@@ -1308,6 +1307,18 @@ def save_to_corpus(r: dict, corpus: Path, known: set[str]) -> str | None:
     side = d / f"{h}{SIDECAR}"
     side.write_text(json.dumps(meta, indent=1, ensure_ascii=True) + "\n")
     return str(side)
+
+
+def run_one(inp: dict) -> dict:
+    """One input through a fresh one-worker pool, under the same limits as a fuzz run."""
+    out: list[dict] = []
+    pool = Pool(1, None)
+    try:
+        pool.run([("run", inp)], out.append)
+    finally:
+        pool.close()
+    assert len(out) == 1, out
+    return out[0]
 
 
 def replay(entries: list[dict], workers: int = 1) -> list[tuple[dict, dict]]:

@@ -79,17 +79,6 @@ def test_messages_of_one_shape_share_a_signature():
 
 # ---------------------------------------------------------------- outcomes under the limits
 
-def _run(inp: dict) -> dict:
-    out = []
-    pool = fz.Pool(1, None)
-    try:
-        pool.run([("run", inp)], out.append)
-    finally:
-        pool.close()
-    assert len(out) == 1
-    return out[0]
-
-
 def _trace_input(data: bytes, name="trace.jsonl", argv=("check", "{input}")) -> dict:
     return {"kind": "trace-jsonl", "name": name, "data": data, "argv": list(argv), "notes": [], "parseable": True,
             "index": 0, "extra_args": []}
@@ -103,19 +92,19 @@ def seeds():
 def test_a_seed_trace_reaches_a_verdict(seeds):
     name, events = seeds["traces"][0]
     data = b"".join(json.dumps(e).encode() + b"\n" for e in events)
-    r = _run(_trace_input(data))
+    r = fz.run_one(_trace_input(data))
     assert r["outcome"] == "verdict", r
-    r = _run(_trace_input(data, argv=("check", "{input}", "--json")))
+    r = fz.run_one(_trace_input(data, argv=("check", "{input}", "--json")))
     assert r["outcome"] == "verdict", r
     # gzip: read (once the readers take compressed traces) or refused with a located message
-    r = _run(_trace_input(gzip.compress(data)))
+    r = fz.run_one(_trace_input(gzip.compress(data)))
     assert r["outcome"] in ("verdict", "located", "unlocated"), r
 
 
 def test_a_hang_is_caught_and_the_worker_replaced(monkeypatch):
     monkeypatch.setattr(fz, "WALL_SECONDS", 0.5)
     monkeypatch.setattr(fz, "_entry_point", lambda: (lambda *a, **k: _spin()))
-    r = _run(_trace_input(b"{}"))
+    r = fz.run_one(_trace_input(b"{}"))
     assert r["outcome"] == "hang" and r["signature"].startswith("hang:check:"), r
     assert "_spin" in r["message"]
 
@@ -128,7 +117,7 @@ def _spin():
 def test_memory_past_the_limit_is_caught(monkeypatch):
     monkeypatch.setattr(fz, "MEMORY_BYTES", 200 << 20)
     monkeypatch.setattr(fz, "_entry_point", lambda: (lambda *a, **k: bytearray(400 << 20)))
-    r = _run(_trace_input(b"{}"))
+    r = fz.run_one(_trace_input(b"{}"))
     assert r["outcome"] == "memory", r
 
 
@@ -136,7 +125,7 @@ def test_a_traceback_is_a_crash_with_its_place(monkeypatch):
     def boom(*a, **k):
         {}["x"]
     monkeypatch.setattr(fz, "_entry_point", lambda: boom)
-    r = _run(_trace_input(b"{}"))
+    r = fz.run_one(_trace_input(b"{}"))
     assert r["outcome"] == "crash" and r["signature"].startswith("crash:check:KeyError@"), r
     assert "KeyError" in r["message"]
 

@@ -112,13 +112,19 @@ def facts_kill(ev):
     assert _ms(ev, crash["seq"], gone[0]["seq"]) < 2000
 
 
+def _unregistered_while_paused(ev):
+    """(the first client_paused, its client_resumed, the broker's unregistrations of that client
+    in between)."""
+    paused = f.by_kind(ev, "client_paused")[0]
+    resumed = f.by_kind(ev, "client_resumed")[0]
+    return paused, resumed, [e for e in f.by_kind(ev, "consumer_unregistered", client=paused["client"])
+                    if paused["seq"] < e["seq"] < resumed["seq"]]
+
+
 def facts_freeze(ev):
     _clean(ev)
     assert f.every_message_consumed(ev) == []
-    paused = f.by_kind(ev, "client_paused")[0]
-    resumed = f.by_kind(ev, "client_resumed")[0]
-    gone = [e for e in f.by_kind(ev, "consumer_unregistered", client=paused["client"])
-            if paused["seq"] < e["seq"] < resumed["seq"]]
+    paused, resumed, gone = _unregistered_while_paused(ev)
     # The broker's idle handler (4 s here), not the 120 s expiry, closed the silent channel.
     assert gone and gone[0]["reason"] == "channel_closed"
     idle = f.by_kind(ev, "broker_started")[0]["config"]["server_channel_max_idle_ms"]
@@ -254,10 +260,7 @@ def facts_attach(ev):
 def facts_expiry(ev):
     _clean(ev)
     assert f.every_message_consumed(ev) == []
-    paused = f.by_kind(ev, "client_paused")[0]
-    resumed = f.by_kind(ev, "client_resumed")[0]
-    gone = [e for e in f.by_kind(ev, "consumer_unregistered", client=paused["client"])
-            if paused["seq"] < e["seq"] < resumed["seq"]]
+    paused, resumed, gone = _unregistered_while_paused(ev)
     assert gone and gone[0]["reason"] == "channel_expired"
     expiry = f.by_kind(ev, "broker_started")[0]["config"]["channel_expired_timeout_ms"]
     # Expired 120 s after its last heartbeat (at most one heartbeat interval before the pause),

@@ -1,25 +1,20 @@
 """Guarantee losses fail the check even when an environment assumption broke (issue 13):
 a message skipped outside the skips by design is INV-LOSS-1; a group's first start at LAST is
 by design."""
-import json
-from pathlib import Path
 
-from rocketspec.spec.profiles import get_profile
-from rocketspec.spec.replay import check_events
+import handtraces
+from handtraces import TRACES
 
-TRACES = Path(__file__).parent / "traces"
 Q = dict(group="G", topic="T", broker="broker-a", queue=0)
 SUB = {"T": {"type": "TAG", "expr": "*"}, "%RETRY%G": {"type": "TAG", "expr": "*"}}
 
 
 def load(name):
-    return [json.loads(x) for x in (TRACES / name).read_text().splitlines() if x.strip()]
+    return handtraces.load(TRACES / name)
 
 
 def check(evs):
-    for i, e in enumerate(evs):
-        e["seq"] = i
-    return check_events(enumerate(evs, 1), get_profile("rocketmq-5.3.3"))
+    return handtraces.check(evs, "rocketmq-5.3.3")
 
 
 def e(kind, ts=100, **f):

@@ -1,23 +1,19 @@
 """Recorded traces (schema v2 `obs`): a clean real run validates; sampled observations are
 judged as states, not steps (docs/trace-conventions.md)."""
 import copy
-import json
-from pathlib import Path
 
 import pytest
 
-from rocketspec.spec.profiles import get_profile
-from rocketspec.spec.replay import check_events, check_trace
-
-REAL = Path(__file__).parent / "fixtures" / "real"
+import handtraces
+from handtraces import REAL
 
 
 def load(name):
-    return [json.loads(x) for x in (REAL / name).read_text().splitlines() if x.strip()]
+    return handtraces.load(REAL / name)
 
 
 def check(evs):
-    return check_events(enumerate(evs, 1), get_profile("rocketmq-4.9.8"))
+    return handtraces.check(evs, "rocketmq-4.9.8", renumber=False)
 
 
 # Every committed real trace's verdict: tests/test_real_verdicts.py.

@@ -1,27 +1,24 @@
 """Schema v2 events in the spec: a failed or rejected pull ends (PullCallback.onException), two
 pulls really in flight stay INV-PULL-1 (#2449); schema versions 1 and 2 are read, others refused."""
 import json
-from pathlib import Path
 
 import pytest
 
-from rocketspec.spec.profiles import get_profile
-from rocketspec.spec.replay import check_events, check_trace
+import handtraces
+from handtraces import TRACES
+from rocketspec.spec.replay import check_trace
 from rocketspec.traces.io import TraceInputError
 from rocketspec.traces.schema import validate_event
 
-TRACES = Path(__file__).parent / "traces"
 Q = dict(group="G", topic="T", broker="broker-a", queue=0)
 
 
 def load(name):
-    return [json.loads(x) for x in (TRACES / name).read_text().splitlines() if x.strip()]
+    return handtraces.load(TRACES / name)
 
 
 def check(evs):
-    for i, e in enumerate(evs):
-        e["seq"] = i
-    return check_events(enumerate(evs, 1), get_profile("rocketmq-5.3.3"))
+    return handtraces.check(evs, "rocketmq-5.3.3")
 
 
 def prefix():
