@@ -78,8 +78,7 @@ public final class BrokerRecorder {
     private final Map<String, ArrayDeque<String>> scheduled = new HashMap<>();
     private final Map<RemotingCommand, Object> beforeState = new IdentityHashMap<>();
     private final Map<String, Long> resetSeen = new ConcurrentHashMap<>();
-    private volatile boolean running;
-    private Thread poller;
+    private Poller poller;
 
     public BrokerRecorder(BrokerController bc, TraceWriter w) {
         this.bc = bc;
@@ -120,21 +119,12 @@ public final class BrokerRecorder {
         } else {
             installOffsetTable();
         }
-        running = true;
-        poller = new Thread(this::pollLoop, "rocketspec-broker-poller");
-        poller.setDaemon(true);
-        poller.start();
+        poller = Poller.start("rocketspec broker poller", POLL_MS, lock, this::poll);
     }
 
     public void stop() {
-        running = false;
         if (poller != null) {
-            poller.interrupt();
-            try {
-                poller.join(2000);
-            } catch (InterruptedException ignored) {
-                Thread.currentThread().interrupt();
-            }
+            poller.stop();
         }
         synchronized (lock) {
             poll();
@@ -397,21 +387,6 @@ public final class BrokerRecorder {
     }
 
     // ------------------------------------------------------------------ polling
-    private void pollLoop() {
-        while (running) {
-            try {
-                Thread.sleep(POLL_MS);
-                synchronized (lock) {
-                    poll();
-                }
-            } catch (InterruptedException e) {
-                return;
-            } catch (RuntimeException e) {
-                System.err.println("rocketspec broker poller: " + e);
-            }
-        }
-    }
-
     private void poll() {
         for (TopicConfig tc : bc.getTopicConfigManager().getTopicConfigTable().values()) {
             if (recorded(tc.getTopicName())) {
@@ -497,6 +472,16 @@ public final class BrokerRecorder {
     }
 
     /** The lock entries (client, lastUpdate) of the queues, as they are now. */
+    /** The lock entries of a lock or unlock request's queues before the broker handles it; the
+     *  after-hook reports what changed against them. */
+    private void rememberLockHolders(RemotingCommand req, String group, Set<MessageQueue> mqs) {
+        Map<MessageQueue, String> holders = new HashMap<>();
+        lockEntries(group, mqs, holders);
+        synchronized (beforeState) {
+            beforeState.put(req, holders);
+        }
+    }
+
     private Map<MessageQueue, long[]> lockEntries(String group, Set<MessageQueue> mqs, Map<MessageQueue, String> holders) {
         Map<MessageQueue, long[]> out = new HashMap<>();
         Map<MessageQueue, Object> t = lockTable().get(group);
@@ -553,20 +538,12 @@ public final class BrokerRecorder {
             }
             case RequestCode.LOCK_BATCH_MQ: {
                 LockBatchRequestBody b = LockBatchRequestBody.decode(req.getBody(), LockBatchRequestBody.class);
-                Map<MessageQueue, String> holders = new HashMap<>();
-                lockEntries(b.getConsumerGroup(), b.getMqSet(), holders);
-                synchronized (beforeState) {
-                    beforeState.put(req, holders);
-                }
+                rememberLockHolders(req, b.getConsumerGroup(), b.getMqSet());
                 break;
             }
             case RequestCode.UNLOCK_BATCH_MQ: {
                 UnlockBatchRequestBody b = UnlockBatchRequestBody.decode(req.getBody(), UnlockBatchRequestBody.class);
-                Map<MessageQueue, String> holders = new HashMap<>();
-                lockEntries(b.getConsumerGroup(), b.getMqSet(), holders);
-                synchronized (beforeState) {
-                    beforeState.put(req, holders);
-                }
+                rememberLockHolders(req, b.getConsumerGroup(), b.getMqSet());
                 break;
             }
             case RequestCode.UNREGISTER_CLIENT: {

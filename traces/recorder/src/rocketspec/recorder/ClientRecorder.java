@@ -104,9 +104,8 @@ public final class ClientRecorder {
     /** commit log offset -> the consumed message (for send-backs, which name it by that offset). */
     private final Map<Long, Object[]> consumed = new ConcurrentHashMap<>();
     private final Map<ConsumeMessageContext, Object[]> calls = new IdentityHashMap<>();
-    private volatile boolean running;
     private volatile boolean stopping;
-    private Thread poller;
+    private Poller poller;
 
     public ClientRecorder(TraceWriter w) {
         this.w = w;
@@ -149,10 +148,7 @@ public final class ClientRecorder {
             .put("consume_mode", c.getMessageListener() instanceof org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly
                 ? "ORDERLY" : "CONCURRENTLY")
             .put("message_model", c.getMessageModel().name()).put("subscriptions", subs).put("config", config(c)));
-        running = true;
-        poller = new Thread(this::pollLoop, "rocketspec-client-poller-" + client);
-        poller.setDaemon(true);
-        poller.start();
+        poller = Poller.start("rocketspec client poller " + client, POLL_MS, this, this::poll);
     }
 
     private static Map<String, Object> sub(String type, String expr) {
@@ -220,14 +216,8 @@ public final class ClientRecorder {
 
     /** Stops polling without a client event (the driver reports a kill or a pause itself). */
     public void halt() {
-        running = false;
         if (poller != null) {
-            poller.interrupt();
-            try {
-                poller.join(2000);
-            } catch (InterruptedException ignored) {
-                Thread.currentThread().interrupt();
-            }
+            poller.stop();
         }
         synchronized (this) {
             poll();
@@ -312,26 +302,11 @@ public final class ClientRecorder {
         return "pull_expired";
     }
 
-    private void pollLoop() {
-        while (running) {
-            try {
-                Thread.sleep(POLL_MS);
-                synchronized (this) {
-                    poll();
-                }
-            } catch (InterruptedException e) {
-                return;
-            } catch (RuntimeException e) {
-                System.err.println("rocketspec client poller: " + e);
-            }
-        }
-    }
-
     private void poll() {
         if (consumer == null) {
             return;
         }
-        if (running) {
+        if (poller != null && poller.running()) {
             swapPullWrapper();
         }
         Map<MessageQueue, ProcessQueue> t = consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable();
