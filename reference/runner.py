@@ -11,7 +11,7 @@ import dataclasses
 
 from rocketspec.spec.filter import java_string_hash, tags_code
 
-from rocketspec.spec.profiles import get_profile
+from rocketspec.spec.profiles import CLIENT_TIMING_KEYS, get_profile
 from rocketspec.traces.schema import SCHEMA_VERSION
 
 from .broker.broker import Broker, BrokerUnavailable
@@ -95,16 +95,7 @@ class Producer:
 # The scenario's `real` table sets RocketMQ's timing knobs (system properties and consumer
 # settings) for a run; the reference runs with the ones it models, so that one scenario gives
 # a reference trace and a real trace under the same timings. The rest are real-run only.
-KNOB_TO_PROFILE = {
-    "client_lock_max_live_ms": "client_lock_max_live_ms",
-    "lock_interval_ms": "client_lock_interval_ms",
-    "rebalance_interval_ms": "rebalance_interval_ms",
-    "pull_max_idle_ms": "pull_max_idle_ms",
-    "unlock_delay_ms": "unlock_delay_ms",
-    "max_time_consume_continuously_ms": "max_time_consume_continuously_ms",
-    "persist_consumer_offset_interval_ms": "persist_offset_interval_ms",
-    "heartbeat_broker_interval_ms": "heartbeat_interval_ms",
-}
+KNOB_TO_PROFILE = {**CLIENT_TIMING_KEYS, "heartbeat_broker_interval_ms": "heartbeat_interval_ms"}
 
 
 def with_timing_knobs(profile, knobs: dict):

@@ -9,21 +9,15 @@ lookup, so no action reads a profile constant for these directly.
 """
 from __future__ import annotations
 
+from .profiles import CLIENT_TIMING_KEYS
+
 # trace config key -> Profile field giving its default
 BROKER_KEYS = {
     "message_delay_level": "delay_levels",                 # messageDelayLevel
     "broker_lock_max_live_ms": "broker_lock_max_live_ms",  # rocketmq.broker.rebalance.lockMaxLiveTime
     "channel_expired_timeout_ms": "channel_expired_ms",    # channelExpiredTimeout
 }
-CLIENT_KEYS = {
-    "client_lock_max_live_ms": "client_lock_max_live_ms",  # rocketmq.client.rebalance.lockMaxLiveTime
-    "lock_interval_ms": "client_lock_interval_ms",         # rocketmq.client.rebalance.lockInterval
-    "rebalance_interval_ms": "rebalance_interval_ms",      # rocketmq.client.rebalance.waitInterval
-    "max_time_consume_continuously_ms": "max_time_consume_continuously_ms",
-    "persist_consumer_offset_interval_ms": "persist_offset_interval_ms",
-    "pull_max_idle_ms": "pull_max_idle_ms",                # rocketmq.client.pull.pullMaxIdleTime
-    "unlock_delay_ms": "unlock_delay_ms",                  # rocketmq.client.unlockDelayTimeMills
-}
+CLIENT_KEYS = CLIENT_TIMING_KEYS
 # Older spellings the reference used before schema v2 (its broker_config table).
 _BROKER_ALIASES = {"lock_max_live_ms": "broker_lock_max_live_ms"}
 

@@ -12,6 +12,19 @@ from rocketspec.errors import UserError
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
+# A client's timing settings as traces carry them (client_started.config key -> the Profile
+# field that is their default). The reference writes them, the spec reads them
+# (spec.limits), a scenario's [real] table sets them: one table for all three.
+CLIENT_TIMING_KEYS = {
+    "client_lock_max_live_ms": "client_lock_max_live_ms",  # rocketmq.client.rebalance.lockMaxLiveTime
+    "lock_interval_ms": "client_lock_interval_ms",         # rocketmq.client.rebalance.lockInterval
+    "rebalance_interval_ms": "rebalance_interval_ms",      # rocketmq.client.rebalance.waitInterval
+    "max_time_consume_continuously_ms": "max_time_consume_continuously_ms",
+    "persist_consumer_offset_interval_ms": "persist_offset_interval_ms",
+    "pull_max_idle_ms": "pull_max_idle_ms",                # rocketmq.client.pull.pullMaxIdleTime
+    "unlock_delay_ms": "unlock_delay_ms",                  # rocketmq.client.unlockDelayTimeMills
+}
+
 
 @dataclass(frozen=True)
 class Profile:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rocketspec.spec import filter as filter_language
 from rocketspec.spec.filter import build_subscription, client_tag_match
+from rocketspec.spec.profiles import CLIENT_TIMING_KEYS
 
 from .. import checks
 from ..allocation import STRATEGIES
@@ -145,12 +146,7 @@ class PushConsumer:
 
     def _timing_config(self) -> dict:
         """The client timings this consumer runs with, under the trace's config keys (spec.limits)."""
-        p = self.profile
-        return {"client_lock_max_live_ms": p.client_lock_max_live_ms, "lock_interval_ms": p.client_lock_interval_ms,
-                "rebalance_interval_ms": p.rebalance_interval_ms,
-                "max_time_consume_continuously_ms": p.max_time_consume_continuously_ms,
-                "persist_consumer_offset_interval_ms": p.persist_offset_interval_ms,
-                "pull_max_idle_ms": p.pull_max_idle_ms, "unlock_delay_ms": p.unlock_delay_ms}
+        return {key: getattr(self.profile, field) for key, field in CLIENT_TIMING_KEYS.items()}
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
