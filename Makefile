@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-real bench clean rocketmq recorder diff-reports
+.PHONY: setup demo test test-slow test-real bench clean rocketmq recorder diff-reports browser
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,18 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/rocketspec demo
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q -n 2
+
+# Debian's chromium, for the test of explain's HTML in a real headless browser
+# (tests/test_explain_browser.py); installed as a system package, never downloaded by a tool.
+# Without root or apt the test skips (and fails under ROCKETSPEC_REQUIRE_REAL=1, as in CI).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (apt-get) for the headless browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: chromium is missing (apt-get install chromium): tests/test_explain_browser.py will skip"; fi; }
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
