@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-real bench clean rocketmq recorder diff-reports browser
+.PHONY: setup demo test test-slow test-real bench clean rocketmq recorder diff-reports browser catalogue
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,11 @@ build/recorder/.built: $(RECORDER_SRC)
 # the committed fixtures by default; RECORD=1 records fresh real traces first (needs Java).
 diff-reports: $(STAMP)
 	$(BIN)/python -m rocketspec.traces.diff_reports $(if $(RECORD),--record)
+
+# The counterexample catalogue (docs/catalogue/): one minimal failing trace per invariant, with
+# its timeline and story; tests/test_catalogue.py checks the committed one still matches.
+catalogue: $(STAMP)
+	$(BIN)/python -m rocketspec.traces.catalogue
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

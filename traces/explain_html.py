@@ -9,9 +9,6 @@ import html
 from .explain import BARS, FIXED_MARK_COLORS, MARKS, VIOLATION_COLOR, Explanation
 from .narrate import secs
 
-# Time on the x axis in seconds (traces count milliseconds).
-S = 1000.0
-
 
 def _row_y(tl, row):
     return tl.rows[row].y
@@ -48,8 +45,8 @@ def figure(ex: Explanation):
             continue
         colors = ["#888888" if cat in ("pause", "lock_expired") else ex.client_color(b.client) for b in bars]
         fig.add_trace(go.Bar(
-            name=name, orientation="h", base=[b.t0 / S for b in bars],
-            x=[max(b.t1 - b.t0, 1) / S for b in bars], y=[_row_y(tl, b.row) + dy for b in bars], width=height,
+            name=name, orientation="h", base=[tl.bar_x(b)[0] for b in bars],
+            x=[max(tl.bar_x(b)[1] - tl.bar_x(b)[0], 0.001 if not tl.steps else 0.05) for b in bars], y=[_row_y(tl, b.row) + dy for b in bars], width=height,
             marker=dict(color=colors, opacity=opacity,
                         line=dict(width=[1.5 if b.open else 0 for b in bars], color=VIOLATION_COLOR),
                         pattern=dict(shape="/" if cat in ("pause", "lock_expired") else "", fgcolor="#222222",
@@ -64,7 +61,7 @@ def figure(ex: Explanation):
         labels = [m.label or "" for m in marks]
         show_text = any(labels) and len(marks) <= 80
         fig.add_trace(go.Scatter(
-            name=name, x=[m.t / S for m in marks], y=[_row_y(tl, m.row) + dy for m in marks],
+            name=name, x=[tl.x(m.t, m.seq) for m in marks], y=[_row_y(tl, m.row) + dy for m in marks],
             mode="markers+text" if show_text else "markers", text=labels if show_text else None,
             textposition="top center", textfont=dict(size=9),
             marker=dict(symbol=symbol, size=size, color=colors, line=dict(width=1, color=colors)),
@@ -74,10 +71,11 @@ def figure(ex: Explanation):
         if v.lane is None or v.ts is None or v.lane not in tl.lanes:
             continue
         ys = [r.y for r in tl.rows if r.lane == v.lane]
-        shapes.append(dict(type="line", x0=v.ts / S, x1=v.ts / S, y0=min(ys) - 0.5, y1=max(ys) + 0.5,
+        vxx = tl.x(v.ts, v.seq)
+        shapes.append(dict(type="line", x0=vxx, x1=vxx, y0=min(ys) - 0.5, y1=max(ys) + 0.5,
                            line=dict(color=VIOLATION_COLOR, width=2, dash="dot")))
         y = tl.rows[v.row].y if v.row is not None else min(ys)
-        annotations.append(dict(x=v.ts / S, y=y, text=f"<b>{html.escape(v.inv)}</b>", showarrow=True,
+        annotations.append(dict(x=vxx, y=y, text=f"<b>{html.escape(v.inv)}</b>", showarrow=True,
                                 arrowcolor=VIOLATION_COLOR, font=dict(color=VIOLATION_COLOR, size=12),
                                 ax=30, ay=-30 - 14 * (i % 3), bgcolor="rgba(255,255,255,0.85)"))
     # the events that matter: red rings on their rows
@@ -88,14 +86,14 @@ def figure(ex: Explanation):
             r = _event_row(tl, ev)
             if r is None:
                 continue
-            mx.append(ev["ts"] / S)
+            mx.append(tl.x(ev["ts"], ev["seq"]))
             my.append(tl.rows[r].y)
             mt.append(f"matters for {v.inv}: seq {s} · {secs(ev['ts'])}<br>{html.escape(_describe(ev))}")
     if mx:
         fig.add_trace(go.Scatter(name="an event that matters", x=mx, y=my, mode="markers", hovertext=mt,
                                  hoverinfo="text", marker=dict(symbol="circle-open", size=16,
                                                                color=VIOLATION_COLOR, line=dict(width=2))))
-    vx = [v.ts / S for v in tl.violations if v.row is not None and v.ts is not None]
+    vx = [tl.x(v.ts, v.seq) for v in tl.violations if v.row is not None and v.ts is not None]
     vy = [tl.rows[v.row].y for v in tl.violations if v.row is not None and v.ts is not None]
     vt = [f"<b>{html.escape(v.inv)}</b> {html.escape(v.title)}<br>{html.escape(v.message[:300])}"
           for v in tl.violations if v.row is not None and v.ts is not None]
@@ -114,7 +112,7 @@ def figure(ex: Explanation):
         plot_bgcolor="white", shapes=shapes, annotations=annotations,
         legend=dict(orientation="h", yanchor="top", y=-0.08 if len(tl.rows) > 6 else -0.2, xanchor="left", x=0,
                     font=dict(size=10)),
-        xaxis=dict(title="time (s)", showgrid=True, gridcolor="#e5e5e5", zeroline=False),
+        xaxis=dict(title=tl.x_label(), showgrid=True, gridcolor="#e5e5e5", zeroline=False),
         yaxis=dict(tickvals=[r.y for r in tl.rows], ticktext=[r.label for r in tl.rows], autorange="reversed",
                    showgrid=False, zeroline=False, automargin=True),
         title=dict(text=("VIOLATED: " + ", ".join(dict.fromkeys(v.inv for v in tl.violations))) if not tl.ok

@@ -30,7 +30,8 @@ def figure(ex: Explanation):
     top = 1 - 0.55 / fig_h
     bottom = (1.4 + 0.17 * note_lines) / fig_h
     ax = fig.add_axes([0.2, bottom, 0.62, top - bottom])
-    span = max(tl.t_max - tl.t_min, 1) / S
+    lo, hi = (tl.s_min, tl.s_max + 1) if tl.steps else (tl.t_min / S, max(tl.t_max, tl.t_min + 1) / S)
+    span = hi - lo
     for j, ln in enumerate(tl.lanes):
         ys = [r.y for r in tl.rows if r.lane == ln]
         ax.axhspan(min(ys) - 0.5, max(ys) + 0.5, color="#f0f0f0" if j % 2 == 0 else "#ffffff", zorder=0)
@@ -41,8 +42,9 @@ def figure(ex: Explanation):
             continue
         grey = cat in ("pause", "lock_expired")
         colors = ["#888888" if grey else ex.client_color(b.client) for b in bars]
-        widths = [max((b.t1 - b.t0) / S, span / 2000) for b in bars]
-        ax.barh([tl.rows[b.row].y + dy for b in bars], widths, left=[b.t0 / S for b in bars], height=height,
+        xs = [tl.bar_x(b) for b in bars]
+        widths = [max(x1 - x0, span / 2000) for x0, x1 in xs]
+        ax.barh([tl.rows[b.row].y + dy for b in bars], widths, left=[x0 for x0, _ in xs], height=height,
                 color=colors, alpha=opacity, hatch="//" if grey else None,
                 edgecolor=["#222222" if grey else VIOLATION_COLOR for b in bars],
                 linewidth=[0.6 if grey or b.open else 0 for b in bars], zorder=2 + z)
@@ -57,7 +59,7 @@ def figure(ex: Explanation):
         fixed = FIXED_MARK_COLORS.get(cat)
         colors = [fixed or ex.client_color(m.client) for m in marks]
         filled = not name.endswith("nothing new") and cat not in ("persist_lost", "drop")
-        ax.scatter([m.t / S for m in marks], [tl.rows[m.row].y + dy for m in marks], s=size * 4, marker=marker,
+        ax.scatter([tl.x(m.t, m.seq) for m in marks], [tl.rows[m.row].y + dy for m in marks], s=size * 4, marker=marker,
                    c=colors if filled or marker in "|_x+" else "none",
                    edgecolors=None if marker in "|_x+" else colors, linewidths=1, zorder=20)
         handles.append(Line2D([], [], marker=marker, linestyle="", color=fixed or "#1f77b4",
@@ -65,7 +67,7 @@ def figure(ex: Explanation):
         if write_labels:
             for m in marks:
                 if m.label:
-                    ax.annotate(m.label, (m.t / S, tl.rows[m.row].y + dy), xytext=(0, 6), textcoords="offset points",
+                    ax.annotate(m.label, (tl.x(m.t, m.seq), tl.rows[m.row].y + dy), xytext=(0, 6), textcoords="offset points",
                                 ha="center", fontsize=7, color="#333333", zorder=25)
     # the violations and the events that matter
     from .explain_html import _event_row
@@ -75,18 +77,19 @@ def figure(ex: Explanation):
             ev = tl.by_seq.get(s)
             r = _event_row(tl, ev)
             if r is not None:
-                ax.scatter([ev["ts"] / S], [tl.rows[r].y], s=220, facecolors="none", edgecolors=VIOLATION_COLOR,
+                ax.scatter([tl.x(ev["ts"], ev["seq"])], [tl.rows[r].y], s=220, facecolors="none", edgecolors=VIOLATION_COLOR,
                            linewidths=1.4, zorder=30)
     for i, v in enumerate(tl.violations):
         if v.lane is None or v.ts is None or v.lane not in tl.lanes:
             continue
         ys = [r.y for r in tl.rows if r.lane == v.lane]
-        ax.plot([v.ts / S, v.ts / S], [min(ys) - 0.5, max(ys) + 0.5], color=VIOLATION_COLOR, linestyle=":",
+        vx = tl.x(v.ts, v.seq)
+        ax.plot([vx, vx], [min(ys) - 0.5, max(ys) + 0.5], color=VIOLATION_COLOR, linestyle=":",
                 linewidth=2, zorder=31)
         if v.row is not None:
             y = tl.rows[v.row].y
-            ax.scatter([v.ts / S], [y], s=420, marker="*", color=VIOLATION_COLOR, edgecolors="black", zorder=32)
-            ax.annotate(v.inv, (v.ts / S, y), xytext=(14, -16 - 12 * (i % 3)), textcoords="offset points",
+            ax.scatter([vx], [y], s=420, marker="*", color=VIOLATION_COLOR, edgecolors="black", zorder=32)
+            ax.annotate(v.inv, (vx, y), xytext=(14, -16 - 12 * (i % 3)), textcoords="offset points",
                         color=VIOLATION_COLOR, fontsize=10, fontweight="bold", zorder=33,
                         bbox=dict(boxstyle="round,pad=0.2", fc="white", ec=VIOLATION_COLOR, alpha=0.9),
                         arrowprops=dict(arrowstyle="-", color=VIOLATION_COLOR))
@@ -101,8 +104,8 @@ def figure(ex: Explanation):
     ax.set_yticklabels([r.label for r in tl.rows], fontsize=8)
     ax.set_ylim(max(r.y for r in tl.rows) + 0.7 if tl.rows else 1, -0.7)
     pad = span * 0.02
-    ax.set_xlim(tl.t_min / S - pad, tl.t_max / S + pad)
-    ax.set_xlabel("time (s)")
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_xlabel(tl.x_label())
     ax.grid(axis="x", color="#dddddd", zorder=1)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     verdict = "HOLDS" if tl.ok else "VIOLATED: " + ", ".join(dict.fromkeys(v.inv for v in tl.violations))

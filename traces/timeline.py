@@ -40,6 +40,8 @@ class Bar:
     seqs: tuple
     open: bool = False       # still going when the trace (or its client) ended
     status: str | None = None
+    s0: float = 0            # the same interval in event order (seq), for traces whose clock stands still
+    s1: float = 0
 
 
 @dataclass
@@ -87,9 +89,23 @@ class Timeline:
     hidden_lanes: int = 0
     all_lanes: int = 0
     by_seq: dict = field(default_factory=dict)    # seq -> event (events on the shown lanes and globals)
+    steps: bool = False      # draw against event order: the trace's clock barely moves (explorer traces)
+    s_min: int = 0
+    s_max: int = 0
 
     def lane_name(self, lane) -> str:
         return lane_name(lane)
+
+    def x(self, ts, seq) -> float:
+        """Where a point goes on the x axis: seconds, or its seq in step mode."""
+        return float(seq) if self.steps else ts / 1000.0
+
+    def bar_x(self, b) -> tuple:
+        return (b.s0, b.s1) if self.steps else (b.t0 / 1000.0, b.t1 / 1000.0)
+
+    def x_label(self) -> str:
+        return ("event order (seq): the trace's clock barely moves, so events are spaced one per step"
+                if self.steps else "time (s)")
 
 
 def lane_name(lane) -> str:
@@ -151,6 +167,8 @@ class _Builder:
         self.open_call: dict = {}
         self.open_pull: dict = {}
         self.open_pause: dict = {}
+        self.cur_seq = 0
+        self.ts_list: list = []          # (ts, seq) of every event, to place a time in event order
         self.client_rows: dict = {}      # client -> [row index]
         self.broker_rows: dict = {}      # broker -> [row index]
         self.lane_rows: dict = {}        # lane -> [row index]
@@ -177,10 +195,20 @@ class _Builder:
         return self.row_of.get((lane, who))
 
     # ---------------------------------------------------------------- items
-    def bar(self, row, t0, t1, cat, client, text, seqs, open_=False, status=None):
+    def seq_at(self, ts) -> float:
+        """The event order of a moment that is no event (an expiry): just before the first
+        event after it."""
+        import bisect
+
+        i = bisect.bisect_right(self.ts_list, (ts, float("inf")))
+        return (self.ts_list[i][1] - 0.5) if i < len(self.ts_list) else self.cur_seq
+
+    def bar(self, row, t0, t1, cat, client, text, seqs, open_=False, status=None, s0=None, s1=None):
         if row is not None:
+            a = seqs[0] if seqs and seqs[0] is not None else self.cur_seq
+            z = seqs[1] if len(seqs) > 1 and seqs[1] is not None else self.cur_seq
             self.bars.append(Bar(row, t0, max(t0, t1), cat, client, text, tuple(s for s in seqs if s is not None),
-                                 open_, status))
+                                 open_, status, a if s0 is None else s0, max(a, z if s1 is None else s1)))
 
     def mark(self, row, ev, cat, label=None, client=None):
         if row is not None:
@@ -195,9 +223,10 @@ class _Builder:
         row = self.row(lane, "broker")
         text = f"broker lock held by {client} from {secs(t0)}" + (f" until {secs(t)} ({why})" if not open_ else "")
         if exp is not None and exp < t:
-            self.bar(row, t0, exp, "lock", client, text + f"; valid until {secs(exp)}", (seq0, seq), open_)
+            sx = self.seq_at(exp)
+            self.bar(row, t0, exp, "lock", client, text + f"; valid until {secs(exp)}", (seq0, seq), open_, s1=sx)
             self.bar(row, exp, t, "lock_expired", client, f"{client}'s lock entry expired at {secs(exp)} "
-                     f"(nobody took it yet)", (seq0, seq), open_)
+                     f"(nobody took it yet)", (seq0, seq), open_, s0=sx)
         else:
             self.bar(row, t0, t, "lock", client, text, (seq0, seq), open_)
 
@@ -210,7 +239,8 @@ class _Builder:
         row = self.row(lane, client)
         end = min(t, until)
         self.bar(row, t0, end, "lease", client, f"{client}'s lease of the queue: locked at {secs(last)}, "
-                 f"valid until {secs(until)}", (seq0, seq), open_ and t <= until)
+                 f"valid until {secs(until)}", (seq0, seq), open_ and t <= until,
+                 s1=self.seq_at(until) if until < t else None)
 
     def _close_pq(self, lane, client, t, seq, why, open_=False):
         p = self.open_pq.pop((lane, client), None)
@@ -255,6 +285,7 @@ class _Builder:
     def event(self, ev):
         kind = ev["kind"]
         t, seq = ev["ts"], ev["seq"]
+        self.cur_seq = seq
         lane = lane_of(ev)
         if lane is not None and lane not in self.lane_rows:
             lane = None if kind != "message_stored" else lane
@@ -358,6 +389,7 @@ class _Builder:
             self.bar(r, t0, t, "pause", client, f"{client} frozen {secs(t0)} - {secs(t)} ({t - t0} ms)", (seq0, seq))
 
     def finish(self, t_end, last_seq):
+        self.cur_seq = (last_seq if last_seq is not None else 0) + 0.5
         for lane in list(self.open_lock):
             self._close_lock(lane, t_end, None, "", open_=True)
         for k in list(self.open_call):
@@ -453,6 +485,7 @@ def build(events: list, report, key: dict | None = None) -> Timeline:
         lanes = sorted(keep, key=lanes.index)
 
     b = _Builder(lanes, lease_ms, msg_lane)
+    b.ts_list = [(ev["ts"], ev["seq"]) for ev in events]
     b.make_rows(lane_clients)
     shown = set(lanes)
     shown_stored = {(x[1], x[2], x[3]) for x in shown}
@@ -487,9 +520,12 @@ def build(events: list, report, key: dict | None = None) -> Timeline:
     for r in b.rows:
         if r.who != "broker" and r.who not in clients:
             clients.append(r.who)
+    distinct = len({ev["ts"] for ev in events})
+    steps = distinct <= max(2, len(events) // 4)
     return Timeline(str(report.path), report.profile, report.ok, report.events, report.ended, t_min, t_max,
                     lanes, b.rows, b.bars, b.marks, viols, clients, dict(sorted(report.findings.counts.items())),
-                    hidden, all_lanes, by_seq)
+                    hidden, all_lanes, by_seq, steps, events[0]["seq"] if events else 0,
+                    events[-1]["seq"] if events else 0)
 
 
 def _finding_lane(f, msg_lane):
@@ -551,6 +587,12 @@ def events_that_matter(events, by_seq, finding, lane, b: _Builder) -> list:
                 (e.get("client") in involved or e["kind"] == "broker_restarted" and lane and e.get("broker") == lane[2]):
             last_pause[(e["kind"], e.get("client"))] = e["seq"]
     out.update(last_pause.values())
+    if lane is not None and ev.get("kind") in ("offset_read", "pq_created", "pull_issued", "pull_answered",
+                                               "offset_updated", "pq_committed", "offset_persisted"):
+        # the broker's committed offset the client should have started from or kept to
+        prev = [e["seq"] for e in events if e["seq"] < seq and e["kind"] == "offset_committed" and lane_of(e) == lane]
+        if prev:
+            out.add(prev[-1])
     if lane is not None and ev.get("kind") in ("offset_committed", "offset_updated", "pq_committed"):
         # the previous value of the same offset store, to see the jump
         prev = [e["seq"] for e in events if e["seq"] < seq and e["kind"] == ev["kind"] and lane_of(e) == lane
