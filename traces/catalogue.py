@@ -1,7 +1,7 @@
 """The counterexample catalogue (docs/catalogue/): for every error-level invariant and every
 guarantee of the spec, a small trace that breaks it, with its timeline and its story.
 
-    python -m rocketspec.traces.catalogue            # regenerate docs/catalogue/ (make catalogue)
+    python -m rocketspec.traces.catalogue            # regenerate docs/catalogue/ and docs/explain/ (make catalogue)
     python -m rocketspec.traces.catalogue --check    # the committed pages still match (exit 1 if not)
 
 Counterexamples come from, in this order of preference:
@@ -304,6 +304,33 @@ def check(out: Path = OUT) -> list:
     return problems
 
 
+# Pictures for docs/explain.md: three failing reference runs and a clean one, each
+# (file stem, scenario, seed, profile, --key or None).
+PICTURES = [
+    ("orderly-pause", "orderly-pause-broker-lock", 1, "rocketmq-4.9.8", {"topic": "TopicOrder", "queue": 3}),
+    ("bug-2708", "bug-2708", 1, "bug-2708-rocketmq-4.9.0", {"topic": "Invoices", "queue": 0}),
+    ("bug-5481", "bug-5481", 1, "bug-5481-rocketmq-5.0.0", None),
+    ("clean-takeover", "real-orderly-takeover", 1, "rocketmq-4.9.8", {"topic": "TopicOrder", "queue": 3}),
+]
+
+
+def pictures(out: Path = ROOT / "docs" / "explain", log=print) -> None:
+    """The explain pictures of docs/explain.md (PNG, and the story as text beside each)."""
+    from rocketspec.reference.runner import run_to_list
+    from rocketspec.reference.scenario import load_scenario
+    from rocketspec.traces.explain import explain_events
+    from rocketspec.traces.explain_png import write_png
+
+    out.mkdir(parents=True, exist_ok=True)
+    for stem, name, seed, prof, key in PICTURES:
+        evs = run_to_list(load_scenario(name), seed, prof)
+        rep = _check(evs, prof, f"{name} (seed {seed}, {prof})")
+        ex = explain_events(evs, rep, key)
+        write_png(ex, out / f"{stem}.png")
+        (out / f"{stem}.txt").write_text(ex.text(width=96) + "\n")
+        log(f"  docs/explain/{stem}.png: {name}, {len(evs)} events, {'holds' if rep.ok else 'violated'}")
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--check" in argv:
@@ -314,6 +341,8 @@ def main(argv=None) -> int:
         return 1 if problems else 0
     entries = generate()
     print(f"docs/catalogue: {len(entries)} counterexamples")
+    if "--no-pictures" not in argv:
+        pictures()
     return 0
 
 
