@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "allocate": ("rocketspec.commands.allocate", "allocate", "Queue allocation as JSON Lines (stdin -> stdout)."),
     "filter": ("rocketspec.commands.filter", "filter_cmd", "Tag and SQL92 filter evaluation as JSON Lines."),
     "check": ("rocketspec.commands.check", "check", "Validate a trace against the spec."),
+    "minimize": ("rocketspec.commands.minimize", "minimize_cmd", "Shrink a failing trace, keeping its violation."),
+    "history": ("rocketspec.commands.history", "history", "Check the black-box guarantees on a produce/consume history."),
     "explain": ("rocketspec.commands.explain", "explain", "Explain a trace: its story and timeline (HTML, PNG)."),
     "diff": ("rocketspec.commands.diff", "diff", "Differential report: a reference trace against a real one."),
     "explore": ("rocketspec.commands.explore", "explore", "Exhaustive small-scope model checking."),
