@@ -51,6 +51,7 @@ class Candidate:
     origin: str          # where exactly it came from, in words
     original_length: int
     minimized: bool = False
+    reasons: list | None = None      # minimize's word on why each remaining event stays
 
 
 def error_invariants() -> list:
@@ -164,11 +165,19 @@ def choose(log=print) -> tuple[dict, dict]:
                 best[c.invariant] = c
         for inv, c in best.items():
             if minimize is not None:
-                r = minimize(c.events, invariant=inv, profile=c.profile)
-                small = _renumber(r.events)
-                if inv in _first_errors(_check(small, c.profile)):
-                    c.events, c.minimized = small, True
-                log(f"  minimized {inv}: {c.original_length} -> {len(c.events)} events")
+                from rocketspec.errors import UserError
+
+                try:
+                    r = minimize(c.events, invariant=inv, profile=c.profile)
+                except UserError as exc:
+                    log(f"  minimize could not shrink {inv} ({exc}): kept as it is")
+                else:
+                    small = _renumber(r.events)
+                    if inv in _first_errors(_check(small, c.profile)) and len(small) <= len(c.events):
+                        seqs = {e["seq"]: i for i, e in enumerate(r.events)}
+                        c.events, c.minimized = small, True
+                        c.reasons = [[seqs[x.seq], x.text()] for x in r.reasons if x.seq in seqs]
+                    log(f"  minimized {inv}: {c.original_length} -> {len(c.events)} events")
             chosen[inv] = c
             waiting.pop(inv, None)
     return chosen, waiting
@@ -220,6 +229,17 @@ def page(inv_id: str, entry: dict, events: list) -> str:
               f"- `rocketspec explain docs/catalogue/{inv_id}.jsonl --html {inv_id}.html` draws it interactively",
               "", f"![timeline of the counterexample]({inv_id}.png)", "",
               "## What happened", "", "```text", ex.text(width=96), "```", ""]
+    if entry.get("reasons"):
+        from rocketspec.traces.narrate import describe
+
+        lines += ["## Why each event is there", "",
+                  "What `rocketspec minimize` found when it left each event out:", "",
+                  "| seq | event | without it |", "|---|---|---|"]
+        for seq, why in entry["reasons"]:
+            ev = events[seq] if 0 <= seq < len(events) else {}
+            cell = lambda t: str(t).replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {seq} | {cell(describe(ev))} | {cell(why)} |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -268,6 +288,8 @@ def generate(out: Path = OUT, log=print) -> dict:
         entry = {"invariant": inv.id, "profile": c.profile, "source": c.source, "origin": c.origin,
                  "events": len(c.events), "original_length": c.original_length, "minimized": c.minimized,
                  "sha256": sha(data)}
+        if c.reasons:
+            entry["reasons"] = c.reasons
         entries[inv.id] = entry
         (out / f"{inv.id}.md").write_text(page(inv.id, entry, c.events))
         _, ex = explanation(inv.id, c.events, c.profile)

@@ -199,7 +199,10 @@ def _story(tl: Timeline, events):
         first = None
         focus = set(tl.lanes)
         focus_name = lane_name(tl.lanes[0]) if len(tl.lanes) == 1 else f"{len(tl.lanes)} lane(s)"
-    scope = _scope(tl, events, focus)
+    if tl.lanes:
+        scope = _scope(tl, events, focus)
+    else:       # nothing happened on a queue (e.g. a retry chain alone): the whole trace is the story
+        scope, focus_name = list(events), "the trace"
     bad = {v.seq for v in tl.violations if v.seq is not None}
     matters = set()
     for v in tl.violations:
