@@ -9,7 +9,9 @@ Counterexamples come from, in this order of preference:
   (model_checks.scopes.BUG_SCOPES): generated, and shortest by construction;
 - a built-in scenario that declares a failing verdict (reference/scenarios/), run on the
   reference, kept only once `rocketspec minimize` can shrink it;
-- a hand-written wrong trace of tests/traces/ (a one-step mistake, tests/traces/build.py).
+- a hand-written wrong trace of tests/traces/ (a one-step mistake, tests/traces/build.py);
+- a trace mutant (traces/trace_mutants.py): a clean reference run changed in one event as an
+  implementation with one specific mistake would write it, kept once minimize can shrink it.
 Each is passed through `rocketspec.traces.minimize.minimize` when that module is installed.
 An invariant no source breaks is listed in the index as missing, with the reason.
 
@@ -138,6 +140,29 @@ def hand_candidates(log=print):
                             f"tests/traces/README.md)", len(evs))
 
 
+def mutant_candidates(log=print):
+    from rocketspec.reference.runner import run_to_list
+    from rocketspec.reference.scenario import load_scenario
+    from rocketspec.traces.trace_mutants import MUTANTS
+
+    runs: dict = {}
+    for m in MUTANTS:
+        k = (m.scenario, m.profile)
+        if k not in runs:
+            runs[k] = run_to_list(load_scenario(m.scenario), 1, m.profile)
+        evs = m.mutate(runs[k])
+        if evs is None:
+            log(f"  mutant {m.invariant}: nothing to change in {m.scenario}")
+            continue
+        got = _first_errors(_check(evs, m.profile))
+        log(f"  mutant {m.invariant} on {m.scenario}: {', '.join(got) or 'holds'}, {len(evs)} events")
+        if m.invariant in got:
+            yield Candidate(m.invariant, evs, m.profile, "trace mutant",
+                            f"a trace mutant: the clean reference run of `{m.scenario}` (seed 1, `{m.profile}`) "
+                            f"changed in one event as an implementation with this mistake would write it: "
+                            f"{m.mistake} (traces/trace_mutants.py)", len(evs))
+
+
 def _minimizer():
     try:
         from rocketspec.traces.minimize import minimize
@@ -152,12 +177,12 @@ def choose(log=print) -> tuple[dict, dict]:
     wanted = {i.id for i in error_invariants()}
     chosen: dict = {}
     waiting: dict = {}
-    for gen in (explorer_candidates, scenario_candidates, hand_candidates):
+    for gen in (explorer_candidates, scenario_candidates, hand_candidates, mutant_candidates):
         best: dict = {}
         for c in gen(log):
             if c.invariant not in wanted or c.invariant in chosen:
                 continue
-            if c.source == "scenario" and minimize is None:
+            if c.source in ("scenario", "trace mutant") and minimize is None:
                 waiting[c.invariant] = (f"{c.origin} breaks it ({c.original_length} events), waiting for "
                                         f"`rocketspec minimize` to shrink it")
                 continue
