@@ -24,7 +24,7 @@ def test_index_lists_every_error_invariant_and_guarantee():
     # than the scope's shortest, and each entry names its invariant's catalogue entry
     for inv_id, e in idx["entries"].items():
         assert BY_ID[inv_id].severity == "error"
-        assert e["source"] in ("explorer", "scenario", "hand-written")
+        assert e["source"] in ("explorer", "scenario", "hand-written", "trace mutant")
         assert (cat.OUT / f"{inv_id}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

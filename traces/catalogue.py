@@ -1,7 +1,7 @@
 """The counterexample catalogue (docs/catalogue/): for every error-level invariant and every
 guarantee of the spec, a small trace that breaks it, with its timeline and its story.
 
-    python -m rocketspec.traces.catalogue            # regenerate docs/catalogue/ (make catalogue)
+    python -m rocketspec.traces.catalogue            # regenerate docs/catalogue/ and docs/explain/ (make catalogue)
     python -m rocketspec.traces.catalogue --check    # the committed pages still match (exit 1 if not)
 
 Counterexamples come from, in this order of preference:
@@ -9,7 +9,9 @@ Counterexamples come from, in this order of preference:
   (model_checks.scopes.BUG_SCOPES): generated, and shortest by construction;
 - a built-in scenario that declares a failing verdict (reference/scenarios/), run on the
   reference, kept only once `rocketspec minimize` can shrink it;
-- a hand-written wrong trace of tests/traces/ (a one-step mistake, tests/traces/build.py).
+- a hand-written wrong trace of tests/traces/ (a one-step mistake, tests/traces/build.py);
+- a trace mutant (traces/trace_mutants.py): a clean reference run changed in one event as an
+  implementation with one specific mistake would write it, kept once minimize can shrink it.
 Each is passed through `rocketspec.traces.minimize.minimize` when that module is installed.
 An invariant no source breaks is listed in the index as missing, with the reason.
 
@@ -51,6 +53,7 @@ class Candidate:
     origin: str          # where exactly it came from, in words
     original_length: int
     minimized: bool = False
+    reasons: list | None = None      # minimize's word on why each remaining event stays
 
 
 def error_invariants() -> list:
@@ -137,6 +140,29 @@ def hand_candidates(log=print):
                             f"tests/traces/README.md)", len(evs))
 
 
+def mutant_candidates(log=print):
+    from rocketspec.reference.runner import run_to_list
+    from rocketspec.reference.scenario import load_scenario
+    from rocketspec.traces.trace_mutants import MUTANTS
+
+    runs: dict = {}
+    for m in MUTANTS:
+        k = (m.scenario, m.profile)
+        if k not in runs:
+            runs[k] = run_to_list(load_scenario(m.scenario), 1, m.profile)
+        evs = m.mutate(runs[k])
+        if evs is None:
+            log(f"  mutant {m.invariant}: nothing to change in {m.scenario}")
+            continue
+        got = _first_errors(_check(evs, m.profile))
+        log(f"  mutant {m.invariant} on {m.scenario}: {', '.join(got) or 'holds'}, {len(evs)} events")
+        if m.invariant in got:
+            yield Candidate(m.invariant, evs, m.profile, "trace mutant",
+                            f"a trace mutant: the clean reference run of `{m.scenario}` (seed 1, `{m.profile}`) "
+                            f"changed in one event as an implementation with this mistake would write it: "
+                            f"{m.mistake} (traces/trace_mutants.py)", len(evs))
+
+
 def _minimizer():
     try:
         from rocketspec.traces.minimize import minimize
@@ -151,12 +177,12 @@ def choose(log=print) -> tuple[dict, dict]:
     wanted = {i.id for i in error_invariants()}
     chosen: dict = {}
     waiting: dict = {}
-    for gen in (explorer_candidates, scenario_candidates, hand_candidates):
+    for gen in (explorer_candidates, scenario_candidates, hand_candidates, mutant_candidates):
         best: dict = {}
         for c in gen(log):
             if c.invariant not in wanted or c.invariant in chosen:
                 continue
-            if c.source == "scenario" and minimize is None:
+            if c.source in ("scenario", "trace mutant") and minimize is None:
                 waiting[c.invariant] = (f"{c.origin} breaks it ({c.original_length} events), waiting for "
                                         f"`rocketspec minimize` to shrink it")
                 continue
@@ -164,11 +190,19 @@ def choose(log=print) -> tuple[dict, dict]:
                 best[c.invariant] = c
         for inv, c in best.items():
             if minimize is not None:
-                r = minimize(c.events, invariant=inv, profile=c.profile)
-                small = _renumber(r.events)
-                if inv in _first_errors(_check(small, c.profile)):
-                    c.events, c.minimized = small, True
-                log(f"  minimized {inv}: {c.original_length} -> {len(c.events)} events")
+                from rocketspec.errors import UserError
+
+                try:
+                    r = minimize(c.events, invariant=inv, profile=c.profile)
+                except UserError as exc:
+                    log(f"  minimize could not shrink {inv} ({exc}): kept as it is")
+                else:
+                    small = _renumber(r.events)
+                    if inv in _first_errors(_check(small, c.profile)) and len(small) <= len(c.events):
+                        seqs = {e["seq"]: i for i, e in enumerate(r.events)}
+                        c.events, c.minimized = small, True
+                        c.reasons = [[seqs[x.seq], x.text()] for x in r.reasons if x.seq in seqs]
+                    log(f"  minimized {inv}: {c.original_length} -> {len(c.events)} events")
             chosen[inv] = c
             waiting.pop(inv, None)
     return chosen, waiting
@@ -220,6 +254,17 @@ def page(inv_id: str, entry: dict, events: list) -> str:
               f"- `rocketspec explain docs/catalogue/{inv_id}.jsonl --html {inv_id}.html` draws it interactively",
               "", f"![timeline of the counterexample]({inv_id}.png)", "",
               "## What happened", "", "```text", ex.text(width=96), "```", ""]
+    if entry.get("reasons"):
+        from rocketspec.traces.narrate import describe
+
+        lines += ["## Why each event is there", "",
+                  "What `rocketspec minimize` found when it left each event out:", "",
+                  "| seq | event | without it |", "|---|---|---|"]
+        for seq, why in entry["reasons"]:
+            ev = events[seq] if 0 <= seq < len(events) else {}
+            cell = lambda t: str(t).replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {seq} | {cell(describe(ev))} | {cell(why)} |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -268,6 +313,8 @@ def generate(out: Path = OUT, log=print) -> dict:
         entry = {"invariant": inv.id, "profile": c.profile, "source": c.source, "origin": c.origin,
                  "events": len(c.events), "original_length": c.original_length, "minimized": c.minimized,
                  "sha256": sha(data)}
+        if c.reasons:
+            entry["reasons"] = c.reasons
         entries[inv.id] = entry
         (out / f"{inv.id}.md").write_text(page(inv.id, entry, c.events))
         _, ex = explanation(inv.id, c.events, c.profile)
@@ -304,6 +351,33 @@ def check(out: Path = OUT) -> list:
     return problems
 
 
+# Pictures for docs/explain.md: three failing reference runs and a clean one, each
+# (file stem, scenario, seed, profile, --key or None).
+PICTURES = [
+    ("orderly-pause", "orderly-pause-broker-lock", 1, "rocketmq-4.9.8", {"topic": "TopicOrder", "queue": 3}),
+    ("bug-2708", "bug-2708", 1, "bug-2708-rocketmq-4.9.0", {"topic": "Invoices", "queue": 0}),
+    ("bug-5481", "bug-5481", 1, "bug-5481-rocketmq-5.0.0", None),
+    ("clean-takeover", "real-orderly-takeover", 1, "rocketmq-4.9.8", {"topic": "TopicOrder", "queue": 3}),
+]
+
+
+def pictures(out: Path = ROOT / "docs" / "explain", log=print) -> None:
+    """The explain pictures of docs/explain.md (PNG, and the story as text beside each)."""
+    from rocketspec.reference.runner import run_to_list
+    from rocketspec.reference.scenario import load_scenario
+    from rocketspec.traces.explain import explain_events
+    from rocketspec.traces.explain_png import write_png
+
+    out.mkdir(parents=True, exist_ok=True)
+    for stem, name, seed, prof, key in PICTURES:
+        evs = run_to_list(load_scenario(name), seed, prof)
+        rep = _check(evs, prof, f"{name} (seed {seed}, {prof})")
+        ex = explain_events(evs, rep, key)
+        write_png(ex, out / f"{stem}.png")
+        (out / f"{stem}.txt").write_text(ex.text(width=96) + "\n")
+        log(f"  docs/explain/{stem}.png: {name}, {len(evs)} events, {'holds' if rep.ok else 'violated'}")
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--check" in argv:
@@ -314,6 +388,8 @@ def main(argv=None) -> int:
         return 1 if problems else 0
     entries = generate()
     print(f"docs/catalogue: {len(entries)} counterexamples")
+    if "--no-pictures" not in argv:
+        pictures()
     return 0
 
 

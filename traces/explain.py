@@ -199,7 +199,10 @@ def _story(tl: Timeline, events):
         first = None
         focus = set(tl.lanes)
         focus_name = lane_name(tl.lanes[0]) if len(tl.lanes) == 1 else f"{len(tl.lanes)} lane(s)"
-    scope = _scope(tl, events, focus)
+    if tl.lanes:
+        scope = _scope(tl, events, focus)
+    else:       # nothing happened on a queue (e.g. a retry chain alone): the whole trace is the story
+        scope, focus_name = list(events), "the trace"
     bad = {v.seq for v in tl.violations if v.seq is not None}
     matters = set()
     for v in tl.violations:
@@ -222,7 +225,12 @@ def _story(tl: Timeline, events):
         idx = next((i for i, e in enumerate(scope) if e["seq"] >= first.seq), len(scope) - 1)
         keep_idx = set(range(max(0, idx - STORY_BEFORE), min(len(scope), idx + STORY_AFTER + 1)))
     else:
-        keep_idx = set(range(0, 60)) | set(range(len(scope) - 20, len(scope)))
+        # a clean trace: its beginning and end, and the moments ownership changes hands
+        keep_idx = set(range(0, 30)) | set(range(len(scope) - 10, len(scope)))
+        for i, e in enumerate(scope):
+            if e["kind"] in ("pq_created", "pq_dropped", "client_crashed", "client_paused", "lock_expired",
+                             "broker_restarted") or (e["kind"] == "lock_acquired" and e.get("reason") != "renewed"):
+                keep_idx |= set(range(max(0, i - 4), min(len(scope), i + 5)))
     keep_idx |= {i for i, e in enumerate(scope) if e["seq"] in matters or e["seq"] in bad
                  or e["kind"] in ("client_paused", "client_resumed", "client_crashed", "client_started",
                                   "client_stopped", "broker_restarted", "pq_created", "pq_dropped",
@@ -239,9 +247,13 @@ def _story(tl: Timeline, events):
     if gap:
         story.append((None, None, f"... {gap} more event(s) ...", None))
     shown = sum(1 for s in story if s[0] is not None)
-    title = (f"STORY of {focus_name} ({shown} of its {len(scope)} events: the events that matter, ownership "
-             f"changes, pauses and crashes, and the surroundings of the violation; ! = the violation, "
-             f"* = an event that matters)")
+    if first is not None:
+        title = (f"STORY of {focus_name} ({shown} of its {len(scope)} events: the events that matter, ownership "
+                 f"changes, pauses and crashes, and the surroundings of the violation; ! = the violation, "
+                 f"* = an event that matters)")
+    else:
+        title = (f"STORY of {focus_name} ({shown} of its {len(scope)} events: the beginning and the end, and "
+                 f"around every change of owner or lock, pause and crash)")
     return story, title
 
 

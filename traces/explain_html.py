@@ -67,6 +67,7 @@ def figure(ex: Explanation):
             marker=dict(symbol=symbol, size=size, color=colors, line=dict(width=1, color=colors)),
             hovertext=[m.text for m in marks], hoverinfo="text", legendgroup=cat))
     shapes, annotations = [], []
+    labelled = set()
     for i, v in enumerate(tl.violations, 1):
         if v.lane is None or v.ts is None or v.lane not in tl.lanes:
             continue
@@ -75,6 +76,9 @@ def figure(ex: Explanation):
         shapes.append(dict(type="line", x0=vxx, x1=vxx, y0=min(ys) - 0.5, y1=max(ys) + 0.5,
                            line=dict(color=VIOLATION_COLOR, width=2, dash="dot")))
         y = tl.rows[v.row].y if v.row is not None else min(ys)
+        if (v.inv, v.lane) in labelled:
+            continue
+        labelled.add((v.inv, v.lane))
         annotations.append(dict(x=vxx, y=y, text=f"<b>{html.escape(v.inv)}</b>", showarrow=True,
                                 arrowcolor=VIOLATION_COLOR, font=dict(color=VIOLATION_COLOR, size=12),
                                 ax=30, ay=-30 - 14 * (i % 3), bgcolor="rgba(255,255,255,0.85)"))
@@ -113,7 +117,7 @@ def figure(ex: Explanation):
         legend=dict(orientation="h", yanchor="top", y=-0.08 if len(tl.rows) > 6 else -0.2, xanchor="left", x=0,
                     font=dict(size=10)),
         xaxis=dict(title=tl.x_label(), showgrid=True, gridcolor="#e5e5e5", zeroline=False),
-        yaxis=dict(tickvals=[r.y for r in tl.rows], ticktext=[r.label for r in tl.rows], autorange="reversed",
+        yaxis=dict(tickvals=[r.y for r in tl.rows], ticktext=[html.escape(r.label).replace("\n", "<br>") for r in tl.rows], autorange="reversed",
                    showgrid=False, zeroline=False, automargin=True),
         title=dict(text=("VIOLATED: " + ", ".join(dict.fromkeys(v.inv for v in tl.violations))) if not tl.ok
                    else "HOLDS", font=dict(color=VIOLATION_COLOR if not tl.ok else "#2ca02c")))

@@ -29,7 +29,7 @@ def figure(ex: Explanation):
     fig = plt.figure(figsize=(15, fig_h), dpi=100)
     top = 1 - 0.55 / fig_h
     bottom = (1.4 + 0.17 * note_lines) / fig_h
-    ax = fig.add_axes([0.2, bottom, 0.62, top - bottom])
+    ax = fig.add_axes([0.17, bottom, 0.65, top - bottom])
     lo, hi = (tl.s_min, tl.s_max + 1) if tl.steps else (tl.t_min / S, max(tl.t_max, tl.t_min + 1) / S)
     span = hi - lo
     for j, ln in enumerate(tl.lanes):
@@ -79,6 +79,7 @@ def figure(ex: Explanation):
             if r is not None:
                 ax.scatter([tl.x(ev["ts"], ev["seq"])], [tl.rows[r].y], s=220, facecolors="none", edgecolors=VIOLATION_COLOR,
                            linewidths=1.4, zorder=30)
+    labelled = set()
     for i, v in enumerate(tl.violations):
         if v.lane is None or v.ts is None or v.lane not in tl.lanes:
             continue
@@ -89,7 +90,10 @@ def figure(ex: Explanation):
         if v.row is not None:
             y = tl.rows[v.row].y
             ax.scatter([vx], [y], s=420, marker="*", color=VIOLATION_COLOR, edgecolors="black", zorder=32)
-            ax.annotate(v.inv, (vx, y), xytext=(14, -16 - 12 * (i % 3)), textcoords="offset points",
+            if (v.inv, v.lane) in labelled:
+                continue
+            labelled.add((v.inv, v.lane))
+            ax.annotate(v.inv, (vx, y), xytext=(14, -16 - 12 * (len(labelled) % 3)), textcoords="offset points",
                         color=VIOLATION_COLOR, fontsize=10, fontweight="bold", zorder=33,
                         bbox=dict(boxstyle="round,pad=0.2", fc="white", ec=VIOLATION_COLOR, alpha=0.9),
                         arrowprops=dict(arrowstyle="-", color=VIOLATION_COLOR))
@@ -125,18 +129,24 @@ def _notes(ex: Explanation) -> list:
     tl = ex.timeline
     out = []
     w = 170
-    for v in tl.violations[:4]:
-        head = f"{v.inv} {v.title} - seq {v.seq} at {secs(v.ts) if v.ts is not None else '?'}"
-        if v.guarantee:
-            head += f"  (guarantee lost: {v.guarantee})"
+    by_inv: dict = {}
+    for v in tl.violations:
+        by_inv.setdefault(v.inv, []).append(v)
+    for inv_id, vs in list(by_inv.items())[:4]:
+        v = vs[0]
+        head = f"{v.inv} {v.title}" + (f"  (guarantee lost: {v.guarantee})" if v.guarantee else "")
         out.append(head)
         out.append(textwrap.fill("The rule: " + v.statement, w))
-        out.append(textwrap.fill("What broke it: " + v.message, w))
-    if len(tl.violations) > 4:
-        out.append(f"... and {len(tl.violations) - 4} more violations (rocketspec explain prints them all)")
+        for x in vs[:3]:
+            out.append(textwrap.fill(f"What broke it (seq {x.seq} at {secs(x.ts) if x.ts is not None else '?'}): "
+                                     f"{x.message}", w))
+        if len(vs) > 3:
+            out.append(f"... and {len(vs) - 3} more {inv_id} violations")
+    if len(by_inv) > 4:
+        out.append(f"... and {len(by_inv) - 4} more invariants violated (rocketspec explain prints them all)")
     if not tl.violations:
-        summary = "; ".join(ex.lanes_summary[:3])
-        out.append(textwrap.fill("The trace holds: every invariant of the spec is kept. " + summary, w))
+        out.append("The trace holds: every invariant of the spec is kept.")
+        out.extend(textwrap.fill(s, w) for s in ex.lanes_summary[:6])
     return out
 
 

@@ -40,6 +40,15 @@ def _queues(qs) -> str:
     return (", ".join(names) + more) if names else "no queue"
 
 
+def _subs(subs) -> str:
+    """The subscriptions a client starts with, but the automatic retry topic's."""
+    if not isinstance(subs, dict):
+        return ""
+    parts = [f"{t} {d.get('expr')!r}" for t, d in subs.items()
+             if not str(t).startswith("%RETRY%") and isinstance(d, dict)]
+    return f", subscribing {', '.join(parts)}" if parts else ""
+
+
 def _g(ev, k, default="?"):
     v = ev.get(k)
     return default if v is None else v
@@ -57,6 +66,7 @@ _D = {
     "consumer_unregistered": lambda e: f"{_g(e, 'broker')} removes {_g(e, 'client')} from group {_g(e, 'group')} "
                                        f"({_g(e, 'reason')})",
     "message_stored": lambda e: f"message {_g(e, 'msg_id')} is stored in {qname(e)} at offset {_g(e, 'offset')}"
+                                + (f", tag {e['tags']}" if e.get("tags") else "")
                                 + (f" ({e['source']}" + (f", reconsumed {e['reconsume_times']} times"
                                                           if e.get("reconsume_times") else "") + ")"
                                    if e.get("source") and e.get("source") != "producer" else ""),
@@ -67,7 +77,8 @@ _D = {
                                    f"{_g(e, 'delay_level')}) until {secs(e['deliver_ts']) if isinstance(e.get('deliver_ts'), int) else '?'}",
     "schedule_delivered": lambda e: f"the schedule delivers {_g(e, 'msg_id')} to {e.get('real_topic') or 'its topic'}",
     "client_started": lambda e: f"client {_g(e, 'client')} starts in group {_g(e, 'group')} "
-                                f"({str(_g(e, 'consume_mode')).lower()}, {str(_g(e, 'message_model')).lower()})",
+                                f"({str(_g(e, 'consume_mode')).lower()}, {str(_g(e, 'message_model')).lower()})"
+                                + _subs(e.get("subscriptions")),
     "client_stopped": lambda e: f"{_g(e, 'client')} shuts down (persists its offsets, releases its locks)",
     "client_crashed": lambda e: f"{_g(e, 'client')} crashes: nothing persisted, nothing unlocked",
     "client_paused": lambda e: f"{_g(e, 'client')} freezes for {_g(e, 'duration')} ms (a GC pause or SIGSTOP): "

@@ -113,7 +113,13 @@ def lane_name(lane) -> str:
     return f"{g} · {t}/{b}/{q}"
 
 
+# Events about a retry copy in the schedule carry the schedule topic's queue: not a lane of the group.
+NOT_LANE_KINDS = frozenset({"message_scheduled", "schedule_delivered"})
+
+
 def lane_of(ev) -> tuple | None:
+    if ev.get("kind") in NOT_LANE_KINDS:
+        return None
     try:
         k = (ev["group"], ev["topic"], ev["broker"], ev["queue"])
     except KeyError:
@@ -179,7 +185,7 @@ class _Builder:
         for lane in self.lanes:
             whos = ["broker"] + lane_clients.get(lane, [])
             for who in whos:
-                label = (f"{lane_name(lane)} · {lane[2]}" if who == "broker" else f"{who}")
+                label = (f"{lane[0]}\n{lane[1]}/{lane[2]}/{lane[3]} (broker)" if who == "broker" else f"{who}")
                 idx = len(self.rows)
                 self.rows.append(Row(y, lane, who, label))
                 self.row_of[(lane, who)] = idx

@@ -1,0 +1,198 @@
+"""Trace mutants: one-event changes of a clean reference trace, each the trace a client or
+broker with one specific mistake would write. The counterexample catalogue (traces/catalogue.py)
+uses them for invariants no known bug or failing scenario breaks; `rocketspec minimize` then
+shrinks each to its few events.
+
+A mutant names the invariant it should break; whether it does is decided by the spec alone
+(the catalogue keeps a mutant only when `check` rejects it with that invariant).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class TraceMutant:
+    invariant: str
+    scenario: str
+    profile: str
+    mistake: str                      # the implementation mistake, in words
+    mutate: Callable                  # events -> mutated events (a copy), or None if nothing to change
+
+
+def _first(events, pred):
+    return next((i for i, e in enumerate(events) if pred(e)), None)
+
+
+def _renumber(evs):
+    for i, e in enumerate(evs):
+        e["seq"] = i
+    return evs
+
+
+def _edit(pred, change):
+    def f(events):
+        evs = copy.deepcopy(events)
+        i = _first(evs, pred)
+        if i is None:
+            return None
+        change(evs[i])
+        return evs
+    return f
+
+
+def _delete(pred):
+    def f(events):
+        evs = copy.deepcopy(events)
+        i = _first(evs, pred)
+        if i is None:
+            return None
+        del evs[i]
+        return _renumber(evs)
+    return f
+
+
+def _alloc_overlap(events):
+    """The second client of a view is given the first client's queues too."""
+    evs = copy.deepcopy(events)
+    firsts = {}
+    for e in evs:
+        if e["kind"] == "allocation_computed" and not e["topic"].startswith("%") and e.get("allocated"):
+            k = (e["group"], e["topic"], e["view"])
+            if k in firsts and firsts[k]["client"] != e["client"]:
+                e["allocated"] = sorted(e["allocated"] + firsts[k]["allocated"])
+                return evs
+            firsts.setdefault(k, e)
+    return None
+
+
+def _alloc_extra(events):
+    """A client keeps a queue the strategy gave another client."""
+    evs = copy.deepcopy(events)
+    for e in evs:
+        if e["kind"] == "allocation_computed" and len(e.get("cids") or []) >= 2 and e.get("allocated") \
+                and len(e["allocated"]) < len(e["mqs"]):
+            extra = next(q for q in e["mqs"] if q not in e["allocated"])
+            e["allocated"] = e["allocated"] + [extra]
+            return evs
+    return None
+
+
+def _pq_not_allocated(events):
+    """A ProcessQueue is created for a queue the client's allocation does not contain."""
+    evs = copy.deepcopy(events)
+    for i, e in enumerate(evs):
+        if e["kind"] == "allocation_computed" and e.get("allocated") and len(e.get("cids") or []) >= 2 \
+                and len(e["allocated"]) < len(e["mqs"]):
+            other = next(q for q in e["mqs"] if q not in e["allocated"])
+            j = _first(evs[i + 1:], lambda x: x["kind"] == "pq_created" and x["client"] == e["client"]
+                       and x["topic"] == e["topic"])
+            if j is None:
+                continue
+            pq = copy.deepcopy(evs[i + 1 + j])
+            pq["queue"] = other[2]
+            evs.insert(i + 2 + j, pq)
+            return _renumber(evs)
+    return None
+
+
+def _orderly_wrong_batch(events):
+    """An orderly batch that is not the messages takeMessages just moved (the next ones instead)."""
+    evs = copy.deepcopy(events)
+    for i, e in enumerate(evs):
+        if e["kind"] == "consume_started" and i > 0 and evs[i - 1]["kind"] == "messages_taken" \
+                and e.get("offsets"):
+            e["offsets"] = [o + 1 for o in e["offsets"]]
+            return evs
+    return None
+
+
+def _offset_back(events):
+    """A concurrent client's offset store is seen (polled by a recorder) going back while its
+    ProcessQueue lives."""
+    evs = copy.deepcopy(events)
+    seen = {}
+    for e in evs:
+        if e["kind"] == "offset_updated" and e.get("increase_only"):
+            k = (e["client"], e["group"], e["topic"], e["broker"], e["queue"])
+            if k in seen and seen[k] >= 2:
+                e["offset"] = e["stored"] = seen[k] - 2
+                e["obs"] = "sampled"
+                return evs
+            seen[k] = e["stored"]
+    return None
+
+
+def _filter_wrong_tag(events):
+    """The broker hands over a message whose tag the subscription does not take."""
+    evs = copy.deepcopy(events)
+    for e in evs:
+        if e["kind"] == "pull_answered" and e.get("offsets"):
+            o = e["offsets"][0]
+            st = next(x for x in evs if x["kind"] == "message_stored" and x["topic"] == e["topic"]
+                      and x["broker"] == e["broker"] and x["queue"] == e["queue"] and x["offset"] == o)
+            st["tags"] = "TagZ"
+            st["tags_code"] = _java_hash("TagZ")
+            return evs
+    return None
+
+
+def _java_hash(s: str) -> int:
+    h = 0
+    for ch in s:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _retry_wrong_level(events):
+    """The broker schedules a retry copy one delay level too late."""
+    return _edit(lambda e: e["kind"] == "message_sent_back" and e.get("outcome") == "retry"
+                 and e.get("delay_level") is not None,
+                 lambda e: e.__setitem__("delay_level", e["delay_level"] + 1))(events)
+
+
+def _broadcast_send_back(events):
+    """A broadcasting client persists its offset to the broker (it must keep it locally)."""
+    evs = copy.deepcopy(events)
+    for i, e in enumerate(evs):
+        if e["kind"] == "offset_updated" and e.get("stored", -1) > 0:
+            c = {"seq": 0, "ts": e["ts"], "kind": "offset_committed", "broker": e["broker"], "group": e["group"],
+                 "topic": e["topic"], "queue": e["queue"], "offset": e["stored"], "client": e["client"],
+                 "source": "persist"}
+            evs.insert(i + 1, c)
+            return _renumber(evs)
+    return None
+
+
+MUTANTS = [
+    TraceMutant("INV-OWNER-1", "real-basic", "rocketmq-4.9.8",
+                "two clients of one view both take the same queues (an allocation that is not a partition)",
+                _alloc_overlap),
+    TraceMutant("INV-ALLOC-1", "real-basic", "rocketmq-4.9.8",
+                "a client keeps a queue the strategy gave another client", _alloc_extra),
+    TraceMutant("INV-ALLOC-2", "real-basic", "rocketmq-4.9.8",
+                "a ProcessQueue is created for a queue the rebalance did not allocate", _pq_not_allocated),
+    TraceMutant("INV-OWNER-2", "real-orderly-suspend", "rocketmq-4.9.8",
+                "an orderly client consumes a queue without first locking it on the broker",
+                _delete(lambda e: e["kind"] == "lock_acquired")),
+    TraceMutant("INV-ORDER-2", "real-orderly-suspend", "rocketmq-4.9.8",
+                "an orderly batch is not the messages takeMessages just moved", _orderly_wrong_batch),
+    TraceMutant("INV-PQ-1", "real-basic", "rocketmq-4.9.8",
+                "a client pulls a queue it never created a ProcessQueue for",
+                _delete(lambda e: e["kind"] == "pq_created")),
+    TraceMutant("INV-OFFSET-2", "real-basic", "rocketmq-4.9.8",
+                "a concurrent client's stored offset goes back, as a recorder polling the client sees it",
+                _offset_back),
+    TraceMutant("INV-FILTER-1", "real-tags", "rocketmq-4.9.8",
+                "the broker hands over a message whose tag the subscription does not take", _filter_wrong_tag),
+    TraceMutant("INV-RETRY-2", "real-retry-dlq", "rocketmq-4.9.8",
+                "the broker schedules a retry copy one delay level too late", _retry_wrong_level),
+    TraceMutant("INV-BCAST-1", "real-broadcast", "rocketmq-4.9.8",
+                "a broadcasting consumer's offset is committed on the broker (it must stay local)",
+                _broadcast_send_back),
+    TraceMutant("INV-CLIENT-1", "real-basic", "rocketmq-4.9.8",
+                "a client acts although its start was never seen (a client that is not running)",
+                _delete(lambda e: e["kind"] == "client_started")),
+]
