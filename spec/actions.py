@@ -1815,7 +1815,10 @@ def check_quiescent(st, out):
     units_by_topic: dict[str, list] = {}
     for c in d.clients.values():
         if c.status in ("running", "paused"):
-            for t in c.subs:
+            # a clustering consumer also consumes its group's retry topic, subscribed or not in its
+            # client_started (RebalancePushImpl/copySubscription subscribe %RETRY%<group> with "*")
+            topics = set(c.subs) | (set() if c.broadcast else {RETRY_PREFIX + c.group})
+            for t in sorted(topics):
                 units_by_topic.setdefault(t, []).append(c)
     reported = 0
     for (topic, broker, q), sq in st.stored.items():
