@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-real bench clean rocketmq recorder diff-reports
+.PHONY: setup demo test test-slow test-real bench clean rocketmq recorder diff-reports browser catalogue
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,18 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/rocketspec demo
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q -n 2
+
+# Debian's chromium, for the test of explain's HTML in a real headless browser
+# (tests/test_explain_browser.py); installed as a system package, never downloaded by a tool.
+# Without root or apt the test skips (and fails under ROCKETSPEC_REQUIRE_REAL=1, as in CI).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (apt-get) for the headless browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: chromium is missing (apt-get install chromium): tests/test_explain_browser.py will skip"; fi; }
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
@@ -53,6 +63,11 @@ build/recorder/.built: $(RECORDER_SRC)
 # the committed fixtures by default; RECORD=1 records fresh real traces first (needs Java).
 diff-reports: $(STAMP)
 	$(BIN)/python -m rocketspec.traces.diff_reports $(if $(RECORD),--record)
+
+# The counterexample catalogue (docs/catalogue/): one minimal failing trace per invariant, with
+# its timeline and story; tests/test_catalogue.py checks the committed one still matches.
+catalogue: $(STAMP)
+	$(BIN)/python -m rocketspec.traces.catalogue
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

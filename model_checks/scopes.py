@@ -119,6 +119,16 @@ def _validate(d: dict, origin: str) -> Scope:
     return s
 
 
+# The scope (and overrides) in which each known bug shows (docs/model-checking.md): the
+# explorer's tests and the counterexample catalogue (docs/catalogue/) both read it.
+BUG_SCOPES = {
+    "#4215": ("bugs", {}), "#2708": ("bugs", {}), "#2724": ("bugs", {}), "#5481": ("bugs", {}),
+    "#2449": ("bugs", {}), "#6163": ("bugs-orderly", {}),
+    "#1825": ("bugs-orderly", {"failures": 0, "consumers": 2}),
+    "#4016": ("bugs-broadcast", {}),
+}
+
+
 def named_scopes() -> list[str]:
     return sorted(p.stem for p in SCOPE_DIR.glob("*.toml"))
 

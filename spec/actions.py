@@ -1548,6 +1548,8 @@ def message_sent_back(st, ev, out):
                            req[5] if req is not None and len(req) > 5 else ev["ts"]])
     elif outcome == "discarded":
         st.counts["ANOM-DISCARD"] = st.counts.get("ANOM-DISCARD", 0) + 1
+        if out is not None:
+            out.example("ANOM-DISCARD", f"{mid} sent back by {cid} was discarded (no retry queue)", ckey)
     # the failed original is now handled by the group (its successor carries the obligation)
     if req is not None and req[3] is not None:
         qs = st.queues.get(req[3])

@@ -111,11 +111,16 @@ def lease_margin(st, broker_name, cid) -> int:
 
 
 def max_reconsume(st, c) -> int | None:
-    """Resolved maxReconsumeTimes of a client: its setting; -1 means 16 for a concurrent
-    consumer (getMaxReconsumeTimes) and no limit for an orderly one (Integer.MAX_VALUE)."""
+    """Resolved maxReconsumeTimes of a client (`resolve_max_reconsume`)."""
     if c is None:
         return st.profile.default_max_reconsume_times
-    m = c.max_reconsume
-    if m == -1:
-        return None if c.orderly else st.profile.default_max_reconsume_times
-    return m
+    return resolve_max_reconsume(c.max_reconsume, c.orderly, st.profile.default_max_reconsume_times)
+
+
+def resolve_max_reconsume(configured: int, orderly: bool, default: int) -> int | None:
+    """maxReconsumeTimes as the client applies it: its setting; -1 means `default` (16) for a
+    concurrent consumer (getMaxReconsumeTimes) and no limit (None) for an orderly one
+    (Integer.MAX_VALUE)."""
+    if configured == -1:
+        return None if orderly else default
+    return configured

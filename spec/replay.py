@@ -277,9 +277,12 @@ class FastValidator:
         return validate_event(ev)
 
 
-def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50, progress=None) -> Report:
+def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50, progress=None,
+                keep: list | None = None) -> Report:
     """Validate the trace at `path` against the spec. Raises TraceInputError on bad input.
-    The trace is read by traces.io (any format it reads; `progress` as in `read_events`)."""
+    The trace is read by traces.io (any format it reads; `progress` as in `read_events`).
+    With `keep` (a list), every event is also appended to it, for a caller that needs the
+    events after the verdict (explain) without reading the file twice."""
     it = read_events(path, validate=False, progress=progress)
     validate = FastValidator()
     first = next(it, None)
@@ -298,6 +301,11 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
         yield first
         yield from it
 
+    def kept():
+        for pair in chained():
+            keep.append(pair[1])
+            yield pair
+
     # The spec state holds no reference cycles worth collecting; the cyclic GC only costs time
     # on millions of short-lived event dicts. Disabled for the replay, restored afterwards.
     import gc
@@ -305,7 +313,8 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
     was = gc.isenabled()
     gc.disable()
     try:
-        return check_events(chained(), prof, path, max_listed=max_listed, validate=validate)
+        return check_events(chained() if keep is None else kept(), prof, path, max_listed=max_listed,
+                            validate=validate)
     finally:
         if was:
             gc.enable()

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from rocketspec.model_checks.explorer import Explorer
-from rocketspec.model_checks.scopes import ScopeError, load_scope, named_scopes
+from rocketspec.model_checks.scopes import BUG_SCOPES, ScopeError, load_scope, named_scopes
 from rocketspec.spec import actions as A
 from rocketspec.spec.profiles import PROFILES
 
@@ -35,13 +35,6 @@ def test_small_orderly_clean_to_a_depth_bound(profile):
     assert res.violations == [], [v.to_dict() for v in res.violations]
 
 
-# scope and overrides in which each known bug shows (see docs/model-checking.md)
-BUG_SCOPES = {
-    "#4215": ("bugs", {}), "#2708": ("bugs", {}), "#2724": ("bugs", {}), "#5481": ("bugs", {}),
-    "#2449": ("bugs", {}), "#6163": ("bugs-orderly", {}),
-    "#1825": ("bugs-orderly", {"failures": 0, "consumers": 2}),
-    "#4016": ("bugs-broadcast", {}),
-}
 BUG_PROFILES = [p for p in PROFILES.values() if p.known_bug]
 
 

@@ -44,16 +44,48 @@ def render_text(rep) -> str:
     hidden = d["errors"] - len(d["violations"])
     if hidden > 0:
         out.append(f"\n  ... and {hidden} more errors")
-    counts = d["counts"]
-    if counts:
+    out.extend(_counts_with_examples(d))
+    if not rep.ok:
+        p = _shell_word(d["path"])
         out.append("")
-        out.append("  counts: " + ", ".join(f"{k} {n}" for k, n in counts.items()))
-    warn = [w for w in d["warnings"]]
-    if warn:
-        out.append("  allowed anomalies (first examples):")
-        for w in warn[:6]:
-            out.append(f"    {w['invariant']} at seq {w['seq']} (line {w['line']}): {w['message']}")
+        out.append("  next steps:")
+        out.append(f"    rocketspec minimize {p} -o min.jsonl   # the shortest trace that still fails this way")
+        out.append(f"    rocketspec explain {p} --html why.html  # the story and timeline of the violated queue")
     return "\n".join(out)
+
+
+def _counts_with_examples(d) -> list:
+    """Every counted finding with its invariant's title and an example (the first of each; the
+    errors listed above are their own examples)."""
+    from rocketspec.spec import invariants as inv
+
+    counts = d["counts"]
+    if not counts:
+        return []
+    examples: dict = {}
+    for w in d["warnings"]:
+        examples.setdefault(w["invariant"], []).append(w)
+    listed = {v["invariant"] for v in d["violations"]}
+    out = ["", "  counts:"]
+    for k, n in counts.items():
+        cat = inv.BY_ID.get(k)
+        title = cat.title if cat else "guard of the action"
+        out.append(f"    {k} {n}: {title}")
+        exs = examples.get(k, [])
+        for w in exs[:2]:
+            key = ", ".join(f"{a}={b}" for a, b in (w["key"] or {}).items()) or "-"
+            out.append(f"      e.g. seq {w['seq']} (line {w['line']}, {w['event_kind']}; {key}): {w['message']}")
+        if not exs and k in listed:
+            out.append("      (examples listed above)")
+        elif not exs:
+            out.append("      (no example kept)")
+    return out
+
+
+def _shell_word(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path) if path != "<stdin>" else "TRACE"
 
 
 @click.command("check")

@@ -1,0 +1,147 @@
+"""`rocketspec minimize TRACE [-o MIN.jsonl] [--invariant ID] [--profile P] [--match guard|invariant]
+[--json] [--quiet]`: shrink a failing trace to a short one that `check` rejects with the same
+invariant (traces/minimize.py; docs/minimize.md).
+
+Exit codes: 1 the minimized trace was written (it fails, as the input did: a finding); 2 bad
+input, including a trace that holds (nothing to minimize) or that does not violate --invariant;
+3 an internal error.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from rocketspec.errors import EXIT_FINDING
+
+SHOW_UNITS = 6      # unit names listed per kind in the text report
+
+
+def default_output(path: str) -> str:
+    """TRACE.jsonl -> TRACE.min.jsonl next to it (whatever the input's format or compression)."""
+    p = Path(path)
+    name = p.name
+    for suffix in (".gz", ".zst", ".zstd", ".jsonl", ".json", ".parquet"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return str(p.with_name(name + ".min.jsonl"))
+
+
+def render_text(res, out: str | None) -> str:
+    d = res.to_dict()
+    lines = [f"{res.invariant} kept: {res.original_events} -> {len(res.events)} events "
+             f"({100 * len(res.events) / max(1, res.original_events):.1f}%), {res.tests} replays, "
+             f"{res.seconds:.2f} s, profile {res.profile}"]
+    lines.append(f"  {res.invariant} {d['title']}")
+    if res.key:
+        lines.append("    key: " + ", ".join(f"{k}={v}" for k, v in res.key.items()))
+    lines.append(f"    {res.message}")
+    if not res.exact:
+        lines.append("  NOTE: other events of the result are rejected too (with other ids): they could not be "
+                     "removed without losing the violation")
+    lines.append("")
+    lines.append("  removed:")
+    by_kind: dict[str, list] = {}
+    for r in res.removed:
+        by_kind.setdefault(r.kind, []).append(r)
+    for kind, rs in by_kind.items():
+        n = sum(r.events for r in rs)
+        if kind in ("after", "slice", "rejected"):
+            for r in rs:
+                lines.append(f"    {r.unit}: {r.events} events")
+            continue
+        if kind == "event":
+            lines.append(f"    single events: {n}")
+            continue
+        names = ", ".join(r.unit for r in rs[:SHOW_UNITS]) + (f", ... ({len(rs)} in all)" if len(rs) > SHOW_UNITS else "")
+        lines.append(f"    {len(rs)} {kind.replace('_', ' ')} unit{'s' * (len(rs) != 1)}, {n} events: {names}")
+    lines.append("")
+    lines.append("  the minimized trace, and why each event stays:")
+    reasons = {r.seq: r for r in res.reasons}
+    for ev in res.events:
+        brief = _brief(ev)
+        lines.append(f"    {ev['seq']:>3} ts {ev['ts']:<8} {ev['kind']:<22} {brief}")
+        r = reasons.get(ev["seq"])
+        if r is not None:
+            lines.append(f"          -> {r.text()}")
+    if out is not None:
+        lines.append("")
+        where = "standard output" if out == "-" else out
+        lines.append(f"  wrote {where}: `rocketspec check` rejects it with {res.invariant}; "
+                     f"`rocketspec explain` draws it")
+    return "\n".join(lines)
+
+
+_SKIP = frozenset({"seq", "ts", "kind", "config", "subscriptions", "schema_version", "msg_ids", "origin_msg_ids",
+                   "reconsume_list", "expr", "expr_type", "max_nums", "view", "mqs"})
+
+
+def _brief(ev) -> str:
+    parts = []
+    for k, v in ev.items():
+        if k in _SKIP or v is None:
+            continue
+        parts.append(f"{k}={v}")
+    text = " ".join(parts)
+    return text if len(text) <= 110 else text[:107] + "..."
+
+
+@click.command("minimize")
+@click.argument("path")
+@click.option("-o", "--out", "out", default=None,
+              help="Where to write the minimized trace (JSON Lines; - for standard output). Default: "
+                   "TRACE.min.jsonl next to the input.")
+@click.option("--invariant", default=None,
+              help="The invariant id to keep (default: the trace's first violation's).")
+@click.option("--profile", default=None,
+              help="Version profile (default: the one named by the trace's trace_started event).")
+@click.option("--match", type=click.Choice(["guard", "invariant"]), default="guard", show_default=True,
+              help="guard: the result fails the same guard as the input (same invariant, same kind of event, "
+                   "same message but for its numbers); invariant: the same invariant id is enough.")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON report.")
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def minimize_cmd(path, out, invariant, profile, match, as_json, quiet):
+    """Shrink the failing trace at PATH to a short trace that `rocketspec check` still rejects
+    with the same invariant: every other event accepted, the violation last.
+
+    Removes whole units first (groups, brokers, topics, queues, clients, ProcessQueues, messages
+    with their retries, pauses, lock requests, persists, pulls, listener calls), slicing by the
+    violation's key first, then single events; compresses time. Deterministic. Prints what it
+    removed and, for each remaining event, what fails without it.
+
+    Exit 1 when the minimized trace is written (it fails, as the input did), 2 on bad input: a
+    trace that holds has nothing to minimize."""
+    import orjson
+
+    from rocketspec.commands.options import progress_bar
+    from rocketspec.traces.io import read_events, write_trace
+    from rocketspec.traces.minimize import minimize, validate_events
+
+    if out is None:
+        if path == "-":
+            raise click.UsageError("reading standard input: give -o/--out (a file, or - for standard output)")
+        out = default_output(path)
+    events = validate_events(read_events(path, validate=False), path, numbered=True)
+    bar = progress_bar(enabled=not quiet, total=len(events), unit=" events removed")
+
+    def progress(phase, n, tests):
+        bar.update(len(events) - n - bar.n)
+        bar.set_postfix(phase=phase, events=n, replays=tests, refresh=False)
+
+    try:
+        res = minimize(events, invariant=invariant, profile=profile, match=match, path=path, validate=False,
+                       progress=progress if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    write_trace(out, res.events)
+    if as_json:
+        d = res.to_dict()
+        d.update({"ok": False, "verdict": "violated", "exit_code": EXIT_FINDING, "command": "minimize",
+                  "input": path, "output": out})
+        stream = sys.stderr if out == "-" else sys.stdout
+        stream.write(orjson.dumps(d, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    else:
+        click.echo(render_text(res, out), err=out == "-")
+    sys.exit(EXIT_FINDING)

@@ -1,0 +1,160 @@
+"""What a history holds: produce and consume records, as a user of RocketMQ sees them.
+
+A history is the black-box view of a run: no broker or client internals, only what producers
+sent, what listeners were called with and returned, what landed in a dead-letter queue, and
+(where the source records them) disruptions an operator sees: faults, consumers joining and
+leaving, offset resets, retention. Every field a source may lack is optional (None); a check
+declares the fields it needs (`History.has`) and is skipped where they are missing.
+
+`complete` says whether an absent record means absent behaviour. A message-trace history is
+lossy (AsyncTraceDispatcher drops records when its queue is full), so a message with no
+consume record is *unobserved*, not *lost*, unless the history is declared complete.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Listener results, as sources report them.
+SUCCESS_STATUSES = frozenset({"CONSUME_SUCCESS", "SUCCESS", "COMMIT"})
+
+
+@dataclass(slots=True)
+class Produce:
+    """A send. `id` is the message's identity across every copy RocketMQ makes of it (the
+    client's unique key, UNIQ_KEY: what MessageExt.getMsgId returns on the consumer side)."""
+    id: str
+    topic: str | None
+    ts: int | None
+    ok: bool | None = True          # acknowledged (SEND_OK); None: outcome unknown
+    queue: tuple | None = None      # (topic, broker, queue id) it was stored in
+    offset: int | None = None
+    tags: str | None = None
+    keys: str | None = None
+    props: dict | None = None
+    sharding_key: str | None = None
+    where: str | None = None        # file:line of the record
+
+
+@dataclass(slots=True)
+class Consume:
+    """One listener call's view of one message: delivered to `client` of `group` at `ts`, the
+    call returned at `end` with `success`."""
+    group: str
+    id: str
+    ts: int | None
+    end: int | None = None
+    client: str | None = None
+    queue: tuple | None = None      # the queue it was pulled from (a retry copy: %RETRY%<group>)
+    offset: int | None = None
+    reconsume_times: int | None = None
+    success: bool | None = None
+    copy: str | None = None         # id of the stored copy (a retry copy has its own)
+    batch: str | None = None        # one listener call
+    where: str | None = None
+
+
+@dataclass(slots=True)
+class DeadLetter:
+    group: str
+    id: str
+    ts: int | None
+    reconsume_times: int | None = None
+    where: str | None = None
+
+
+@dataclass(slots=True)
+class Disruption:
+    """Something an operator sees that may make RocketMQ redeliver: a fault (a crash, a pause,
+    a broker restart, a lost call), a consumer joining or leaving its group."""
+    ts: int
+    what: str
+    group: str | None = None
+    client: str | None = None
+
+
+@dataclass(slots=True)
+class Reset:
+    """An operator reset a group's offset of a queue (None: every queue) to `offset`."""
+    ts: int
+    group: str
+    queue: tuple | None = None
+    offset: int | None = None
+
+
+@dataclass(slots=True)
+class Expired:
+    """Retention removed every message of `queue` below `below` at `ts`."""
+    ts: int
+    queue: tuple
+    below: int
+
+
+@dataclass(slots=True)
+class Group:
+    name: str
+    consume_mode: str | None = None          # CONCURRENTLY | ORDERLY
+    message_model: str | None = None         # CLUSTERING | BROADCASTING
+    subscriptions: dict | None = None        # topic -> (expr type, expr)
+    subscriptions_inferred: bool = False     # from what the group consumed, filters unknown
+    max_reconsume_times: int | None = None   # as configured (-1: the client's default)
+    consume_timeout_ms: int | None = None
+    started_ts: int | None = None            # first consumer of the group started
+    members: dict = field(default_factory=dict)  # client -> [joined ts, left ts or None]
+
+
+@dataclass(slots=True)
+class Problem:
+    """A record an adapter could not read: reported, counted, never skipped silently."""
+    file: str
+    line: int
+    message: str
+
+    def __str__(self):
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+# What a source can observe beyond produce and consume records: without "dead_letters" a
+# message whose last delivery failed may be in the DLQ, unseen; without "disruptions" a
+# redelivery cannot be told apart from one RocketMQ should not have made.
+OBSERVABLES = ("dead_letters", "disruptions", "resets", "retention", "membership")
+
+
+@dataclass
+class History:
+    source: str                               # file name
+    format: str                               # trace | msgtrace | openchaos
+    complete: bool                            # absent record = absent behaviour, run settled
+    produces: list = field(default_factory=list)
+    consumes: list = field(default_factory=list)
+    dead_letters: list = field(default_factory=list)
+    disruptions: list = field(default_factory=list)
+    resets: list = field(default_factory=list)
+    expired: list = field(default_factory=list)
+    groups: dict = field(default_factory=dict)   # name -> Group
+    observes: frozenset = frozenset()            # subset of OBSERVABLES
+    problems: list = field(default_factory=list)  # Problem
+    records: int = 0
+    notes: list = field(default_factory=list)     # what the adapter assumed or inferred
+    _fields: dict = field(default_factory=dict, repr=False)
+
+    def group(self, name: str) -> Group:
+        g = self.groups.get(name)
+        if g is None:
+            g = self.groups[name] = Group(name)
+        return g
+
+    def has(self, path: str) -> bool:
+        """Does the source carry the field (some record has it, or there are no records of the
+        kind)? `produce.queue`, `consume.client`, `group.max_reconsume_times`, or an
+        observable: `observes.dead_letters`. Checks treat a record without it as unknown."""
+        if path in self._fields:
+            return self._fields[path]
+        kind, _, name = path.partition(".")
+        if kind == "observes":
+            ok = name in self.observes
+        else:
+            rows = {"produce": self.produces, "consume": self.consumes, "dead_letter": self.dead_letters,
+                    "group": list(self.groups.values())}[kind]
+            ok = not rows or any(getattr(r, name) is not None for r in rows)
+        self._fields[path] = ok
+        return ok
