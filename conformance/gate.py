@@ -352,9 +352,19 @@ def run_statemachine(sm: dict, profile: str, budget_s: float) -> Case:
         else:
             case.message = f"{n} examples, no finding"
         return case
-    case.status = "failed"
     f = r.finding
-    case.message = str(getattr(f, "message", f))[:300] if f is not None else "failed"
+    if f is None and getattr(r, "crash", None):
+        # the reference itself raised: a bug in rocketspec, not a finding of the spec
+        case.status = "error"
+        case.message = f"the reference crashed: {str(r.crash)[:250]}"
+        case.details = str(getattr(r, "message", ""))
+        case.counterexample = r.falsifying_code or ""
+        return case
+    case.status = "failed"
+    if isinstance(f, dict):
+        case.message = f"{f.get('invariant') or f.get('inv')}: {f.get('message')}"[:300]
+    else:
+        case.message = str(getattr(f, "message", f))[:300] if f is not None else str(getattr(r, "message", "failed"))
     case.details = f"finding: {f}\ntrace: {r.trace_path}"
     case.counterexample = (r.falsifying_code or "") + (f"\n# trace: {r.trace_path}" if r.trace_path else "")
     if r.trace_path:

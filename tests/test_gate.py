@@ -182,3 +182,12 @@ def test_junit_text_survives_control_characters(tmp_path):
     xml = junitparser.JUnitXml.fromfile(str(p))
     (case,) = [c for s in xml for c in s]
     assert "\\x00" in case.result[0].message
+
+
+def test_the_defaults_are_valid_and_name_committed_fixtures():
+    cfg, source = G.load_config(None)
+    assert source == "defaults"
+    (d,) = cfg["traces"]["dirs"]
+    names = {p.name for p in Path(d).glob("*.jsonl")}
+    assert set(cfg["traces"]["expect"]) <= names
+    assert all(s["budget_s"] <= cfg["budget_s"] for s in cfg["scopes"])
