@@ -363,7 +363,9 @@ def run_statemachine(sm: dict, profile: str, budget_s: float) -> Case:
         case.counterexample = r.falsifying_code or ""
         return case
     case.status = "failed"
-    if isinstance(f, dict):
+    if isinstance(f, str):
+        case.message = f"{f}: {str(getattr(r, 'message', ''))[:250]}"
+    elif isinstance(f, dict):
         case.message = f"{f.get('invariant') or f.get('inv')}: {f.get('message')}"[:300]
     else:
         case.message = str(getattr(f, "message", f))[:300] if f is not None else str(getattr(r, "message", "failed"))

@@ -589,24 +589,32 @@ def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_exampl
         res.note = f"{type(exc).__name__}: {exc}"[:300]
         res.seconds = round(time.perf_counter() - t0, 3)
         return res
-    res.seconds = round(time.perf_counter() - t0, 3)
+    total = round(time.perf_counter() - t0, 3)
     res.runs = getattr(r, "examples_run", 0) or 0
     finding = getattr(r, "finding", None)
     if not r.ok and finding is not None and _is_spec_finding(finding):
         res.killed = True
         inv = _finding_inv(finding)
         res.invariants = [inv] if inv else []
-        res.message = str(getattr(finding, "message", finding))[:500]
+        res.message = (getattr(r, "message", "") or str(finding))[:500]
         res.trace_path = getattr(r, "trace_path", None)
         res.falsifying_code = getattr(r, "falsifying_code", None)
-    elif not r.ok:
-        res.note = f"failed without a spec finding: {finding!r}"[:300]
-    if budget_s is not None and not res.killed and res.seconds >= budget_s:
-        res.incomplete = True
+        # the time to kill is the time to the first failing example; shrinking comes after
+        found = getattr(r, "seconds_to_failure", None)
+        res.seconds = round(found, 3) if found is not None else total
+        res.note = f"{total} s with shrinking; {getattr(r, 'examples_to_failure', None)} examples to the failure"
+        return res
+    res.seconds = total
+    if not r.ok:
+        res.note = f"failed without a spec finding: {finding or getattr(r, 'crash', None)!r}"[:300]
+    res.crashes = getattr(r, "crashes_ignored", 0) or 0
+    res.incomplete = bool(getattr(r, "budget_exhausted", False))
     return res
 
 
 def _finding_inv(finding) -> str | None:
+    if isinstance(finding, str):
+        return finding
     for attr in ("inv", "invariant", "id"):
         v = getattr(finding, attr, None)
         if isinstance(v, str):
