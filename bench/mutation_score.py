@@ -30,7 +30,7 @@ EXHAUSTIVE_NA = ("n/a: the explorer searches model_checks/generator.py (a second
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", default="1,2,3")
-    ap.add_argument("--budget", type=float, default=180.0, help="seconds per mutant and method")
+    ap.add_argument("--budget", type=float, default=90.0, help="seconds per mutant and method")
     ap.add_argument("--methods", default="simulate,hypothesis")
     ap.add_argument("--only", default=None)
     ap.add_argument("--hypothesis-examples", type=int, default=200)

@@ -393,7 +393,11 @@ def declared_verdict(path: Path, expect: dict, source: str):
     try:
         from rocketspec.traces.io import read_events
 
-        first = next(iter(read_events(path, validate=False)), None)
+        it = read_events(path, validate=False)
+        try:
+            first = next(it, None)
+        finally:
+            it.close()
     except Exception:  # noqa: BLE001 - unreadable: the check reports it with its location
         return None
     if isinstance(first, tuple):
