@@ -14,7 +14,7 @@ nothing until a consumer comes back):
 """
 from __future__ import annotations
 
-from .filtering import DLQ_PREFIX
+from .filtering import DLQ_PREFIX, RETRY_PREFIX
 
 # Chain entry states of a retry copy that is still on its way (spec.state.Chain.entries)
 IN_FLIGHT = ("sent_back", "delayed", "redelivered")
@@ -32,7 +32,10 @@ def unconsumed(st):
     units_by_topic: dict[str, list] = {}
     for c in st.dir.clients.values():
         if _alive(c):
-            for t in c.subs:
+            # a clustering consumer also consumes its group's retry topic, subscribed or not in its
+            # client_started (RebalancePushImpl/copySubscription subscribe %RETRY%<group> with "*")
+            topics = set(c.subs) | (set() if c.broadcast else {RETRY_PREFIX + c.group})
+            for t in sorted(topics):
                 units_by_topic.setdefault(t, []).append(c)
     for (topic, broker, q), sq in st.stored.items():
         if sq.next <= sq.min or topic.startswith(DLQ_PREFIX):
