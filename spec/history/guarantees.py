@@ -158,7 +158,7 @@ def check_delivery(h: History, default_max: int) -> Outcome:
                 start = first.get((u, p.topic))
                 if start is None:       # nothing of the topic consumed: from when it started
                     start = g.members.get(u[1], (None,))[0] if len(u) > 1 else g.started_ts
-                if start is None or p.ts is None or p.ts < start:
+                if not dels and (start is None or p.ts is None or p.ts < start):
                     out.counts["before the consumer had a position (consume_from_where)"] += 1
                     continue
                 if p.queue is not None and p.offset is not None and any(
