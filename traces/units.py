@@ -290,17 +290,17 @@ class Cast:
     event names it, so that it reads as a story; the spec does not ask for every one of them
     (e.g. an offset_read by a client that never started is not judged), the reader does."""
 
-    _INTRO = {"client_started": "client", "broker_started": "broker", "topic_created": "topic"}
+    INTRO = {"client_started": "client", "broker_started": "broker", "topic_created": "topic"}
 
     def __init__(self, events):
         self.names = {"client": set(), "broker": set(), "topic": set()}
         for ev in events:
-            f = self._INTRO.get(ev["kind"])
+            f = self.INTRO.get(ev["kind"])
             if f is not None:
                 self.names[f].add(ev[f])
 
     def introduces(self, ev) -> str:
-        f = self._INTRO.get(ev["kind"])
+        f = self.INTRO.get(ev["kind"])
         if f is None:
             return ""
         return (f"introduces {f} {ev[f]}, which later events name (kept for the story: the spec does not "
@@ -310,7 +310,7 @@ class Cast:
         """Every character an event names was introduced before it."""
         clients, brokers, topics = self.names["client"], self.names["broker"], self.names["topic"]
         seen_c, seen_b, seen_t = set(), set(), set()
-        intro = self._INTRO
+        intro = self.INTRO
         for ev in events:
             f = intro.get(ev["kind"])
             if f == "client":
