@@ -415,7 +415,8 @@ class _Minimizer:
         idx.discard(0)
         if not idx:
             return None, False
-        intro = any(self.events[i]["kind"] in units.Cast.INTRO for i in idx)
+        # a message unit takes every event that names the message with it
+        intro = kind != "message" and any(self.events[i]["kind"] in units.Cast.INTRO for i in idx)
         if kind == "message":
             pos = units.message_positions(self.events, sorted(idx))
             rest = [ev for i, ev in enumerate(self.events) if i not in idx]
