@@ -115,7 +115,7 @@ def one_queue_trace(events_wanted: int) -> list[dict]:
     from rocketspec.reference.runner import run_to_list
     from rocketspec.reference.scenario import load_scenario
 
-    k = events_wanted / 24_400
+    k = events_wanted / 19_500     # about 19,500 events per unit of its producer (count 2000, 20/s)
     sc = copy.deepcopy(load_scenario("bug-2449"))
     sc["name"] = f"bench-minimize-one-queue-{events_wanted}"
     sc["producers"] = [{**p, "count": int(p["count"] * k), "rate_per_s": p["rate_per_s"] * k} for p in sc["producers"]]
