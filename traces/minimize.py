@@ -11,8 +11,9 @@ result is accepted, and the trace ends at its violation. The search, determinist
 1. cut everything after the first violation of the target invariant;
 2. slice by the violation's key (its queue or retry chain, the directory, the group's
    allocations), then by its group; keep the first slice that still fails;
-3. if events before the violation are rejected too (with another id), drop them until the first
-   rejection is the target's;
+3. if events before the violation are rejected too (with another id): shrink as below while
+   the violation happens and no more events are rejected than before, then drop the rejected
+   events if the violation stays (else the result says so: `exact` false);
 4. remove whole units, coarse to fine (traces.units: groups, brokers, topics, queues, clients,
    ProcessQueues, messages with their retries, pauses, lock requests, persists, pulls,
    listener calls, single events), each kind by delta debugging over its units, until nothing
@@ -22,7 +23,9 @@ result is accepted, and the trace ends at its violation. The search, determinist
 6. for each remaining event, replay without it and record what fails (the reason it stays).
 
 Every remaining event is needed: removing any single one makes the spec reject another event
-first (a guard, with its key) or hold.
+first (a guard, with its key), or hold, or fail the invariant another way; except the
+introductions of the clients, brokers, topics and messages that later events name, kept so that
+the trace reads as a story (units.Cast).
 """
 from __future__ import annotations
 
@@ -331,7 +334,11 @@ class _Minimizer:
         # 5. time, then a last pass over single events (a shorter time line can free one)
         self.phase = "time"
         self._compress_time()
-        self._shrink("event")
+        while True:         # until no single event goes: then each one is needed
+            n = len(self.events)
+            self._shrink("event")
+            if len(self.events) == n:
+                break
         self.events = renumber.renumber_seq(self.events)
         final = all_rejections(self.events, self.profile, until=self._hit)
         at = final[-1].index

@@ -250,7 +250,8 @@ def _consumes(events):
 
 
 def _events(events):
-    return {i: [i] for i in range(1, len(events))}
+    # labelled by seq, which every rewrite keeps until the very end: a label stays the same event
+    return {events[i]["seq"]: [i] for i in range(1, len(events))}
 
 
 _BUILDERS = {
@@ -260,7 +261,7 @@ _BUILDERS = {
 }
 
 
-def describe(kind: str, label, events=None) -> str:
+def describe(kind: str, label) -> str:
     """A unit in words, e.g. "client c1", "queue Orders/broker-a/0"."""
     if kind in ("group", "broker", "topic", "client"):
         return f"{kind} {label}"
@@ -277,8 +278,8 @@ def describe(kind: str, label, events=None) -> str:
         return f"listener call {label[1]} of {label[0]}"
     if kind in ("pause", "lock", "persist"):
         return f"{DESCRIBE[kind]} of {label[0]}"
-    if kind == "event" and events is not None:
-        return f"event {events[label]['kind']}"
+    if kind == "event":
+        return f"event seq {label}"
     return f"{kind} {label}"
 
 
