@@ -297,9 +297,10 @@ def index_page(entries: dict, waiting: dict) -> str:
     have = sum(1 for i in error_invariants() if i.id in entries)
     lines += ["", f"{have} of {len(error_invariants())} error-level invariants have a counterexample here; "
               f"{sum(1 for ids in guarantees().values() if any(i in entries for i in ids))} of "
-              f"{len(guarantees())} guarantees. \"No source breaks it yet\": no known-bug profile, failing "
-              f"scenario or hand-written trace breaks the invariant; the reference's semantic mutants (issue 15) "
-              f"are the planned source for those.", ""]
+              f"{len(guarantees())} guarantees."
+              + (" \"No source breaks it yet\": no known-bug profile, failing scenario, hand-written trace or "
+                 "trace mutant breaks the invariant; the reference's semantic mutants (issue 15) are the planned "
+                 "source for those." if have < len(error_invariants()) else ""), ""]
     return "\n".join(lines)
 
 

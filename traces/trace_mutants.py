@@ -249,3 +249,30 @@ MUTANTS.append(TraceMutant(
     "INV-LOSS-1", "real-expiry", "rocketmq-4.9.8",
     "the broker forgets a group's committed offset, so the queue's next owner starts at its end and skips "
     "what the previous owner had not consumed", _new_owner_finds_no_offset))
+
+
+def _subscriptions_differ(events):
+    """One consumer of a two-consumer group subscribes a tag the others do not, and drops in its
+    own re-check a message the group's other subscription takes."""
+    evs = copy.deepcopy(events)
+    starts = [e for e in evs if e["kind"] == "client_started"]
+    if len(starts) < 2:
+        return None
+    c2 = starts[1]
+    topic = next((t for t in c2["subscriptions"] if not t.startswith("%")), None)
+    if topic is None:
+        return None
+    c2["subscriptions"][topic] = {"type": "TAG", "expr": "TagNone"}
+    for e in evs:
+        if e["kind"] == "pull_answered" and e["client"] == c2["client"] and e["topic"] == topic and e.get("offsets"):
+            e["client_filtered"] = sorted((e.get("client_filtered") or []) + e["offsets"])
+            e["offsets"], e["msg_ids"] = [], []
+            return evs
+    return None
+
+
+MUTANTS.append(TraceMutant(
+    "INV-SUB-1", "real-basic", "rocketmq-4.9.8",
+    "two consumers of one group subscribe the topic differently ('*' and 'TagNone'): the broker filters with "
+    "one subscription, the second consumer drops in its own tag re-check what the group wanted",
+    _subscriptions_differ))
