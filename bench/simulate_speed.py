@@ -7,6 +7,13 @@ lost one-way calls) and prints events, wall time and events/second, once with ev
 discarded (the simulator alone) and once written to a JSON Lines file (the real cost of
 `rocketspec simulate`). Times are CPU seconds of this process, best of --repeat runs.
 Target: 200,000 events/s, so a 100-million-event trace takes minutes.
+
+    python -m bench.simulate_speed --dataset EVENTS [--run-messages M] [--workers 1,2]
+
+Large data (`rocketspec simulate --events`): runs of the same scenario (M messages each) on a
+pool of worker processes, written as a partitioned Parquet dataset, until EVENTS events; prints
+wall-clock events/s per worker count and the scaling. Run it with `nice -n 10` on a shared
+machine.
 """
 from __future__ import annotations
 
@@ -62,7 +69,13 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--write", default=None, help="JSON Lines path for the writing run (default: a temp file)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the best is reported (the machine is shared)")
+    ap.add_argument("--dataset", type=int, default=None, help="events of a partitioned Parquet dataset to make")
+    ap.add_argument("--run-messages", type=int, default=100_000, help="with --dataset: messages per run")
+    ap.add_argument("--workers", default="1,2", help="with --dataset: worker counts to measure")
     a = ap.parse_args(argv)
+    if a.dataset is not None:
+        dataset(a)
+        return
     sc = scenario(a.messages)
     n, dt = min((measure(sc, a.seed, lambda ev: None) for _ in range(a.repeat)), key=lambda r: r[1])
     rate = n / dt
@@ -80,6 +93,34 @@ def main(argv=None) -> None:
     print(f"simulate + write JSONL:      {n2:,} events in {dt2:.2f} s = {rate2:,.0f} events/s "
           f"({rate2 / TARGET:.2f}x target), {os.path.getsize(path) / 1e6:.1f} MB")
     print(f"100,000,000 events would take {1e8 / rate2 / 60:.1f} min written, {1e8 / rate / 60:.1f} min discarded")
+
+
+def dataset(a) -> None:
+    import shutil
+
+    from rocketspec.reference.bulk import simulate_dataset
+
+    sc = scenario(a.run_messages)
+    rates = {}
+    for w in [int(x) for x in a.workers.split(",")]:
+        out = tempfile.mkdtemp(prefix="rocketspec-dataset-")
+        try:
+            r = simulate_dataset(sc, "rocketmq-5.3.3", out, a.dataset, a.seed, w)
+            size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+        rates[w] = r["events_per_s"]
+        per_core = r["events_per_cpu_s"]
+        print(f"dataset, {w} worker(s): {r['events']:,} events in {r['runs']} runs, {r['seconds']:.1f} s wall = "
+              f"{r['events_per_s']:,.0f} events/s wall; {r['cpu_seconds']:.1f} CPU s = {per_core:,.0f} events per "
+              f"CPU second; {size / 1e6:.0f} MB Parquet")
+    if len(rates) > 1:
+        lo, hi = min(rates), max(rates)
+        print(f"wall-clock scaling {lo} -> {hi} workers: {rates[hi] / rates[lo]:.2f}x (on a machine shared with "
+              f"others' jobs this is a lower bound; see os.getloadavg() = {os.getloadavg()[0]:.1f})")
+    cores = os.cpu_count() or 1
+    print(f"100,000,000 events: {1e8 / per_core / cores / 60:.1f} min on {cores} idle cores at {per_core:,.0f} "
+          f"events per CPU second; {1e8 / max(rates.values()) / 60:.1f} min at the best wall-clock rate measured")
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ _SHAPES = {
     "Progress": {"done": "set"},
     "QueueState": {"pqs": "dict_of:PQ", "stores": "dict_of_lists", "local": "dict_of_lists", "persists": "dict",
                    "units": "dict_of:Progress", "busy": "dict", "reads": "dict", "pull_commit": "dict",
-                   "orphans": "dict", "resets": "list"},
+                   "orphans": "dict", "resets": "list", "held": "dict"},
     "StoredQueue": {"msgs": "dict"},
     "Chain": {"requests": "dict", "entries": "list_of_lists", "accepted": "set"},
     "View": {"mqs": "share", "cids": "share", "alloc": "dict", "owner": "dict"},
@@ -274,7 +274,7 @@ _KNOWN = {
                 "sampled_stores"},
     QueueState: {"key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch", "pqs",
                  "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans", "resets",
-                 "reset_ahead", "overlaps", "batch_max"},
+                 "reset_ahead", "overlaps", "batch_max", "held", "lost_entry"},
     PQ: {"client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull", "pull_id",
          "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd", "created_ts", "orderly", "broadcast",
          "retry_topic", "expired", "dup_seen", "commit_due", "sampled"},
@@ -372,6 +372,7 @@ class Canon:
             tuple(sorted(((rn(c), k), v) for (c, k), v in qs.orphans.items())) if qs.orphans else (),
             tuple(getattr(qs, "resets", ())), getattr(qs, "reset_ahead", None),
             tuple(sorted((rn(c), k) for c, k in qs.overlaps)) if qs.overlaps else (), qs.batch_max,
+            tuple(sorted((rn(c), h) for c, h in qs.held.items())) if qs.held else (), qs.lost_entry,
             _extra(qs, xqs)))
 
     def stored(self, tkey, sq, im: "Image"):

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 
 from rocketspec.reference.allocation import allocate
 from rocketspec.reference.message_queue import MessageQueue
+from rocketspec.spec.pending import retries_in_flight
 from rocketspec.spec.state import M_ID, M_ORIGIN, M_R
 
 GROUP = "G"
@@ -182,8 +183,9 @@ class Generator:
 
     @staticmethod
     def copy_in_schedule(st) -> bool:
-        """Whether a retry copy waits in the broker's schedule (it will be delivered later)."""
-        return any(e[0] == "delayed" for ch in st.chains.values() for e in ch.entries)
+        """Whether a retry copy waits in the broker's schedule (it will be delivered later, whether
+        or not anyone consumes the group: spec.pending, not only what is owed)."""
+        return any(state == "delayed" for _, state in retries_in_flight(st, live_only=False))
 
     def next_lock_run(self, now: int) -> int:
         """The first scheduled lockAll run strictly after `now` (all clients start at 0)."""

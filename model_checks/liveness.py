@@ -49,6 +49,8 @@ from itertools import pairwise
 
 import networkx as nx
 
+from rocketspec.spec.pending import owed_offsets, retries_in_flight, unconsumed
+
 from .explorer import Violation, _numbered
 
 FAIR = {"rebalance", "pull", "pull_answer", "consume", "consume_return", "schedule", "lock", "persist", "commit",
@@ -62,7 +64,9 @@ def action_key(move, cls):
 
 
 def obligations(st):
-    """Pending obligations of a state (empty when no consumer is alive)."""
+    """Pending obligations of a state (empty when no consumer is alive): what spec.pending says
+    is owed (each unconsumed offset, each retry copy on its way), and each queue of a subscribed
+    topic with messages that no live consumer holds a ProcessQueue for (LIVE-REASSIGN)."""
     d = st.dir
     alive = [c for c in d.clients.values() if c.status in ("running", "paused")]
     if not alive:
@@ -82,17 +86,10 @@ def obligations(st):
                 held = True
         if not held:
             out.append(("unheld", topic, q))
-        # consumption progress: the group's (clustering) or each broadcasting client's own
-        qs = st.queues.get((alive[0].group, topic, broker, q))
-        pending = set()
-        for unit in {c.cid if c.broadcast else "" for c in alive}:
-            p = qs.units.get(unit) if qs is not None else None
-            lo = p.wm if p is not None else 0
-            pending.update(o for o in range(lo, sq.next) if p is None or o not in p.done)
-        out.extend(("msg", topic, q, o) for o in sorted(pending))
-    for (g, origin), ch in st.chains.items():
-        if any(e[0] in ("sent_back", "delayed", "redelivered") for e in ch.entries):
-            out.append(("retry", origin))
+    for (g, topic, broker, q), unit, p, sq in unconsumed(st):
+        out.extend(("msg", topic, q, o) for o in owed_offsets(p, sq))
+    for (g, origin), _ in retries_in_flight(st):
+        out.append(("retry", origin))
     return frozenset(out)
 
 

@@ -14,6 +14,14 @@ from rocketspec.errors import UserError
 
 SCOPE_DIR = Path(__file__).with_name("scopes")
 
+# Known bug -> the named scope (and overrides) in which the explorer finds it (docs/model-checking.md).
+BUG_SCOPES: dict[str, tuple[str, dict]] = {
+    "#4215": ("bugs", {}), "#2708": ("bugs", {}), "#2724": ("bugs", {}), "#5481": ("bugs", {}),
+    "#2449": ("bugs", {}), "#6163": ("bugs-orderly", {}),
+    "#1825": ("bugs-orderly", {"failures": 0, "consumers": 2}),
+    "#4016": ("bugs-broadcast", {}),
+}
+
 FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
                "route_lost")
 

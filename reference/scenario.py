@@ -149,6 +149,18 @@ def builtin_names() -> list[str]:
     return sorted(p.name.rsplit(".", 1)[0] for p in d.iterdir() if p.name.endswith(".toml"))
 
 
+# Known bug -> the built-in scenario that shows it. Scenarios whose name mentions the issue
+# number (e.g. "bug-4215") are found automatically; this table adds the ones named otherwise.
+BUG_SCENARIOS = {"#6163": "orderly-dlq"}
+
+
+def bug_scenario(known_bug: str) -> str | None:
+    """The built-in scenario that shows a known bug ("#4215"), or None."""
+    num = known_bug.lstrip("#")
+    named = [n for n in builtin_names() if num in n]
+    return named[0] if named else BUG_SCENARIOS.get(known_bug)
+
+
 def load_scenario(name_or_file: str) -> dict:
     """A built-in scenario by name, or a scenario file (.toml or .json); ScenarioError otherwise."""
     from rocketspec.config_files import parse, read_text

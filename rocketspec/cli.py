@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "explain": ("rocketspec.commands.explain", "explain", "Explain a trace: its story and timeline (HTML, PNG)."),
     "diff": ("rocketspec.commands.diff", "diff", "Differential report: a reference trace against a real one."),
     "explore": ("rocketspec.commands.explore", "explore", "Exhaustive small-scope model checking."),
+    "gate": ("rocketspec.commands.gate", "gate", "The conformance gate for CI (JUnit XML, markdown summary)."),
     "prove": ("rocketspec.commands.prove", "prove", "z3 proofs of allocation and lock-lease properties."),
     "profiles": ("rocketspec.commands.profiles", "profiles", "List version profiles and their switches."),
     "schema": ("rocketspec.commands.schema", "schema", "Print the trace schema (JSON, or Markdown)."),

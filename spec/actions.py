@@ -20,12 +20,14 @@ from __future__ import annotations
 import heapq
 
 from .allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
-from .filter import client_tag_match
+from .tag_rules import client_keeps
+from .invariants import broker_offset_passes, client_offset_passes, orderly_consumers_at_once
 from .filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
 from . import limits
+from .pending import retries_in_flight, unconsumed
 from .lifecycles import LOCK_TABLE, MSG_TABLE, PQ_TABLE
-from .state import (M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Client, Progress, QueueState, SpecState,
-                    StoredQueue, View)
+from .state import (HELD_MAX, M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Client, Progress, QueueState,
+                    SpecState, StoredQueue, View)
 
 INT_MAX = 2 ** 31 - 1
 
@@ -81,6 +83,55 @@ def _committed_for(st, qs: QueueState, client: Client | None):
     return qs.committed
 
 
+def _set_committed(st, qs: QueueState, value):
+    """The broker table's entry for the queue becomes `value` (None: no entry). A client whose
+    store read may be on its way (RemoteBrokerOffsetStore.readOffset(READ_FROM_STORE) is a
+    QUERY_CONSUMER_OFFSET round trip, issued after its allocation of the topic, before its first
+    pull) keeps the replaced value: the broker may have answered with it."""
+    old = qs.committed
+    if old == value:
+        return
+    qs.committed = value
+    group, topic, broker, queue = qs.key
+    g = st.dir.groups.get(group)
+    if g is None:
+        return
+    mq = (topic, broker, queue)
+    d = st.dir
+    for cid in g["clients"]:
+        c = d.clients.get(cid)
+        if c is None or c.broadcast or mq not in d.alloc.get((cid, topic), ()):
+            continue
+        pq = qs.pqs.get(cid)
+        if pq is not None and pq.status == "active":
+            continue            # it has pulled: no read of the queue follows until its next allocation
+        h = qs.held.get(cid, ())
+        if old not in h:
+            h = (h + (old,))[-HELD_MAX:]
+            qs.held[cid] = h
+
+
+def _read_answers(qs: QueueState, cid, committed):
+    """The table values a store read of `cid` may be answered with: the current one and those
+    replaced since its read could have been issued."""
+    return (committed,) + qs.held.get(cid, ())
+
+
+def _store_read_ok(off, values) -> bool:
+    """ConsumerManageProcessor.queryConsumerOffset: the entry's value; with no entry 0 (offset 0
+    still in memory) or QUERY_NOT_FOUND (-1). -2: the query failed on the client, -3 a failed
+    local file read."""
+    if off == -2:
+        return True
+    for v in values:
+        if v is None:
+            if off in (-1, 0, -3):
+                return True
+        elif off == v:
+            return True
+    return False
+
+
 def _pull_from_where(st, qs, client, read, sq):
     """computePullFromWhere of a store read: (exact value or None, low, high)."""
     if read >= 0:
@@ -103,17 +154,11 @@ def _pull_from_where(st, qs, client, read, sq):
 
 
 def _check_orderly_serial(st, qs, client, ev, out):
-    """INV-ORDER-1 (state predicate on the queue): at most one client consuming an orderly
-    clustering queue at a time. A broken A-LEASE-MARGIN (a pause or a listener call longer than
-    broker lock - client lease) does not excuse it: the guarantee is lost, and the report says
-    why. One report per overlapped batch."""
+    """INV-ORDER-1 (spec.invariants.orderly_consumers_at_once) after `client` started a batch:
+    one report per overlapped batch, naming the cause."""
     ts = ev["ts"]
-    for other, (cid_, since) in qs.busy.items():
-        if other == client:
-            out.report("INV-ORDER-1", f"client {client} starts a second batch on the queue while consume "
-                       f"{cid_} is still running (one consume thread per queue)", qs.key)
-            continue
-        if (other, cid_) in qs.overlaps:
+    for other, (cid_, since) in orderly_consumers_at_once(qs):
+        if other == client or (other, cid_) in qs.overlaps:
             continue
         qs.overlaps = qs.overlaps | {(other, cid_)}
         out.report("INV-ORDER-1", f"two consumers inside the orderly queue: {client} starts a batch while {other}'s "
@@ -178,7 +223,7 @@ def broker_restarted(st, ev, out):
     for key, qs in st.queues.items():
         if key[2] == b:
             qs.lock_state, qs.holder, qs.lock_exp = "unlocked", None, 0
-            qs.committed = None
+            _set_committed(st, qs, None)
             qs.persists.clear()
 
 
@@ -294,6 +339,11 @@ def allocation_computed(st, ev, out):
             missing = sorted(mqset - set(v.owner))
             out.report("INV-OWNER-1", f"every client of the view reported and queues {missing} have no owner", vkey)
     st.dir.alloc[(cid, topic)] = alloc
+    # its store reads of newly allocated queues are issued after this: older table values are
+    # no longer answers
+    for key, qs in st.queues.items():
+        if qs.held and key[1] == topic and key[0] == group:
+            qs.held.pop(cid, None)
 
 
 def pq_created(st, ev, out):
@@ -381,6 +431,9 @@ def pq_created(st, ev, out):
 
 def _unpersisted_cause(st, qs, cid):
     """Why a group that consumed a queue has no committed offset for it."""
+    if qs.lost_entry is not None:
+        return (f"the broker's offset table lost the queue's committed offset {qs.lost_entry} (offset_erased: "
+                f"ConsumerOffsetManager.commitOffset's get-then-put race replaced the topic@group's map)")
     d = st.dir
     prev = [c for c in qs.pqs if c != cid] or [c for c in qs.stores if c != cid]
     parts = []
@@ -467,6 +520,7 @@ def pull_issued(st, ev, out):
     pq.next_pull = off
     pq.alt_pull = None
     pq.pulls += 1
+    qs.held.pop(cid, None)      # no store read of this client follows until its next allocation
 
 
 def pull_held(st, ev, out):
@@ -638,7 +692,7 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
         _check_answer_inconsistent(qs, c, s, others, msgs, offsets, bf, cf, out)
         return implied
     sub = subscription(s.get("type"), s.get("expr"))
-    if sub is None or (sub[0] == "TAG" and sub[1].sub_string == "*"):
+    if sub is None or (sub[0] == "TAG" and sub[1].every):
         if bf or cf:
             out.report("INV-FILTER-1", f"subscription '*' but offsets were filtered: {list(bf or cf)[:8]}", key)
         return implied
@@ -711,7 +765,7 @@ def _check_answer_inconsistent(qs, c, own, others, msgs, offsets, bf, cf, out):
         return decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS])[0]
 
     def rechecks(m):    # the client's own re-check: tags only, SQL92 and '*' keep everything
-        return mine is None or mine[0] != "TAG" or client_tag_match(mine[1], m[M_TAGS])
+        return mine is None or mine[0] != "TAG" or client_keeps(mine[1], m[M_TAGS])
 
     lost_cf, lost_bf = [], []
     for o in offsets:
@@ -875,9 +929,13 @@ def consume_started(st, ev, out):
                 else:
                     out.report("INV-OWNER-2", f"{cid} consumes but the broker lock is held by {qs.holder} "
                                f"(expires_at {qs.lock_exp}, now {ts})", key)
-            if qs.busy:
-                _check_orderly_serial(st, qs, cid, ev, out)
+            b = qs.busy.get(cid)
+            if b is not None:
+                # a step rule the state cannot show: one consume thread per queue in a client
+                out.report("INV-ORDER-1", f"client {cid} starts a second batch on the queue while consume "
+                           f"{b[0]} is still running (one consume thread per queue)", key)
             qs.busy[cid] = (cons_id, ts)
+            _check_orderly_serial(st, qs, cid, ev, out)
     else:
         tree = pq.tree
         for o in offsets:
@@ -1158,6 +1216,7 @@ def _sampled_store(st, qs, ev, out):
         if s is not None and v < s[0] and not pq.orderly:
             out.report("INV-OFFSET-2", f"client offset moves back from {s[0]} to {v} in a live ProcessQueue "
                        f"(sampled)", key)
+        # the handled messages below it have left the tree (removeMessage, not observable)
         unit = qs.units.get(pq.client if pq.broadcast else "")
         tree, heap = pq.tree, pq.heap
         while heap and heap[0] < v:
@@ -1166,19 +1225,13 @@ def _sampled_store(st, qs, ev, out):
                 continue
             if unit is not None and not unit.handled(o) and pq.failed.get(o) not in ("requested", "expired_sent"):
                 heapq.heappush(heap, o)
-                out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {o}, still unconsumed in the "
-                           f"ProcessQueue", key)
                 break
             tree.discard(o)
             pq.failed.pop(o, None)
-        else:
-            ex = pq.expired
-            for offs in pq.batches.values():
-                bad = [o for o in offs if o < v and o not in ex]
-                if bad:
-                    out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {bad[0]}, still in a "
-                               f"listener call", key)
-                    break
+        m = client_offset_passes(pq, v, taken=False)
+        if m is not None:
+            out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {m}, still unconsumed in the "
+                       f"ProcessQueue or in a listener call", key)
         pq.pending_upd.clear()
     qs.stores[cid] = [v, ev.get("frozen") or False]
     st.sampled_stores.add((key, cid))
@@ -1210,7 +1263,7 @@ def offset_updated(st, ev, out):
     if source is None:
         # READ_FROM_STORE: the client adopts the store's value with updateOffset(..., false)
         committed = _committed_for(st, qs, c)
-        if not inc and (off == committed or (committed is None and off == 0)):
+        if not inc and off >= 0 and _store_read_ok(off, _read_answers(qs, cid, committed)):
             source = "read"
         elif not inc and off in qs.resets:
             source = "reset"        # MQClientInstance.resetOffset: updateOffset(mq, reset, false)
@@ -1235,10 +1288,10 @@ def offset_updated(st, ev, out):
     if pq is not None and pq.live and source == "pq":
         if prev is not None and stored < prev:
             out.report("INV-OFFSET-2", f"client offset moves back from {prev} to {stored} in a live ProcessQueue", key)
-        m = pq.pending_min()
-        if m is not None and stored > m:
-            out.report("INV-OFFSET-3", f"client offset {stored} passes unconsumed offset {m} still in the "
-                       f"ProcessQueue", key)
+    m = client_offset_passes(pq, stored)
+    if m is not None:
+        out.report("INV-OFFSET-3", f"client offset {stored} passes unconsumed offset {m} still in the "
+                   f"ProcessQueue", key)
     fr = ev.get("frozen")
     qs.stores[cid] = [stored, want_frozen if fr is None else fr]
 
@@ -1251,15 +1304,20 @@ def offset_read(st, ev, out):
     c = st.dir.clients.get(cid)
     if ev["source"] == "store":
         committed = _committed_for(st, qs, c)
-        if committed is not None:
-            if off != committed and off != -2:
-                where = "local offsets file" if c is not None and c.broadcast else "broker"
-                out.report("INV-START-1", f"store read returns {off}, the {where} holds {committed}", key)
-        elif off not in (-1, 0, -2, -3):
-            out.report("INV-START-1", f"store read returns {off} but no offset is committed", key)
+        broadcast = c is not None and c.broadcast
+        values = (committed,) if broadcast else _read_answers(qs, cid, committed)
+        if not _store_read_ok(off, values):
+            where = "local offsets file" if broadcast else "broker"
+            since = "" if len(values) == 1 else f" (and since {cid}'s allocation held {list(values[1:])})"
+            if committed is not None:
+                out.report("INV-START-1", f"store read returns {off}, the {where} holds {committed}{since}", key)
+            else:
+                out.report("INV-START-1", f"store read returns {off} but no offset is committed{since}", key)
+        # the next read (the orderly first pull's re-read) is issued after this one was answered
+        qs.held.pop(cid, None)
         qs.reads[cid] = off
         pq = qs.pqs.get(cid)
-        if pq is not None and pq.live and pq.pulls == 0:
+        if pq is not None and pq.status == "created":
             # orderly first pull after locking re-reads the offset (computePullFromWhere)
             sq = st.stored.get((key[1], key[2], key[3]))
             exact, lo, hi = _pull_from_where(st, qs, c, off, sq)
@@ -1310,7 +1368,8 @@ def offset_committed(st, ev, out):
     if src == "snapshot":
         # the value the broker held when observation began (schema v2): nothing to judge; the
         # group's progress below it happened unobserved, so it is not a skip
-        qs.committed = qs.flushed = off
+        _set_committed(st, qs, off)
+        qs.flushed = off
         unit = qs.units.get("")
         if unit is not None:
             unit.skip_to(off, unit.wm)
@@ -1357,13 +1416,11 @@ def offset_committed(st, ev, out):
             if left:
                 out.report("ANOM-RESET-SKIP", f"operator reset to {off} skips {left} messages the group had "
                            f"not consumed", key)
-    elif unit is not None and off not in qs.resets:     # re-stating an operator reset is not judged
-        sq = st.stored.get((key[1], key[2], key[3]))
-        top = min(off, sq.next if sq is not None else off)
-        if unit.wm < top:
-            out.report("INV-OFFSET-3", f"broker commits {off} but offset {unit.wm} has not been consumed by the group",
-                       key)
-    qs.committed = off
+    _set_committed(st, qs, off)
+    qs.lost_entry = None
+    m = broker_offset_passes(st, qs)
+    if m is not None:
+        out.report("INV-OFFSET-3", f"broker commits {off} but offset {m} has not been consumed by the group", key)
 
 
 def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
@@ -1413,6 +1470,14 @@ def offset_flushed(st, ev, out):
 
 def offset_erased(st, ev, out):
     qs = _q(st, ev)
+    if ev["store"] == "broker":
+        # ConsumerOffsetManager.commitOffset's get-then-put: two first commits of one topic@group
+        # each put a new map, the second replaces the first and its entries (a real 4.9.8 race).
+        # The queue has no committed offset until its next commit: a read answers -1 (or 0).
+        if qs.committed is not None:
+            qs.lost_entry = qs.committed
+        _set_committed(st, qs, None)
+        return
     loc = qs.local.get(ev.get("client"))
     if loc is not None:
         loc[1] = True       # the spec keeps the value: a correct LocalFileOffsetStore never forgets it
@@ -1423,7 +1488,7 @@ def offset_loaded(st, ev, out):
     if ev["store"] == "broker":
         if qs.flushed is not None and ev["offset"] != qs.flushed:
             out.report("GUARD", f"broker reloads {ev['offset']}, its last flush was {qs.flushed}", qs.key)
-        qs.committed = ev["offset"]
+        _set_committed(st, qs, ev["offset"])
     else:
         loc = qs.local.get(ev.get("client"))
         if loc is not None and loc[0] != ev["offset"]:
@@ -1809,48 +1874,23 @@ def lock_noop(st, ev, out):
 # ---------------------------------------------------------------------------- end of trace
 
 def check_quiescent(st, out):
-    """INV-LIVE-1 at trace_ended{reason: quiescent}."""
-    d = st.dir
+    """INV-LIVE-1 at trace_ended{reason: quiescent}: nothing is owed (spec.pending)."""
     for qs in st.queues.values():
         for pq in qs.pqs.values():
             _settle(st, qs, pq, out)
-    units_by_topic: dict[str, list] = {}
-    for c in d.clients.values():
-        if c.status in ("running", "paused"):
-            for t in c.subs:
-                units_by_topic.setdefault(t, []).append(c)
-    reported = 0
-    for (topic, broker, q), sq in st.stored.items():
-        if sq.next == 0 or topic.startswith(DLQ_PREFIX):
-            continue
-        seen = set()
-        for c in units_by_topic.get(topic, ()):
-            unit = c.cid if c.broadcast else ""
-            gk = (c.group, unit)
-            if gk in seen:
-                continue
-            seen.add(gk)
-            key = (c.group, topic, broker, q)
-            qs = st.queues.get(key)
-            p = qs.units.get(unit) if qs is not None else None
-            if p is None:
-                out.report("INV-LIVE-1", f"{sq.next} stored messages and group {c.group}"
-                           f"{' client ' + unit if unit else ''} never consumed the queue", key)
-                reported += 1
-            elif p.wm < sq.next:
-                left = p.unhandled_first(p.wm, sq.next)
-                if left:
-                    out.report("INV-LIVE-1", f"quiescent but offsets {left} were never consumed"
-                               f"{' by ' + unit if unit else ''} (handled below {p.wm}, max {sq.next})", key)
-                    reported += 1
-    for ckey, ch in st.chains.items():
-        pending = [e for e in ch.entries if e[0] in ("sent_back", "delayed", "redelivered")]
-        if pending:
-            g = d.groups.get(ckey[0])
-            live = g is not None and any(d.clients[c].status in ("running", "paused") for c in g["clients"]
-                                         if c in d.clients)
-            if live:
-                out.report("INV-LIVE-1", f"retry copy of {ckey[1]} still {pending[0][0]} at quiescence", ckey)
+    for key, unit, p, sq in unconsumed(st):
+        if p is None:
+            out.report("INV-LIVE-1", f"{sq.next - sq.min} stored messages and group {key[0]}"
+                       f"{' client ' + unit if unit else ''} never consumed the queue", key)
+        else:
+            left = p.unhandled_first(p.wm, sq.next)
+            out.report("INV-LIVE-1", f"quiescent but offsets {left} were never consumed"
+                       f"{' by ' + unit if unit else ''} (handled below {p.wm}, max {sq.next})", key)
+    reported = set()
+    for ckey, state in retries_in_flight(st):
+        if ckey not in reported:
+            reported.add(ckey)
+            out.report("INV-LIVE-1", f"retry copy of {ckey[1]} still {state} at quiescence", ckey)
 
 
 HANDLERS = {
@@ -1909,7 +1949,8 @@ MECHANISMS = {
     "offset_updated": "OffsetStore.updateOffset / updateAndFreeze", "offset_read": "OffsetStore.readOffset",
     "offset_removed": "OffsetStore.removeOffset", "offset_persisted": "OffsetStore.persist (one-way)",
     "offset_committed": "ConsumerOffsetManager.commitOffset", "offset_flushed": "offset table flush",
-    "offset_erased": "LocalFileOffsetStore.persistAll rewrite (pre-#7740)", "offset_loaded": "offset table load",
+    "offset_erased": "LocalFileOffsetStore.persistAll rewrite (pre-#7740); broker: commitOffset get-then-put race",
+    "offset_loaded": "offset table load",
     "send_back_requested": "DefaultMQPushConsumerImpl.sendMessageBack", "send_back_failed": "send-back and fallback failed",
     "message_sent_back": "consumerSendMsgBack / handleRetryAndDLQ", "message_dead_lettered": "%DLQ% store",
     "lock_requested": "RebalanceImpl.lock / lockAll", "lock_acquired": "RebalanceLockManager.tryLock",

@@ -1,13 +1,14 @@
 """The one place where the spec decides whether a message matches a subscription.
 
-Delegates to `rocketspec.spec.filter` (tags codes, subscription parsing, SQL92). Until the SQL92
-evaluator is available, SQL92 decisions are "unknown" (None) and the spec does not judge them.
+Tags: the spec's own reading (`spec.tag_rules`), not the implementation the reference filters
+with. SQL92: the one evaluator (`spec.filter`, tested against RocketMQ's Java evaluator); when
+it is not available, SQL92 decisions are "unknown" (None) and the spec does not judge them.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
-from .filter import broker_tag_match, build_subscription, client_tag_match
+from . import tag_rules
 
 try:  # SQL92 lands separately (spec/filter/sql92); use it when present.
     from .filter import compile_sql92 as _compile_sql92  # type: ignore[attr-defined]
@@ -20,11 +21,11 @@ DLQ_PREFIX = "%DLQ%"
 
 @lru_cache(maxsize=4096)
 def subscription(expr_type: str | None, expr: str | None):
-    """Parsed SubscriptionData (TAG) or a compiled SQL92 expression; None if unusable."""
+    """("TAG", spec.tag_rules.TagSubscription) or ("SQL92", compiled expression); None if unusable."""
     try:
         if expr_type == "SQL92":
             return ("SQL92", _sql(expr))
-        return ("TAG", build_subscription(expr, "TAG"))
+        return ("TAG", tag_rules.parse(expr))
     except Exception:
         return None
 
@@ -57,14 +58,8 @@ def decide(sub, tags, tags_code, props):
         return None, None
     typ, s = sub
     if typ == "TAG":
-        code = tags_code if tags_code is not None else (None if tags is None else None)
-        b = broker_tag_match(s, code if tags_code is not None else _code(tags))
-        return b, (b and client_tag_match(s, tags))
+        b = tag_rules.broker_keeps(s, tags_code if tags_code is not None else tag_rules.tag_code(tags))
+        return b, (b and tag_rules.client_keeps(s, tags))
     r = _sql_eval(s, props)
     return r, r
 
-
-def _code(tags):
-    from .filter import tags_code
-
-    return tags_code(tags)

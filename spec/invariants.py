@@ -164,9 +164,11 @@ CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "INV-START-1", "A new ProcessQueue starts at the committed offset",
         "A store read (READ_FROM_STORE) returns the committed offset when there is one "
-        "(clustering: the broker's ConsumerOffsetManager entry; broadcasting: the client's "
-        "local offsets file), -1 or (broker zero-if-not-found) 0 when there is none, -2 on an "
-        "error; the ProcessQueue's first pull offset is computePullFromWhere of that value "
+        "(clustering: the broker's ConsumerOffsetManager entry, as it stood at some moment "
+        "since the read could have been issued, the client's allocation of the topic: the "
+        "remote read is a round trip that another client's commit may overtake; broadcasting: "
+        "the client's local offsets file), -1 or (broker zero-if-not-found) 0 when there is "
+        "none, -2 on an error; the ProcessQueue's first pull offset is computePullFromWhere of that value "
         "(the value itself if >= 0; else LAST: retry topic 0, otherwise maxOffset; FIRST: 0; "
         "TIMESTAMP: a searched offset); pulls never use a negative offset.",
         "RebalancePushImpl.computePullFromWhereWithException, "
@@ -375,29 +377,62 @@ def get(inv_id: str) -> Invariant:
 # ---------------------------------------------------------------------------- state predicates
 # Each takes a SpecState and yields (key, message) for every place the invariant fails. The
 # model checker evaluates them in every state (`spec.check_state`); trace replay evaluates the
-# same conditions on the touched key inside the actions.
+# same rule on the key an event touched: the per-key functions below are the one definition
+# both use (the actions add the cause to the report).
+
+def orderly_consumers_at_once(qs):
+    """INV-ORDER-1 on one queue: the clients inside its listener at once (client, (consume_id,
+    since)), oldest first; empty when at most one is. `busy` holds the orderly clustering batches
+    in a listener call, one per client (its consume thread holds messageQueueLock). A broken
+    A-LEASE-MARGIN does not excuse an overlap: the guarantee is lost either way."""
+    if len(qs.busy) < 2:
+        return []
+    return sorted(qs.busy.items(), key=lambda kv: (kv[1][1], kv[0]))
+
+
+def client_offset_passes(pq, value, taken=True):
+    """INV-OFFSET-3, client side: the lowest pending offset (tree, taken, in flight) of a live
+    ProcessQueue that the client's stored offset `value` passes, or None. `taken=False` leaves
+    the orderly taken messages out: a store seen by polling may already show the commit
+    (ProcessQueue.commit empties them, then updateOffset) whose event comes later."""
+    if pq is None or not pq.live:
+        return None
+    m = pq.pending_min(taken)
+    return m if m is not None and value > m else None
+
+
+def broker_offset_passes(st, qs):
+    """INV-OFFSET-3, broker side: the first offset the group has not handled that the broker's
+    committed offset passes (offsets that exist: below the queue's max offset), or None. A
+    committed offset that an operator reset set is not judged: skipping by an operator's request
+    is by design (ANOM-RESET-SKIP)."""
+    unit = qs.units.get("")
+    off = qs.committed
+    if unit is None or off is None or off in qs.resets:
+        return None
+    key = qs.key
+    sq = st.stored.get((key[1], key[2], key[3]))
+    top = min(off, sq.next) if sq is not None else off
+    return unit.wm if unit.wm < top else None
+
 
 def _orderly_serial(st):
     for key, qs in st.queues.items():
-        if len(qs.busy) > 1:
-            yield key, f"clients {sorted(qs.busy)} consume the orderly queue at once"
+        both = orderly_consumers_at_once(qs)
+        if both:
+            yield key, f"clients {[c for c, _ in both]} consume the orderly queue at once"
 
 
 def _offset_not_past_unconsumed(st):
     for key, qs in st.queues.items():
         for cid, pq in qs.pqs.items():
             s = qs.stores.get(cid)
-            if s is None or not pq.live:
-                continue
-            m = pq.pending_min()
-            if m is not None and s[0] > m:
+            m = client_offset_passes(pq, s[0]) if s is not None else None
+            if m is not None:
                 yield key, f"{cid}'s offset {s[0]} passes pending offset {m}"
-        unit = qs.units.get("")
-        if unit is not None and qs.committed is not None:
-            sq = st.stored.get((key[1], key[2], key[3]))
-            top = min(qs.committed, sq.next) if sq is not None else qs.committed
-            if unit.wm < top:
-                yield key, f"broker offset {qs.committed} passes unconsumed offset {unit.wm}"
+        m = broker_offset_passes(st, qs)
+        if m is not None:
+            yield key, f"broker offset {qs.committed} passes unconsumed offset {m}"
 
 
 def _lock_table(st):

@@ -132,10 +132,10 @@ class PQ:
         self.max_new = off
         return True
 
-    def pending_min(self):
-        """Lowest offset still pending in this ProcessQueue (tree, taken, in flight)."""
+    def pending_min(self, taken=True):
+        """Lowest offset still pending in this ProcessQueue (tree, taken unless not asked, in flight)."""
         m = self.tree_min()
-        if self.consuming and (m is None or self.consuming[0] < m):
+        if taken and self.consuming and (m is None or self.consuming[0] < m):
             m = self.consuming[0]
         ex = self.expired
         for offs in self.batches.values():
@@ -222,7 +222,7 @@ class Progress:
 class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
                  "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
-                 "resets", "reset_ahead", "overlaps", "batch_max")
+                 "resets", "reset_ahead", "overlaps", "batch_max", "held", "lost_entry")
 
     def __init__(self, key):
         self.key = key
@@ -246,6 +246,18 @@ class QueueState:
         self.reset_ahead = None                 # a reset past the queue's end, not yet corrected
         self.overlaps: frozenset = frozenset()  # orderly: (client, consume_id) batches already reported overlapped
         self.batch_max = 1                      # orderly: the largest batch committed on the queue
+        # client -> the values the broker table held for the queue, replaced since that client's
+        # store read could have been issued (its allocation of the topic), oldest first (None: no
+        # entry); at most HELD_MAX. A remote read answers any of them or the current value.
+        self.held: dict[str, tuple] = {}
+        self.lost_entry = None                  # the committed offset the broker's table lost (offset_erased)
+
+
+# A remote store read is a round trip: another client's commit may land between the broker's
+# answer and its arrival. Only the newest replaced values are kept (a read is answered within
+# milliseconds of its allocation; more than this many commits of one queue in between would be
+# a read outliving the commits of a whole pull cycle).
+HELD_MAX = 8
 
 
 class StoredQueue:

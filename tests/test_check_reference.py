@@ -6,13 +6,9 @@ from rocketspec.spec.profiles import PROFILES, get_profile
 from rocketspec.spec.replay import check_events
 
 reference = pytest.importorskip("rocketspec.reference.runner")
-from rocketspec.reference.scenario import builtin_names, expected_failures, load_scenario  # noqa: E402
+from rocketspec.reference.scenario import bug_scenario, builtin_names, expected_failures, load_scenario  # noqa: E402
 
 RELEASES = ("rocketmq-5.3.3", "rocketmq-4.9.8")
-
-# Known bug -> the built-in scenario that shows it. Scenarios whose name mentions the issue
-# number (e.g. "bug-4215") are found automatically; this table adds the ones named otherwise.
-BUG_SCENARIOS = {"#6163": "orderly-dlq"}
 
 # Known bugs whose scenario does not show the defect in the reference (see
 # docs/notes/spec-findings.md); the checker's rule for them is tested on hand-made events.
@@ -69,9 +65,7 @@ def test_a_guarantee_loss_names_its_cause():
 
 
 def scenario_for(p):
-    num = p.known_bug.lstrip("#")
-    named = [n for n in builtin_names() if num in n]
-    return named[0] if named else BUG_SCENARIOS.get(p.known_bug)
+    return bug_scenario(p.known_bug)
 
 
 @pytest.mark.parametrize("pname", [n for n, p in PROFILES.items() if p.known_bug])

@@ -21,32 +21,19 @@ BROKE = {
     "real-orderly-pause": {"INV-ORDER-3"},
 }
 
-# Clean real runs that the spec misjudges today (docs/recorder.md, "What the checker says"):
-# strict, so the day the spec is fixed this fails and the entry goes.
-SPEC_MISJUDGES = {
-    "real-rebalance": "INV-START-1 on an offset_read whose QUERY_CONSUMER_OFFSET the broker answered "
-                      "before another client's persist that the trace shows first (a remote read is "
-                      "not atomic with its event)",
-}
-
-
 def fixtures():
     return sorted(FIXTURES.glob("real-*.jsonl"))
 
 
 def test_the_expectations_name_committed_fixtures():
     names = {p.stem for p in fixtures()}
-    assert set(BROKE) <= names and set(SPEC_MISJUDGES) <= names
+    assert set(BROKE) <= names
 
 
 @pytest.mark.parametrize("path", fixtures(), ids=lambda p: p.stem)
 def test_real_fixture_gets_its_verdict(path):
     rep = check_trace(path)
     errors = rep.findings.errors
-    if path.stem in SPEC_MISJUDGES:
-        assert errors, f"{path.stem} now holds: the spec was fixed, remove it from SPEC_MISJUDGES"
-        assert {f.inv for f in errors} == {"INV-START-1"}, [(f.inv, f.seq, f.message) for f in errors[:5]]
-        pytest.xfail(SPEC_MISJUDGES[path.stem])
     want = BROKE.get(path.stem, set())
     assert {f.inv for f in errors} == want, [(f.inv, f.seq, f.message) for f in errors[:5]]
     assert rep.ok == (not want)
@@ -58,3 +45,27 @@ def test_a_pause_past_the_lease_names_the_pause_and_its_limits():
     # the cause: which client, the pause's duration against the lease and the broker lock
     assert "127.0.0.1@c1" in f.message and "pause" in f.message
     assert "10000 ms" in f.message and "client lease 3000 ms" in f.message and "broker lock 6000 ms" in f.message
+
+
+def test_a_remote_read_may_be_answered_before_a_commit_the_trace_shows_first():
+    """real-rebalance seq 971-973: c2's persist of 13 (its ProcessQueue of queue 5 removed by the
+    rebalance) is committed while c3's QUERY_CONSUMER_OFFSET, issued after c3's allocation, is on
+    its way; the broker had answered 12. Any later value, or one from before the allocation, is
+    not an answer."""
+    import handtraces
+
+    evs = handtraces.load(FIXTURES / "real-rebalance.jsonl")
+    i = next(i for i, e in enumerate(evs) if e["seq"] == 973)
+    assert evs[i]["kind"] == "offset_read" and evs[i]["offset"] == 12
+    assert handtraces.check(evs[:i + 1], "rocketmq-4.9.8", renumber=False).ok
+    for bad in (11, 14):
+        evs2 = [dict(e) for e in evs[:i + 1]]
+        evs2[-1]["offset"] = bad
+        rep = handtraces.check(evs2, "rocketmq-4.9.8", renumber=False)
+        assert [(f.inv, f.seq) for f in rep.findings.errors] == [("INV-START-1", 973)], bad
+    # without c3's allocation between the commits, the read is judged against the table alone
+    evs3 = [dict(e) for e in evs[:i + 1] if not (e["kind"] == "allocation_computed" and e["seq"] == 970)]
+    evs3 = [e for e in evs3 if not (e["kind"] == "allocation_computed" and e.get("client") == "127.0.0.1@c3"
+                                     and e["seq"] > 900)]
+    assert any(f.inv == "INV-START-1" for f in handtraces.check(evs3, "rocketmq-4.9.8", renumber=False)
+               .findings.errors)

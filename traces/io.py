@@ -109,12 +109,20 @@ class ParquetWriter:
 
         if not self._rows:
             return
-        cols = {}
-        for n in self._names:
-            if n in self._json:
-                cols[n] = [None if r.get(n) is None else orjson.dumps(r[n]).decode() for r in self._rows]
-            else:
-                cols[n] = [r.get(n) for r in self._rows]
+        # An event sets a dozen of the ~80 columns: fill each row's own fields into columns of
+        # None rather than asking every row for every column.
+        n = len(self._rows)
+        cols = {name: [None] * n for name in self._names}
+        for i, r in enumerate(self._rows):
+            for k, v in r.items():
+                col = cols.get(k)
+                if col is not None:     # a field outside the schema has no column, as before
+                    col[i] = v
+        for name in self._json:
+            col = cols[name]
+            for i, v in enumerate(col):
+                if v is not None:
+                    col[i] = orjson.dumps(v).decode()
         self._writer.write_batch(pa.record_batch(cols, schema=self._schema))
         self._rows = []
 

@@ -40,7 +40,7 @@ from .oracle import BAD_CONFIG, SPEC_CRASH, Rejection, all_rejections, first_rej
 
 MAX_ROUNDS = 20
 MATCHES = ("guard", "invariant")
-REPAIR_ROUNDS = 64
+REPAIR_ROUNDS = 16
 
 
 class NotMinimizable(UserError):
@@ -104,6 +104,15 @@ def template(message: str) -> str:
 
 _LIST = re.compile(r"\[[^\]]*\]")
 _NUMBER = re.compile(r"-?\d+")
+
+
+def _noise(rej: list[Rejection], target: str) -> int:
+    """What else the spec rejects up to the violation (the last event of `rej`): the distinct
+    (event, id) pairs other than the target's own."""
+    if not rej:
+        return 0
+    at = rej[-1].index
+    return len({(r.index, r.inv) for r in rej if r.index < at or r.inv != target})
 
 
 def key_dict(key):
@@ -209,6 +218,7 @@ class _Minimizer:
         self.crashes = 0
         self.removed: list[Removal] = []
         self.strict = True
+        self.noise = 0
         self.phase = "check"
         self.cast = units.Cast(events)
 
@@ -236,6 +246,11 @@ class _Minimizer:
             if rej and rej[-1].inv == SPEC_CRASH:
                 self.crashes += 1
             ok = bool(rej) and self._hit(rej, cand[rej[-1].index])
+            if ok:
+                noise = _noise(rej, self.target)
+                ok = noise <= self.noise
+                if ok:
+                    self.noise = noise
         if ok:
             self.events = cand[:rej[-1].index + 1]
         return ok
@@ -286,40 +301,43 @@ class _Minimizer:
             self.removed.append(Removal("after", "events after the violation", cut))
         # 2-3. slice by key, then make the violation the first rejection
         self.strict = True
-        exact = self._slice_and_repair(first)
-        if not exact:
+        if not self._slice_or_whole(first):
             # other events are rejected before it and cannot simply go: shrink while the
-            # violation happens at all, then try again on the shorter trace
+            # violation happens and no more events are rejected before it than now, then drop
+            # the rejected ones if the violation stays
             self.strict = False
+            self.noise = self._noise(self.events)
             self._slice(first)
             self._shrink_units()
             self.strict = True
-            exact = self._interesting(list(self.events)) or self._repair(list(self.events))
+            if not (self._interesting(list(self.events)) or self._repair(list(self.events))):
+                self.strict = False
+                self.noise = self._noise(self.events)
         # 4. units, coarse to fine, until nothing more goes
-        if exact:
-            self._shrink_units()
-            # 5. time, then a last pass over single events (a shorter time line can free one)
-            self.phase = "time"
-            self._compress_time()
-            self._shrink("event")
+        self._shrink_units()
+        # 5. time, then a last pass over single events (a shorter time line can free one)
+        self.phase = "time"
+        self._compress_time()
+        self._shrink("event")
         self.events = renumber.renumber_seq(self.events)
-        final = first_rejection(self.events, self.profile)
-        exact = self._is_target(final, self.events) and final[0].index == len(self.events) - 1
-        last = final[-1] if final else first
+        final = all_rejections(self.events, self.profile, until=self._hit)
+        at = final[-1].index
+        hits = [r for r in final if r.index == at]
+        exact = at == len(self.events) - 1 and all(r.index == at for r in final) and self._is_target(hits, self.events)
+        last = next(r for r in hits if r.inv == self.target)
         # 6. why each event stays
         self.phase = "reasons"
         self._tick()
-        reasons = self._reasons(last) if exact else []
+        reasons = self._reasons(last, final)
         return Minimized(events=self.events, invariant=self.target, key=key_dict(last.key), message=last.message,
                          profile=self.profile.name, original_events=original, removed=self.removed,
                          reasons=reasons, tests=self.tests, exact=exact, spec_crashes=self.crashes)
 
-    def _slice_and_repair(self, first: Rejection) -> bool:
-        if self._slice(first):
-            return True
-        if self._interesting(list(self.events)):
-            return True
-        return self._repair(list(self.events))
+    def _noise(self, events) -> int:
+        return _noise(all_rejections(events, self.profile, until=self._hit), self.target)
+
+    def _slice_or_whole(self, first: Rejection) -> bool:
+        return self._slice(first) or self._interesting(list(self.events))
 
     def _slice(self, first: Rejection) -> bool:
         """Keep the first slice around the violation's key that still fails (strict: after a
@@ -331,7 +349,7 @@ class _Minimizer:
             if keep is None or len(keep) >= len(self.events):
                 continue
             cand = [self.events[i] for i in keep]
-            if self._interesting(cand) or (self.strict and self._repair(cand)):
+            if self._interesting(cand):
                 self.removed.append(Removal("slice", f"events off the violation's key (slice {level}: "
                                             f"{'its queues, chain and directory' if level == 1 else 'its group'})",
                                             n - len(cand)))
@@ -461,8 +479,11 @@ class _Minimizer:
         return ok
 
     # ------------------------------------------------------------------ reasons
-    def _reasons(self, last: Rejection) -> list[Reason]:
+    def _reasons(self, last: Rejection, final: list[Rejection]) -> list[Reason]:
+        """Leave each event out once more: the first rejection that the trace did not have (by
+        event and id) is what fails without it; else the violation is lost, or changes."""
         evs = self.events
+        known = {(evs[r.index]["seq"], r.inv) for r in final if r.index < last.index}
         out = []
         for i, ev in enumerate(evs):
             if i == 0:
@@ -473,22 +494,20 @@ class _Minimizer:
                 out.append(Reason(ev["seq"], ev["kind"], "violation", last.inv, key_dict(last.key), last.message))
                 continue
             cand = evs[:i] + evs[i + 1:]
-            rej = first_rejection(cand, self.profile)
+            rej = all_rejections(cand, self.profile, until=self._hit)
             self.tests += 1
-            if self._is_target(rej, cand) and not self.cast.introduced(cand):
+            new = [r for r in rej if (cand[r.index]["seq"], r.inv) not in known]
+            hit = bool(rej) and self._hit(rej, cand[rej[-1].index])
+            if hit and (not new or new[0].index == rej[-1].index and new[0].inv == self.target):
                 out.append(Reason(ev["seq"], ev["kind"], "cast", None, None, self.cast.introduces(ev)))
                 continue
-            if not rej:
-                out.append(Reason(ev["seq"], ev["kind"], "needed", None, None,
-                                  f"{self.target} no longer fails"))
+            if not new:
+                out.append(Reason(ev["seq"], ev["kind"], "needed", None, None, f"{self.target} no longer fails"))
                 continue
-            r = rej[0]
+            r = new[0]
             at = cand[r.index]
-            if all(x.inv == self.target for x in rej):
-                out.append(Reason(ev["seq"], ev["kind"], "other-cause", r.inv, key_dict(r.key), r.message,
-                                  at.get("seq"), at["kind"]))
-                continue
-            out.append(Reason(ev["seq"], ev["kind"], "needed", r.inv, key_dict(r.key), r.message, at.get("seq"),
+            role = "other-cause" if r.inv == self.target and not hit else "needed"
+            out.append(Reason(ev["seq"], ev["kind"], role, r.inv, key_dict(r.key), r.message, at.get("seq"),
                               at["kind"]))
         return out
 

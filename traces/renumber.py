@@ -55,7 +55,7 @@ def drop_messages(events: list[dict], positions) -> list[dict]:
         if kind == "message_stored" and ev["offset"] in gone[k]:
             continue
         rm, lo = gone[k], low[k]
-        if not _reaches(ev, lo[0]):
+        if kind != "consume_finished" and not _reaches(ev, lo[0]):
             out.append(ev)          # nothing at or above the lowest removed offset: unchanged
             continue
         new = dict(ev)

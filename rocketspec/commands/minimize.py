@@ -115,15 +115,25 @@ def minimize_cmd(path, out, invariant, profile, match, as_json, quiet):
     import orjson
 
     from rocketspec.commands.options import progress_bar
-    from rocketspec.traces.io import read_events, write_trace
+    from rocketspec.traces.io import input_size, read_events, write_trace
     from rocketspec.traces.minimize import minimize, validate_events
 
     if out is None:
         if path == "-":
             raise click.UsageError("reading standard input: give -o/--out (a file, or - for standard output)")
         out = default_output(path)
-    events = validate_events(read_events(path, validate=False), path, numbered=True)
-    bar = progress_bar(enabled=not quiet, total=len(events), unit=" events removed")
+    total, unit = input_size(path) if not quiet else (None, "B")
+    bar = progress_bar(enabled=not quiet, total=total, unit=unit, unit_scale=unit == "B", desc="reading")
+    reading = None
+    if bar is not None:
+        def reading(done):
+            bar.update(done - bar.n)
+    try:
+        events = validate_events(read_events(path, validate=False, progress=reading), path, numbered=True)
+    finally:
+        if bar is not None:
+            bar.close()
+    bar = progress_bar(enabled=not quiet, total=len(events), unit=" events removed", desc="minimizing")
 
     def progress(phase, n, tests):
         bar.update(len(events) - n - bar.n)

@@ -19,7 +19,12 @@ from rocketspec.spec.profiles import DEFAULT_PROFILE, get_profile
 @click.option("--out", "out", default="trace.jsonl", show_default=True,
               help="Trace file to write: .jsonl or .parquet; - for standard output (JSON Lines).")
 @click.option("--quiet", is_flag=True, help="Print nothing on success, and no progress.")
-def simulate(scenario_name, seed, profile, out, quiet):
+@click.option("--events", "min_events", default=None, type=click.IntRange(1, None),
+              help="Large data: run seeds --seed, --seed + 1, ... until at least this many events, each run a "
+                   "complete trace in OUT/run=<seed>/part-0.parquet (--out is then a directory).")
+@click.option("--workers", default=None, type=click.IntRange(1, 256),
+              help="With --events: worker processes (default: one per core).")
+def simulate(scenario_name, seed, profile, out, quiet, min_events, workers):
     """Run a scenario on the reference broker and client and write its trace.
 
     Progress is shown on standard error when it is a terminal."""
@@ -30,6 +35,11 @@ def simulate(scenario_name, seed, profile, out, quiet):
     # bad input (profile, scenario, output path) raises a UserError: the CLI's one error path
     prof = get_profile(profile)
     sc = load_scenario(scenario_name)
+    if min_events is not None:
+        _simulate_dataset(sc, seed, prof, out, quiet, min_events, workers)
+        return
+    if workers is not None:
+        raise click.UsageError("--workers goes with --events")
     writer = open_writer(out)
     count = 0
     bar = progress_bar(enabled=not quiet, total=sc["duration_ms"] / 1000, unit=" s simulated")
@@ -54,6 +64,33 @@ def simulate(scenario_name, seed, profile, out, quiet):
         # the summary goes to stderr when the trace itself goes to stdout
         click.echo(f"{sc['name']} seed={seed} profile={prof.name}: {count} events, ended {reason}, "
                    f"{dt:.2f}s -> {'standard output' if out == '-' else out}", err=out == "-")
+
+
+def _simulate_dataset(sc, seed, prof, out, quiet, min_events, workers):
+    import os
+
+    from rocketspec.errors import UserError
+    from rocketspec.reference.bulk import simulate_dataset
+
+    if out == "-" or out.endswith((".jsonl", ".parquet", ".gz", ".zst")):
+        raise UserError("with --events, --out is a directory (one Parquet partition per run)", file=out)
+    if os.path.exists(out) and (not os.path.isdir(out) or any(n.startswith("run=") for n in os.listdir(out))):
+        raise UserError("exists and is not an empty dataset directory: give a new one", file=out)
+    os.makedirs(out, exist_ok=True)
+    bar = progress_bar(enabled=not quiet, total=min_events, unit=" events", unit_scale=True)
+
+    def progress(n):
+        bar.update(n - bar.n)
+
+    try:
+        r = simulate_dataset(sc, prof.name, out, min_events, seed, workers, progress if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not quiet:
+        click.echo(f"{sc['name']} profile={prof.name}: {r['events']:,} events in {r['runs']} runs (seeds "
+                   f"{r['seeds'][0]}..{r['seeds'][1]}), {r['seconds']:.1f}s = {r['events_per_s']:,.0f} events/s "
+                   f"on {r['workers']} workers -> {out}/run=*/part-0.parquet")
 
 
 @click.command()

@@ -1,6 +1,7 @@
 """The filter language of RocketMQ, as the spec's definition (digest section 9).
 
-Pure, stateless definitions that the reference broker may use directly:
+Pure, stateless definitions that the reference broker and client use directly. The spec
+judges tags with its own reading (`spec.tag_rules`), not with :mod:`.tags`; SQL92 is shared:
 
 * Tags (:mod:`.tags`): :func:`java_string_hash`, :func:`tags_code`,
   :class:`SubscriptionData`, :func:`build_subscription`, :func:`broker_tag_match`,

@@ -114,6 +114,7 @@ def check_delivery(h: History, default_max: int) -> Outcome:
     expired = defaultdict(list)
     for e in h.expired:
         expired[e.queue].append(e)
+    carries_tags, carries_props = h.has("produce.tags"), h.has("produce.props")
     for g in h.groups.values():
         subs = g.subscriptions or {}
         if _broadcast(g):
@@ -127,13 +128,11 @@ def check_delivery(h: History, default_max: int) -> Outcome:
                 out.counts["send outcome unknown or failed"] += p.ok is None
                 continue
             sub_t, sub_e = subs[p.topic]
-            if g.subscriptions_inferred:
-                match = None
+            if g.subscriptions_inferred or (sub_t == "SQL92" and not carries_props) or \
+                    (sub_t == "TAG" and sub_e.strip() not in ("*", "") and not carries_tags):
+                match = None        # the history cannot evaluate the filter
             else:
                 match = decide(subscription(sub_t, sub_e), p.tags, None, p.props)[1]
-            if match is False:
-                out.counts["filtered out by the subscription"] += len(units)
-                continue
             for u in units:
                 if _broadcast(g):
                     joined, left = g.members.get(u[1], (None, None))
@@ -141,6 +140,9 @@ def check_delivery(h: History, default_max: int) -> Outcome:
                         out.counts["consumer left before it was sent"] += 1
                         continue
                 dels = per.get((u, p.id), [])
+                if match is False and not dels:
+                    out.counts["filtered out by the subscription"] += 1
+                    continue
                 if dels and _broadcast(g):
                     out.counts["consumed (broadcasting drops a failure)"] += 1
                     continue
@@ -529,7 +531,7 @@ def _explain(h, g, done, d, dis, p, calls, lagging):
         if x.ts > hi:
             break
         if x.what in _FAULTS:
-            return (f"after a fault ({x.what})", x.ts)
+            return (f"after a fault ({x.detail or x.what})", x.ts)
         if membership is None and x.what in ("joined", "left") and (x.group is None or x.group == d.group):
             membership = (f"rebalance ({x.what})", x.ts)
     if membership is None:

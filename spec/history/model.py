@@ -70,6 +70,7 @@ class Disruption:
     what: str
     group: str | None = None
     client: str | None = None
+    detail: str | None = None       # e.g. an OpenChaos fault's name
 
 
 @dataclass(slots=True)

@@ -1,0 +1,212 @@
+"""Mutation score of the conformance checks, and each mutant's time to be killed, per method.
+
+    python -m bench.mutation_score [--seeds 1,2,3] [--budget S] [--methods simulate,hypothesis]
+                                   [--only ID,ID] [--json] [--witness]
+
+Methods, each searched blind (no known witness):
+- simulate: the reference's built-in scenarios over seeds and both release profiles (seed, then
+  profile, then scenario in name order), each run's trace checked by the spec; the time to kill
+  is the wall time until the first run with a finding the scenario does not declare.
+- hypothesis: the Hypothesis state machine on the mutated reference
+  (conformance.statemachine.check_reference, derandomized); "n/a" while it is not in the tree.
+- exhaustive: not available: `rocketspec explore` searches model_checks/generator.py, a second
+  model of the broker and client, not the reference, so a change to reference/ cannot be seen by
+  it (issue 15 moves the explorer onto the reference).
+
+`--witness` prints the WITNESS table for conformance/mutants.py from the simulate kills.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from rocketspec.conformance import mutants as M
+
+EXHAUSTIVE_NA = ("n/a: the explorer searches model_checks/generator.py (a second model), not reference/; "
+                 "a mutant of the reference is invisible to it")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--budget", type=float, default=90.0, help="seconds per mutant and method")
+    ap.add_argument("--methods", default="simulate,hypothesis")
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--hypothesis-examples", type=int, default=200)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--witness", action="store_true")
+    ap.add_argument("--markdown", default=None, help="write the catalogue with these results (docs/mutants.md)")
+    a = ap.parse_args(argv)
+    seeds = tuple(int(s) for s in a.seeds.split(","))
+    methods = a.methods.split(",")
+    muts = [M.BY_ID[i] for i in a.only.split(",")] if a.only else list(M.CATALOGUE)
+    rows = []
+    t0 = time.perf_counter()
+    hyp_available = True
+    for m in muts:
+        row = {"mutant": m.id, "targets": list(m.targets)}
+        if "simulate" in methods:
+            row["simulate"] = M.kill_by_simulation(m, seeds=seeds, budget_s=a.budget).to_dict()
+        if "hypothesis" in methods:
+            if hyp_available:
+                try:
+                    row["hypothesis"] = M.kill_by_hypothesis(m, budget_s=a.budget,
+                                                             max_examples=a.hypothesis_examples).to_dict()
+                except ImportError:
+                    hyp_available = False
+            if not hyp_available:
+                row["hypothesis"] = None
+        row["exhaustive"] = None
+        rows.append(row)
+        if not a.json:
+            print(_line(row), flush=True)
+    total = time.perf_counter() - t0
+    score = {}
+    for method in ("simulate", "hypothesis"):
+        if method in methods and all(r.get(method) is not None for r in rows):
+            killed = [r for r in rows if r[method]["killed"]]
+            times = sorted(r[method]["seconds"] for r in killed)
+            score[method] = {"killed": len(killed), "total": len(rows),
+                             "score": round(len(killed) / len(rows), 3) if rows else None,
+                             "median_kill_s": times[len(times) // 2] if times else None,
+                             "max_kill_s": times[-1] if times else None}
+        elif method in methods:
+            score[method] = "n/a: conformance/statemachine.py is not in this tree"
+    score["exhaustive"] = EXHAUSTIVE_NA
+    if a.json:
+        print(json.dumps({"rows": rows, "score": score, "seconds": round(total, 1)}))
+    else:
+        print()
+        for k, v in score.items():
+            if isinstance(v, dict):
+                print(f"mutation score ({k}): {v['killed']}/{v['total']} = {v['score']:.0%}; "
+                      f"median time to kill {v['median_kill_s']} s, max {v['max_kill_s']} s")
+            else:
+                print(f"mutation score ({k}): {v}")
+        print(f"total {total:.0f} s")
+    if a.markdown:
+        with open(a.markdown, "w", encoding="utf-8") as fh:
+            fh.write(markdown(rows, score, seeds, a.budget, total))
+    if a.witness:
+        print("WITNESS = {")
+        for r in rows:
+            s = r.get("simulate")
+            if s and s["killed"]:
+                print(f'    "{r["mutant"]}": ("{s["scenario"]}", "{s["profile"]}", {s["seed"]}),')
+        print("}")
+
+
+INTRO = """# Semantic mutants of the reference
+
+Each mutant is a one-line change to `reference/` that a client or broker author could make
+(conformance/mutants.py holds the catalogue; `rocketspec gate --mutants` runs them). It is
+applied at run time as a real source change: the function's source is read from its module,
+the one line replaced, the function compiled again in the module's namespace and put in place
+of the original for the duration of the run; the committed files are never edited.
+tests/test_mutants.py checks that every original line still exists in `reference/` (a mutant
+cannot rot silently), that applying and undoing works, and that each mutant's witness run
+still kills it.
+
+A mutant is **killed** only by a spec finding: an error-level finding of the checker (an
+invariant, or the guard of an action that rejects an event) on the mutated reference's trace
+that the unmutated reference does not produce on that scenario (its declared verdict). A crash
+of the mutated reference is not a kill (it is counted and the search goes on). A run that runs
+away (more than 300,000 events; the largest built-in scenario emits about 50,000) is stopped
+and judged on the events it emitted, a prefix of its trace.
+
+Methods (`python -m bench.mutation_score`, which wrote this page):
+
+- **simulate**: the built-in scenarios, run on the mutated reference over seeds and both
+  release profiles, in the order seed, profile, scenario (by name), each trace checked by the
+  spec; *time to kill* is the wall time until the first killing run, searched blind (the
+  witness is what the search found, not where it started).
+- **hypothesis**: the Hypothesis state machine on the mutated reference
+  (`conformance.statemachine.check_reference(..., reference_patch=...)`).
+- **exhaustive**: not available. `rocketspec explore` searches `model_checks/generator.py`, a
+  second model of the broker and client, not `reference/`: a mutant of the reference is
+  invisible to it until the explorer drives the reference itself (issue 15).
+"""
+
+
+def markdown(rows, score, seeds, budget, total) -> str:
+    from rocketspec.spec.invariants import CATALOGUE as INV
+
+    out = [INTRO, "## Results", ""]
+    out.append(f"Seeds {', '.join(map(str, seeds))}; at most {budget:.0f} s per mutant and method; "
+               f"{total:.0f} s in all on a 2-core machine shared with other jobs (wall times vary with its load).")
+    out.append("")
+    for k, v in score.items():
+        if isinstance(v, dict):
+            out.append(f"- **{k}**: {v['killed']}/{v['total']} killed ({v['score']:.0%}); median time to kill "
+                       f"{v['median_kill_s']} s, longest {v['max_kill_s']} s")
+        else:
+            out.append(f"- **{k}**: {v}")
+    out.append("")
+    out.append("| mutant | targets | simulate: time to kill (runs), killed by, witness | hypothesis | exhaustive |")
+    out.append("|---|---|---|---|---|")
+    for r in rows:
+        cells = [f"`{r['mutant']}`", " ".join(r["targets"])]
+        for method in ("simulate", "hypothesis"):
+            k = r.get(method)
+            if k is None:
+                cells.append("n/a")
+            elif k["killed"]:
+                where = f"; {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
+                cells.append(f"{k['seconds']:.2f} s ({k['runs']}), {' '.join(k['invariants'])}{where}")
+            else:
+                cells.append(("budget out" if k["incomplete"] else "**survived**") + f" ({k['runs']} runs, "
+                             f"{k['seconds']:.0f} s)" + (f", {k['crashes']} crashes" if k["crashes"] else ""))
+        cells.append("n/a")
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("## The catalogue")
+    out.append("")
+    for m in M.CATALOGUE:
+        out.append(f"### `{m.id}` ({', '.join(m.targets)})")
+        out.append("")
+        out.append(f"{m.mistake}")
+        out.append("")
+        out.append(f"`reference/{m.file}`, `{m.function}`:")
+        out.append("")
+        out.append("```diff")
+        out.append(f"- {m.original.strip()}")
+        out.append(f"+ {m.mutated.strip()}")
+        out.append("```")
+        if m.id in M.SURVIVORS:
+            out.append("")
+            out.append(f"Survives: {M.SURVIVORS[m.id]}")
+        out.append("")
+    errors = [i.id for i in INV if i.severity == "error"]
+    out.append("## Coverage of the error-level invariants")
+    out.append("")
+    out.append("| invariant | mutants targeting it |")
+    out.append("|---|---|")
+    for i in errors:
+        ms = [m.id for m in M.CATALOGUE if i in m.targets]
+        out.append(f"| {i} | {', '.join(f'`{x}`' for x in ms) or 'none: ' + M.NOT_MUTABLE.get(i, '')} |")
+    out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _line(row) -> str:
+    parts = [f"{row['mutant']:38s}"]
+    for method in ("simulate", "hypothesis"):
+        if method not in row:
+            continue
+        k = row[method]
+        if k is None:
+            parts.append(f"{method}: n/a")
+        elif k["killed"]:
+            where = f" on {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
+            parts.append(f"{method}: killed in {k['seconds']:.2f} s ({k['runs']} runs) by "
+                         f"{','.join(k['invariants'])}{where}")
+        else:
+            parts.append(f"{method}: {'budget out' if k['incomplete'] else 'SURVIVED'} after {k['runs']} runs, "
+                         f"{k['seconds']:.1f} s" + (f" ({k['crashes']} crashes)" if k["crashes"] else ""))
+    parts.append("exhaustive: n/a")
+    return " | ".join(parts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""`rocketspec gate [--config gate.toml] [--junit OUT.xml] [--summary OUT.md] [--mutants]`: the
+conformance gate for CI (conformance/gate.py, docs/gate.md).
+
+Exit codes: 0 every case passed, 1 a case failed, 2 bad configuration or an unreadable trace,
+3 an internal error, 4 a case incomplete (a budget ran out) and none failed.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("gate")
+@click.option("--config", "config_path", default=None,
+              help="Gate configuration (TOML; docs/gate.md). Default: the project's defaults (scope tiny under "
+                   "both release profiles, the state machine's CI profile, tests/fixtures/real).")
+@click.option("--junit", "junit_path", default=None, help="Write JUnit XML here (one test case per scope, "
+                                                          "state machine, trace and mutant).")
+@click.option("--summary", "summary_path", default=None,
+              help="Write a markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
+@click.option("--mutants", "with_mutants", is_flag=True, help="Also run the semantic mutants of the reference: "
+                                                               "each must be killed by a spec finding.")
+@click.option("--out-dir", "out_dir", default="gate-out", show_default=True,
+              help="Directory for counterexample traces.")
+@click.option("--json", "as_json", is_flag=True, help="Print the cases as JSON instead of text.")
+@click.option("--quiet", is_flag=True, help="Print only the final line.")
+def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, quiet):
+    """Run the conformance gate within its time budget: exhaustive scopes, the Hypothesis state
+    machine on the reference, every configured trace against its verdict and, with --mutants,
+    the mutants of the reference.
+
+    Exit 0 when every case passed, 1 when one failed, 2 on bad configuration, 3 on an internal
+    error, 4 when a case ran out of budget (and is not declared a bounded check)."""
+    import orjson
+
+    from rocketspec.conformance.gate import junit_xml, load_config, markdown_summary, run_gate
+
+    cfg, source = load_config(config_path)
+
+    def progress(c):
+        if not quiet and not as_json:
+            click.echo(f"[{c.suite}] {c.name}: {c.status} ({c.seconds:.1f} s) {c.message}", err=False)
+
+    res = run_gate(cfg, source=source, mutants=with_mutants, out_dir=out_dir, progress=progress)
+    if junit_path:
+        with open(junit_path, "wb") as fh:
+            fh.write(junit_xml(res))
+    if summary_path:
+        with open(summary_path, "a", encoding="utf-8") as fh:
+            fh.write(markdown_summary(res))
+    if as_json:
+        sys.stdout.write(orjson.dumps({"exit_code": res.exit_code, "seconds": res.seconds,
+                                       "counts": res.counts(),
+                                       "cases": [c.to_dict() for c in res.cases]}).decode() + "\n")
+    else:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(res.counts().items()))
+        click.echo(f"gate: {len(res.cases)} cases in {res.seconds:.0f} s: {counts}; exit {res.exit_code}")
+    sys.exit(res.exit_code)

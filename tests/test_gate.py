@@ -1,0 +1,206 @@
+"""`rocketspec gate` on tiny configurations: exit codes, JUnit XML that a JUnit parser loads
+(junitparser), the markdown summary, budgets and bounded checks, verdicts of traces, mutants."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+junitparser = pytest.importorskip("junitparser")
+
+from rocketspec.conformance import gate as G  # noqa: E402
+from rocketspec.reference import runner  # noqa: E402
+from rocketspec.reference.scenario import load_scenario  # noqa: E402
+
+MICRO = """name = "micro"
+consumers = 1
+queues = 1
+messages = 1
+failures = 0
+faults = 0
+"""
+# one message that fails once with maxReconsumeTimes 0: the DLQ; the #2724 profile keeps the
+# delay level on the DLQ copy, which the explorer finds at depth 5
+DLQ = """name = "dlq"
+consumers = 1
+queues = 1
+messages = 1
+max_reconsume_times = 0
+failures = 1
+faults = 0
+"""
+
+
+def write_trace(path: Path, events):
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    d = tmp_path_factory.mktemp("traces")
+    evs = runner.run_to_list(load_scenario("real-basic"), 1, "rocketmq-5.3.3")
+    write_trace(d / "clean.jsonl", evs)
+    # the same run declaring a violation it does not show: judged against its verdict, it fails
+    lying = [dict(e) for e in evs]
+    lying[0]["config"] = dict(lying[0].get("config", {}), expect=["INV-LOSS-1"])
+    write_trace(d / "declares-loss.jsonl", lying)
+    bug = runner.run_to_list(load_scenario("bug-5481"), 1, "rocketmq-4.9.8")
+    write_trace(d / "bug-5481.jsonl", bug)
+    return d
+
+
+def config(tmp_path, traces, scopes, extra=""):
+    (tmp_path / "micro.toml").write_text(MICRO)
+    (tmp_path / "dlq.toml").write_text(DLQ)
+    text = f"""budget_s = 300
+{scopes}
+[statemachine]
+enabled = false
+
+[traces]
+dirs = ["{traces}"]
+[traces.expect]
+"bug-5481.jsonl" = ["INV-RETRY-3"]
+
+[mutants]
+only = ["rebalance-takes-every-queue", "commit-batch-max"]
+seeds = [1]
+profiles = ["rocketmq-5.3.3"]
+scenarios = ["basic", "rebalance"]
+budget_s = 60
+{extra}
+"""
+    p = tmp_path / "gate.toml"
+    p.write_text(text)
+    return p
+
+
+def gate(*args):
+    return subprocess.run([sys.executable, "-c", "from rocketspec.cli import main; main()", "gate", *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
+
+
+PASSING = """[[scopes]]
+name = "micro.toml"
+profiles = ["rocketmq-5.3.3"]
+budget_s = 60
+"""
+
+
+def test_a_passing_gate_writes_junit_a_parser_loads_and_a_summary(tmp_path, traces):
+    (traces / "declares-loss.jsonl").rename(tmp_path / "declares-loss.jsonl")
+    try:
+        cfg = config(tmp_path, traces, PASSING)
+        junit, summary = tmp_path / "out.xml", tmp_path / "summary.md"
+        r = gate("--config", cfg, "--junit", junit, "--summary", summary, "--mutants", "--out-dir", tmp_path / "o")
+    finally:
+        (tmp_path / "declares-loss.jsonl").rename(traces / "declares-loss.jsonl")
+    assert r.returncode == 0, r.stdout + r.stderr
+    xml = junitparser.JUnitXml.fromfile(str(junit))
+    cases = {(s.name, c.name): c for s in xml for c in s}
+    assert set(cases) == {("exhaustive", "micro [rocketmq-5.3.3]"), ("traces", "bug-5481.jsonl"),
+                          ("traces", "clean.jsonl"), ("mutants", "rebalance-takes-every-queue"),
+                          ("mutants", "commit-batch-max")}
+    assert all(c.is_passed for c in cases.values())
+    md = summary.read_text()
+    assert "## rocketspec gate: passed" in md and "| micro [rocketmq-5.3.3] |" in md
+    assert "killed by" in md
+
+
+def test_a_violation_fails_with_the_shortest_counterexample(tmp_path, traces):
+    scopes = """[[scopes]]
+name = "dlq.toml"
+profiles = ["bug-2724-rocketmq-4.9.1"]
+budget_s = 60
+"""
+    cfg = config(tmp_path, traces, scopes, extra="")
+    junit = tmp_path / "out.xml"
+    r = gate("--config", cfg, "--junit", junit, "--out-dir", tmp_path / "o")
+    assert r.returncode == 1, r.stdout + r.stderr
+    xml = junitparser.JUnitXml.fromfile(str(junit))
+    cases = {c.name: c for s in xml for c in s}
+    ex = cases["dlq [bug-2724-rocketmq-4.9.1]"]
+    (failure,) = ex.result
+    assert isinstance(failure, junitparser.Failure) and "INV-DLQ-1" in failure.message
+    assert "counterexample:" in failure.text and '"kind":"message_stored"' in failure.text.replace(" ", "")
+    # a trace that declares a verdict it does not show fails, naming both
+    (lying,) = cases["declares-loss.jsonl"].result
+    assert "expected INV-LOSS-1" in lying.message and "verdict holds" in lying.message
+    assert cases["bug-5481.jsonl"].is_passed and cases["clean.jsonl"].is_passed
+
+
+def test_a_scope_out_of_budget_is_incomplete_unless_declared_bounded(tmp_path, traces):
+    (traces / "declares-loss.jsonl").rename(tmp_path / "declares-loss.jsonl")
+    try:
+        slow = """[[scopes]]
+name = "tiny"
+profiles = ["rocketmq-5.3.3"]
+budget_s = 1
+"""
+        r = gate("--config", config(tmp_path, traces, slow), "--json")
+        assert r.returncode == 4, r.stdout + r.stderr
+        (case,) = [c for c in json.loads(r.stdout)["cases"] if c["suite"] == "exhaustive"]
+        assert case["status"] == "incomplete" and "budget of 1 s ran out" in case["message"]
+        r = gate("--config", config(tmp_path, traces, slow.replace("budget_s = 1", "budget_s = 1\nbounded = true")),
+                 "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        (tmp_path / "declares-loss.jsonl").rename(traces / "declares-loss.jsonl")
+
+
+@pytest.mark.parametrize("text, field", [
+    ('budget_s = "soon"', "budget_s"),
+    ('[[scopes]]\nname = "nope"', "scopes[0].name"),
+    ('[mutants]\nonly = ["no-such-mutant"]', "mutants.only[0]"),
+    ('[traces]\ndirs = ["/no/such/dir"]', "traces.dirs"),
+    ('colour = 1', None),
+])
+def test_bad_configuration_exits_2_naming_the_field(tmp_path, text, field):
+    p = tmp_path / "gate.toml"
+    p.write_text(text + "\n")
+    r = gate("--config", p)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert str(p) in r.stderr and (field is None or field in r.stderr)
+
+
+def test_exit_code_order():
+    mk = lambda *st: G.GateResult([G.Case("s", str(i), s) for i, s in enumerate(st)], 0.0, "t")  # noqa: E731
+    assert mk("passed", "skipped").exit_code == 0
+    assert mk("passed", "incomplete").exit_code == 4
+    assert mk("incomplete", "failed").exit_code == 1
+    assert mk("failed", "bad_input").exit_code == 2
+    assert mk("failed", "error").exit_code == 3
+
+
+def test_junit_text_survives_control_characters(tmp_path):
+    res = G.GateResult([G.Case("traces", "x\x01.jsonl", "failed", 0.1, "bad \x00 byte", "details\x1b[0m")], 0.1, "t")
+    p = tmp_path / "j.xml"
+    p.write_bytes(G.junit_xml(res))
+    xml = junitparser.JUnitXml.fromfile(str(p))
+    (case,) = [c for s in xml for c in s]
+    assert "\\x00" in case.result[0].message
+
+
+def test_the_defaults_are_valid_and_name_committed_fixtures():
+    cfg, source = G.load_config(None)
+    assert source == "defaults"
+    (d,) = cfg["traces"]["dirs"]
+    names = {p.name for p in Path(d).glob("*.jsonl")}
+    assert set(cfg["traces"]["expect"]) <= names
+    assert all(s["budget_s"] <= cfg["budget_s"] for s in cfg["scopes"])
+
+
+def test_mutants_in_process_a_known_survivor_is_skipped_with_its_reason(tmp_path):
+    cfg = G.validate({"budget_s": 120, "scopes": [], "statemachine": {"enabled": False}, "traces": {"dirs": []},
+                      "mutants": {"only": ["sendback-fixed-delay", "offset-not-increase-only"], "seeds": [1],
+                                  "profiles": ["rocketmq-5.3.3"], "scenarios": ["basic"]}}, "test")
+    res = G.run_gate(cfg, mutants=True, out_dir=str(tmp_path))
+    by = {c.name: c for c in res.cases}
+    assert by["sendback-fixed-delay"].status == "passed" and "INV-RETRY-2" in by["sendback-fixed-delay"].message
+    assert by["sendback-fixed-delay"].artifacts and Path(by["sendback-fixed-delay"].artifacts[0]).is_file()
+    skipped = by["offset-not-increase-only"]
+    assert skipped.status == "skipped" and "known survivor" in skipped.message and "equivalent" in skipped.message
+    assert res.exit_code == 0
