@@ -245,6 +245,16 @@ def client_started(st, ev, out):
     old = d.clients.get(cid)
     if old is not None and old.status in ("running", "paused"):
         out.report("INV-CLIENT-1", f"client {cid!r} started twice without stopping", None)
+    if old is not None:
+        # A new incarnation of the client id. The old one stopped or crashed and acts no more
+        # (INV-CLIENT-1), so its unfinished batches never finish; its consume ids start again at
+        # the new one's, which must not be taken for the old batches.
+        for qs in st.queues.values():
+            pq = qs.pqs.get(cid)
+            if pq is not None and pq.batches:
+                pq.batches = {}
+            if qs.orphans:
+                qs.orphans = {k: v for k, v in qs.orphans.items() if k[0] != cid}
     c = Client(cid, ev["group"], ev["consume_mode"], ev["message_model"], ev.get("subscriptions"), ev.get("config"))
     c.limits = limits.ClientLimits(st.profile, c.config)
     d.clients[cid] = c
