@@ -67,7 +67,8 @@ OUTCOMES = CLEAN + FAILURES
 WALL_SECONDS = 5.0          # per input, the issue's hang limit
 KILL_GRACE = 2.0            # the parent kills a worker this long after the alarm should have fired
 MEMORY_BYTES = 1 << 30      # per input, peak RSS
-EXPLORE_STATES = 300        # explore's state cap per input
+EXPLORE_STATES = 100        # explore's state cap per input: enough to run the explorer on the mutant, not to exhaust it
+MAX_ROW_GROUPS = 4          # a Parquet mutant with small row groups has at most this many
 
 # Seeds: built-in scenarios whose (shortened) traces seed the trace mutants.
 TRACE_SCENARIOS = ("basic", "orderly", "rebalance", "faults", "tags", "sql-filter", "broadcast",
@@ -178,6 +179,31 @@ def build_seeds_forked(seed_dirs=()) -> dict:
     try:
         if os.waitstatus_to_exitcode(status) != 0:
             raise RuntimeError("building the fuzz seeds failed (see the traceback above)")
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    finally:
+        os.unlink(path)
+
+
+def _make_input_forked(seeds, seed: int, index: int, kinds) -> dict | None:
+    """make_input in a child process, for the parent: Parquet mutants use pyarrow, whose threads
+    must not start in a process that forks workers. None if it fails."""
+    fd, path = tempfile.mkstemp(prefix="fuzz-input-", suffix=".pickle")
+    os.close(fd)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            with open(path, "wb") as fh:
+                pickle.dump(make_input(seeds, seed, index, kinds), fh)
+        except BaseException:  # noqa: BLE001 - the parent reports the input as unknown
+            code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    try:
+        if os.waitstatus_to_exitcode(status) != 0:
+            return None
         with open(path, "rb") as fh:
             return pickle.load(fh)
     finally:
@@ -327,9 +353,13 @@ def _deep_text(r: random.Random, style: str) -> str:
 
 # ====================================================================== writing documents
 
+# one encoder per style, made once: json.dumps with options builds a new encoder on every call
+_COMPACT = {a: json.JSONEncoder(ensure_ascii=a, separators=(",", ":")).encode for a in (True, False)}
+
+
 def json_text(obj, r: random.Random, indent=None) -> str:
-    text = json.dumps(obj, ensure_ascii=r.random() < 0.2, indent=indent,
-                      separators=None if indent else (",", ":"))
+    ascii_ = r.random() < 0.2
+    text = json.dumps(obj, ensure_ascii=ascii_, indent=indent) if indent else _COMPACT[ascii_](obj)
     if DEEP in text or "\\u0000DEEP\\u0000" in text:
         text = text.replace(json.dumps(DEEP), _deep_text(r, "json"))
     return text
@@ -594,6 +624,19 @@ def jsonl_bytes(r: random.Random, events: list[dict], notes: list[str]) -> tuple
     return data, name
 
 
+def _parquet_writable(typ) -> bool:
+    """Whether Parquet can hold the Arrow type: not a struct without fields, at any depth."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(typ):
+        return typ.num_fields > 0 and all(_parquet_writable(typ.field(i).type) for i in range(typ.num_fields))
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
+        return _parquet_writable(typ.value_type)
+    if pa.types.is_map(typ):
+        return _parquet_writable(typ.key_type) and _parquet_writable(typ.item_type)
+    return True
+
+
 def _parquet_table(r: random.Random, events: list[dict], notes: list[str]):
     import pyarrow as pa
 
@@ -605,9 +648,15 @@ def _parquet_table(r: random.Random, events: list[dict], notes: list[str]):
     names = list(ENVELOPE) + [n for n in fdefs if n not in ENVELOPE]
     extra = sorted({k for e in events for k in e if isinstance(k, str)} - set(names))
     names += extra
+    columns = {n: [None] * len(events) for n in names}
+    for i, e in enumerate(events):  # by the keys each event has: ~10 of the 81 columns
+        if isinstance(e, dict):
+            for k, v in e.items():
+                if isinstance(k, str):
+                    columns[k][i] = v
     arrays, fields_ = [], []
     for n in names:
-        vals = [e.get(n) if isinstance(e, dict) else None for e in events]
+        vals = columns[n]
         kind = fdefs.get(n, {}).get("type")
         if kind == "json":
             vals = [None if v is None else json.dumps(v) for v in vals]
@@ -617,6 +666,8 @@ def _parquet_table(r: random.Random, events: list[dict], notes: list[str]):
             notes.append(f"parquet-type:{n}")
         try:
             arr = pa.array(vals, type=typ)
+            if not _parquet_writable(arr.type):
+                raise TypeError("Parquet cannot hold a struct without fields (a value {})")
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, ValueError,
                 TypeError):
             try:
@@ -639,8 +690,11 @@ def parquet_bytes(r: random.Random, events: list[dict], notes: list[str]) -> tup
     table = _parquet_table(r, events, notes)
     sink = io.BytesIO()
     compression = r.choice(["zstd", "zstd", "snappy", "gzip", "none", "lz4"])
-    # many small row groups are slow to write and to read: rare
+    # many small row groups are slow to write and to read (each is a chunk per column, 81 of
+    # them): rare, and at most MAX_ROW_GROUPS of them, enough for batches that span groups
     rows = None if r.random() < 0.9 else r.choice([7, 64]) if r.random() < 0.9 else 1
+    if rows is not None:
+        rows = max(rows, -(-table.num_rows // MAX_ROW_GROUPS))
     pq.write_table(table, sink, compression=compression, row_group_size=rows, use_dictionary=r.random() < 0.7)
     data = sink.getvalue()
     parseable = True
@@ -712,11 +766,15 @@ def _arg_mutation(r: random.Random, kind: str, notes: list[str]) -> list[str]:
     return extra
 
 
+def _input_kind(r: random.Random, kinds) -> str:
+    kinds = [k for k in KINDS if k in kinds]
+    return r.choices(kinds, [KIND_WEIGHTS[k] for k in kinds])[0]
+
+
 def make_input(seeds: dict, seed: int, index: int, kinds=KINDS) -> dict:
     """Input `index` of run `seed`: {kind, name, data (bytes, or None for a directory), argv, notes, parseable}."""
     r = random.Random(f"{seed}:{index}")
-    kinds = [k for k in KINDS if k in kinds]
-    kind = r.choices(kinds, [KIND_WEIGHTS[k] for k in kinds])[0]
+    kind = _input_kind(r, kinds)
     notes: list[str] = []
     parseable = None
     if kind in ("trace-jsonl", "trace-parquet"):
@@ -939,8 +997,12 @@ def _reset_peak() -> None:
 def place_input(inp: dict, workdir: str) -> str:
     """Write the input under its name in a fresh `workdir/in/`; return its path."""
     d = os.path.join(workdir, "in")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    os.makedirs(d, exist_ok=True)
+    for entry in os.scandir(d):  # the previous input (emptying the folder is cheaper than a new one)
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            os.unlink(entry.path)
     path = os.path.join(d, inp["name"])
     if inp["data"] is None:
         os.makedirs(path)
@@ -1067,12 +1129,13 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
         if job is None:
             break
         if job[0] == "gen":
-            inp = make_input(seeds, job[1], job[2], kinds)
+            try:
+                inp = make_input(seeds, job[1], job[2], kinds)
+            except BaseException as exc:  # noqa: BLE001 - the harness's own failure, reported as such
+                conn.send(_harness_failure(job, kinds, exc))
+                continue
         else:
             inp = job[1]
-        # the parent reads this file back if the worker dies on the input
-        with open(os.path.join(workdir, "current.pickle"), "wb") as fh:
-            pickle.dump(inp, fh)
         try:
             r = execute(inp, workdir, main)
         except MemoryError:
@@ -1093,6 +1156,15 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
     os._exit(0)
 
 
+def _harness_failure(job, kinds, exc: BaseException) -> dict:
+    """The result of a gen job whose input could not be made: a crash of the harness, not of the CLI."""
+    kind = _input_kind(random.Random(f"{job[1]}:{job[2]}"), kinds)
+    return {"outcome": "crash", "signature": f"crash:make_input:harness-{type(exc).__name__}", "exit": None,
+            "seconds": 0.0, "peak_rss": 0, "message": f"in the fuzz harness, making the input: {exc!r}"[:600],
+            "traceback": traceback.format_exc()[-3000:], "kind": kind, "parseable": False, "index": job[2],
+            "name": None, "argv": [], "notes": [], "size": None}
+
+
 class Pool:
     """Forked workers, each running many inputs; a worker past the limits is killed and replaced."""
 
@@ -1101,7 +1173,9 @@ class Pool:
 
         self.ctx = mp.get_context("fork")
         self.seeds, self.kinds = seeds, kinds
-        self.root = root or tempfile.mkdtemp(prefix="fuzz-work-")
+        # on a tmpfs when there is one: every input is written, and often a trace or a report
+        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        self.root = root or tempfile.mkdtemp(prefix="fuzz-work-", dir=shm)
         self.own_root = root is None
         _preload()
         base = _vm("VmSize")
@@ -1175,11 +1249,9 @@ class Pool:
 
     def _dead(self, w: dict, why: str) -> dict:
         w["proc"].join(2)
-        try:
-            with open(os.path.join(w["dir"], "current.pickle"), "rb") as fh:
-                inp = pickle.load(fh)
-        except (OSError, EOFError, pickle.UnpicklingError):
-            inp = None
+        job = w["job"]
+        # the input the worker died on: given, or made again (input i of seed s is always the same)
+        inp = job[1] if job[0] == "run" else _make_input_forked(self.seeds, job[1], job[2], self.kinds)
         code = w["proc"].exitcode
         cmd = inp["argv"][0] if inp else "?"
         if why == "died":
@@ -1350,6 +1422,7 @@ class Tally:
         self.signatures: dict[str, list] = {}  # failing signature -> [count, example result]
         self.slowest = (0.0, None)
         self.peak = 0
+        self.interrupted = False
 
     def add(self, r: dict) -> None:
         k = r["kind"]
@@ -1386,6 +1459,8 @@ class Tally:
         lines.append(f"{'all':14}{n:>8}{(100.0 * parsed / n if n else 0):>6.0f}%{ms:>7.0f} " +
                      "".join(f"{tot[o]:>{w + 1}}" for o in OUTCOMES))
         rate = n / seconds if seconds else 0.0
+        if self.interrupted:
+            lines.append("interrupted: the counts are of the inputs that finished")
         lines.append(f"{n} inputs in {seconds:.1f} s with {workers} worker(s): {rate:.1f} inputs/s; "
                      f"parsed {parsed} ({100.0 * parsed / n if n else 0:.0f}%), reached a verdict "
                      f"{tot['verdict'] + tot['incomplete']} ({100.0 * (tot['verdict'] + tot['incomplete']) / n if n else 0:.0f}%); "
@@ -1400,14 +1475,35 @@ class Tally:
         return "\n".join(lines)
 
 
+STATUS_EVERY = 60.0  # seconds between two writes of the status file
+
+
+def write_status(path: Path, tally: "Tally", seconds: float, workers: int, seed: int, start: int,
+                 final: bool) -> None:
+    """The counts so far, as the report's text and as JSON (written whole, then renamed)."""
+    n = sum(tally.total.values())
+    counts = {"seed": seed, "start": start, "inputs_done": n, "seconds": round(seconds, 1),
+              "inputs_per_s": round(n / seconds, 2) if seconds else 0.0, "final": final,
+              "interrupted": tally.interrupted,
+              "by_outcome": {o: sum(tally.counts[k][o] for k in KINDS) for o in OUTCOMES},
+              "by_kind": tally.counts, "parsed": tally.parsed,
+              "signatures": {sig: c for sig, (c, _) in tally.signatures.items()}}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(tally.report(seconds, workers) + "\n" + json.dumps(counts) + "\n")
+    os.replace(tmp, path)
+
+
 def fuzz(inputs: int, seed: int, workers: int = 1, kinds=KINDS, corpus: Path | None = CORPUS, seed_dirs=(),
-         progress: bool = False, seeds=None, max_seconds: float | None = None):
-    """Run `inputs` mutants (fewer if `max_seconds` runs out first); return (tally, seconds, saved sidecars)."""
+         progress: bool = False, seeds=None, max_seconds: float | None = None, start: int = 0,
+         status: Path | None = None):
+    """Run mutants `start` .. `start + inputs - 1` (fewer if `max_seconds` runs out first, or on
+    an interrupt: SIGINT, SIGTERM); return (tally, seconds, saved sidecars). With `status`, the
+    counts so far are written there every STATUS_EVERY seconds and at the end."""
     seeds = seeds or build_seeds_forked(seed_dirs)
     tally = Tally()
     known = {m["signature"] for m in corpus_entries(corpus)} if corpus else set()
     saved: list[str] = []
-    last = [time.monotonic()]
+    last = [time.monotonic(), time.monotonic()]
 
     def on_result(r):
         tally.add(r)
@@ -1415,24 +1511,34 @@ def fuzz(inputs: int, seed: int, workers: int = 1, kinds=KINDS, corpus: Path | N
             s = save_to_corpus(r, corpus, known)
             if s:
                 saved.append(s)
-        if progress and time.monotonic() - last[0] > 30:
-            last[0] = time.monotonic()
+        now = time.monotonic()
+        if progress and now - last[0] > 30:
+            last[0] = now
             n = sum(tally.total.values())
             print(f"  ... {n} inputs, {tally.failures()} failures, {len(tally.signatures)} signatures, "
-                  f"{n / (last[0] - t0):.1f} inputs/s", file=sys.stderr, flush=True)
+                  f"{n / (now - t0):.1f} inputs/s", file=sys.stderr, flush=True)
+        if status is not None and now - last[1] > STATUS_EVERY:
+            last[1] = now
+            write_status(status, tally, now - t0, workers, seed, start, final=False)
 
     pool = Pool(workers, seeds, kinds)
     t0 = time.monotonic()
+    old_term = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops the run as ^C does
     try:
         def jobs():
-            for i in range(inputs):
+            for i in range(start, start + inputs):
                 if max_seconds is not None and time.monotonic() - t0 > max_seconds:
                     return
                 yield ("gen", seed, i)
 
         pool.run(jobs(), on_result)
+    except KeyboardInterrupt:
+        tally.interrupted = True  # the inputs still running are not counted
     finally:
+        signal.signal(signal.SIGTERM, old_term)
         pool.close()
+    if status is not None:
+        write_status(status, tally, time.monotonic() - t0, workers, seed, start, final=True)
     return tally, time.monotonic() - t0, saved
 
 
@@ -1446,6 +1552,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-save", action="store_true", help="do not save failing inputs")
     ap.add_argument("--seed-dir", action="append", default=[], help="more seed traces (.jsonl, .parquet)")
     ap.add_argument("--max-seconds", type=float, default=None, help="stop feeding inputs after this long")
+    ap.add_argument("--start", type=int, default=0, help="the first input's index (to continue a run)")
+    ap.add_argument("--status", default=None, help="write the counts so far to this file every minute and at the end")
     ap.add_argument("--only", type=int, default=None, help="run input INDEX alone and describe it")
     ap.add_argument("--replay", action="store_true", help="replay the corpus and print each entry's outcome")
     a = ap.parse_args(argv)
@@ -1479,8 +1587,9 @@ def main(argv=None) -> int:
             print(r["traceback"])
         return 0 if r["outcome"] in CLEAN else 1
     tally, secs, saved = fuzz(a.inputs, a.seed, a.workers, kinds, None if a.no_save else Path(a.corpus),
-                              a.seed_dir, progress=True, max_seconds=a.max_seconds)
-    print(f"fuzz_inputs: seed {a.seed}, kinds {', '.join(kinds)}")
+                              a.seed_dir, progress=True, max_seconds=a.max_seconds, start=a.start,
+                              status=Path(a.status) if a.status else None)
+    print(f"fuzz_inputs: seed {a.seed}, inputs {a.start}..{a.start + a.inputs - 1}, kinds {', '.join(kinds)}")
     print(tally.report(secs, a.workers))
     if saved:
         print(f"{len(saved)} new corpus entries:")

@@ -161,3 +161,39 @@ def test_short_run_has_no_crash_hang_runaway_or_unlocated_rejection(short_run):
         for sig, (count, ex) in sorted(tally.signatures.items(), key=lambda x: -x[1][0]):
             lines.append(f"  {count:>3} x {sig}  (e.g. #{ex.get('index')}: {' '.join(ex['message'].split())[:140]})")
         pytest.fail("\n".join(lines), pytrace=False)
+
+
+def test_a_worker_that_dies_on_a_generated_input_reports_that_input(monkeypatch, seeds):
+    """The parent makes the input again from (seed, index): the worker leaves nothing behind."""
+    import os
+    import signal
+
+    monkeypatch.setattr(fz, "_entry_point", lambda: (lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)))
+    tally, secs, saved = fz.fuzz(2, 5, workers=1, corpus=None, seeds=seeds, start=40)
+    assert tally.failures() == 2
+    (sig, (count, r)), = tally.signatures.items()
+    assert sig.endswith(":died-SIGKILL") and count == 2
+    want = fz.make_input(seeds, 5, r["index"])
+    assert r["index"] in (40, 41) and r["input"]["data"] == want["data"] and r["input"]["argv"] == want["argv"]
+
+
+def test_a_value_parquet_cannot_hold_is_written_as_text(seeds):
+    import io
+    import random
+
+    import pyarrow.parquet as pq
+
+    events = [dict(e) for e in seeds["traces"][0][1][:3]]
+    events[1]["extra"] = {}               # an empty struct: Parquet has no such column type
+    events[2]["extra"] = [{}]
+    table = fz._parquet_table(random.Random(0), events, [])
+    assert table.column("extra").to_pylist() == [None, "{}", "[{}]"]
+    pq.write_table(table, io.BytesIO())
+
+
+def test_the_status_file_holds_the_counts_so_far(tmp_path, seeds):
+    status = tmp_path / "status.txt"
+    tally, secs, saved = fz.fuzz(20, SHORT_SEED, workers=1, corpus=None, seeds=seeds, status=status)
+    counts = json.loads(status.read_text().splitlines()[-1])
+    assert counts["inputs_done"] == 20 and counts["final"] and not counts["interrupted"]
+    assert sum(counts["by_outcome"].values()) == 20
