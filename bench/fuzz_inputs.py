@@ -64,7 +64,9 @@ CLEAN = ("verdict", "incomplete", "located")
 FAILURES = ("unlocated", "nojson", "crash", "hang", "memory")
 OUTCOMES = CLEAN + FAILURES
 
-WALL_SECONDS = 5.0          # per input, the issue's hang limit
+LIMIT_SECONDS = 5.0         # per input, the issue's hang limit, in CPU seconds: on a loaded machine
+                            # (the fuzzer runs at nice 19 beside other jobs) slow is not hung
+WALL_SECONDS = 60.0         # per input, in wall seconds: an input that blocks (uses no CPU) or starves
 KILL_GRACE = 2.0            # the parent kills a worker this long after the alarm should have fired
 MEMORY_BYTES = 1 << 30      # per input, peak RSS
 EXPLORE_STATES = 100        # explore's state cap per input: enough to run the explorer on the mutant, not to exhaust it
@@ -972,7 +974,7 @@ def _entry_point():
 
 
 def _on_alarm(signum, frame):
-    raise FuzzTimeout()
+    raise FuzzTimeout("wall" if signum == signal.SIGALRM else "cpu")
 
 
 def _vm(field: str) -> int:
@@ -1044,6 +1046,7 @@ def run_argv(main, argv: list[str]) -> dict:
     res = {"argv": argv, "exit": None, "exception": None, "timeout": False}
     _reset_peak()
     t0 = time.perf_counter()
+    signal.setitimer(signal.ITIMER_PROF, LIMIT_SECONDS)
     signal.setitimer(signal.ITIMER_REAL, WALL_SECONDS)
     try:
         try:
@@ -1055,13 +1058,15 @@ def run_argv(main, argv: list[str]) -> dict:
             if not isinstance(c, (int, type(None))):
                 sys.stderr.write(str(c) + "\n")
         finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
             signal.setitimer(signal.ITIMER_REAL, 0)
-    except FuzzTimeout:
-        res["timeout"] = True
+    except FuzzTimeout as exc:
+        res["timeout"] = exc.args[0] if exc.args else "cpu"
         res["hang_tb"] = traceback.format_exc()
     except BaseException as exc:  # noqa: BLE001 - every escape is recorded
         res["exception"] = (type(exc).__name__, str(exc)[:300], _short_tb(exc))
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
         for s in (sys.stdout, sys.stderr):
             try:
@@ -1099,7 +1104,8 @@ def execute(inp: dict, workdir: str, main) -> dict:
         msg = next((ln for ln in reversed(res["stderr"].splitlines()) if ln.startswith("error:")),
                    res["stderr"].strip().splitlines()[-1])
     if res["timeout"]:
-        msg = "no answer within %.0f s; stack: %s" % (WALL_SECONDS, " <- ".join(
+        limit = f"{LIMIT_SECONDS:.0f} s of CPU" if res["timeout"] == "cpu" else f"{WALL_SECONDS:.0f} s (wall)"
+        msg = "no answer within %s; stack: %s" % (limit, " <- ".join(
             f"{os.path.basename(f)}:{fn}" for f, fn in reversed(_frames(res["hang_tb"])[-6:])))
     return {"outcome": outcome, "signature": sig, "exit": res["exit"], "seconds": res["seconds"],
             "peak_rss": res["peak_rss"], "message": msg[:600], "traceback": tb[-3000:]}
@@ -1114,6 +1120,7 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
     signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGPROF, _on_alarm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if as_limit:
         resource.setrlimit(resource.RLIMIT_AS, (as_limit, as_limit))
@@ -1216,7 +1223,7 @@ class Pool:
                     if job is None:
                         pending = False
                         break
-                    w["job"], w["t0"] = job, time.monotonic()
+                    w["job"], w["t0"], w["cpu0"] = job, time.monotonic(), _cpu_of(w["proc"].pid)
                     w["conn"].send(job)
             busy = [w for w in self.workers if w["job"] is not None]
             if not busy and not pending:
@@ -1239,7 +1246,9 @@ class Pool:
                 rss = _rss_of(w["proc"].pid)
                 if not w["proc"].is_alive() and w["conn"].poll():
                     continue  # its answer came in after the wait: read it on the next round
-                if now - w["t0"] > WALL_SECONDS + KILL_GRACE or rss > MEMORY_BYTES or not w["proc"].is_alive():
+                cpu = _cpu_of(w["proc"].pid) - w["cpu0"]
+                late = cpu > LIMIT_SECONDS + KILL_GRACE or now - w["t0"] > WALL_SECONDS + KILL_GRACE
+                if late or rss > MEMORY_BYTES or not w["proc"].is_alive():
                     why = "died" if not w["proc"].is_alive() else "memory" if rss > MEMORY_BYTES else "hang"
                     w["proc"].kill()
                     w["proc"].join(5)
@@ -1261,7 +1270,8 @@ class Pool:
             outcome, sig, msg = "memory", f"memory:{cmd}:rss", f"RSS past {MEMORY_BYTES >> 20} MB: killed"
         else:
             outcome, sig = "hang", f"hang:{cmd}:killed"
-            msg = f"no answer within {WALL_SECONDS + KILL_GRACE:.0f} s, not interruptible: killed"
+            msg = (f"no answer within {LIMIT_SECONDS + KILL_GRACE:.0f} s of CPU or {WALL_SECONDS + KILL_GRACE:.0f} s, "
+                   "not interruptible: killed")
         r = {"outcome": outcome, "signature": sig, "exit": None, "seconds": time.monotonic() - w["t0"],
              "peak_rss": 0, "message": msg, "traceback": "", "input": inp,
              "kind": inp["kind"] if inp else "?", "parseable": inp["parseable"] if inp else False,
@@ -1310,6 +1320,19 @@ def _signame(code) -> str:
         except ValueError:
             return f"signal{-code}"
     return f"exit{code}"
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) the process has used."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def _rss_of(pid: int) -> int:

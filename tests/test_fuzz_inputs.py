@@ -102,11 +102,24 @@ def test_a_seed_trace_reaches_a_verdict(seeds):
 
 
 def test_a_hang_is_caught_and_the_worker_replaced(monkeypatch):
-    monkeypatch.setattr(fz, "WALL_SECONDS", 0.5)
+    monkeypatch.setattr(fz, "LIMIT_SECONDS", 0.5)
     monkeypatch.setattr(fz, "_entry_point", lambda: (lambda *a, **k: _spin()))
     r = fz.run_one(_trace_input(b"{}"))
     assert r["outcome"] == "hang" and r["signature"].startswith("hang:check:"), r
-    assert "_spin" in r["message"]
+    assert "_spin" in r["message"] and "of CPU" in r["message"]
+
+
+def test_the_limit_is_cpu_time_and_a_blocked_input_meets_the_wall_limit(monkeypatch):
+    import time
+
+    # sleeping uses no CPU: not a hang under the CPU limit, one under the wall-time limit
+    monkeypatch.setattr(fz, "LIMIT_SECONDS", 0.3)
+    monkeypatch.setattr(fz, "_entry_point", lambda: (lambda *a, **k: time.sleep(1.0)))
+    assert fz.run_one(_trace_input(b"{}"))["outcome"] == "verdict"
+    monkeypatch.setattr(fz, "WALL_SECONDS", 0.5)
+    monkeypatch.setattr(fz, "_entry_point", lambda: (lambda *a, **k: time.sleep(30)))
+    r = fz.run_one(_trace_input(b"{}"))
+    assert r["outcome"] == "hang" and "(wall)" in r["message"], r
 
 
 def _spin():
