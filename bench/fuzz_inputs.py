@@ -1135,6 +1135,7 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
             break
         if job is None:
             break
+        cpu0 = time.process_time()
         if job[0] == "gen":
             try:
                 inp = make_input(seeds, job[1], job[2], kinds)
@@ -1153,7 +1154,8 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
                  "exit": None, "seconds": 0.0, "peak_rss": _vm("VmHWM"), "message": f"in the fuzz harness: {exc!r}",
                  "traceback": traceback.format_exc()[-3000:]}
         r.update(kind=inp["kind"], parseable=inp["parseable"], index=inp.get("index"), name=inp["name"],
-                 argv=inp["argv"], notes=inp["notes"], size=None if inp["data"] is None else len(inp["data"]))
+                 argv=inp["argv"], notes=inp["notes"], size=None if inp["data"] is None else len(inp["data"]),
+                 cpu=time.process_time() - cpu0)  # making the input and running it, this worker's threads too
         if r["outcome"] in FAILURES:
             r["input"] = inp
         conn.send(r)
@@ -1446,6 +1448,7 @@ class Tally:
         self.slowest = (0.0, None)
         self.peak = 0
         self.interrupted = False
+        self.cpu = 0.0                      # the workers' CPU seconds, making and running the inputs
 
     def add(self, r: dict) -> None:
         k = r["kind"]
@@ -1461,6 +1464,7 @@ class Tally:
         if r["outcome"] in CLEAN and r["seconds"] > self.slowest[0]:
             self.slowest = (r["seconds"], r.get("index"))
         self.peak = max(self.peak, r.get("peak_rss") or 0)
+        self.cpu += r.get("cpu") or 0.0
 
     def failures(self) -> int:
         return sum(self.counts[k][o] for k in KINDS for o in FAILURES)
@@ -1488,6 +1492,10 @@ class Tally:
                      f"parsed {parsed} ({100.0 * parsed / n if n else 0:.0f}%), reached a verdict "
                      f"{tot['verdict'] + tot['incomplete']} ({100.0 * (tot['verdict'] + tot['incomplete']) / n if n else 0:.0f}%); "
                      f"slowest clean input {self.slowest[0]:.2f} s (#{self.slowest[1]}), peak RSS {self.peak >> 20} MB")
+        if n and self.cpu:
+            # the figure that does not move with the other jobs on the machine
+            lines.append(f"worker CPU {1000.0 * self.cpu / n:.1f} ms per input: {n / self.cpu:.0f} inputs per CPU "
+                         f"second; 10^6 inputs take {1e6 / (n / self.cpu) / 3600:.1f} h of one core")
         if rate:
             lines.append(f"projected for 10^6 inputs: {1e6 / rate / 3600:.1f} h at this rate")
         if self.signatures:
@@ -1507,7 +1515,7 @@ def write_status(path: Path, tally: "Tally", seconds: float, workers: int, seed:
     n = sum(tally.total.values())
     counts = {"seed": seed, "start": start, "inputs_done": n, "seconds": round(seconds, 1),
               "inputs_per_s": round(n / seconds, 2) if seconds else 0.0, "final": final,
-              "interrupted": tally.interrupted,
+              "interrupted": tally.interrupted, "worker_cpu_seconds": round(tally.cpu, 1),
               "by_outcome": {o: sum(tally.counts[k][o] for k in KINDS) for o in OUTCOMES},
               "by_kind": tally.counts, "parsed": tally.parsed,
               "signatures": {sig: c for sig, (c, _) in tally.signatures.items()}}
