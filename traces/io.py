@@ -476,7 +476,12 @@ def _batch_events(path, batch, row: int, jf) -> tuple[list[dict], list[str]]:
 
     events: list[dict] = [{} for _ in range(batch.num_rows)]
     json_cols: list[str] = []
-    for i, n in enumerate(batch.schema.names):
+    names = batch.schema.names
+    if len(set(names)) < len(names):
+        i = next(i for i, n in enumerate(names) if n in names[:i])
+        raise TraceInputError(path, row + 1, f"column {i} ({names[i]!r}) has the name of column {names.index(names[i])}: "
+                                             "each field is one column")
+    for i, n in enumerate(names):
         col = batch.column(i)
         if col.null_count == len(col):
             continue
