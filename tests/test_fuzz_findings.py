@@ -453,3 +453,16 @@ def test_an_expected_verdict_under_a_profile_name_that_is_not_a_name_is_located(
     res = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"])
     assert res.exit_code == 2, res.output
     assert f"s.json: expect.profiles.{shown}: expected" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("value", [True, 7, ["CONSUME_FROM_FIRST_OFFSET"], {"a": 1}])
+def test_a_consume_from_where_that_is_not_a_name_is_bad_input(tmp_path, events, value):
+    # was: TypeError ("argument of type 'bool' is not iterable") in the spec's computePullFromWhere
+    # (found by bench.fuzz_inputs, seed 30 #17513)
+    evs = [dict(e) for e in events]
+    i = next(i for i, e in enumerate(evs) if e["kind"] == "client_started")
+    evs[i]["config"] = dict(evs[i].get("config") or {}, consume_from_where=value)
+    res = _check(tmp_path, evs)
+    assert res.exit_code == 2, res.output
+    assert f"t.jsonl:{i + 1}: client_started.config.consume_from_where: expected a ConsumeFromWhere name" \
+        in res.output, res.output
