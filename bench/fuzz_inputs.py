@@ -12,10 +12,12 @@ corrupted Parquet pages, YAML instead of TOML, a directory in place of a file.
 
 Every input goes in-process through the CLI's own entry point (`rocketspec check`, `simulate`
 with a scenario file, `explore` with a scope file and a state cap), in forked worker processes
-that run many inputs each and hold real limits: 5 s of wall time per input (an alarm in the
-worker, and a kill from the parent 2 s later if the alarm cannot interrupt it), and 1 GB of
-memory (peak RSS measured per input; the parent kills a worker whose RSS passes it; an address
-space limit stops a runaway allocation). A worker that dies is replaced.
+that run many inputs each and hold real limits: 5 s of CPU time per input (a CPU-time alarm in
+the worker, and a kill from the parent 2 s of CPU later if the alarm cannot interrupt it; CPU,
+not wall time, so that a loaded machine does not turn slow into hung), 60 s of wall time (an
+input that blocks), and 1 GB of memory (peak RSS measured per input; the parent kills a worker
+whose RSS passes it; an address space limit stops a runaway allocation). A worker that dies is
+replaced.
 
 Outcomes (`classify`): verdict (exit 0 or 1), incomplete (exit 4), located (exit 2 with a
 message that names the input file and a line, row, byte, event or field path: see
@@ -28,9 +30,10 @@ of the message); tests/test_fuzz_corpus.py replays the corpus.
 
     python -m bench.fuzz_inputs [--inputs N] [--seed S] [--workers W] [--kinds K,..]
                                 [--corpus DIR | --no-save] [--seed-dir DIR] [--only INDEX]
+                                [--start I] [--status FILE] [--replay]
 
 Prints the counts per kind and outcome, the share of inputs that parse, the rate in inputs
-per second; exits 1 when any input failed.
+per second and the workers' CPU time per input; exits 1 when any input failed.
 """
 from __future__ import annotations
 
