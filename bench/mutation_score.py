@@ -37,6 +37,7 @@ def main(argv=None) -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--witness", action="store_true")
     ap.add_argument("--markdown", default=None, help="write the catalogue with these results (docs/mutants.md)")
+    ap.add_argument("--save", default=None, help="also write the rows and scores as JSON to this file")
     a = ap.parse_args(argv)
     seeds = tuple(int(s) for s in a.seeds.split(","))
     methods = a.methods.split(",")
@@ -85,6 +86,9 @@ def main(argv=None) -> None:
             else:
                 print(f"mutation score ({k}): {v}")
         print(f"total {total:.0f} s")
+    if a.save:
+        with open(a.save, "w", encoding="utf-8") as fh:
+            json.dump({"rows": rows, "score": score, "seconds": round(total, 1), "seeds": seeds, "budget": a.budget}, fh)
     if a.markdown:
         with open(a.markdown, "w", encoding="utf-8") as fh:
             fh.write(markdown(rows, score, seeds, a.budget, total))

@@ -340,6 +340,7 @@ WITNESS: dict[str, tuple[str, str, int]] = {
     "sendback-count-not-raised": ("basic", "rocketmq-5.3.3", 1),
     "dlq-keeps-delay": ("bug-2724", "rocketmq-5.3.3", 1),
     "schedule-early": ("basic", "rocketmq-5.3.3", 1),
+    "sendback-whole-batch": ("basic", "rocketmq-5.3.3", 1),
 }
 
 # Mutants no method kills (equivalent to the original under every scenario, or beyond the
@@ -353,12 +354,6 @@ SURVIVORS: dict[str, str] = {
     "fallback-send-wrong-delay":
         "the fallback producer send runs only when consumerSendMessageBack fails (the message's "
         "broker down at the send-back); no built-in scenario reaches it.",
-    "sendback-whole-batch":
-        "a gap in the spec: INV-RETRY-3 says a send-back concerns a message the client consumed and "
-        "failed, but the spec accepts a send-back of any message still in the ProcessQueue's tree "
-        "(taken for cleanExpiredMsg's) without checking that its listener call outlived "
-        "consumeTimeout. Every message of the mutated client is consumed 17 times and dead-lettered, "
-        "and the trace holds (basic: 103,215 events, no finding).",
     "offset-not-increase-only":
         "equivalent in the reference: within one ProcessQueue removeMessage's results never decrease "
         "(the tree minimum only rises; queueOffsetMax + 1 only when the tree is empty), so "
