@@ -460,6 +460,7 @@ class Kill:
     method: str
     killed: bool
     seconds: float = 0.0             # wall time until the kill (or of the whole search)
+    cpu_seconds: float = 0.0         # this process's CPU time for the same (steadier on a shared machine)
     runs: int = 0                    # runs checked (the killing one included)
     crashes: int = 0                 # runs where the mutated reference raised (not kills)
     invariants: list = field(default_factory=list)   # error ids of the killing run, not expected there
@@ -529,7 +530,7 @@ def kill_by_simulation(m: Mutant, *, scenarios=None, profiles=RELEASES, seeds=(1
     if first is not None:
         order = [tuple(first)] + [o for o in order if o != tuple(first)]
     res = Kill(m.id, "simulate", False)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with applied(m):
         for sc, p, s in order:
             if budget_s is not None and time.perf_counter() - t0 > budget_s:
@@ -553,6 +554,7 @@ def kill_by_simulation(m: Mutant, *, scenarios=None, profiles=RELEASES, seeds=(1
                     res.trace_path = write_events(Path(out_dir) / f"mutant-{m.id}-{sc}-{p}-{s}.jsonl", events)
                 break
     res.seconds = round(time.perf_counter() - t0, 3)
+    res.cpu_seconds = round(time.process_time() - c0, 3)
     return res
 
 
@@ -574,7 +576,7 @@ def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_exampl
     reference. Raises ImportError while the state machine is not in the tree."""
     from rocketspec.conformance.statemachine import check_reference
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = Kill(m.id, "hypothesis", False, profile=profile)
     try:
         r = check_reference(profile, max_examples=max_examples, derandomize=True, seed=seed, budget_s=budget_s,
@@ -585,6 +587,7 @@ def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_exampl
         res.seconds = round(time.perf_counter() - t0, 3)
         return res
     total = round(time.perf_counter() - t0, 3)
+    res.cpu_seconds = round(time.process_time() - c0, 3)
     res.runs = getattr(r, "examples_run", 0) or 0
     finding = getattr(r, "finding", None)
     if not r.ok and finding is not None and _is_spec_finding(finding):
