@@ -199,3 +199,40 @@ def test_groups_file_declares_sql_subscriptions(tmp_path):
     assert res.exit_code == 0 and d["format"] == "openchaos"
     counts = {v["id"]: v["counts"] for v in d["guarantees"]}["H-DELIVER-1"]
     assert counts["consumed"] == 10 and counts["not consumed, filter unknown"] > 0 and "lost" not in counts
+
+
+# ------------------------------------------------------------------ real message-trace records
+
+# Recorded with `rocketspec record --scenario S --out S.trace.jsonl --msgtrace S.msgtrace` (real
+# RocketMQ 4.9.8, enableMsgTrace on the producer and the consumers; the broker's
+# RMQ_SYS_TRACE_TOPIC bodies dumped after the run): the same run at both levels.
+HIST = os.path.join(HERE, "fixtures", "history")
+
+
+@pytest.mark.parametrize("name", ["real-basic", "real-retry-dlq"])
+def test_real_message_trace_records_match_the_trace_of_the_same_run(name):
+    mt = load_history(os.path.join(HIST, name + ".msgtrace"))
+    tr = load_history(os.path.join(HIST, name + ".trace.jsonl"))
+    assert mt.format == "msgtrace" and not mt.problems and tr.complete
+    # Pub's offsetMsgId is the stored message's id, the trace's msg_id
+    to_stored = {p.id: p.stored_id for p in mt.produces}
+    assert sorted(to_stored.values()) == sorted(p.id for p in tr.produces)
+    assert all(p.ok and p.topic == q.topic for p, q in zip(sorted(mt.produces, key=lambda p: p.stored_id),
+                                                            sorted(tr.produces, key=lambda p: p.id)))
+
+    def deliveries(h, ids):
+        return sorted((ids(c.id), c.reconsume_times, c.success) for c in h.consumes)
+
+    assert deliveries(mt, to_stored.get) == deliveries(tr, lambda i: i)
+    assert check_history(mt).ok and check_history(tr).ok
+
+
+def test_real_message_trace_retry_limit_with_declared_groups():
+    groups = {"GID_real_retry": {"consume_mode": "CONCURRENTLY", "message_model": "CLUSTERING",
+                                 "max_reconsume_times": 2}}
+    rep = check_history(load_history(os.path.join(HIST, "real-retry-dlq.msgtrace"), groups=groups))
+    v = {v.id: v for v in rep.verdicts}
+    assert v["H-RETRY-1"].status == "holds" and v["H-RETRY-1"].counts["deliveries"] == 32
+    assert v["H-DELIVER-1"].counts == {"consumed": 14, "presumed dead-lettered (the DLQ is not observed)": 6}
+    # the trace of the same run sees the six dead letters
+    assert len(load_history(os.path.join(HIST, "real-retry-dlq.trace.jsonl")).dead_letters) == 6

@@ -23,7 +23,7 @@ from rocketspec.traces.minimize import NotMinimizable, minimize, template
 import test_spec_hypothesis as hyp
 
 REAL = Path(__file__).parent / "fixtures" / "real"
-INTRO = {"client_started": "client", "broker_started": "broker", "topic_created": "topic"}
+INTRO = {"client_started": "client", "broker_started": "broker", "topic_created": "topic", "message_stored": "msg_id"}
 
 
 def _cli(*args, env=None):
@@ -117,7 +117,13 @@ def test_minimized_trace_is_rejected_with_the_same_invariant_and_guard(name):
 
 def _introduces_a_name_used_later(events, i):
     f = INTRO.get(events[i]["kind"])
-    return f is not None and any(ev.get(f) == events[i][f] for ev in events[i + 1:])
+    if f is None:
+        return False
+    name = events[i][f]
+    if f == "msg_id":
+        return any(name in (ev.get("msg_id"), ev.get("origin_msg_id")) or name in (ev.get("msg_ids") or ())
+                   or name in (ev.get("origin_msg_ids") or ()) for ev in events[i + 1:])
+    return any(ev.get(f) == name for ev in events[i + 1:])
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -304,3 +304,22 @@ def test_every_real_scenario_is_run_by_make_test_real():
     """`make test-real` (marker `real`) records every reference/scenarios/real-*.toml."""
     names = {p.stem for p in (ROOT / "reference" / "scenarios").glob("real-*.toml")}
     assert names == set(REAL_SCENARIOS)
+
+
+@pytest.mark.real
+def test_real_message_trace_records_of_a_recorded_run(real_env, tmp_path):
+    """`record --msgtrace`: real RocketMQ's own message-trace records of the run (enableMsgTrace)
+    give, message for message, the deliveries the recorder saw."""
+    from rocketspec.spec.history import check_history, load_history
+
+    out, mt = tmp_path / "t.jsonl", tmp_path / "t.msgtrace"
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "rocketspec"), "record", "--scenario", "real-basic", "--out",
+                        str(out), "--msgtrace", str(mt)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    h, t = load_history(mt), load_history(out)
+    assert not h.problems and h.format == "msgtrace"
+    stored = {p.id: p.stored_id for p in h.produces}
+    assert sorted(stored.values()) == sorted(p.id for p in t.produces)
+    assert sorted((stored[c.id], c.reconsume_times, c.success) for c in h.consumes) == \
+        sorted((c.id, c.reconsume_times, c.success) for c in t.consumes)
+    assert check_history(h).ok and check_history(t).ok

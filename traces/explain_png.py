@@ -42,12 +42,18 @@ def figure(ex: Explanation):
             continue
         grey = cat in ("pause", "lock_expired")
         colors = ["#888888" if grey else ex.client_color(b.client) for b in bars]
-        xs = [tl.bar_x(b) for b in bars]
-        widths = [max(x1 - x0, span / 2000) for x0, x1 in xs]
-        ax.barh([tl.rows[b.row].y + dy for b in bars], widths, left=[x0 for x0, _ in xs], height=height,
-                color=colors, alpha=opacity, hatch="//" if grey else None,
-                edgecolor=["#222222" if grey else VIOLATION_COLOR for b in bars],
-                linewidth=[0.6 if grey or b.open else 0 for b in bars], zorder=2 + z)
+        # one collection per row (broken_barh), not one artist per bar: 10^5 bars draw in seconds
+        by_row: dict = {}
+        for b in bars:
+            by_row.setdefault(b.row, []).append(b)
+        for row, bs in by_row.items():
+            xs = [tl.bar_x(b) for b in bs]
+            ax.broken_barh([(x0, max(x1 - x0, span / 2000)) for x0, x1 in xs],
+                           (tl.rows[row].y + dy - height / 2, height),
+                           facecolors=["#888888" if grey else ex.client_color(b.client) for b in bs], alpha=opacity,
+                           hatch="//" if grey else None,
+                           edgecolors=["#222222" if grey else VIOLATION_COLOR for b in bs],
+                           linewidths=[0.6 if grey or b.open else 0 for b in bs], zorder=2 + z)
         handles.append(Patch(facecolor="#888888" if grey else "#1f77b4", alpha=opacity, hatch="//" if grey else None,
                              label=name))
     labels = [m for m in tl.marks if m.label]

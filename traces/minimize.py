@@ -11,8 +11,9 @@ result is accepted, and the trace ends at its violation. The search, determinist
 1. cut everything after the first violation of the target invariant;
 2. slice by the violation's key (its queue or retry chain, the directory, the group's
    allocations), then by its group; keep the first slice that still fails;
-3. if events before the violation are rejected too (with another id), drop them until the first
-   rejection is the target's;
+3. if events before the violation are rejected too (with another id): shrink as below while
+   the violation happens and no more events are rejected than before, then drop the rejected
+   events if the violation stays (else the result says so: `exact` false);
 4. remove whole units, coarse to fine (traces.units: groups, brokers, topics, queues, clients,
    ProcessQueues, messages with their retries, pauses, lock requests, persists, pulls,
    listener calls, single events), each kind by delta debugging over its units, until nothing
@@ -22,7 +23,9 @@ result is accepted, and the trace ends at its violation. The search, determinist
 6. for each remaining event, replay without it and record what fails (the reason it stays).
 
 Every remaining event is needed: removing any single one makes the spec reject another event
-first (a guard, with its key) or hold.
+first (a guard, with its key), or hold, or fail the invariant another way; except the
+introductions of the clients, brokers, topics and messages that later events name, kept so that
+the trace reads as a story (units.Cast).
 """
 from __future__ import annotations
 
@@ -104,6 +107,14 @@ def template(message: str) -> str:
 
 _LIST = re.compile(r"\[[^\]]*\]")
 _NUMBER = re.compile(r"-?\d+")
+
+
+def _last_event(errors: list[Rejection]) -> list[Rejection]:
+    """The errors of the last event that has any."""
+    i = len(errors)
+    while i > 0 and errors[i - 1].index == errors[-1].index:
+        i -= 1
+    return errors[i:]
 
 
 def _noise(rej: list[Rejection], target: str) -> int:
@@ -219,6 +230,7 @@ class _Minimizer:
         self.removed: list[Removal] = []
         self.strict = True
         self.noise = 0
+        self._slices: dict = {}      # (level, length of the cut trace) -> its key slice
         self.phase = "check"
         self.cast = units.Cast(events)
 
@@ -227,11 +239,12 @@ class _Minimizer:
         if self.progress is not None:
             self.progress(self.phase, len(self.events), self.tests)
 
-    def _interesting(self, cand) -> bool:
+    def _interesting(self, cand, cast: bool = True) -> bool:
         """Strict: the first rejection of `cand` is the target's alone. Weak (on the way to a
         strict one, when other events are rejected too): the target's violation happens at
-        all. When true, `cand` becomes the current trace, cut after its violation."""
-        if not self.cast.introduced(cand):
+        all. When true, `cand` becomes the current trace, cut after its violation. `cast`: whether
+        the candidate may have lost a character's introduction (see units.Cast)."""
+        if cast and not self.cast.introduced(cand):
             return False
         self.tests += 1
         if not self.tests & 15:
@@ -279,8 +292,10 @@ class _Minimizer:
     def run(self) -> Minimized:
         original = len(self.events)
         self._tick()
-        rej = all_rejections(self.events, self.profile)
-        ids = list(dict.fromkeys(r.inv for r in rej))
+        # replay up to the first violation of the target (of anything, without one)
+        want = self.target
+        rej = all_rejections(self.events, self.profile,
+                             until=lambda errs, ev: want is None or any(r.inv == want for r in _last_event(errs)))
         if not rej:
             raise NotMinimizable(f"the trace holds under profile {self.profile.name}: nothing to minimize "
                                  "(minimize needs a trace that `rocketspec check` rejects)", file=self.path)
@@ -288,6 +303,7 @@ class _Minimizer:
             self.target = rej[0].inv
         first = next((r for r in rej if r.inv == self.target), None)
         if first is None:
+            ids = list(dict.fromkeys(r.inv for r in rej))
             raise NotMinimizable(f"the trace does not violate {self.target} under profile {self.profile.name} "
                                  f"(it violates {', '.join(ids)})", file=self.path)
         if self.target in (BAD_CONFIG, SPEC_CRASH):
@@ -306,7 +322,7 @@ class _Minimizer:
             # violation happens and no more events are rejected before it than now, then drop
             # the rejected ones if the violation stays
             self.strict = False
-            self.noise = self._noise(self.events)
+            self.noise = _noise([r for r in rej if r.index <= first.index], self.target)
             self._slice(first)
             self._shrink_units()
             self.strict = True
@@ -318,7 +334,11 @@ class _Minimizer:
         # 5. time, then a last pass over single events (a shorter time line can free one)
         self.phase = "time"
         self._compress_time()
-        self._shrink("event")
+        while True:         # until no single event goes: then each one is needed
+            n = len(self.events)
+            self._shrink("event")
+            if len(self.events) == n:
+                break
         self.events = renumber.renumber_seq(self.events)
         final = all_rejections(self.events, self.profile, until=self._hit)
         at = final[-1].index
@@ -337,7 +357,7 @@ class _Minimizer:
         return _noise(all_rejections(events, self.profile, until=self._hit), self.target)
 
     def _slice_or_whole(self, first: Rejection) -> bool:
-        return self._slice(first) or self._interesting(list(self.events))
+        return self._slice(first) or self._interesting(list(self.events), cast=False)
 
     def _slice(self, first: Rejection) -> bool:
         """Keep the first slice around the violation's key that still fails (strict: after a
@@ -345,11 +365,13 @@ class _Minimizer:
         self.phase = "slice"
         n = len(self.events)
         for level in (1, 2):
-            keep = units.key_slice(self.events, first.key, level)
+            if (level, len(self.events)) not in self._slices:
+                self._slices = {**self._slices, (level, len(self.events)): units.key_slice(self.events, first.key, level)}
+            keep = self._slices[(level, len(self.events))]
             if keep is None or len(keep) >= len(self.events):
                 continue
             cand = [self.events[i] for i in keep]
-            if self._interesting(cand):
+            if self._interesting(cand, cast=False):      # slices keep the directory
                 self.removed.append(Removal("slice", f"events off the violation's key (slice {level}: "
                                             f"{'its queues, chain and directory' if level == 1 else 'its group'})",
                                             n - len(cand)))
@@ -399,12 +421,14 @@ class _Minimizer:
             idx.update(table[lab])
         idx.discard(0)
         if not idx:
-            return None
+            return None, False
+        # a message unit takes every event that names the message with it
+        intro = kind != "message" and any(self.events[i]["kind"] in units.Cast.INTRO for i in idx)
         if kind == "message":
             pos = units.message_positions(self.events, sorted(idx))
             rest = [ev for i, ev in enumerate(self.events) if i not in idx]
-            return renumber.fix_previous(renumber.drop_messages(rest, pos))
-        return renumber.fix_previous([ev for i, ev in enumerate(self.events) if i not in idx])
+            return renumber.fix_previous(renumber.drop_messages(rest, pos)), intro
+        return renumber.fix_previous([ev for i, ev in enumerate(self.events) if i not in idx]), intro
 
     def _shrink(self, kind):
         """Delta debugging over the units of `kind`: remove chunks of units, halving the chunk
@@ -421,8 +445,8 @@ class _Minimizer:
             while i < len(labels):
                 part = labels[i:i + chunk]
                 before = len(self.events)
-                cand = self._candidate(kind, part, table)
-                if cand is not None and len(cand) < before and self._interesting(cand):
+                cand, intro = self._candidate(kind, part, table)
+                if cand is not None and len(cand) < before and self._interesting(cand, intro):
                     self._note(kind, part, before - len(self.events))
                     table = units.units(kind, self.events)
                     last = len(self.events) - 1
@@ -473,7 +497,7 @@ class _Minimizer:
             return True
         cand = renumber.compress_time(self.events, [(end - length, length)])
         n = len(self.events)
-        ok = self._interesting(cand)
+        ok = self._interesting(cand, cast=False)
         if ok and len(self.events) < n:
             self.removed.append(Removal("event", f"{n - len(self.events)} events after a time cut", n - len(self.events)))
         return ok

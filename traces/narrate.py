@@ -97,6 +97,10 @@ _D = {
     "pull_held": lambda e: f"{_g(e, 'broker')} holds pull #{_g(e, 'pull_id')} (nothing new yet: long polling)",
     "pull_answered": lambda e: f"pull #{_g(e, 'pull_id')} answered {_g(e, 'status')}"
                                + (f": offsets {offs(e.get('offsets'))}" if e.get("offsets") else "")
+                               + (f"; the broker filtered out {offs(e.get('broker_filtered'))}"
+                                  if e.get("broker_filtered") else "")
+                               + (f"; the client's own tag re-check dropped {offs(e.get('client_filtered'))}"
+                                  if e.get("client_filtered") else "")
                                + f", next pull at {_g(e, 'next_offset')}",
     "pull_failed": lambda e: f"pull #{_g(e, 'pull_id')} of {_g(e, 'client')} fails ({_g(e, 'reason')}"
                              + (f", code {e['response_code']}" if e.get("response_code") is not None else "") + ")",

@@ -43,29 +43,34 @@ def drop_messages(events: list[dict], positions) -> list[dict]:
         return list(events)
     gone = {k: set(v) for k, v in removed.items()}
     low = {k: sorted(v) for k, v in removed.items()}
+    fields = _kind_fields()
     out: list[dict] = []
     dead: set[int] = set()        # positions in `out` of events left with no message
     batch_cut: dict = {}          # (client, consume_id) -> batch positions removed
     for ev in events:
         k = qkey(ev)
-        if k is None or k not in gone or ev["kind"] in _OTHER_QUEUE:
+        rm = gone.get(k) if k is not None else None
+        if rm is None:
             out.append(ev)
             continue
         kind = ev["kind"]
-        if kind == "message_stored" and ev["offset"] in gone[k]:
+        if kind == "message_stored" and ev["offset"] in rm:
             continue
-        rm, lo = gone[k], low[k]
-        if kind != "consume_finished" and not _reaches(ev, lo[0]):
+        scalars, lists = fields.get(kind, _NONE)
+        lo = low[k]
+        first = lo[0]
+        if kind != "consume_finished" and not (
+                any(type(v) is int and v > first for v in map(ev.get, scalars))
+                or any(v and max(v) >= first for v in map(ev.get, lists))):
             out.append(ev)          # nothing at or above the lowest removed offset: unchanged
             continue
         new = dict(ev)
-        for f in _SCALARS:
+        for f in scalars:
             v = new.get(f)
-            if type(v) is int and v > 0:
+            if type(v) is int and v > first:
                 new[f] = v - bisect_left(lo, v)
-        had_any = False
-        left_any = False
-        for f in _LISTS:
+        had_any = left_any = False
+        for f in lists:
             v = new.get(f)
             if not v:
                 continue
@@ -102,17 +107,22 @@ def drop_messages(events: list[dict], positions) -> list[dict]:
     return [ev for i, ev in enumerate(out) if i not in drop]
 
 
-def _reaches(ev, low: int) -> bool:
-    """Whether an offset of the event is at or above `low` (then it may change)."""
-    for f in _SCALARS:
-        v = ev.get(f)
-        if type(v) is int and v > low:
-            return True
-    for f in _LISTS:
-        v = ev.get(f)
-        if v and max(v) >= low:
-            return True
-    return False
+_NONE: tuple = ((), ())
+_FIELDS: dict = {}
+
+
+def _kind_fields() -> dict:
+    """kind -> (offset scalars, offset lists) it may carry (traces/schema_v2.json); a kind whose
+    offset is in another queue than the one it names (the schedule topic's) carries none here."""
+    if not _FIELDS:
+        from .schema import kinds
+
+        for kind, kd in kinds().items():
+            if kind in _OTHER_QUEUE:
+                continue
+            names = set(kd["required"]) | set(kd["optional"])
+            _FIELDS[kind] = (tuple(f for f in _SCALARS if f in names), tuple(f for f in _LISTS if f in names))
+    return _FIELDS
 
 
 def fix_previous(events: list[dict]) -> list[dict]:

@@ -19,7 +19,7 @@ class TraceMutant:
     scenario: str
     profile: str
     mistake: str                      # the implementation mistake, in words
-    mutate: Callable                  # events -> mutated events (a copy), or None if nothing to change
+    mutate: Callable                  # events -> mutated events (a copy), a list of such, or None
 
 
 def _first(events, pred):
@@ -196,3 +196,83 @@ MUTANTS = [
                 "a client acts although its start was never seen (a client that is not running)",
                 _delete(lambda e: e["kind"] == "client_started")),
 ]
+
+
+def _new_owner_finds_no_offset(events):
+    """The new owner of a queue reads no committed offset although the previous owner had
+    persisted one (the broker lost it), and starts at the end of the queue (LAST). One mutant per
+    handover of a queue (a list): the spec says at which one messages were still unconsumed."""
+    out, n = [], 0
+    while True:
+        m = _no_offset_at(events, n)
+        if m is None:
+            return out
+        out.append(m)
+        n += 1
+
+
+def _no_offset_at(events, nth):
+    evs = copy.deepcopy(events)
+    owners = {}
+    seen = 0
+    for i, e in enumerate(evs):
+        if e["kind"] != "pq_created" or e["topic"].startswith("%"):
+            continue
+        q = (e["group"], e["topic"], e["broker"], e["queue"])
+        prev = owners.setdefault(q, e["client"])
+        if prev == e["client"]:
+            continue
+        owners[q] = e["client"]
+        seen += 1
+        if seen <= nth:
+            continue
+        top = sum(1 for x in evs[:i] if x["kind"] == "message_stored" and x["topic"] == q[1]
+                  and x["broker"] == q[2] and x["queue"] == q[3])
+        same = lambda x: (x.get("group"), x.get("topic"), x.get("broker"), x.get("queue")) == q
+        keep = [x for x in evs[:i] if not (x["kind"] in ("offset_committed", "offset_flushed") and same(x))]
+        for j in range(len(keep) - 1, -1, -1):
+            x = keep[j]
+            if x["kind"] == "offset_read" and same(x) and x["client"] == e["client"]:
+                x["offset"] = -1
+                # the store update the read made (nothing to update now that nothing was read)
+                if j > 0 and keep[j - 1]["kind"] == "offset_updated" and same(keep[j - 1]) \
+                        and keep[j - 1]["client"] == e["client"]:
+                    del keep[j - 1]
+                break
+        e["offset"] = top
+        e["from_where"] = "CONSUME_FROM_LAST_OFFSET"
+        return _renumber(keep + evs[i:])
+    return None
+
+
+MUTANTS.append(TraceMutant(
+    "INV-LOSS-1", "real-expiry", "rocketmq-4.9.8",
+    "the broker forgets a group's committed offset, so the queue's next owner starts at its end and skips "
+    "what the previous owner had not consumed", _new_owner_finds_no_offset))
+
+
+def _subscriptions_differ(events):
+    """One consumer of a two-consumer group subscribes a tag the others do not, and drops in its
+    own re-check a message the group's other subscription takes."""
+    evs = copy.deepcopy(events)
+    starts = [e for e in evs if e["kind"] == "client_started"]
+    if len(starts) < 2:
+        return None
+    c2 = starts[1]
+    topic = next((t for t in c2["subscriptions"] if not t.startswith("%")), None)
+    if topic is None:
+        return None
+    c2["subscriptions"][topic] = {"type": "TAG", "expr": "TagNone"}
+    for e in evs:
+        if e["kind"] == "pull_answered" and e["client"] == c2["client"] and e["topic"] == topic and e.get("offsets"):
+            e["client_filtered"] = sorted((e.get("client_filtered") or []) + e["offsets"])
+            e["offsets"], e["msg_ids"] = [], []
+            return evs
+    return None
+
+
+MUTANTS.append(TraceMutant(
+    "INV-SUB-1", "real-basic", "rocketmq-4.9.8",
+    "two consumers of one group subscribe the topic differently ('*' and 'TagNone'): the broker filters with "
+    "one subscription, the second consumer drops in its own tag re-check what the group wanted",
+    _subscriptions_differ))

@@ -250,7 +250,8 @@ def _consumes(events):
 
 
 def _events(events):
-    return {i: [i] for i in range(1, len(events))}
+    # labelled by seq, which every rewrite keeps until the very end: a label stays the same event
+    return {events[i]["seq"]: [i] for i in range(1, len(events))}
 
 
 _BUILDERS = {
@@ -260,7 +261,7 @@ _BUILDERS = {
 }
 
 
-def describe(kind: str, label, events=None) -> str:
+def describe(kind: str, label) -> str:
     """A unit in words, e.g. "client c1", "queue Orders/broker-a/0"."""
     if kind in ("group", "broker", "topic", "client"):
         return f"{kind} {label}"
@@ -277,48 +278,51 @@ def describe(kind: str, label, events=None) -> str:
         return f"listener call {label[1]} of {label[0]}"
     if kind in ("pause", "lock", "persist"):
         return f"{DESCRIBE[kind]} of {label[0]}"
-    if kind == "event" and events is not None:
-        return f"event {events[label]['kind']}"
+    if kind == "event":
+        return f"event seq {label}"
     return f"{kind} {label}"
 
 
 # ---------------------------------------------------------------------------- the cast
 
 class Cast:
-    """The story's characters: the clients, brokers and topics a trace introduces (client_started,
-    broker_started, topic_created). A reduced trace keeps a character's introduction while any
-    event names it, so that it reads as a story; the spec does not ask for every one of them
-    (e.g. an offset_read by a client that never started is not judged), the reader does."""
+    """The story's characters: the clients, brokers, topics and messages a trace introduces
+    (client_started, broker_started, topic_created, message_stored). A reduced trace keeps a
+    character's introduction while any later event names it, so that it reads as a story: the
+    spec does not ask for every one of them (e.g. an offset_read by a client that never started,
+    a schedule of a message never stored, are not judged), the reader does."""
 
-    _INTRO = {"client_started": "client", "broker_started": "broker", "topic_created": "topic"}
+    # kind -> (character, the field that names it)
+    INTRO = {"client_started": ("client", "client"), "broker_started": ("broker", "broker"),
+             "topic_created": ("topic", "topic"), "message_stored": ("message", "msg_id")}
+    _MESSAGE_FIELDS = ("msg_id", "origin_msg_id")
+    _MESSAGE_LISTS = ("msg_ids", "origin_msg_ids")
 
     def __init__(self, events):
-        self.names = {"client": set(), "broker": set(), "topic": set()}
+        self.names = {"client": set(), "broker": set(), "topic": set(), "message": set()}
         for ev in events:
-            f = self._INTRO.get(ev["kind"])
-            if f is not None:
-                self.names[f].add(ev[f])
+            who = self.INTRO.get(ev["kind"])
+            if who is not None:
+                self.names[who[0]].add(ev[who[1]])
 
     def introduces(self, ev) -> str:
-        f = self._INTRO.get(ev["kind"])
-        if f is None:
+        who = self.INTRO.get(ev["kind"])
+        if who is None:
             return ""
-        return (f"introduces {f} {ev[f]}, which later events name (kept for the story: the spec does not "
-                "need it for this violation)")
+        return (f"introduces {who[0]} {ev[who[1]]}, which later events name (kept for the story: the spec "
+                "does not need it for this violation)")
 
     def introduced(self, events) -> bool:
         """Every character an event names was introduced before it."""
-        clients, brokers, topics = self.names["client"], self.names["broker"], self.names["topic"]
-        seen_c, seen_b, seen_t = set(), set(), set()
-        intro = self._INTRO
+        names = self.names
+        clients, brokers, topics, messages = names["client"], names["broker"], names["topic"], names["message"]
+        seen = {"client": set(), "broker": set(), "topic": set(), "message": set()}
+        seen_c, seen_b, seen_t, seen_m = seen["client"], seen["broker"], seen["topic"], seen["message"]
+        intro = self.INTRO
         for ev in events:
-            f = intro.get(ev["kind"])
-            if f == "client":
-                seen_c.add(ev["client"])
-            elif f == "broker":
-                seen_b.add(ev["broker"])
-            elif f == "topic":
-                seen_t.add(ev["topic"])
+            who = intro.get(ev["kind"])
+            if who is not None:
+                seen[who[0]].add(ev[who[1]])
             c = ev.get("client")
             if c is not None and c in clients and c not in seen_c:
                 return False
@@ -328,6 +332,16 @@ class Cast:
             t = ev.get("topic")
             if t is not None and t in topics and t not in seen_t:
                 return False
+            for f in self._MESSAGE_FIELDS:
+                m = ev.get(f)
+                if m is not None and m in messages and m not in seen_m:
+                    return False
+            for f in self._MESSAGE_LISTS:
+                ms = ev.get(f)
+                if ms:
+                    for m in ms:
+                        if m in messages and m not in seen_m:
+                            return False
         return True
 
 

@@ -214,7 +214,8 @@ def merge_parts(parts_dir: Path) -> list[dict]:
     return out
 
 
-def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, keep: str | None) -> tuple[int, str]:
+def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, keep: str | None,
+           msgtrace: str | None = None) -> tuple[int, str]:
     from rocketspec.reference.scenario import ScenarioError, load_scenario
 
     try:
@@ -236,6 +237,10 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     classes = recorder_classes(root, classpath)
     plan_path = work / "plan.json"
     plan["plan_path"] = str(plan_path)
+    if msgtrace is not None:
+        # enableMsgTrace on the producer and every consumer; the broker's RMQ_SYS_TRACE_TOPIC
+        # message bodies are written to this file after the trace ends
+        plan["msgtrace_out"] = str(Path(msgtrace).resolve())
     plan_path.write_text(json.dumps(plan, indent=1))
     cmd = namespace_prefix() + [java] + plan["jvm_args"] + ["-cp", f"{classes}:{classpath}",
                                                            "rocketspec.recorder.Driver", str(plan_path)]
@@ -279,10 +284,13 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
               help="Wall-clock bound in seconds (default: the scenario's duration + drain + 60 s).")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of the producers' and listeners' choices.")
 @click.option("--keep", default=None, help="Keep the run's folder (plan, logs, store, trace parts) here.")
-def record_cmd(scenario_name, out, timeout_s, seed, keep):
+@click.option("--msgtrace", default=None,
+              help="Also run with enableMsgTrace and write the RMQ_SYS_TRACE_TOPIC message bodies here "
+                   "(read them with `rocketspec history --format msgtrace`).")
+def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace):
     """Run a scenario on a real in-process RocketMQ 4.9.8 and write the recorded trace."""
     try:
-        rc, message = record(scenario_name, out, timeout_s, seed, keep)
+        rc, message = record(scenario_name, out, timeout_s, seed, keep, msgtrace)
     except RecordError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

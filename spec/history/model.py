@@ -33,6 +33,7 @@ class Produce:
     props: dict | None = None
     sharding_key: str | None = None
     where: str | None = None        # file:line of the record
+    stored_id: str | None = None    # the broker's id of the stored message (offsetMsgId)
 
 
 @dataclass(slots=True)

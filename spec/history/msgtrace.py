@@ -141,7 +141,7 @@ def _pub(f, where) -> Produce:
     _need(f, 13, "Pub")
     success = f[12] if len(f) == 13 else f[13]
     return Produce(f[5], f[4], _int(f[1], "timestamp"), _bool(success, "success"), None, None, _null(f[6]),
-                   _null(f[7]), None, None, where)
+                   _null(f[7]), None, None, where, _null(f[12]) if len(f) >= 14 else None)
 
 
 def _groups(h: History) -> None:

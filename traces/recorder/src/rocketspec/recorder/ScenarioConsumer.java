@@ -27,7 +27,9 @@ final class ScenarioConsumer {
         JSONObject cfg = g.getJSONObject("config");
         JSONObject client = plan.getJSONObject("client");
         recorder = new ClientRecorder(w);
-        consumer = new DefaultMQPushConsumer(null, group, recorder.rpcHook());
+        // enableMsgTrace when the plan asks for the message-trace topic (rocketspec record --msgtrace)
+        consumer = new DefaultMQPushConsumer(null, group, recorder.rpcHook(), new AllocateMessageQueueAveragely(),
+            plan.getString("msgtrace_out") != null, null);
         consumer.setNamesrvAddr(namesrv);
         consumer.setInstanceName(name);
         consumer.setClientIP("127.0.0.1");
