@@ -37,6 +37,7 @@ def main(argv=None) -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--witness", action="store_true")
     ap.add_argument("--markdown", default=None, help="write the catalogue with these results (docs/mutants.md)")
+    ap.add_argument("--save", default=None, help="also write the rows and scores as JSON to this file")
     a = ap.parse_args(argv)
     seeds = tuple(int(s) for s in a.seeds.split(","))
     methods = a.methods.split(",")
@@ -66,7 +67,7 @@ def main(argv=None) -> None:
     for method in ("simulate", "hypothesis"):
         if method in methods and all(r.get(method) is not None for r in rows):
             killed = [r for r in rows if r[method]["killed"]]
-            times = sorted(r[method]["seconds"] for r in killed)
+            times = sorted(r[method]["cpu_seconds"] for r in killed)
             score[method] = {"killed": len(killed), "total": len(rows),
                              "score": round(len(killed) / len(rows), 3) if rows else None,
                              "median_kill_s": times[len(times) // 2] if times else None,
@@ -81,10 +82,13 @@ def main(argv=None) -> None:
         for k, v in score.items():
             if isinstance(v, dict):
                 print(f"mutation score ({k}): {v['killed']}/{v['total']} = {v['score']:.0%}; "
-                      f"median time to kill {v['median_kill_s']} s, max {v['max_kill_s']} s")
+                      f"median time to kill {v['median_kill_s']} s CPU, max {v['max_kill_s']} s CPU")
             else:
                 print(f"mutation score ({k}): {v}")
         print(f"total {total:.0f} s")
+    if a.save:
+        with open(a.save, "w", encoding="utf-8") as fh:
+            json.dump({"rows": rows, "score": score, "seconds": round(total, 1), "seeds": seeds, "budget": a.budget}, fh)
     if a.markdown:
         with open(a.markdown, "w", encoding="utf-8") as fh:
             fh.write(markdown(rows, score, seeds, a.budget, total))
@@ -139,11 +143,12 @@ def markdown(rows, score, seeds, budget, total) -> str:
     for k, v in score.items():
         if isinstance(v, dict):
             out.append(f"- **{k}**: {v['killed']}/{v['total']} killed ({v['score']:.0%}); median time to kill "
-                       f"{v['median_kill_s']} s, longest {v['max_kill_s']} s")
+                       f"{v['median_kill_s']} s of CPU, longest {v['max_kill_s']} s")
         else:
             out.append(f"- **{k}**: {v}")
     out.append("")
-    out.append("| mutant | targets | simulate: time to kill (runs), killed by, witness | hypothesis | exhaustive |")
+    out.append("| mutant | targets | simulate: time to kill wall / CPU (runs), killed by, witness | hypothesis | "
+               "exhaustive |")
     out.append("|---|---|---|---|---|")
     for r in rows:
         cells = [f"`{r['mutant']}`", " ".join(r["targets"])]
@@ -153,7 +158,8 @@ def markdown(rows, score, seeds, budget, total) -> str:
                 cells.append("n/a")
             elif k["killed"]:
                 where = f"; {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
-                cells.append(f"{k['seconds']:.2f} s ({k['runs']}), {' '.join(k['invariants'])}{where}")
+                cells.append(f"{k['seconds']:.2f} s / {k['cpu_seconds']:.2f} s CPU ({k['runs']}), "
+                             f"{' '.join(k['invariants'])}{where}")
             else:
                 cells.append(("budget out" if k["incomplete"] else "**survived**") + f" ({k['runs']} runs, "
                              f"{k['seconds']:.0f} s)" + (f", {k['crashes']} crashes" if k["crashes"] else ""))
@@ -199,7 +205,7 @@ def _line(row) -> str:
             parts.append(f"{method}: n/a")
         elif k["killed"]:
             where = f" on {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
-            parts.append(f"{method}: killed in {k['seconds']:.2f} s ({k['runs']} runs) by "
+            parts.append(f"{method}: killed in {k['seconds']:.2f} s wall, {k['cpu_seconds']:.2f} s CPU ({k['runs']} runs) by "
                          f"{','.join(k['invariants'])}{where}")
         else:
             parts.append(f"{method}: {'budget out' if k['incomplete'] else 'SURVIVED'} after {k['runs']} runs, "

@@ -1536,6 +1536,12 @@ def send_back_requested(st, ev, out):
             s = pq.failed.get(off)
             if s is None and off not in pq.tree:
                 out.report("INV-RETRY-3", f"send-back of offset {off} that {cid} neither failed nor holds", ckey)
+            elif s is None and (off != pq.tree_min() or ev.get("delay_level") != 3):
+                # not failed, so only ProcessQueue.cleanExpiredMsg may send it back: it sends the
+                # tree's first message, with sendMessageBack(msg, 3)
+                out.report("INV-RETRY-3", f"send-back of offset {off} that {cid} did not fail, and not as "
+                           f"cleanExpiredMsg does (the tree's first message {pq.tree_min()}, delay level 3; got "
+                           f"delay level {ev.get('delay_level')})", ckey)
             if s is not None:
                 pq.failed[off] = "requested"
             elif off in pq.tree:
