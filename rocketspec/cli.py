@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "allocate": ("rocketspec.commands.allocate", "allocate", "Queue allocation as JSON Lines (stdin -> stdout)."),
     "filter": ("rocketspec.commands.filter", "filter_cmd", "Tag and SQL92 filter evaluation as JSON Lines."),
     "check": ("rocketspec.commands.check", "check", "Validate a trace against the spec."),
+    "replay": ("rocketspec.commands.replay", "replay_cmd", "Check traces on Spark, partitioned by key."),
     "diff": ("rocketspec.commands.diff", "diff", "Differential report: a reference trace against a real one."),
     "explore": ("rocketspec.commands.explore", "explore", "Exhaustive small-scope model checking."),
     "prove": ("rocketspec.commands.prove", "prove", "z3 proofs of allocation and lock-lease properties."),
