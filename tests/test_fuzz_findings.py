@@ -481,3 +481,23 @@ def test_a_send_back_with_part_of_its_place_is_checked_without_a_traceback(tmp_p
     res = _check(tmp_path, evs)
     assert res.exit_code in (0, 1), res.output
     assert "internal error" not in res.output
+
+
+def test_a_file_past_the_size_cap_is_refused_at_the_line_of_the_cap(tmp_path):
+    # was: 'scope.toml: larger than 4 MiB' without a place (seed 30 #53852, an 84 MB scope file)
+    p = tmp_path / "scope.toml"
+    line = b"# " + b"x" * 1022 + b"\n"
+    p.write_bytes(line * 5000)
+    res = CliRunner().invoke(main, ["explore", "--scope", str(p), "--quiet"])
+    assert res.exit_code == 2, res.output
+    at = (4 << 20) // len(line) + 1                        # the line that holds byte 4 MiB
+    assert f"scope.toml:{at}: larger than 4 MiB (byte 4194304 is past the limit)" in res.stderr, res.stderr
+
+
+def test_a_big_list_of_a_deep_value_stays_small():
+    # the fuzzer's own mutant: 5000 copies of a value nested 100,000 deep were a 416 MB input
+    # whose making passed the worker's 1 GB (seed 30 #51829, reported as explore's memory)
+    from bench import fuzz_inputs as fz
+
+    inp = fz.make_input(fz.build_seeds_forked(), 30, 51829)
+    assert "big-list:failures" in inp["notes"] and len(inp["data"]) < 1_000_000
