@@ -1530,7 +1530,10 @@ def send_back_requested(st, ev, out):
         out.report("INV-BCAST-1", "a broadcasting client sent a message back", ckey)
     qkey = None
     off = ev.get("offset")
-    if ev.get("topic") is not None and ev.get("queue") is not None and off is not None:
+    # the message's place is judged when the event gives all of it (each field is optional in
+    # the schema; without the broker, topic and queue name no queue)
+    if ev.get("topic") is not None and ev.get("broker") is not None and ev.get("queue") is not None \
+            and off is not None:
         qkey = (ev["group"], ev["topic"], ev["broker"], ev["queue"])
         qs = st.queues.get(qkey)
         pq = qs.pqs.get(cid) if qs is not None else None
