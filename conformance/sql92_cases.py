@@ -2,8 +2,8 @@
 test against RocketMQ's own filter (conformance/java/SqlDiff.java, `realdiff.RealSql92`).
 
 `selectors()` draws texts over RocketMQ's grammar (SelectorParser.jj): comparisons, BETWEEN,
-IN, IS [NOT] NULL, NOT/AND/OR, string, integer, long and floating literals, TRUE/FALSE/NULL,
-signs, parentheses, chained comparisons, keywords in any letter case, comments and odd white
+IN, IS [NOT] NULL, NOT/AND/OR, CONTAINS/STARTSWITH/ENDSWITH (identifiers in 4.9.x), string,
+integer, long and floating literals, TRUE/FALSE/NULL, signs, parentheses, chained comparisons, keywords in any letter case, comments and odd white
 space, and - on purpose - illegal forms: literals out of range, semantic errors (a string
 on either side of ``>``, NULL in ``=``), dropped or trailing tokens. `properties()` draws a
 message's properties over the same names and over values that meet the literals (numbers as
@@ -76,7 +76,7 @@ negated = st.sampled_from([[], [], ["NOT"]])
 @st.composite
 def _atom(draw) -> list[str]:
     kind = draw(st.sampled_from(["eq"] * 4 + ["cmp"] * 4 + ["between", "between", "in", "in", "null", "null",
-                                                              "bare", "bool", "chain"]))
+                                                              "bare", "bool", "chain", "strfunc"]))
     if kind == "eq":
         return draw(equatable) + [draw(st.sampled_from(["=", "<>"]))] + draw(equatable)
     if kind == "cmp":
@@ -90,6 +90,9 @@ def _atom(draw) -> list[str]:
         return draw(in_left) + draw(negated) + ["IN"] + draw(in_lists)
     if kind == "null":
         return draw(anything) + ["IS"] + draw(negated) + ["NULL"]
+    if kind == "strfunc":    # 5.1.3+ functions; in 4.9.x's grammar CONTAINS... are identifiers
+        return (draw(in_left) + draw(negated) + [draw(st.sampled_from(["CONTAINS", "STARTSWITH", "ENDSWITH"]))]
+                + [draw(strings)])
     if kind == "bare":
         return [draw(names)]
     return [draw(constants)]
