@@ -2,9 +2,11 @@
 
 ``compile_sql92(text, profile)`` gives an :class:`Expression` (or raises
 :class:`FilterCompileError`); ``Expression.evaluate(props)`` gives TRUE, FALSE or null
-(``True``/``False``/``None``) for a message's properties (all strings, as the broker sees
-them), or raises :class:`FilterEvaluateError`; :func:`sql92_match` is the broker's
-decision: only exactly TRUE matches, an error means no match.
+(``True``/``False``/``None``) on an evaluation context of these properties (all strings),
+or raises :class:`FilterEvaluateError`; :func:`sql92_match` is the broker's decision for a
+message sent with them: evaluated on the properties as the broker decodes them (an empty
+name or value is absent, :mod:`..properties`), only exactly TRUE matches, an error means
+no match. Both are tested against RocketMQ's own classes (tests/test_real_sql92_diff.py).
 
 The grammar and its quirks are described in :mod:`.parser`, the evaluation rules in
 :mod:`.nodes` and :mod:`.javavalues`. The profile matters through one switch:
