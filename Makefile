@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-real bench clean rocketmq recorder diff-reports browser catalogue
+.PHONY: setup demo test test-slow test-real test-spark-cluster bench clean rocketmq recorder diff-reports browser catalogue
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,10 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/rocketspec demo
 
+# (the Spark tests share one local Spark session: they run in one process, after the rest)
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 -m 'not slow and not real and not spark'
+	$(BIN)/python -m pytest -q -p no:xdist -m 'spark and not slow and not real'
 
 # Debian's chromium, for the test of explain's HTML in a real headless browser
 # (tests/test_explain_browser.py); installed as a system package, never downloaded by a tool.
@@ -37,6 +39,11 @@ test-slow: $(STAMP)
 
 test-real: $(STAMP)
 	$(BIN)/python -m pytest -q -m real
+
+# rocketspec replay on a loopback standalone Spark cluster (a master, two workers), with an
+# executor killed mid-run (docs/replay.md); also part of test-slow
+test-spark-cluster: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow tests/test_replay_cluster.py
 
 # Real RocketMQ 4.9.8 (../shared/rocketmq: sources and build.sh), compiled with javac into
 # $(RMQ_BUILD); ROCKETMQ_CLASSPATH, when set, is used instead.

@@ -12,10 +12,12 @@ corrupted Parquet pages, YAML instead of TOML, a directory in place of a file.
 
 Every input goes in-process through the CLI's own entry point (`rocketspec check`, `simulate`
 with a scenario file, `explore` with a scope file and a state cap), in forked worker processes
-that run many inputs each and hold real limits: 5 s of wall time per input (an alarm in the
-worker, and a kill from the parent 2 s later if the alarm cannot interrupt it), and 1 GB of
-memory (peak RSS measured per input; the parent kills a worker whose RSS passes it; an address
-space limit stops a runaway allocation). A worker that dies is replaced.
+that run many inputs each and hold real limits: 5 s of CPU time per input (a CPU-time alarm in
+the worker, and a kill from the parent 2 s of CPU later if the alarm cannot interrupt it; CPU,
+not wall time, so that a loaded machine does not turn slow into hung), 60 s of wall time (an
+input that blocks), and 1 GB of memory (peak RSS measured per input; the parent kills a worker
+whose RSS passes it; an address space limit stops a runaway allocation). A worker that dies is
+replaced.
 
 Outcomes (`classify`): verdict (exit 0 or 1), incomplete (exit 4), located (exit 2 with a
 message that names the input file and a line, row, byte, event or field path: see
@@ -28,9 +30,10 @@ of the message); tests/test_fuzz_corpus.py replays the corpus.
 
     python -m bench.fuzz_inputs [--inputs N] [--seed S] [--workers W] [--kinds K,..]
                                 [--corpus DIR | --no-save] [--seed-dir DIR] [--only INDEX]
+                                [--start I] [--status FILE] [--replay]
 
 Prints the counts per kind and outcome, the share of inputs that parse, the rate in inputs
-per second; exits 1 when any input failed.
+per second and the workers' CPU time per input; exits 1 when any input failed.
 """
 from __future__ import annotations
 
@@ -64,10 +67,13 @@ CLEAN = ("verdict", "incomplete", "located")
 FAILURES = ("unlocated", "nojson", "crash", "hang", "memory")
 OUTCOMES = CLEAN + FAILURES
 
-WALL_SECONDS = 5.0          # per input, the issue's hang limit
+LIMIT_SECONDS = 5.0         # per input, the issue's hang limit, in CPU seconds: on a loaded machine
+                            # (the fuzzer runs at nice 19 beside other jobs) slow is not hung
+WALL_SECONDS = 60.0         # per input, in wall seconds: an input that blocks (uses no CPU) or starves
 KILL_GRACE = 2.0            # the parent kills a worker this long after the alarm should have fired
 MEMORY_BYTES = 1 << 30      # per input, peak RSS
-EXPLORE_STATES = 300        # explore's state cap per input
+EXPLORE_STATES = 100        # explore's state cap per input: enough to run the explorer on the mutant, not to exhaust it
+MAX_ROW_GROUPS = 4          # a Parquet mutant with small row groups has at most this many
 
 # Seeds: built-in scenarios whose (shortened) traces seed the trace mutants.
 TRACE_SCENARIOS = ("basic", "orderly", "rebalance", "faults", "tags", "sql-filter", "broadcast",
@@ -178,6 +184,31 @@ def build_seeds_forked(seed_dirs=()) -> dict:
     try:
         if os.waitstatus_to_exitcode(status) != 0:
             raise RuntimeError("building the fuzz seeds failed (see the traceback above)")
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    finally:
+        os.unlink(path)
+
+
+def _make_input_forked(seeds, seed: int, index: int, kinds) -> dict | None:
+    """make_input in a child process, for the parent: Parquet mutants use pyarrow, whose threads
+    must not start in a process that forks workers. None if it fails."""
+    fd, path = tempfile.mkstemp(prefix="fuzz-input-", suffix=".pickle")
+    os.close(fd)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            with open(path, "wb") as fh:
+                pickle.dump(make_input(seeds, seed, index, kinds), fh)
+        except BaseException:  # noqa: BLE001 - the parent reports the input as unknown
+            code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    try:
+        if os.waitstatus_to_exitcode(status) != 0:
+            return None
         with open(path, "rb") as fh:
             return pickle.load(fh)
     finally:
@@ -327,9 +358,13 @@ def _deep_text(r: random.Random, style: str) -> str:
 
 # ====================================================================== writing documents
 
+# one encoder per style, made once: json.dumps with options builds a new encoder on every call
+_COMPACT = {a: json.JSONEncoder(ensure_ascii=a, separators=(",", ":")).encode for a in (True, False)}
+
+
 def json_text(obj, r: random.Random, indent=None) -> str:
-    text = json.dumps(obj, ensure_ascii=r.random() < 0.2, indent=indent,
-                      separators=None if indent else (",", ":"))
+    ascii_ = r.random() < 0.2
+    text = json.dumps(obj, ensure_ascii=ascii_, indent=indent) if indent else _COMPACT[ascii_](obj)
     if DEEP in text or "\\u0000DEEP\\u0000" in text:
         text = text.replace(json.dumps(DEEP), _deep_text(r, "json"))
     return text
@@ -594,6 +629,19 @@ def jsonl_bytes(r: random.Random, events: list[dict], notes: list[str]) -> tuple
     return data, name
 
 
+def _parquet_writable(typ) -> bool:
+    """Whether Parquet can hold the Arrow type: not a struct without fields, at any depth."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(typ):
+        return typ.num_fields > 0 and all(_parquet_writable(typ.field(i).type) for i in range(typ.num_fields))
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
+        return _parquet_writable(typ.value_type)
+    if pa.types.is_map(typ):
+        return _parquet_writable(typ.key_type) and _parquet_writable(typ.item_type)
+    return True
+
+
 def _parquet_table(r: random.Random, events: list[dict], notes: list[str]):
     import pyarrow as pa
 
@@ -605,9 +653,15 @@ def _parquet_table(r: random.Random, events: list[dict], notes: list[str]):
     names = list(ENVELOPE) + [n for n in fdefs if n not in ENVELOPE]
     extra = sorted({k for e in events for k in e if isinstance(k, str)} - set(names))
     names += extra
+    columns = {n: [None] * len(events) for n in names}
+    for i, e in enumerate(events):  # by the keys each event has: ~10 of the 81 columns
+        if isinstance(e, dict):
+            for k, v in e.items():
+                if isinstance(k, str):
+                    columns[k][i] = v
     arrays, fields_ = [], []
     for n in names:
-        vals = [e.get(n) if isinstance(e, dict) else None for e in events]
+        vals = columns[n]
         kind = fdefs.get(n, {}).get("type")
         if kind == "json":
             vals = [None if v is None else json.dumps(v) for v in vals]
@@ -617,6 +671,8 @@ def _parquet_table(r: random.Random, events: list[dict], notes: list[str]):
             notes.append(f"parquet-type:{n}")
         try:
             arr = pa.array(vals, type=typ)
+            if not _parquet_writable(arr.type):
+                raise TypeError("Parquet cannot hold a struct without fields (a value {})")
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, ValueError,
                 TypeError):
             try:
@@ -639,8 +695,11 @@ def parquet_bytes(r: random.Random, events: list[dict], notes: list[str]) -> tup
     table = _parquet_table(r, events, notes)
     sink = io.BytesIO()
     compression = r.choice(["zstd", "zstd", "snappy", "gzip", "none", "lz4"])
-    # many small row groups are slow to write and to read: rare
+    # many small row groups are slow to write and to read (each is a chunk per column, 81 of
+    # them): rare, and at most MAX_ROW_GROUPS of them, enough for batches that span groups
     rows = None if r.random() < 0.9 else r.choice([7, 64]) if r.random() < 0.9 else 1
+    if rows is not None:
+        rows = max(rows, -(-table.num_rows // MAX_ROW_GROUPS))
     pq.write_table(table, sink, compression=compression, row_group_size=rows, use_dictionary=r.random() < 0.7)
     data = sink.getvalue()
     parseable = True
@@ -712,11 +771,15 @@ def _arg_mutation(r: random.Random, kind: str, notes: list[str]) -> list[str]:
     return extra
 
 
+def _input_kind(r: random.Random, kinds) -> str:
+    kinds = [k for k in KINDS if k in kinds]
+    return r.choices(kinds, [KIND_WEIGHTS[k] for k in kinds])[0]
+
+
 def make_input(seeds: dict, seed: int, index: int, kinds=KINDS) -> dict:
     """Input `index` of run `seed`: {kind, name, data (bytes, or None for a directory), argv, notes, parseable}."""
     r = random.Random(f"{seed}:{index}")
-    kinds = [k for k in KINDS if k in kinds]
-    kind = r.choices(kinds, [KIND_WEIGHTS[k] for k in kinds])[0]
+    kind = _input_kind(r, kinds)
     notes: list[str] = []
     parseable = None
     if kind in ("trace-jsonl", "trace-parquet"):
@@ -914,7 +977,7 @@ def _entry_point():
 
 
 def _on_alarm(signum, frame):
-    raise FuzzTimeout()
+    raise FuzzTimeout("wall" if signum == signal.SIGALRM else "cpu")
 
 
 def _vm(field: str) -> int:
@@ -939,8 +1002,12 @@ def _reset_peak() -> None:
 def place_input(inp: dict, workdir: str) -> str:
     """Write the input under its name in a fresh `workdir/in/`; return its path."""
     d = os.path.join(workdir, "in")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    os.makedirs(d, exist_ok=True)
+    for entry in os.scandir(d):  # the previous input (emptying the folder is cheaper than a new one)
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            os.unlink(entry.path)
     path = os.path.join(d, inp["name"])
     if inp["data"] is None:
         os.makedirs(path)
@@ -982,6 +1049,7 @@ def run_argv(main, argv: list[str]) -> dict:
     res = {"argv": argv, "exit": None, "exception": None, "timeout": False}
     _reset_peak()
     t0 = time.perf_counter()
+    signal.setitimer(signal.ITIMER_PROF, LIMIT_SECONDS)
     signal.setitimer(signal.ITIMER_REAL, WALL_SECONDS)
     try:
         try:
@@ -993,13 +1061,15 @@ def run_argv(main, argv: list[str]) -> dict:
             if not isinstance(c, (int, type(None))):
                 sys.stderr.write(str(c) + "\n")
         finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
             signal.setitimer(signal.ITIMER_REAL, 0)
-    except FuzzTimeout:
-        res["timeout"] = True
+    except FuzzTimeout as exc:
+        res["timeout"] = exc.args[0] if exc.args else "cpu"
         res["hang_tb"] = traceback.format_exc()
     except BaseException as exc:  # noqa: BLE001 - every escape is recorded
         res["exception"] = (type(exc).__name__, str(exc)[:300], _short_tb(exc))
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
         for s in (sys.stdout, sys.stderr):
             try:
@@ -1037,7 +1107,8 @@ def execute(inp: dict, workdir: str, main) -> dict:
         msg = next((ln for ln in reversed(res["stderr"].splitlines()) if ln.startswith("error:")),
                    res["stderr"].strip().splitlines()[-1])
     if res["timeout"]:
-        msg = "no answer within %.0f s; stack: %s" % (WALL_SECONDS, " <- ".join(
+        limit = f"{LIMIT_SECONDS:.0f} s of CPU" if res["timeout"] == "cpu" else f"{WALL_SECONDS:.0f} s (wall)"
+        msg = "no answer within %s; stack: %s" % (limit, " <- ".join(
             f"{os.path.basename(f)}:{fn}" for f, fn in reversed(_frames(res["hang_tb"])[-6:])))
     return {"outcome": outcome, "signature": sig, "exit": res["exit"], "seconds": res["seconds"],
             "peak_rss": res["peak_rss"], "message": msg[:600], "traceback": tb[-3000:]}
@@ -1052,6 +1123,7 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
     signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGPROF, _on_alarm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if as_limit:
         resource.setrlimit(resource.RLIMIT_AS, (as_limit, as_limit))
@@ -1066,13 +1138,15 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
             break
         if job is None:
             break
+        cpu0 = time.process_time()
         if job[0] == "gen":
-            inp = make_input(seeds, job[1], job[2], kinds)
+            try:
+                inp = make_input(seeds, job[1], job[2], kinds)
+            except BaseException as exc:  # noqa: BLE001 - the harness's own failure, reported as such
+                conn.send(_harness_failure(job, kinds, exc))
+                continue
         else:
             inp = job[1]
-        # the parent reads this file back if the worker dies on the input
-        with open(os.path.join(workdir, "current.pickle"), "wb") as fh:
-            pickle.dump(inp, fh)
         try:
             r = execute(inp, workdir, main)
         except MemoryError:
@@ -1083,7 +1157,8 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
                  "exit": None, "seconds": 0.0, "peak_rss": _vm("VmHWM"), "message": f"in the fuzz harness: {exc!r}",
                  "traceback": traceback.format_exc()[-3000:]}
         r.update(kind=inp["kind"], parseable=inp["parseable"], index=inp.get("index"), name=inp["name"],
-                 argv=inp["argv"], notes=inp["notes"], size=None if inp["data"] is None else len(inp["data"]))
+                 argv=inp["argv"], notes=inp["notes"], size=None if inp["data"] is None else len(inp["data"]),
+                 cpu=time.process_time() - cpu0)  # making the input and running it, this worker's threads too
         if r["outcome"] in FAILURES:
             r["input"] = inp
         conn.send(r)
@@ -1091,6 +1166,15 @@ def _worker_loop(conn, seeds, kinds, workdir, as_limit, parent_pid) -> None:
             break  # an interrupted command may leave state behind: start afresh
     conn.close()
     os._exit(0)
+
+
+def _harness_failure(job, kinds, exc: BaseException) -> dict:
+    """The result of a gen job whose input could not be made: a crash of the harness, not of the CLI."""
+    kind = _input_kind(random.Random(f"{job[1]}:{job[2]}"), kinds)
+    return {"outcome": "crash", "signature": f"crash:make_input:harness-{type(exc).__name__}", "exit": None,
+            "seconds": 0.0, "peak_rss": 0, "message": f"in the fuzz harness, making the input: {exc!r}"[:600],
+            "traceback": traceback.format_exc()[-3000:], "kind": kind, "parseable": False, "index": job[2],
+            "name": None, "argv": [], "notes": [], "size": None}
 
 
 class Pool:
@@ -1101,7 +1185,9 @@ class Pool:
 
         self.ctx = mp.get_context("fork")
         self.seeds, self.kinds = seeds, kinds
-        self.root = root or tempfile.mkdtemp(prefix="fuzz-work-")
+        # on a tmpfs when there is one: every input is written, and often a trace or a report
+        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        self.root = root or tempfile.mkdtemp(prefix="fuzz-work-", dir=shm)
         self.own_root = root is None
         _preload()
         base = _vm("VmSize")
@@ -1142,7 +1228,7 @@ class Pool:
                     if job is None:
                         pending = False
                         break
-                    w["job"], w["t0"] = job, time.monotonic()
+                    w["job"], w["t0"], w["cpu0"] = job, time.monotonic(), _cpu_of(w["proc"].pid)
                     w["conn"].send(job)
             busy = [w for w in self.workers if w["job"] is not None]
             if not busy and not pending:
@@ -1165,7 +1251,9 @@ class Pool:
                 rss = _rss_of(w["proc"].pid)
                 if not w["proc"].is_alive() and w["conn"].poll():
                     continue  # its answer came in after the wait: read it on the next round
-                if now - w["t0"] > WALL_SECONDS + KILL_GRACE or rss > MEMORY_BYTES or not w["proc"].is_alive():
+                cpu = _cpu_of(w["proc"].pid) - w["cpu0"]
+                late = cpu > LIMIT_SECONDS + KILL_GRACE or now - w["t0"] > WALL_SECONDS + KILL_GRACE
+                if late or rss > MEMORY_BYTES or not w["proc"].is_alive():
                     why = "died" if not w["proc"].is_alive() else "memory" if rss > MEMORY_BYTES else "hang"
                     w["proc"].kill()
                     w["proc"].join(5)
@@ -1175,11 +1263,9 @@ class Pool:
 
     def _dead(self, w: dict, why: str) -> dict:
         w["proc"].join(2)
-        try:
-            with open(os.path.join(w["dir"], "current.pickle"), "rb") as fh:
-                inp = pickle.load(fh)
-        except (OSError, EOFError, pickle.UnpicklingError):
-            inp = None
+        job = w["job"]
+        # the input the worker died on: given, or made again (input i of seed s is always the same)
+        inp = job[1] if job[0] == "run" else _make_input_forked(self.seeds, job[1], job[2], self.kinds)
         code = w["proc"].exitcode
         cmd = inp["argv"][0] if inp else "?"
         if why == "died":
@@ -1189,7 +1275,8 @@ class Pool:
             outcome, sig, msg = "memory", f"memory:{cmd}:rss", f"RSS past {MEMORY_BYTES >> 20} MB: killed"
         else:
             outcome, sig = "hang", f"hang:{cmd}:killed"
-            msg = f"no answer within {WALL_SECONDS + KILL_GRACE:.0f} s, not interruptible: killed"
+            msg = (f"no answer within {LIMIT_SECONDS + KILL_GRACE:.0f} s of CPU or {WALL_SECONDS + KILL_GRACE:.0f} s, "
+                   "not interruptible: killed")
         r = {"outcome": outcome, "signature": sig, "exit": None, "seconds": time.monotonic() - w["t0"],
              "peak_rss": 0, "message": msg, "traceback": "", "input": inp,
              "kind": inp["kind"] if inp else "?", "parseable": inp["parseable"] if inp else False,
@@ -1238,6 +1325,19 @@ def _signame(code) -> str:
         except ValueError:
             return f"signal{-code}"
     return f"exit{code}"
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) the process has used."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def _rss_of(pid: int) -> int:
@@ -1350,6 +1450,8 @@ class Tally:
         self.signatures: dict[str, list] = {}  # failing signature -> [count, example result]
         self.slowest = (0.0, None)
         self.peak = 0
+        self.interrupted = False
+        self.cpu = 0.0                      # the workers' CPU seconds, making and running the inputs
 
     def add(self, r: dict) -> None:
         k = r["kind"]
@@ -1365,6 +1467,7 @@ class Tally:
         if r["outcome"] in CLEAN and r["seconds"] > self.slowest[0]:
             self.slowest = (r["seconds"], r.get("index"))
         self.peak = max(self.peak, r.get("peak_rss") or 0)
+        self.cpu += r.get("cpu") or 0.0
 
     def failures(self) -> int:
         return sum(self.counts[k][o] for k in KINDS for o in FAILURES)
@@ -1386,10 +1489,16 @@ class Tally:
         lines.append(f"{'all':14}{n:>8}{(100.0 * parsed / n if n else 0):>6.0f}%{ms:>7.0f} " +
                      "".join(f"{tot[o]:>{w + 1}}" for o in OUTCOMES))
         rate = n / seconds if seconds else 0.0
+        if self.interrupted:
+            lines.append("interrupted: the counts are of the inputs that finished")
         lines.append(f"{n} inputs in {seconds:.1f} s with {workers} worker(s): {rate:.1f} inputs/s; "
                      f"parsed {parsed} ({100.0 * parsed / n if n else 0:.0f}%), reached a verdict "
                      f"{tot['verdict'] + tot['incomplete']} ({100.0 * (tot['verdict'] + tot['incomplete']) / n if n else 0:.0f}%); "
                      f"slowest clean input {self.slowest[0]:.2f} s (#{self.slowest[1]}), peak RSS {self.peak >> 20} MB")
+        if n and self.cpu:
+            # the figure that does not move with the other jobs on the machine
+            lines.append(f"worker CPU {1000.0 * self.cpu / n:.1f} ms per input: {n / self.cpu:.0f} inputs per CPU "
+                         f"second; 10^6 inputs take {1e6 / (n / self.cpu) / 3600:.1f} h of one core")
         if rate:
             lines.append(f"projected for 10^6 inputs: {1e6 / rate / 3600:.1f} h at this rate")
         if self.signatures:
@@ -1400,14 +1509,35 @@ class Tally:
         return "\n".join(lines)
 
 
+STATUS_EVERY = 60.0  # seconds between two writes of the status file
+
+
+def write_status(path: Path, tally: "Tally", seconds: float, workers: int, seed: int, start: int,
+                 final: bool) -> None:
+    """The counts so far, as the report's text and as JSON (written whole, then renamed)."""
+    n = sum(tally.total.values())
+    counts = {"seed": seed, "start": start, "inputs_done": n, "seconds": round(seconds, 1),
+              "inputs_per_s": round(n / seconds, 2) if seconds else 0.0, "final": final,
+              "interrupted": tally.interrupted, "worker_cpu_seconds": round(tally.cpu, 1),
+              "by_outcome": {o: sum(tally.counts[k][o] for k in KINDS) for o in OUTCOMES},
+              "by_kind": tally.counts, "parsed": tally.parsed,
+              "signatures": {sig: c for sig, (c, _) in tally.signatures.items()}}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(tally.report(seconds, workers) + "\n" + json.dumps(counts) + "\n")
+    os.replace(tmp, path)
+
+
 def fuzz(inputs: int, seed: int, workers: int = 1, kinds=KINDS, corpus: Path | None = CORPUS, seed_dirs=(),
-         progress: bool = False, seeds=None, max_seconds: float | None = None):
-    """Run `inputs` mutants (fewer if `max_seconds` runs out first); return (tally, seconds, saved sidecars)."""
+         progress: bool = False, seeds=None, max_seconds: float | None = None, start: int = 0,
+         status: Path | None = None):
+    """Run mutants `start` .. `start + inputs - 1` (fewer if `max_seconds` runs out first, or on
+    an interrupt: SIGINT, SIGTERM); return (tally, seconds, saved sidecars). With `status`, the
+    counts so far are written there every STATUS_EVERY seconds and at the end."""
     seeds = seeds or build_seeds_forked(seed_dirs)
     tally = Tally()
     known = {m["signature"] for m in corpus_entries(corpus)} if corpus else set()
     saved: list[str] = []
-    last = [time.monotonic()]
+    last = [time.monotonic(), time.monotonic()]
 
     def on_result(r):
         tally.add(r)
@@ -1415,24 +1545,34 @@ def fuzz(inputs: int, seed: int, workers: int = 1, kinds=KINDS, corpus: Path | N
             s = save_to_corpus(r, corpus, known)
             if s:
                 saved.append(s)
-        if progress and time.monotonic() - last[0] > 30:
-            last[0] = time.monotonic()
+        now = time.monotonic()
+        if progress and now - last[0] > 30:
+            last[0] = now
             n = sum(tally.total.values())
             print(f"  ... {n} inputs, {tally.failures()} failures, {len(tally.signatures)} signatures, "
-                  f"{n / (last[0] - t0):.1f} inputs/s", file=sys.stderr, flush=True)
+                  f"{n / (now - t0):.1f} inputs/s", file=sys.stderr, flush=True)
+        if status is not None and now - last[1] > STATUS_EVERY:
+            last[1] = now
+            write_status(status, tally, now - t0, workers, seed, start, final=False)
 
     pool = Pool(workers, seeds, kinds)
     t0 = time.monotonic()
+    old_term = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops the run as ^C does
     try:
         def jobs():
-            for i in range(inputs):
+            for i in range(start, start + inputs):
                 if max_seconds is not None and time.monotonic() - t0 > max_seconds:
                     return
                 yield ("gen", seed, i)
 
         pool.run(jobs(), on_result)
+    except KeyboardInterrupt:
+        tally.interrupted = True  # the inputs still running are not counted
     finally:
+        signal.signal(signal.SIGTERM, old_term)
         pool.close()
+    if status is not None:
+        write_status(status, tally, time.monotonic() - t0, workers, seed, start, final=True)
     return tally, time.monotonic() - t0, saved
 
 
@@ -1446,6 +1586,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-save", action="store_true", help="do not save failing inputs")
     ap.add_argument("--seed-dir", action="append", default=[], help="more seed traces (.jsonl, .parquet)")
     ap.add_argument("--max-seconds", type=float, default=None, help="stop feeding inputs after this long")
+    ap.add_argument("--start", type=int, default=0, help="the first input's index (to continue a run)")
+    ap.add_argument("--status", default=None, help="write the counts so far to this file every minute and at the end")
     ap.add_argument("--only", type=int, default=None, help="run input INDEX alone and describe it")
     ap.add_argument("--replay", action="store_true", help="replay the corpus and print each entry's outcome")
     a = ap.parse_args(argv)
@@ -1479,8 +1621,9 @@ def main(argv=None) -> int:
             print(r["traceback"])
         return 0 if r["outcome"] in CLEAN else 1
     tally, secs, saved = fuzz(a.inputs, a.seed, a.workers, kinds, None if a.no_save else Path(a.corpus),
-                              a.seed_dir, progress=True, max_seconds=a.max_seconds)
-    print(f"fuzz_inputs: seed {a.seed}, kinds {', '.join(kinds)}")
+                              a.seed_dir, progress=True, max_seconds=a.max_seconds, start=a.start,
+                              status=Path(a.status) if a.status else None)
+    print(f"fuzz_inputs: seed {a.seed}, inputs {a.start}..{a.start + a.inputs - 1}, kinds {', '.join(kinds)}")
     print(tally.report(secs, a.workers))
     if saved:
         print(f"{len(saved)} new corpus entries:")

@@ -63,6 +63,7 @@ class Result:
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     complete: bool = True      # False: the distinct-state cap stopped the search
+    stopped: bool = False      # True: the search stopped at the first violation (stop_at_first)
     bounded: bool = False      # True: states at the depth bound were not expanded (exhaustive up to it)
     quiescent: int = 0
     reduced: int = 0           # states expanded with a persistent subset of their moves
@@ -79,7 +80,7 @@ class Result:
         return {"scope": self.scope, "profile": self.profile, "states_generated": self.generated,
                 "states_distinct": self.distinct, "depth": self.depth, "seconds": round(self.seconds, 3),
                 "cpu_seconds": round(self.cpu_seconds, 3), "states_per_second": round(self.states_per_second),
-                "complete": self.complete, "bounded": self.bounded, "quiescent_states": self.quiescent,
+                "complete": self.complete, "stopped_at_first_violation": self.stopped, "bounded": self.bounded, "quiescent_states": self.quiescent,
                 "symmetries": self.symmetries, "persistent_sets": self.persistent_sets,
                 "states_reduced": self.reduced,
                 "violations": [v.to_dict() for v in self.violations]}
@@ -304,9 +305,15 @@ class Explorer:
             found.setdefault(f[0], ("state", f, 0, []))
         if self.liveness:
             from .liveness import FAIR, action_key, obligations
+        stop_depth = None                  # stop_at_first: the depth of the shortest violation found
         while frontier:
             nid, node = frontier.popleft()
             d = depths[nid]
+            if stop_depth is not None and d >= stop_depth:
+                # breadth-first: no state left can give a shorter counterexample (a state at depth
+                # d gives a dead end at d, a rejected step or a bad successor at d + 1)
+                res.stopped = True
+                break
             again = node.only is not None
             if not again:
                 pending.pop(nid, None)
@@ -417,7 +424,9 @@ class Explorer:
             if bar is not None and not (nid & 1023):
                 bar.set(len(parents), generated, depths[nid], len(found))
             if self.stop_at_first and found:
-                break
+                stop_depth = min(self._found_depth(v, depths) for v in found.values())
+        if stop_depth is not None and frontier:
+            res.stopped = True
         res.generated = generated
         res.distinct = len(parents)
         res.seconds = time.perf_counter() - t0
@@ -431,6 +440,12 @@ class Explorer:
         if bar is not None:
             bar.close()
         return res
+
+    @staticmethod
+    def _found_depth(entry, depths) -> int:
+        """The depth of a found violation's counterexample (see _violation)."""
+        kind, _, nid, _ = entry
+        return depths[nid] + 1 if kind == "guard" else depths[nid]
 
     def _revisit(self, cid, nxt, csleep, same_names, pending, expanded_sleep, frontier):
         """A known state reached again, with `csleep` asleep on this path."""

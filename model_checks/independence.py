@@ -25,21 +25,15 @@ and without it.
 """
 from __future__ import annotations
 
+from rocketspec.spec.kinds import kinds_where
+
 ALL = frozenset({"*"})
 
 # event kinds whose effect and generator inputs are covered by their own fields (client, queue
-# key, origin message, view); anything else is treated as touching the whole state
-_LOCAL = frozenset({
-    "allocation_computed", "consume_finished", "consume_resubmitted", "consume_started", "consume_suspended",
-    "lock_acquired", "lock_expired", "lock_rejected", "lock_release_ignored", "lock_released", "lock_requested",
-    "message_dead_lettered", "message_scheduled", "message_sent_back", "message_stored", "messages_taken",
-    "offset_committed", "offset_persisted", "offset_read", "offset_removed", "offset_updated", "oneway_lost",
-    "pq_committed", "pq_created", "pq_dropped", "pq_lock_changed", "pq_messages_removed", "pq_removed",
-    "pq_rolled_back", "pull_answered", "pull_flow_controlled", "pull_issued", "schedule_delivered",
-    "send_back_failed", "send_back_requested",
-})
-_LOCKS = frozenset({"lock_acquired", "lock_expired", "lock_rejected", "lock_release_ignored", "lock_released",
-                    "lock_requested", "pq_lock_changed"})
+# key, origin message, view); anything else is treated as touching the whole state. Both sets
+# are facts of the kind registry (spec.kinds).
+_LOCAL = kinds_where("local")
+_LOCKS = kinds_where("locks")
 
 
 def footprint(move) -> frozenset:

@@ -74,15 +74,13 @@ same violations and exactly the same quiescent states as the full one.
 """
 from __future__ import annotations
 
+from rocketspec.spec.kinds import kinds_where
 from rocketspec.spec.state import M_R
 
 from .generator import RETRY, is_reconsume_counter
 from .independence import ALL
 
-TIMELESS_KINDS = frozenset({
-    "pull_issued", "offset_read", "pull_answered", "messages_taken", "consume_started", "consume_finished",
-    "pq_committed", "offset_updated", "offset_persisted", "offset_committed", "pq_messages_removed",
-})
+TIMELESS_KINDS = kinds_where("timeless")     # (spec.kinds: the registry of event kinds)
 
 
 def eligible(gen, node) -> bool:

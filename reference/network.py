@@ -82,18 +82,18 @@ class Network:
         hosts = [n for n in sorted(self.brokers) if topic in self.brokers[n].topics]
         if not hosts:
             return None
-        return self.broker(self.sim.rng.choice(hosts)).find_consumer_ids(group)
+        return self.broker(self.sim.chooser.pick("route_broker", hosts)).find_consumer_ids(group)
 
     # ---------------------------------------------------------------- one-way calls
     def _lost(self, call: str, **where) -> bool:
-        if self.sim.chance(self.faults.oneway_loss):
+        if self.sim.chooser.chance("oneway_loss", self.faults.oneway_loss):
             self.sim.emit("oneway_lost", call=call, **where)
             return True
         return False
 
     def oneway_update_offset(self, consumer, mq, offset: int, reason: str) -> None:
         topic, broker_name, queue = mq
-        lost = self.sim.chance(self.faults.oneway_loss)
+        lost = self.sim.chooser.chance("oneway_loss", self.faults.oneway_loss)
         self.sim.emit("offset_persisted", client=consumer.client_id, group=consumer.group, topic=topic,
                       broker=broker_name, queue=queue, offset=offset, lost=lost, reason=reason)
         b = self.brokers.get(broker_name)

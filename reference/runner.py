@@ -60,11 +60,11 @@ class Producer:
             return  # no route: the send fails
         brokers = run.net.brokers
         if tags is None and self.tags_choices:
-            tags = sim.rng.choice(self.tags_choices)
+            tags = sim.chooser.pick("producer_tags", self.tags_choices)
             tags = tags if tags else None   # "" in a list of tags means untagged
         n_keys = self.n_keys
         if keys is None and n_keys:
-            keys = f"order-{sim.rng.randrange(n_keys)}"
+            keys = f"order-{sim.chooser.pick_index('producer_key', n_keys)}"
         if keys is not None and n_keys:
             mq = queues[abs(java_string_hash(keys)) % len(queues)]
             if not brokers[mq[1]].up:
@@ -79,7 +79,7 @@ class Producer:
             else:
                 return  # every broker of the topic is down: the send fails
         if props is None and self.props_spec:
-            props = {k: str(sim.rng.choice(v)) if isinstance(v, list) else str(v) for k, v in self.props_spec.items()}
+            props = {k: str(sim.chooser.pick("producer_props", v)) if isinstance(v, list) else str(v) for k, v in self.props_spec.items()}
         self.sent += 1
         code = self._codes.get(tags)
         if code is None:
@@ -105,10 +105,10 @@ def with_timing_knobs(profile, knobs: dict):
 
 
 class Run:
-    def __init__(self, scenario: dict, seed: int, profile, sink):
+    def __init__(self, scenario: dict, seed: int, profile, sink, chooser=None):
         self.scenario = scenario
         self.profile = with_timing_knobs(get_profile(profile), scenario.get("real", {}))
-        self.sim = Simulator(seed, sink)
+        self.sim = Simulator(seed, sink, chooser)
         self.net = Network(self.sim, scenario["latency_ms"])
         self.consumers: dict[str, PushConsumer] = {}
         self.local_disks: dict[str, dict] = {}     # broadcasting offsets.json per client id
@@ -263,7 +263,12 @@ class Run:
         sc, sim = self.scenario, self.sim
         self.setup()
         sim.run_until(sc["duration_ms"])
-        limit = sc["duration_ms"] + sc["drain_limit_ms"]
+        return self.drain(sc["duration_ms"] + sc["drain_limit_ms"])
+
+    def drain(self, limit: int) -> str:
+        """Run until the system is quiescent or the clock reaches `limit`; end the trace with
+        the reason ("quiescent" or "duration") and return it."""
+        sim = self.sim
         reason = "duration"
         while sim.now < limit:
             if self.quiescent():
@@ -282,9 +287,10 @@ def sc_for_trace(sc: dict) -> dict:
         "groups": sorted(sc["groups"])}
 
 
-def run(scenario: dict, seed: int, profile, sink) -> str:
-    """Run a validated scenario; events go to sink(event). Returns the trace_ended reason."""
-    return Run(scenario, seed, profile, sink).execute()
+def run(scenario: dict, seed: int, profile, sink, chooser=None) -> str:
+    """Run a validated scenario; events go to sink(event). Returns the trace_ended reason.
+    `chooser` (reference.choice) decides what the run leaves open; by default the seed's."""
+    return Run(scenario, seed, profile, sink, chooser).execute()
 
 
 def run_to_list(scenario: dict, seed: int, profile) -> list[dict]:

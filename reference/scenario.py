@@ -245,7 +245,7 @@ def _parse_expect(source, raw):
         if not isinstance(pt, dict):
             raise ScenarioError(source, "expect.profiles", "a table of profile name -> verdict")
         for name, v in pt.items():
-            profiles[name] = _parse_verdict(source, f"expect.profiles.{name}", v)
+            profiles[name] = _parse_verdict(source, f"expect.profiles.{_key(name)}", v)
         raw = {k: v for k, v in raw.items() if k != "profiles"} or "holds"
         if raw == {"holds": True}:
             raw = "holds"

@@ -1,16 +1,17 @@
 """The deterministic discrete-event simulator under the reference broker and client.
 
-A virtual millisecond clock, one heap of scheduled tasks, one seeded random source and one
-event sink. No threads, no sleeps: a run is a pure function of (scenario, seed, profile),
-byte for byte. Tasks belong to an owner (a client or broker process); a paused owner's tasks
+A virtual millisecond clock, one heap of scheduled tasks, one chooser (reference.choice: every
+decision left open, from a seeded random source by default) and one event sink. No threads, no
+sleeps: a run is a pure function of (scenario, chooser's answers, profile), byte for byte. Tasks belong to an owner (a client or broker process); a paused owner's tasks
 wait until it resumes, a dead owner's tasks never run. That is how a GC pause or a crash
 looks from the outside.
 """
 from __future__ import annotations
 
 import heapq
-import random
 from typing import Callable
+
+from .choice import Chooser, SeededChooser
 
 
 class Process:
@@ -42,10 +43,11 @@ class Timer:
 
 
 class Simulator:
-    def __init__(self, seed: int, sink: Callable[[dict], None]):
+    def __init__(self, seed: int, sink: Callable[[dict], None], chooser: Chooser | None = None):
         self.now = 0
         self.seed = seed
-        self.rng = random.Random(seed)
+        self.chooser = chooser if chooser is not None else SeededChooser(seed)
+        self.armed: list[tuple[str, Callable[[], None]]] = []   # faults waiting to strike
         self._heap: list = []
         self._order = 0        # tie-break: tasks due at the same time run in scheduling order
         self.seq = 0
@@ -93,6 +95,8 @@ class Simulator:
 
     def run_until(self, t_end: int, stop: Callable[[], bool] | None = None) -> None:
         """Run every task due at or before t_end (or until stop() is true between tasks)."""
+        if not self.chooser.fifo or self.armed:
+            return self._run_choosing(t_end, stop)
         heap = self._heap
         pop, push = heapq.heappop, heapq.heappush
         while heap and heap[0][0] <= t_end:
@@ -115,9 +119,57 @@ class Simulator:
         if t_end > self.now:
             self.now = t_end
 
-    # ------------------------------------------------------------------ randomness
-    def chance(self, p: float) -> bool:
-        return p > 0 and self.rng.random() < p
+    def _runnable(self, item) -> bool:
+        """Drop a cancelled or stale task; move a paused owner's task to its thaw time."""
+        due, order, fn, args, owner, inc, timer = item
+        if timer is not None and timer.cancelled:
+            return False
+        if owner is not None:
+            if not owner.alive or owner.incarnation != inc:
+                return False
+            if owner.paused_until > due:
+                self._order += 1
+                heapq.heappush(self._heap, (owner.paused_until, self._order, fn, args, owner, inc, timer))
+                return False
+        return True
 
-    def uniform_int(self, lo: int, hi: int) -> int:
-        return lo if lo >= hi else self.rng.randint(lo, hi)
+    def _run_choosing(self, t_end: int, stop) -> None:
+        """run_until, asking the chooser which of the runnable tasks due in the same millisecond
+        runs first (task_order) and whether an armed fault strikes before it (fault_strike).
+        The candidates are gathered afresh before every task: the one before may have
+        cancelled, killed, paused or added some."""
+        heap = self._heap
+        pop, push = heapq.heappop, heapq.heappush
+        ch = self.chooser
+        while heap and heap[0][0] <= t_end:
+            due = heap[0][0]
+            batch = []
+            while heap and heap[0][0] == due:
+                item = pop(heap)
+                if self._runnable(item):
+                    batch.append(item)
+            if not batch:
+                continue
+            i = ch.order("task_order", len(batch)) if len(batch) > 1 else 0
+            item = batch.pop(i)
+            for other in batch:
+                push(heap, other)
+            self.now = due
+            if self.armed:
+                j = ch.strike("fault_strike", [name for name, _ in self.armed])
+                if j:
+                    _, fire = self.armed.pop(j - 1)
+                    push(heap, item)     # reconsidered: the fault may have killed its owner
+                    fire()
+                    continue
+            self.tasks_run += 1
+            item[2](*item[3])
+            if stop is not None and stop():
+                return
+        if t_end > self.now:
+            self.now = t_end
+
+    def arm(self, name: str, fire: Callable[[], None]) -> None:
+        """A fault (a crash, a pause) that strikes before a task the chooser picks (fault_strike)."""
+        self.armed.append((name, fire))
+

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "minimize": ("rocketspec.commands.minimize", "minimize_cmd", "Shrink a failing trace, keeping its violation."),
     "history": ("rocketspec.commands.history", "history", "Check the black-box guarantees on a produce/consume history."),
     "explain": ("rocketspec.commands.explain", "explain", "Explain a trace: its story and timeline (HTML, PNG)."),
+    "replay": ("rocketspec.commands.replay", "replay_cmd", "Check traces on Spark, partitioned by key."),
     "diff": ("rocketspec.commands.diff", "diff", "Differential report: a reference trace against a real one."),
     "explore": ("rocketspec.commands.explore", "explore", "Exhaustive small-scope model checking."),
     "gate": ("rocketspec.commands.gate", "gate", "The conformance gate for CI (JUnit XML, markdown summary)."),

@@ -25,6 +25,7 @@ from .invariants import broker_offset_passes, client_offset_passes, orderly_cons
 from .filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
 from . import limits
 from .pending import retries_in_flight, unconsumed
+from .kinds import KINDS, MECHANISMS  # noqa: F401 (MECHANISMS: re-exported)
 from .lifecycles import LOCK_TABLE, MSG_TABLE, PQ_TABLE
 from .state import (HELD_MAX, M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Client, Progress, QueueState,
                     SpecState, StoredQueue, View)
@@ -245,6 +246,16 @@ def client_started(st, ev, out):
     old = d.clients.get(cid)
     if old is not None and old.status in ("running", "paused"):
         out.report("INV-CLIENT-1", f"client {cid!r} started twice without stopping", None)
+    if old is not None:
+        # A new incarnation of the client id. The old one stopped or crashed and acts no more
+        # (INV-CLIENT-1), so its unfinished batches never finish; its consume ids start again at
+        # the new one's, which must not be taken for the old batches.
+        for qs in st.queues.values():
+            pq = qs.pqs.get(cid)
+            if pq is not None and pq.batches:
+                pq.batches = {}
+            if qs.orphans:
+                qs.orphans = {k: v for k, v in qs.orphans.items() if k[0] != cid}
     c = Client(cid, ev["group"], ev["consume_mode"], ev["message_model"], ev.get("subscriptions"), ev.get("config"))
     c.limits = limits.ClientLimits(st.profile, c.config)
     d.clients[cid] = c
@@ -1899,69 +1910,6 @@ def check_quiescent(st, out):
             out.report("INV-LIVE-1", f"retry copy of {ckey[1]} still {state} at quiescence", ckey)
 
 
-HANDLERS = {
-    "trace_started": trace_started, "trace_ended": trace_ended,
-    "broker_started": broker_started, "broker_restarted": broker_restarted, "topic_created": topic_created,
-    "consumer_registered": consumer_registered, "consumer_unregistered": consumer_unregistered,
-    "message_stored": message_stored, "messages_deleted": messages_deleted, "message_scheduled": message_scheduled,
-    "schedule_delivered": schedule_delivered,
-    "client_started": client_started, "client_stopped": client_stopped, "client_crashed": client_crashed,
-    "client_paused": client_paused, "client_resumed": client_resumed,
-    "allocation_computed": allocation_computed, "pq_created": pq_created, "pq_dropped": pq_dropped,
-    "pq_removed": pq_removed,
-    "pull_issued": pull_issued, "pull_held": pull_held, "pull_answered": pull_answered, "pull_failed": pull_failed,
-    "queue_snapshot": queue_snapshot,
-    "pull_flow_controlled": pull_flow_controlled,
-    "consume_started": consume_started, "consume_finished": consume_finished,
-    "consume_resubmitted": consume_resubmitted, "consume_suspended": consume_suspended,
-    "messages_taken": messages_taken, "pq_committed": pq_committed, "pq_rolled_back": pq_rolled_back,
-    "pq_messages_removed": pq_messages_removed,
-    "offset_updated": offset_updated, "offset_read": offset_read, "offset_removed": offset_removed,
-    "offset_persisted": offset_persisted, "offset_committed": offset_committed, "offset_flushed": offset_flushed,
-    "offset_erased": offset_erased, "offset_loaded": offset_loaded,
-    "send_back_requested": send_back_requested, "send_back_failed": send_back_failed,
-    "message_sent_back": message_sent_back, "message_dead_lettered": message_dead_lettered,
-    "lock_requested": lock_requested, "lock_acquired": lock_acquired, "lock_rejected": lock_rejected,
-    "lock_released": lock_released, "lock_release_ignored": lock_release_ignored, "lock_expired": lock_expired,
-    "pq_lock_changed": pq_lock_changed, "lease_expired": lease_expired,
-    "oneway_lost": oneway_lost,
-}
-
-# The RocketMQ mechanism each action models (used by SPEC.md and reports).
-MECHANISMS = {
-    "trace_started": "trace header", "trace_ended": "end of run (quiescence check)",
-    "broker_started": "BrokerController.start", "broker_restarted": "broker restart (in-memory tables lost)",
-    "topic_created": "TopicConfigManager", "consumer_registered": "ConsumerManager.registerConsumer (heartbeat)",
-    "consumer_unregistered": "ConsumerManager.unregisterConsumer / channel expiry",
-    "message_stored": "CommitLog append + ConsumeQueue dispatch",
-    "messages_deleted": "commit-log retention (DefaultMessageStore clean expired files)",
-    "message_scheduled": "delay level -> SCHEDULE_TOPIC_XXXX", "schedule_delivered": "ScheduleMessageService.messageTimeUp",
-    "client_started": "DefaultMQPushConsumer.start", "client_stopped": "DefaultMQPushConsumer.shutdown",
-    "client_crashed": "process death", "client_paused": "stop-the-world pause", "client_resumed": "pause ends",
-    "allocation_computed": "RebalanceImpl.rebalanceByTopic + AllocateMessageQueueStrategy",
-    "pq_created": "updateProcessQueueTableInRebalance (add) + computePullFromWhere",
-    "pq_dropped": "ProcessQueue.setDropped(true)", "pq_removed": "removeUnnecessaryMessageQueue",
-    "pull_issued": "DefaultMQPushConsumerImpl.pullMessage", "pull_held": "PullRequestHoldService (long polling)",
-    "pull_answered": "DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + ProcessQueue.putMessage",
-    "pull_flow_controlled": "pullMessage flow control",
-    "pull_failed": "PullCallback.onException (broker error response or failed call)",
-    "queue_snapshot": "the queue's min/max offset when observation began (or after a gap)",
-    "consume_started": "ConsumeRequest.run (listener called)", "consume_finished": "listener returns",
-    "consume_resubmitted": "submitConsumeRequestLater after failed send-back",
-    "consume_suspended": "ConsumeMessageOrderlyService suspend/retry later",
-    "messages_taken": "ProcessQueue.takeMessages", "pq_committed": "ProcessQueue.commit",
-    "pq_rolled_back": "ProcessQueue.rollback / makeMessageToConsumeAgain",
-    "pq_messages_removed": "ProcessQueue.removeMessage",
-    "offset_updated": "OffsetStore.updateOffset / updateAndFreeze", "offset_read": "OffsetStore.readOffset",
-    "offset_removed": "OffsetStore.removeOffset", "offset_persisted": "OffsetStore.persist (one-way)",
-    "offset_committed": "ConsumerOffsetManager.commitOffset", "offset_flushed": "offset table flush",
-    "offset_erased": "LocalFileOffsetStore.persistAll rewrite (pre-#7740); broker: commitOffset get-then-put race",
-    "offset_loaded": "offset table load",
-    "send_back_requested": "DefaultMQPushConsumerImpl.sendMessageBack", "send_back_failed": "send-back and fallback failed",
-    "message_sent_back": "consumerSendMsgBack / handleRetryAndDLQ", "message_dead_lettered": "%DLQ% store",
-    "lock_requested": "RebalanceImpl.lock / lockAll", "lock_acquired": "RebalanceLockManager.tryLock",
-    "lock_rejected": "RebalanceLockManager.tryLock (held by another)", "lock_released": "RebalanceLockManager.unlockBatch",
-    "lock_release_ignored": "unlockBatch by a non-owner", "lock_expired": "LockEntry.isExpired",
-    "pq_lock_changed": "ProcessQueue.setLocked / lastLockTimestamp", "lease_expired": "ProcessQueue.isLockExpired",
-    "oneway_lost": "network loss of a one-way call",
-}
+# Each kind's action is the function of its name above; its other facts (the mechanism it
+# models, the keys it touches, what the explorer needs) are in spec.kinds.
+HANDLERS = {name: globals()[name] for name in KINDS}

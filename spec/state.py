@@ -36,12 +36,17 @@ class Client:
         self.config = config or {}
         self.status = "running"           # running | paused | stopped | crashed
         self.paused_until = 0
-        self.from_where = _cfg(self.config, "from_where", "consume_from_where", "consumeFromWhere") or \
-            "CONSUME_FROM_LAST_OFFSET"
+        from .limits import BadConfig
+
+        fw = _cfg(self.config, "from_where", "consume_from_where", "consumeFromWhere")
+        if fw is not None and type(fw) is not str:
+            key = next(k for k in ("from_where", "consume_from_where", "consumeFromWhere")
+                       if self.config.get(k) is not None)
+            raise BadConfig(f"{key}: expected a ConsumeFromWhere name, e.g. 'CONSUME_FROM_LAST_OFFSET', "
+                            f"got {fw!r}"[:200])
+        self.from_where = fw or "CONSUME_FROM_LAST_OFFSET"
         mr = _cfg(self.config, "max_reconsume_times", "maxReconsumeTimes")
         if mr is not None and type(mr) is not int:
-            from .limits import BadConfig
-
             raise BadConfig(f"max_reconsume_times: expected an integer, got {mr!r}"[:200])
         self.max_reconsume = -1 if mr is None else mr
         self.limits = None                # spec.limits.ClientLimits (set by client_started)

@@ -440,3 +440,29 @@ def test_an_empty_topic_is_bad_input(tmp_path, events):
     res = _check(tmp_path, evs)
     assert res.exit_code == 2, res.output
     assert f"t.jsonl:{line}: message_stored: field 'topic' must be a topic name (a non-empty string)" in res.output
+
+
+@pytest.mark.parametrize("name,shown", [("", '""'), ("a.b", '"a.b"'), ("rocketmq 4", '"rocketmq 4"')])
+def test_an_expected_verdict_under_a_profile_name_that_is_not_a_name_is_located(tmp_path, name, shown):
+    # was: 'expect.profiles.: expected "holds"...': an empty key made the field path end in a dot
+    # (found by bench.fuzz_inputs, seed 30 #12038: an empty profile key given a number)
+    import json
+
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"name": "x", "expect": {"profiles": {name: -1}}}))
+    res = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl"), "--quiet"])
+    assert res.exit_code == 2, res.output
+    assert f"s.json: expect.profiles.{shown}: expected" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("value", [True, 7, ["CONSUME_FROM_FIRST_OFFSET"], {"a": 1}])
+def test_a_consume_from_where_that_is_not_a_name_is_bad_input(tmp_path, events, value):
+    # was: TypeError ("argument of type 'bool' is not iterable") in the spec's computePullFromWhere
+    # (found by bench.fuzz_inputs, seed 30 #17513)
+    evs = [dict(e) for e in events]
+    i = next(i for i, e in enumerate(evs) if e["kind"] == "client_started")
+    evs[i]["config"] = dict(evs[i].get("config") or {}, consume_from_where=value)
+    res = _check(tmp_path, evs)
+    assert res.exit_code == 2, res.output
+    assert f"t.jsonl:{i + 1}: client_started.config.consume_from_where: expected a ConsumeFromWhere name" \
+        in res.output, res.output

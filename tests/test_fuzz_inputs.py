@@ -102,11 +102,24 @@ def test_a_seed_trace_reaches_a_verdict(seeds):
 
 
 def test_a_hang_is_caught_and_the_worker_replaced(monkeypatch):
-    monkeypatch.setattr(fz, "WALL_SECONDS", 0.5)
+    monkeypatch.setattr(fz, "LIMIT_SECONDS", 0.5)
     monkeypatch.setattr(fz, "_entry_point", lambda: (lambda *a, **k: _spin()))
     r = fz.run_one(_trace_input(b"{}"))
     assert r["outcome"] == "hang" and r["signature"].startswith("hang:check:"), r
-    assert "_spin" in r["message"]
+    assert "_spin" in r["message"] and "of CPU" in r["message"]
+
+
+def test_the_limit_is_cpu_time_and_a_blocked_input_meets_the_wall_limit(monkeypatch):
+    import time
+
+    # sleeping uses no CPU: not a hang under the CPU limit, one under the wall-time limit
+    monkeypatch.setattr(fz, "LIMIT_SECONDS", 0.3)
+    monkeypatch.setattr(fz, "_entry_point", lambda: (lambda *a, **k: time.sleep(1.0)))
+    assert fz.run_one(_trace_input(b"{}"))["outcome"] == "verdict"
+    monkeypatch.setattr(fz, "WALL_SECONDS", 0.5)
+    monkeypatch.setattr(fz, "_entry_point", lambda: (lambda *a, **k: time.sleep(30)))
+    r = fz.run_one(_trace_input(b"{}"))
+    assert r["outcome"] == "hang" and "(wall)" in r["message"], r
 
 
 def _spin():
@@ -161,3 +174,39 @@ def test_short_run_has_no_crash_hang_runaway_or_unlocated_rejection(short_run):
         for sig, (count, ex) in sorted(tally.signatures.items(), key=lambda x: -x[1][0]):
             lines.append(f"  {count:>3} x {sig}  (e.g. #{ex.get('index')}: {' '.join(ex['message'].split())[:140]})")
         pytest.fail("\n".join(lines), pytrace=False)
+
+
+def test_a_worker_that_dies_on_a_generated_input_reports_that_input(monkeypatch, seeds):
+    """The parent makes the input again from (seed, index): the worker leaves nothing behind."""
+    import os
+    import signal
+
+    monkeypatch.setattr(fz, "_entry_point", lambda: (lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)))
+    tally, secs, saved = fz.fuzz(2, 5, workers=1, corpus=None, seeds=seeds, start=40)
+    assert tally.failures() == 2
+    (sig, (count, r)), = tally.signatures.items()
+    assert sig.endswith(":died-SIGKILL") and count == 2
+    want = fz.make_input(seeds, 5, r["index"])
+    assert r["index"] in (40, 41) and r["input"]["data"] == want["data"] and r["input"]["argv"] == want["argv"]
+
+
+def test_a_value_parquet_cannot_hold_is_written_as_text(seeds):
+    import io
+    import random
+
+    import pyarrow.parquet as pq
+
+    events = [dict(e) for e in seeds["traces"][0][1][:3]]
+    events[1]["extra"] = {}               # an empty struct: Parquet has no such column type
+    events[2]["extra"] = [{}]
+    table = fz._parquet_table(random.Random(0), events, [])
+    assert table.column("extra").to_pylist() == [None, "{}", "[{}]"]
+    pq.write_table(table, io.BytesIO())
+
+
+def test_the_status_file_holds_the_counts_so_far(tmp_path, seeds):
+    status = tmp_path / "status.txt"
+    tally, secs, saved = fz.fuzz(20, SHORT_SEED, workers=1, corpus=None, seeds=seeds, status=status)
+    counts = json.loads(status.read_text().splitlines()[-1])
+    assert counts["inputs_done"] == 20 and counts["final"] and not counts["interrupted"]
+    assert sum(counts["by_outcome"].values()) == 20

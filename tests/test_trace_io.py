@@ -111,6 +111,34 @@ def test_not_a_parquet_file_and_unknown_extension(tmp_path):
         list(read_events(tmp_path / "missing.jsonl"))
 
 
+def test_parquet_rows_are_read_column_by_column_as_the_rows_they_are(tmp_path):
+    """The reader builds events from the non-null cells of each column: fields in column order,
+    nulls left out, a JSON-typed column parsed at its row; a column name given twice is refused
+    (which of the two would be the field?)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "t.parquet"
+    t = pa.table({"seq": [0, 1, 2], "ts": [0, 0, 1], "kind": ["trace_started", "broker_started", "trace_ended"],
+                  "schema_version": [2, None, None], "profile": ["rocketmq-5.3.3", None, None],
+                  "broker": [None, "b", None], "config": [None, '{"broker_lock_max_live_ms": 60000}', None],
+                  "reason": [None, None, "duration"]})
+    pq.write_table(t, p)
+    evs = list(iter_trace(p))
+    assert evs == [{"seq": 0, "ts": 0, "kind": "trace_started", "schema_version": 2, "profile": "rocketmq-5.3.3"},
+                   {"seq": 1, "ts": 0, "kind": "broker_started", "broker": "b",
+                    "config": {"broker_lock_max_live_ms": 60000}},
+                   {"seq": 2, "ts": 1, "kind": "trace_ended", "reason": "duration"}]
+    assert [list(e) for e in evs][1] == ["seq", "ts", "kind", "broker", "config"]
+    bad = t.set_column(7, "config", pa.array([None, "{", None]))      # a second column named config
+    pq.write_table(bad, p)
+    with pytest.raises(TraceInputError, match=r"t.parquet:1: column 7 \('config'\) has the name of column 6"):
+        list(read_events(p))
+    pq.write_table(t.set_column(6, "config", pa.array([None, "{", None])), p)
+    with pytest.raises(TraceInputError, match=r"t.parquet:2: field 'config' is not valid JSON"):
+        list(read_events(p))
+
+
 def test_simulate_cli_writes_and_reports_errors(tmp_path):
     r = CliRunner().invoke(main, ["simulate", "--scenario", "basic", "--out", str(tmp_path / "t.parquet")])
     assert r.exit_code == 0 and "ended quiescent" in r.output

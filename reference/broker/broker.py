@@ -355,7 +355,7 @@ class Broker:
                       origin_msg_id=original.origin_msg_id, reconsume_times=r, outcome="retry",
                       delay_level=level, via="consumer_send_back", client=client)
         new.topic = retry_topic(group)
-        new.queue = self.sim.rng.randrange(self.retry_queue_nums)
+        new.queue = self.sim.chooser.pick_index("retry_queue", self.retry_queue_nums)
         new.delay_level = level
         self.create_topic(new.topic, self.retry_queue_nums)
         self.put_message(new, source="send_back", group=group)
@@ -385,7 +385,7 @@ class Broker:
             self._put_dlq(group, new)
             return
         new.topic = retry_topic(group)
-        new.queue = self.sim.rng.randrange(max(1, self.retry_queue_nums))
+        new.queue = self.sim.chooser.pick_index("retry_queue", max(1, self.retry_queue_nums))
         new.delay_level = delay_level
         self.create_topic(new.topic, max(1, self.retry_queue_nums))
         self.put_message(new, source="send_back_fallback" if via == "fallback_producer" else "send_back", group=group)

@@ -2,7 +2,7 @@
 
 A listener decides, per batch, the status it returns and how long the call takes. Rules
 match messages by tag or key and override the defaults (a poison message that always fails,
-a slow one); otherwise the outcome is drawn from the simulator's one random source.
+a slow one); otherwise the outcome is the simulator's chooser's (reference.choice).
 """
 from __future__ import annotations
 
@@ -83,16 +83,10 @@ class ListenerSpec:
         if rule is not None and "duration_ms" in rule:
             d = rule["duration_ms"]
             lo, hi = (d, d) if isinstance(d, int) else (int(d[0]), int(d[1]))
-        duration = sim.uniform_int(lo, hi)
+        ch = sim.chooser
+        duration = ch.integer("consume_duration", lo, hi)
         if rule is not None and "status" in rule:
             return rule["status"], duration
-        r = sim.rng.random()
-        if r < self.exception_rate:
-            return "EXCEPTION", duration
-        r -= self.exception_rate
-        if r < self.null_rate:
-            return "NULL", duration
-        r -= self.null_rate
-        if r < self.fail_rate:
-            return self.fail_status, duration
-        return self.success_status, duration
+        status = ch.weighted("listener_status", ("EXCEPTION", "NULL", self.fail_status, self.success_status),
+                             (self.exception_rate, self.null_rate, self.fail_rate))
+        return status, duration

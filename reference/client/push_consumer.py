@@ -360,14 +360,20 @@ class PullService:
             self.sim.schedule(c.net.latency_ms, self.on_pull_result, req, pull_id, result, status, owner=c.proc)
 
         data_req.respond = respond
-        c.net.pull_async(c, mq[1], data_req, lambda: self._flow(req, "exception", p.pull_delay_when_exception_ms))
+        c.net.pull_async(c, mq[1], data_req, lambda: self._pull_failed(req, pull_id, "exception"))
+
+    def _pull_failed(self, req, pull_id: int, reason: str, response_code: int | None = None) -> None:
+        """The pull ended without messages (PullCallback.onException, or the exception pullKernelImpl
+        throws when the broker cannot be reached): the same PullRequest is pulled again later."""
+        extra = {} if response_code is None else {"response_code": response_code}
+        self.c.emit_pq("pull_failed", req.mq, pull_id=pull_id, reason=reason, **extra)
+        self._flow(req, "exception", self.c.profile.pull_delay_when_exception_ms)
 
     def on_pull_result(self, req, pull_id, result, status) -> None:
         c, pq, mq = self.c, req.pq, req.mq
         p = c.profile
-        if result is None:  # SYSTEM_ERROR (e.g. SQL92 without enablePropertyFilter)
-            c.emit_pq("pull_flow_controlled", mq, reason="exception", delay=p.pull_delay_when_exception_ms)
-            return self.execute_later(req, p.pull_delay_when_exception_ms)
+        if result is None:  # SYSTEM_ERROR (e.g. SQL92 without enablePropertyFilter): the client throws
+            return self._pull_failed(req, pull_id, "rejected", response_code=1)
         requested = req.next_offset
         base = dict(pull_id=pull_id, offset=requested, get_status=result.status, status=status,
                     next_offset=result.next_begin, min_offset=result.min_offset, max_offset=result.max_offset)

@@ -104,11 +104,12 @@ def check(path, profile, as_json, max_violations, quiet):
     violation, 2 on bad input."""
     import orjson
 
-    from rocketspec.commands.options import progress_bar
+    from rocketspec.commands.options import progress_bar, progress_shown
     from rocketspec.spec.replay import check_trace
     from rocketspec.traces.io import input_size
 
-    total, unit = input_size(path) if not quiet else (None, "B")
+    # the total only for a bar that is shown: for Parquet it reads the footer a second time
+    total, unit = input_size(path) if progress_shown(not quiet) else (None, "B")
     bar = progress_bar(enabled=not quiet, total=total, unit=unit, unit_scale=unit == "B")
     progress = None
     if bar is not None:

@@ -1,12 +1,19 @@
 """`rocketspec explore [--scope S|FILE] [--profile P] [--json] [--out-dir D] [--max-depth N]
-[--persistent-sets]`: exhaustive small-scope model checking of the spec (with `--max-depth`, of
-every run of at most N moves: a bounded check for scopes too large to exhaust; with
-`--persistent-sets`, exhaustive over a partial-order reduced graph, see
+[--persistent-sets] [--continue]`: exhaustive small-scope model checking of the spec (with
+`--max-depth`, of every run of at most N moves: a bounded check for scopes too large to exhaust;
+with `--persistent-sets`, exhaustive over a partial-order reduced graph, see
 model_checks/persistent.py).
 
-Exit codes: 0 no violation, 1 violations (each written as a trace file that `rocketspec check`
-also rejects), 2 bad input (unknown scope or profile, bad scope file), 4 incomplete (the state
-cap ran out before the search did).
+Like TLC, the search stops at the first violation: breadth-first, so its counterexample is a
+shortest one (the states at that depth are finished first, and every violation found by then is
+reported). `--continue` searches on and reports the first counterexample of every invariant.
+Liveness needs the whole graph: it is checked only when the search ran to the end, never on a
+graph cut by the state cap or by the first violation.
+
+Exit codes: 0 no violation, 1 violations (each safety violation written as a trace file that
+`rocketspec check` also rejects; a liveness lasso is a run the spec accepts step by step), 2 bad
+input (unknown scope or profile, bad scope file), 4 incomplete (the state cap ran out before the
+search did, and no violation was found).
 """
 from __future__ import annotations
 
@@ -61,6 +68,9 @@ def _render(res, files, live, live_skipped=None) -> str:
            f"{d['states_distinct']} distinct, depth {d['depth']}, {d['seconds']} s "
            f"({d['states_per_second']} states/s CPU), symmetry group of {d['symmetries']}"
            + ("" if d["complete"] else " (INCOMPLETE: state cap reached)")]
+    if res.stopped:
+        out.append("STOPPED at the first violation (a shortest counterexample); --continue searches on "
+                   "for the other invariants")
     if d["bounded"] and d["complete"]:
         out.append(f"BOUNDED: every run of at most {d['depth']} moves was checked; states at that depth were "
                    "not expanded, so longer runs are not covered")
@@ -70,6 +80,8 @@ def _render(res, files, live, live_skipped=None) -> str:
                    "counterexample is shortest within the reduced graph only")
     if live_skipped:
         out.append(f"liveness not checked: it needs the whole graph, and {live_skipped}")
+    if not res.violations and not res.complete:
+        out.append("INCOMPLETE: no violation among the states explored; the rest of the scope was not searched")
     if live is not None:
         out.append(f"liveness: {live['sccs']} strongly connected components with a cycle, {live['fair_cycles']} "
                    f"fair counterexamples ({live['fairness']} fairness, stuttering included), "
@@ -79,7 +91,10 @@ def _render(res, files, live, live_skipped=None) -> str:
     for v, path in zip(res.violations, files):
         out.append("")
         out.append(f"  {v.invariant} ({v.kind}) at depth {v.depth}: {v.message}")
-        if path:
+        if path and v.kind == "liveness":
+            out.append(f"    trace: {path}  ({len(v.events)} events: the lasso's prefix and one turn of its cycle, "
+                       "each step allowed by the spec; the violation is the cycle repeated forever)")
+        elif path:
             out.append(f"    trace: {path}  ({len(v.events)} events; `rocketspec check {path}` rejects it)")
         for ev in v.events[-5:]:
             brief = {k: ev[k] for k in ev if k not in ("seq", "group", "broker")}
@@ -110,16 +125,23 @@ def _render(res, files, live, live_skipped=None) -> str:
               help="Partial-order reduction of states (scope key persistent_sets): far fewer states in "
                    "scopes with several clients; counterexamples are then shortest within the reduced graph "
                    "only, and liveness is not checked.")
+@click.option("--continue", "keep_going", is_flag=True,
+              help="Search on after the first violation: report the first (shortest) counterexample of every "
+                   "invariant, liveness included. Without it the search stops at the first violation, as TLC does.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
-def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_depth, persistent_sets, quiet):
+def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_depth, persistent_sets, keep_going,
+            quiet):
     """Explore every behaviour of a small deployment through the spec, breadth-first.
 
     Without --scope it explores `tiny` (one consumer, two queues, two messages, one retry,
     one fault) completely, liveness included, in well under a minute; see --scope for the
     larger scopes.
 
+    Stops at the first violation (breadth-first: a shortest counterexample); --continue finds
+    the first of every invariant. Liveness is checked only when the whole scope was searched.
+
     Exit 0 when no violation is found, 1 on violations, 2 on bad input, 4 when the state cap
-    ran out first."""
+    ran out first (incomplete: no liveness verdict on a cut graph)."""
     import os
 
     import orjson
@@ -146,13 +168,19 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
         live_skipped = "the graph is reduced (persistent sets)"
     liveness = liveness and live_skipped is None
     bar = _Bar(not quiet and not as_json, max_states or scope.max_states)
-    ex = Explorer(scope, prof, liveness=liveness, progress=bar, max_states=max_states)
+    ex = Explorer(scope, prof, liveness=liveness, progress=bar, max_states=max_states, stop_at_first=not keep_going)
     res = ex.run()
     live = None
+    # liveness is about infinite runs of the whole graph: states the search did not expand (the cap
+    # or the first violation stopped it) would look like dead ends and cut cycles short
+    if liveness and not res.complete:
+        live_skipped, liveness = "the state cap stopped the search", False
+    elif liveness and res.stopped:
+        live_skipped, liveness = "the search stopped at the first violation (--continue searches on)", False
     if liveness:
         from rocketspec.model_checks.liveness import check_liveness
 
-        live = check_liveness(ex, res)
+        live = check_liveness(ex, res, max_reports=2 if keep_going else 1)
         res.violations.extend(live["violations"])
     files = []
     if res.violations:

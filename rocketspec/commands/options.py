@@ -10,10 +10,15 @@ import click
 SEED = click.IntRange(0, 2**63 - 1)
 
 
+def progress_shown(enabled: bool = True) -> bool:
+    """Whether a progress bar would be shown: standard error is a terminal and not in CI."""
+    return enabled and _stderr_is_terminal() and os.environ.get("CI", "").lower() not in ("1", "true", "yes")
+
+
 def progress_bar(enabled: bool = True, **kw):
     """A tqdm bar on standard error when it is a terminal, else None: quiet in pipes, files
     and CI (CI=true), so logs hold results, not carriage returns."""
-    if not enabled or not _stderr_is_terminal() or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    if not progress_shown(enabled):
         return None
     from tqdm import tqdm
 

@@ -1,0 +1,73 @@
+"""`rocketspec replay PATH... [--master URL] [--out DIR] [--json]`: check traces on Spark.
+
+The same spec as `check`, replayed in partitions by key (traces.spark_replay); the same verdict,
+finding counts and report. Exit codes as `check`: 0 holds, 1 a violation, 2 bad input.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+
+@click.command("replay")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--master", default=None, help="Spark master URL (default: an embedded local[*] session; "
+                                             "e.g. spark://host:7077 for a standalone cluster).")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write violations.parquet (one row per invariant and key), report.txt and a witness trace "
+                   "per listed violation into this directory.")
+@click.option("--profile", "profile", default=None,
+              help="Version profile (default: the profile named by the trace's trace_started event).")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON report (check --json's fields).")
+@click.option("--max-violations", default=50, show_default=True, type=click.IntRange(0, 1_000_000),
+              help="List at most this many errors.")
+@click.option("--partitions", default=None, type=click.IntRange(1, 100_000),
+              help="Replay partitions (default: twice Spark's default parallelism).")
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partitions, quiet):
+    """Replay the trace given by PATHS through the spec on Spark: JSON Lines (gzip or zstd
+    compressed or not), Parquet files, partitioned Parquet directories; several paths are
+    parts of one trace.
+
+    Spark's progress bar and its UI address are shown on standard error when it is a
+    terminal. Exit 0 when it holds, 1 on a violation, 2 on bad input."""
+    import orjson
+
+    from rocketspec.commands.check import render_text
+    from rocketspec.commands.options import progress_bar
+    from rocketspec.traces.spark_replay import expand_paths, replay, spark_session, violations_table
+
+    expand_paths(paths)     # bad paths fail before Spark starts
+    show = progress_bar(enabled=not quiet) is not None
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession() if master is None else None
+    spark = active or spark_session(master, progress=show)     # (a session of the caller's: kept)
+    try:
+        if show:
+            click.echo(f"Spark UI (stages, tasks, executors): {spark.sparkContext.uiWebUrl}", err=True)
+        rep = replay(paths, spark, profile=profile, max_listed=max_violations, partitions=partitions,
+                     witness_dir=None if out_dir is None else os.path.join(out_dir, "witnesses"))
+    finally:
+        if active is None:
+            spark.stop()
+    text = render_text(rep)
+    if out_dir is not None:
+        import pyarrow.parquet as pq
+
+        os.makedirs(out_dir, exist_ok=True)
+        pq.write_table(violations_table(rep), os.path.join(out_dir, "violations.parquet"))
+        with open(os.path.join(out_dir, "report.txt"), "w") as fh:
+            fh.write(text + "\n")
+    if as_json:
+        d = rep.to_dict()
+        d["spark"] = rep.spark
+        d["witnesses"] = rep.witnesses
+        sys.stdout.write(orjson.dumps(d, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    else:
+        click.echo(text)
+        for w in rep.witnesses:
+            click.echo(f"  witness of {w['invariant']} at seq {w['seq']}: {w['path']} ({w['events']} events)")
+    sys.exit(0 if rep.ok else 1)

@@ -1,0 +1,172 @@
+"""One registry of the facts about each trace event kind.
+
+For every kind: the RocketMQ mechanism its action models (`spec.actions.<kind>` is the action,
+named after the kind), how its events are routed when a trace is replayed in partitions (the
+state keys it reads or writes), and what the explorer needs (whether the event's own fields
+cover its footprint, whether it touches broker locks, whether it is timeless). The tables the
+spec, the explorer and the Spark replay used to keep separately are derived from here.
+
+Routes (the keys of `spec.state` an action reads or writes, beyond the directory):
+
+- ``directory``: clients, brokers, topics, registrations, allocations; also the actions that walk
+  every queue of a broker or client (a restart, a crash). Replayed in every partition.
+- ``queue``: one (group, topic, broker, queue) and its stored queue (topic, broker, queue), which
+  pulls, consumption and offsets read (messages, max offset, retention).
+- ``stored``: one stored queue; a %RETRY%/%DLQ% copy also touches its group's retry chains.
+- ``chain``: one group's retry chains; a send-back request also reads the queue it came from.
+- ``none``: no state (the action only records that it happened).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RETRY_PREFIX, DLQ_PREFIX = "%RETRY%", "%DLQ%"
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    mechanism: str
+    route: str
+    local: bool = False         # explorer: the event's own fields cover what it touches
+    locks: bool = False         # explorer: reads or writes broker lock entries
+    timeless: bool = False      # explorer: no deadline is computed from it (model_checks.persistent)
+
+
+def _k(name, mechanism, route, flags=""):
+    return Kind(name, mechanism, route, "L" in flags, "K" in flags, "T" in flags)
+
+
+# flags: L local (explorer footprint from the event's fields), K broker locks, T timeless
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    _k("trace_started", "trace header", "directory"),
+    _k("trace_ended", "end of run (quiescence check)", "directory"),
+    _k("broker_started", "BrokerController.start", "directory"),
+    _k("broker_restarted", "broker restart (in-memory tables lost)", "directory"),
+    _k("topic_created", "TopicConfigManager", "directory"),
+    _k("consumer_registered", "ConsumerManager.registerConsumer (heartbeat)", "directory"),
+    _k("consumer_unregistered", "ConsumerManager.unregisterConsumer / channel expiry", "directory"),
+    _k("message_stored", "CommitLog append + ConsumeQueue dispatch", "stored", "L"),
+    _k("messages_deleted", "commit-log retention (DefaultMessageStore clean expired files)", "stored"),
+    _k("message_scheduled", "delay level -> SCHEDULE_TOPIC_XXXX", "chain", "L"),
+    _k("schedule_delivered", "ScheduleMessageService.messageTimeUp", "chain", "L"),
+    _k("client_started", "DefaultMQPushConsumer.start", "directory"),
+    _k("client_stopped", "DefaultMQPushConsumer.shutdown", "directory"),
+    _k("client_crashed", "process death", "directory"),
+    _k("client_paused", "stop-the-world pause", "directory"),
+    _k("client_resumed", "pause ends", "directory"),
+    _k("allocation_computed", "RebalanceImpl.rebalanceByTopic + AllocateMessageQueueStrategy", "directory", "L"),
+    _k("pq_created", "updateProcessQueueTableInRebalance (add) + computePullFromWhere", "queue", "L"),
+    _k("pq_dropped", "ProcessQueue.setDropped(true)", "queue", "L"),
+    _k("pq_removed", "removeUnnecessaryMessageQueue", "queue", "L"),
+    _k("pull_issued", "DefaultMQPushConsumerImpl.pullMessage", "queue", "LT"),
+    _k("pull_held", "PullRequestHoldService (long polling)", "none"),
+    _k("pull_answered", "DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + "
+       "ProcessQueue.putMessage", "queue", "LT"),
+    _k("pull_failed", "PullCallback.onException (broker error response or failed call)", "queue"),
+    _k("queue_snapshot", "the queue's min/max offset when observation began (or after a gap)", "stored"),
+    _k("pull_flow_controlled", "pullMessage flow control", "queue", "L"),
+    _k("consume_started", "ConsumeRequest.run (listener called)", "queue", "LT"),
+    _k("consume_finished", "listener returns", "queue", "LT"),
+    _k("consume_resubmitted", "submitConsumeRequestLater after failed send-back", "queue", "L"),
+    _k("consume_suspended", "ConsumeMessageOrderlyService suspend/retry later", "queue", "L"),
+    _k("messages_taken", "ProcessQueue.takeMessages", "queue", "LT"),
+    _k("pq_committed", "ProcessQueue.commit", "queue", "LT"),
+    _k("pq_rolled_back", "ProcessQueue.rollback / makeMessageToConsumeAgain", "queue", "L"),
+    _k("pq_messages_removed", "ProcessQueue.removeMessage", "queue", "LT"),
+    _k("offset_updated", "OffsetStore.updateOffset / updateAndFreeze", "queue", "LT"),
+    _k("offset_read", "OffsetStore.readOffset", "queue", "LT"),
+    _k("offset_removed", "OffsetStore.removeOffset", "queue", "L"),
+    _k("offset_persisted", "OffsetStore.persist (one-way)", "queue", "LT"),
+    _k("offset_committed", "ConsumerOffsetManager.commitOffset", "queue", "LT"),
+    _k("offset_flushed", "offset table flush", "queue"),
+    _k("offset_erased", "LocalFileOffsetStore.persistAll rewrite (pre-#7740); broker: commitOffset get-then-put race", "queue"),
+    _k("offset_loaded", "offset table load", "queue"),
+    _k("send_back_requested", "DefaultMQPushConsumerImpl.sendMessageBack", "chain", "L"),
+    _k("send_back_failed", "send-back and fallback failed", "chain", "L"),
+    _k("message_sent_back", "consumerSendMsgBack / handleRetryAndDLQ", "chain", "L"),
+    _k("message_dead_lettered", "%DLQ% store", "chain", "L"),
+    # (the lock request sets the client's last request time, read by every queue's lock_acquired)
+    _k("lock_requested", "RebalanceImpl.lock / lockAll", "directory", "LK"),
+    _k("lock_acquired", "RebalanceLockManager.tryLock", "queue", "LK"),
+    _k("lock_rejected", "RebalanceLockManager.tryLock (held by another)", "queue", "LK"),
+    _k("lock_released", "RebalanceLockManager.unlockBatch", "queue", "LK"),
+    _k("lock_release_ignored", "unlockBatch by a non-owner", "queue", "LK"),
+    _k("lock_expired", "LockEntry.isExpired", "queue", "LK"),
+    _k("pq_lock_changed", "ProcessQueue.setLocked / lastLockTimestamp", "queue", "LK"),
+    _k("lease_expired", "ProcessQueue.isLockExpired", "queue"),
+    _k("oneway_lost", "network loss of a one-way call", "none", "L"),
+)}
+
+MECHANISMS = {n: k.mechanism for n, k in KINDS.items()}
+
+
+def kinds_where(flag: str) -> frozenset:
+    return frozenset(n for n, k in KINDS.items() if getattr(k, flag))
+
+
+def _chain_group(ev):
+    g = ev.get("group")
+    if g is not None:
+        return g
+    real = ev.get("real_topic") or ""
+    for p in (RETRY_PREFIX, DLQ_PREFIX):
+        if real.startswith(p):
+            return real[len(p):]
+    return None
+
+
+def atoms(ev) -> tuple | None:
+    """Where an event must be replayed, for partitioning: None for a directory event (every
+    partition), else a tuple of *places*, each a tuple of state keys that must be replayed
+    together (the event reads them together). The first place is the event's home; the others
+    get the event for their own state only. ("Q", group) alone stands for every queue of the
+    group (a send-back's outcome updates the queue the request came from, known only to the
+    state); ("T", topic) for the retry chains of every group that consumes the topic. A
+    group's retry chains are one key ("C", group). () : no state at all."""
+    route = KINDS[ev["kind"]].route
+    if route == "queue":
+        t, b, q = ev["topic"], ev["broker"], ev["queue"]
+        return ((("Q", ev["group"], t, b, q), ("S", t, b, q)),)
+    if route == "stored":
+        t, b, q = ev["topic"], ev["broker"], ev["queue"]
+        s = ((("S", t, b, q),),)
+        for p in (RETRY_PREFIX, DLQ_PREFIX):
+            if t.startswith(p):
+                return s + ((("C", t[len(p):]),),)
+        # a consumer send-back is judged by the stored copy's count (message_sent_back): the
+        # chains of the groups that consume the topic keep their copy of its stored queue
+        return s + ((("T", t),),)
+    if route == "chain":
+        g = _chain_group(ev)
+        chain = () if g is None else ((("C", g),),)
+        kind = ev["kind"]
+        if kind == "send_back_requested":
+            if ev.get("topic") is not None and ev.get("queue") is not None and ev.get("offset") is not None:
+                t, b, q = ev["topic"], ev["broker"], ev["queue"]
+                return ((("Q", g, t, b, q), ("S", t, b, q)),) + chain
+        elif kind in ("send_back_failed", "message_sent_back") and g is not None:
+            return chain + ((("Q", g),),)
+        return chain
+    if route == "none":
+        return ()
+    return None
+
+
+# kinds whose findings are about the state of their home place, whatever key names them (a
+# send-back request is judged against the ProcessQueue and the stored copy it came from)
+HOME_FINDINGS = frozenset({"send_back_requested"})
+
+
+def key_atom(key) -> tuple | None:
+    """The partitioning key of a finding's key (spec.replay.Finding.key): a queue, a stored
+    queue, a retry chain (its group's chains); None for a view or no key (the directory's)."""
+    if key is None:
+        return None
+    if len(key) == 4:
+        return ("Q",) + tuple(key)
+    if len(key) == 2:
+        return ("C", key[0])
+    if len(key) == 3 and isinstance(key[2], int):
+        return ("S",) + tuple(key)
+    return None

@@ -1,0 +1,124 @@
+"""`rocketspec replay` on a real standalone Spark cluster: a master and two workers started on
+this machine with spark-class (the PyPI package has no start-master.sh), the replay run
+against it as a separate driver, and an executor killed (SIGKILL) in the middle of a run:
+Spark re-runs the lost work and the results are unchanged. `make test-spark-cluster`."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import orjson
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _children(pid) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    home = os.path.dirname(pyspark.__file__)
+    cls = os.path.join(home, "bin", "spark-class")
+    d = tmp_path_factory.mktemp("spark-cluster")
+    env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               SPARK_WORKER_DIR=str(d / "work"), SPARK_LOG_DIR=str(d / "logs"))
+    port, ui = _port(), _port()
+    procs = [subprocess.Popen([cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+                               str(port), "--webui-port", str(ui)], env=env, stdout=open(d / "master.log", "w"),
+                              stderr=subprocess.STDOUT, start_new_session=True)]
+    url = f"spark://127.0.0.1:{port}"
+    for i in range(2):
+        procs.append(subprocess.Popen([cls, "org.apache.spark.deploy.worker.Worker", "--cores", "1", "--memory",
+                                       "1g", "--webui-port", str(_port()), "--work-dir", str(d / f"w{i}"), url],
+                                      env=env, stdout=open(d / f"worker{i}.log", "w"), stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+    try:
+        deadline = time.time() + 240
+        while True:
+            try:
+                state = json.load(urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5))
+                if state.get("aliveworkers", 0) >= 2:
+                    break
+            except OSError:
+                pass
+            assert time.time() < deadline, "the standalone cluster did not come up"
+            time.sleep(2)
+        yield {"url": url, "workers": procs[1:], "env": env}
+    finally:
+        for p in reversed(procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+
+
+def _trace(tmp_path, events=60_000) -> str:
+    sys.path.insert(0, str(ROOT))
+    from bench.replay_scale import generate
+
+    d = str(tmp_path / "data")
+    generate(events, d)
+    return d
+
+
+def _replay(cluster, path, partitions=6):
+    return subprocess.Popen([str(BIN / "rocketspec"), "replay", "--master", cluster["url"], path, "--json",
+                             "--quiet", "--partitions", str(partitions), "--max-violations", "1000000"],
+                            env=cluster["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_replay_on_a_standalone_cluster_equals_local_and_survives_a_killed_executor(cluster, tmp_path):
+    from rocketspec.traces.spark_replay import replay_local
+
+    path = _trace(tmp_path)
+    want = replay_local([path], max_listed=10 ** 6)
+    p = _replay(cluster, path)
+    out, err = p.communicate(timeout=900)
+    assert p.returncode in (0, 1), err.decode()[-2000:]
+    got = orjson.loads(out)
+    assert (got["verdict"], got["counts"], got["events"]) == ("holds" if want.ok else "violated",
+                                                              dict(sorted(want.findings.counts.items())), want.events)
+    # again, and SIGKILL one executor JVM (a worker's child) while the job runs
+    p = _replay(cluster, path)
+    killed = None
+    deadline = time.time() + 600
+    while killed is None and p.poll() is None and time.time() < deadline:
+        for w in cluster["workers"]:
+            ex = _children(w.pid)
+            if ex:
+                time.sleep(3)       # let it take tasks
+                os.kill(ex[0], signal.SIGKILL)
+                killed = ex[0]
+                break
+        time.sleep(0.5)
+    out, err = p.communicate(timeout=900)
+    assert killed is not None, "no executor seen to kill"
+    assert p.returncode in (0, 1), err.decode()[-2000:]
+    again = orjson.loads(out)
+    assert (again["verdict"], again["counts"], again["events"], again["errors"]) == \
+        (got["verdict"], got["counts"], got["events"], got["errors"])

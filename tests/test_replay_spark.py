@@ -1,0 +1,319 @@
+"""`rocketspec replay` (Spark, partitioned by key) against `rocketspec check` (one process):
+the same verdict, the same finding counts per invariant, the same set of (invariant, key, seq)
+when both list every finding, and the same errors on bad input.
+
+The traces of the Spark tests are replayed in one Spark job on one shared local session (the
+`spark` fixture, marked `spark`: `make test` runs them in one process); the partitioned replay
+without Spark (`replay_local`, the same code path minus Spark) covers more seeds and partition
+counts."""
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from rocketspec.reference.runner import run_to_list
+from rocketspec.reference.scenario import builtin_names, load_scenario
+from rocketspec.spec.profiles import PROFILES
+from rocketspec.spec.replay import check_trace
+from rocketspec.traces.io import TraceInputError, write_trace
+
+pytest.importorskip("pyspark")
+# the tests that need the Spark session; `make test` runs them in one process, after the rest
+spark_test = pytest.mark.spark
+
+RELEASES = ("rocketmq-5.3.3", "rocketmq-4.9.8")
+REAL = sorted(str(p) for p in (Path(__file__).parent / "fixtures" / "real").glob("*.jsonl"))
+ALL = 10 ** 6
+
+
+def _bug_cases():
+    out = []
+    for pname, p in PROFILES.items():
+        if not p.known_bug:
+            continue
+        num = p.known_bug.lstrip("#")
+        named = [n for n in builtin_names() if num in n] or (["orderly-dlq"] if num == "6163" else [])
+        out.append((named[0], 1, pname))
+    return out
+
+
+SCENARIOS = [(n, 1, p) for n in builtin_names() for p in RELEASES]
+BUGS = _bug_cases()
+
+
+def findings(rep):
+    return sorted((f.inv, repr(f.key), f.seq) for f in rep.findings.errors)
+
+
+def same(c, r):
+    """What must be equal between check and replay (both listing every finding)."""
+    return (c.ok, dict(c.findings.counts), c.findings.error_count, findings(c), c.events, c.ended) == \
+        (r.ok, dict(r.findings.counts), r.findings.error_count, findings(r), r.events, r.ended)
+
+
+def _bad_inputs(d: Path, good: str) -> dict:
+    """Bad traces, named by what is wrong; the last one for check is the single file."""
+    lines = Path(good).read_bytes().splitlines(keepends=True)
+    out = {}
+    p = d / "malformed.jsonl"
+    p.write_bytes(b"".join(lines[:5] + [b'{"seq": 5, "ts": \n'] + lines[6:]))
+    out["malformed"] = p
+    p = d / "unknown-kind.jsonl"
+    ev = orjson.loads(lines[7])
+    ev["kind"] = "no_such_kind"
+    p.write_bytes(b"".join(lines[:7] + [orjson.dumps(ev) + b"\n"] + lines[8:]))
+    out["unknown-kind"] = p
+    p = d / "out-of-order.jsonl"
+    p.write_bytes(b"".join(lines[:9] + [lines[10], lines[9]] + lines[11:]))
+    out["out-of-order"] = p
+    p = d / "no-header.jsonl"
+    p.write_bytes(b"".join(lines[1:]))
+    out["no-header"] = p
+    p = d / "unknown-profile.jsonl"
+    ev = orjson.loads(lines[0])
+    ev["profile"] = "rocketmq-0.0.1"
+    p.write_bytes(b"".join([orjson.dumps(ev) + b"\n"] + lines[1:]))
+    out["unknown-profile"] = p
+    return out
+
+
+def _formats(d: Path, good: str) -> dict:
+    """The same trace as Parquet, gzip and zstd JSON Lines, and a partitioned Parquet directory
+    of three files (events spread by kind: each file in seq order, their seqs interleaved)."""
+    import zstandard
+
+    evs = [orjson.loads(x) for x in Path(good).read_bytes().splitlines()]
+    out = {}
+    write_trace(str(d / "t.parquet"), evs)
+    out["parquet"] = [str(d / "t.parquet")]
+    (d / "t.jsonl.gz").write_bytes(gzip.compress(Path(good).read_bytes()))
+    out["gzip"] = [str(d / "t.jsonl.gz")]
+    (d / "t.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(Path(good).read_bytes()))
+    out["zstd"] = [str(d / "t.jsonl.zst")]
+    parts = {}
+    for e in evs:
+        parts.setdefault(hash(e["kind"]) % 3 if e["kind"] != "trace_started" else 0, []).append(e)
+    for i, es in parts.items():
+        (d / "ds" / f"part={i}").mkdir(parents=True, exist_ok=True)
+        write_trace(str(d / "ds" / f"part={i}" / "events.parquet"), es)
+    out["partitioned-dir"] = [str(d / "ds")]
+    half = len(evs) // 2
+    write_trace(str(d / "a.jsonl"), evs[:half])
+    write_trace(str(d / "b.parquet"), evs[half:])
+    out["two-paths"] = [str(d / "a.jsonl"), str(d / "b.parquet")]
+    return out
+
+
+@pytest.fixture(scope="module")
+def replayed(spark, tmp_path_factory):
+    """Every trace of this module, replayed in one job: {case: (check report, replay result)}."""
+    from rocketspec.traces.spark_replay import replay_many
+
+    d = tmp_path_factory.mktemp("replay")
+    cases = {}
+    for name, seed, prof in SCENARIOS + BUGS:
+        path = d / f"{name}-{seed}-{prof}.jsonl"
+        write_trace(str(path), run_to_list(load_scenario(name), seed, prof))
+        cases[("scenario", name, seed, prof)] = [str(path)]
+    for p in REAL:
+        cases[("real", Path(p).name)] = [p]
+    basic = cases[("scenario", "basic", 1, "rocketmq-5.3.3")][0]
+    for what, path in _bad_inputs(d, basic).items():
+        cases[("bad", what)] = [str(path)]
+    for what, paths in _formats(d, basic).items():
+        cases[("format", what)] = paths
+    keys = list(cases)
+    reps = replay_many([cases[k] for k in keys], spark, max_listed=ALL, partitions=3)
+    return {k: (cases[k], r) for k, r in zip(keys, reps)}
+
+
+def _check(paths):
+    try:
+        return check_trace(paths[0], max_listed=ALL)
+    except TraceInputError as exc:
+        return exc
+
+
+@spark_test
+@pytest.mark.parametrize("case", SCENARIOS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_replay_equals_check_on_builtin_scenarios(replayed, case):
+    paths, r = replayed[("scenario",) + case]
+    c = _check(paths)
+    assert same(c, r), (dict(c.findings.counts), dict(r.findings.counts),
+                        set(findings(c)) ^ set(findings(r)))
+
+
+@spark_test
+@pytest.mark.parametrize("case", BUGS, ids=lambda c: c[2])
+def test_replay_flags_every_known_bug_profile_as_check_does(replayed, case):
+    paths, r = replayed[("scenario",) + case]
+    c = _check(paths)
+    assert same(c, r)
+    assert not r.ok and r.findings.counts.get(PROFILES[case[2]].expected_violation)
+
+
+@spark_test
+@pytest.mark.parametrize("name", [Path(p).name for p in REAL])
+def test_replay_equals_check_on_real_rocketmq_fixtures(replayed, name):
+    paths, r = replayed[("real", name)]
+    c = _check(paths)
+    assert same(c, r), (dict(c.findings.counts), dict(r.findings.counts))
+
+
+@spark_test
+@pytest.mark.parametrize("what", ["malformed", "unknown-kind", "out-of-order", "no-header", "unknown-profile"])
+def test_bad_input_fails_as_check_fails(replayed, what):
+    paths, r = replayed[("bad", what)]
+    c = _check(paths)
+    assert isinstance(c, TraceInputError) and isinstance(r, TraceInputError), (c, r)
+    assert (r.file, r.line) == (c.file, c.line)
+    if what != "no-header":     # replay names the lowest event, check the first line
+        assert r.message == c.message
+
+
+@spark_test
+@pytest.mark.parametrize("what", ["parquet", "gzip", "zstd", "partitioned-dir", "two-paths"])
+def test_every_input_format_gives_the_same_result(replayed, what):
+    paths, r = replayed[("format", what)]
+    c = _check(replayed[("scenario", "basic", 1, "rocketmq-5.3.3")][0])
+    assert not isinstance(r, Exception), r
+    assert same(c, r)
+
+
+@spark_test
+def test_partitions_are_balanced_and_directory_events_reach_each(replayed):
+    _, r = replayed[("scenario", "multi-broker", 1, "rocketmq-5.3.3")]
+    plan = r.plan
+    assert plan.n > 1 and plan.components > plan.n
+    assert all(load >= plan.directory_events for load in plan.loads)
+    assert r.spark["skew"] < 2.0
+
+
+# ---------------------------------------------------------------- the command
+
+def _cli(args):
+    from rocketspec.cli import main
+
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+@spark_test
+def test_cli_json_has_check_fields_and_out_dir_has_dataset_report_and_witnesses(spark, tmp_path):
+    import pyarrow.parquet as pq
+
+    trace = tmp_path / "bug.jsonl"
+    write_trace(str(trace), run_to_list(load_scenario("bug-4215"), 1, "bug-4215-rocketmq-4.9.3"))
+    chk = _cli(["check", str(trace), "--json", "--quiet"])
+    out = tmp_path / "out"
+    rep = _cli(["replay", str(trace), "--json", "--quiet", "--out", str(out)])
+    assert rep.exit_code == chk.exit_code == 1
+    c, r = orjson.loads(chk.stdout), orjson.loads(rep.stdout)
+    assert set(c) <= set(r)
+    assert (r["verdict"], r["counts"], r["errors"]) == (c["verdict"], c["counts"], c["errors"])
+    table = pq.read_table(out / "violations.parquet").to_pylist()
+    assert {x["invariant"] for x in table} >= {v["invariant"] for v in c["violations"]}
+    assert all(x["seq_first"] <= x["seq_last"] and x["ts_first"] <= x["ts_last"] for x in table)
+    assert sum(x["count"] for x in table if x["severity"] == "error") == c["errors"]
+    text = (out / "report.txt").read_text()
+    assert "VIOLATED" in text and c["violations"][0]["invariant"] in text
+    # every witness is a trace that check rejects with the violation it stands for
+    assert r["witnesses"]
+    for w in r["witnesses"]:
+        res = _cli(["check", w["path"], "--json", "--quiet"])
+        assert res.exit_code == 1
+        found = orjson.loads(res.stdout)
+        assert any(v["invariant"] == w["invariant"] and v["seq"] == w["seq"] for v in found["violations"])
+        assert w["events"] < r["events"]
+
+
+@spark_test
+def test_cli_bad_input_exits_2_with_file_and_line(spark, tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"seq": 0, "ts": 0, "kind": "trace_started", "schema_version": 2, "profile": "rocketmq-5.3.3"}\n'
+                 'not json\n')
+    res = _cli(["replay", str(p), "--quiet"])
+    assert res.exit_code == 2
+    assert f"{p}:2" in res.output
+    assert _cli(["replay", str(tmp_path / "missing.jsonl"), "--quiet"]).exit_code == 2
+
+
+# ---------------------------------------------------------------- without Spark: more seeds
+
+LOCAL = [(n, s, p) for n in ("basic", "faults", "rebalance", "orderly", "long-pause", "multi-broker", "broadcast")
+         for s in (3,) for p in RELEASES]
+
+
+@pytest.mark.parametrize("case", LOCAL, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_partitioned_replay_equals_check_for_any_partition_count(tmp_path, case):
+    _local_equals_check(tmp_path, case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [(n, s, p) for n in builtin_names() for s in (4, 5, 6) for p in RELEASES],
+                         ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_partitioned_replay_equals_check_many_seeds(tmp_path, case):
+    _local_equals_check(tmp_path, case)
+
+
+def _local_equals_check(tmp_path, case):
+    from rocketspec.traces.spark_replay import replay_local
+
+    name, seed, prof = case
+    path = str(tmp_path / "t.jsonl")
+    write_trace(path, run_to_list(load_scenario(name), seed, prof))
+    c = check_trace(path, max_listed=ALL)
+    for n in (1, 2, 5, 16):
+        assert same(c, replay_local([path], max_listed=ALL, partitions=n)), n
+
+
+@spark_test
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", RELEASES)
+@pytest.mark.parametrize("name", builtin_names())
+def test_full_sweep_on_spark(spark, tmp_path, name, profile):
+    from rocketspec.traces.spark_replay import replay_many
+
+    paths = []
+    for seed in range(1, 6):
+        p = str(tmp_path / f"{seed}.jsonl")
+        write_trace(p, run_to_list(load_scenario(name), seed, profile))
+        paths.append([p])
+    for p, r in zip(paths, replay_many(paths, spark, max_listed=ALL)):
+        assert same(check_trace(p[0], max_listed=ALL), r), p
+
+
+def test_one_registry_of_event_kinds():
+    """Every schema kind has one registry entry, whose action is the spec's function of that
+    name, and the explorer's sets are the registry's."""
+    from rocketspec.model_checks import independence, persistent
+    from rocketspec.spec import actions
+    from rocketspec.spec.kinds import KINDS, kinds_where
+    from rocketspec.traces.schema import kinds
+
+    assert set(KINDS) == set(kinds())
+    assert all(actions.HANDLERS[k].__name__ == k for k in KINDS)
+    assert independence._LOCAL == kinds_where("local") and independence._LOCKS == kinds_where("locks")
+    assert persistent.TIMELESS_KINDS == kinds_where("timeless")
+    assert {k.route for k in KINDS.values()} == {"directory", "queue", "stored", "chain", "none"}
+
+
+def test_a_finding_of_a_directory_event_is_counted_once(tmp_path):
+    """A client started twice (INV-CLIENT-1, no key) is seen by every partition, counted once."""
+    from rocketspec.traces.spark_replay import replay_local
+
+    evs = run_to_list(load_scenario("multi-broker"), 1, "rocketmq-5.3.3")
+    start = next(e for e in evs if e["kind"] == "client_started")
+    dup = dict(start, seq=start["seq"] + 1, ts=start["ts"])
+    evs = [e for e in evs if e["seq"] <= start["seq"]] + [dup] + \
+        [dict(e, seq=e["seq"] + 1) for e in evs if e["seq"] > start["seq"]]
+    path = str(tmp_path / "t.jsonl")
+    write_trace(path, evs)
+    c = check_trace(path, max_listed=ALL)
+    r = replay_local([path], max_listed=ALL, partitions=6)
+    assert r.plan.n == 6 and c.findings.counts.get("INV-CLIENT-1") == 1
+    assert same(c, r)

@@ -1,0 +1,109 @@
+"""The Hypothesis state machine over the reference (conformance.statemachine), CI profile.
+
+Derandomized: the same examples every run. Under the release profiles the reference must
+conform; under a known-bug profile the machine must find the bug's invariant, print a
+falsifying example that runs, and write a trace that `rocketspec check` rejects.
+"""
+from __future__ import annotations
+
+from unittest import mock
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from rocketspec.cli import main
+from rocketspec.conformance.monitor import SpecViolation
+from rocketspec.conformance.statemachine import check_reference, machine_class
+from rocketspec.reference.client.process_queue import ProcessQueue
+from rocketspec.spec.profiles import get_profile
+
+# The CI profile: examples per release profile. Both profiles together stay well under the two
+# minutes the state machine may take in `make test` (bench figures: see docs/conformance.md).
+CI_EXAMPLES = 120
+
+
+@pytest.mark.parametrize("profile", ["rocketmq-4.9.8", "rocketmq-5.3.3"])
+def test_reference_conforms_under_the_state_machine(profile, tmp_path):
+    res = check_reference(profile, max_examples=CI_EXAMPLES, trace_path=str(tmp_path / "finding.jsonl"))
+    assert res.ok, res.summary()
+    assert res.examples_run >= CI_EXAMPLES * 0.9     # the examples really ran (none skipped)
+
+
+KNOWN_BUG = "bug-6163-rocketmq-5.0.0"
+
+
+@pytest.fixture(scope="module")
+def known_bug(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sm") / "bug.jsonl"
+    return check_reference(KNOWN_BUG, max_examples=300, trace_path=str(path), shrink_budget_s=10)
+
+
+def test_finds_the_known_bug_with_its_invariant(known_bug):
+    assert not known_bug.ok
+    assert known_bug.finding == get_profile(KNOWN_BUG).expected_violation
+    assert known_bug.crash is None
+
+
+def test_falsifying_example_is_runnable_code_that_fails_the_same_way(known_bug):
+    code = known_bug.falsifying_code
+    assert code.startswith("from rocketspec.conformance.statemachine import machine_class")
+    assert "state = ReferenceMachine()" in code and code.rstrip().endswith("state.teardown()")
+    with pytest.raises(SpecViolation) as info:
+        exec(compile(code, "<falsifying example>", "exec"), {})
+    assert info.value.finding.inv == known_bug.finding
+
+
+def test_falsifying_trace_is_rejected_by_check(known_bug):
+    out = CliRunner().invoke(main, ["check", known_bug.trace_path, "--json", "--quiet"])
+    assert out.exit_code == 1, out.output
+    rep = orjson.loads(out.output)
+    assert rep["verdict"] == "violated"
+    assert known_bug.finding in {v["invariant"] for v in rep["violations"]}
+
+
+def _commit_batch_max(self, msgs, now):
+    """A client author's mistake: commit past the batch (queueOffsetMax + 1) instead of the
+    tree minimum, so a message still being consumed elsewhere is skipped on a handover."""
+    self.last_consume_ts = now
+    for m in msgs:
+        if self.msg_tree.pop(m.offset, None) is not None:
+            self.msg_count -= 1
+    return self.queue_offset_max + 1
+
+
+def test_reference_patch_runs_the_machine_against_a_mutant():
+    patch = mock.patch.object(ProcessQueue, "remove_messages", _commit_batch_max)
+    res = check_reference("rocketmq-5.3.3", max_examples=300, reference_patch=patch, shrink_budget_s=5)
+    assert not res.ok and res.finding is not None and res.crash is None, res.summary()
+    # the patch was undone after every example
+    assert ProcessQueue.remove_messages is not _commit_batch_max
+
+
+def test_a_crash_of_a_patched_reference_is_not_a_finding():
+    def boom(self, *a, **k):
+        raise KeyError("mutant broke the reference")
+
+    patch = mock.patch.object(ProcessQueue, "remove_messages", boom)
+    res = check_reference("rocketmq-5.3.3", max_examples=20, reference_patch=patch)
+    assert res.ok and res.finding is None and res.crashes_ignored > 0
+
+
+def test_a_crash_of_the_reference_fails_unless_ignored():
+    def boom(self, *a, **k):
+        raise KeyError("broken")
+
+    patch = mock.patch.object(ProcessQueue, "remove_messages", boom)
+    res = check_reference("rocketmq-5.3.3", max_examples=20, reference_patch=patch, ignore_crashes=False,
+                          shrink_budget_s=2)
+    assert not res.ok and res.finding is None and "KeyError" in res.crash
+
+
+def test_budget_stops_new_examples():
+    res = check_reference("4.9.8", max_examples=10_000, budget_s=0.0)
+    assert res.ok and res.budget_exhausted and res.examples_run <= 1
+
+
+def test_machine_class_is_cached_per_profile_for_the_printed_code():
+    assert machine_class("rocketmq-4.9.8") is machine_class("4.9.8")
+    assert machine_class("rocketmq-4.9.8").profile == "rocketmq-4.9.8"

@@ -1,0 +1,614 @@
+"""Replay of traces on Spark: the spec's own actions and invariants, partitioned by key.
+
+The job (`replay(paths, spark, ...)`):
+
+1. **Read.** One task per input file (JSON Lines, gzip/zstd, Parquet; a directory stands for
+   the Parquet files under it). Each event is read and validated by the readers `check` uses
+   (traces.io, spec.replay.FastValidator), so bad input fails with the same file, line and
+   message. Each event gets the state keys it touches (`spec.kinds.atoms`).
+2. **Plan.** The distinct key sets are few (queues, stored queues, groups with retry chains);
+   the driver joins keys that one event touches together (union-find) into *components*: no
+   action reads state outside its component. Components are packed onto partitions by their
+   event counts (largest first onto the lightest partition).
+3. **Replay.** Each partition replays its components' events in seq order through
+   `spec.actions` in one `SpecState`; directory events (clients, brokers, topics, allocations,
+   the end of the trace) go to every partition. A finding is kept by exactly one partition: the
+   one its event went to, or for a directory event, the partition of its key's component
+   (partition 0 for the directory's own findings), so each finding is counted once.
+4. **Merge.** Counts add up; the listed findings are the first by seq, as `check` lists them.
+
+A partition's result depends only on its events, so a retried task (a lost executor) gives the
+same result.
+"""
+from __future__ import annotations
+
+import heapq
+import os
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from ..spec.kinds import atoms as event_atoms
+from ..spec.kinds import key_atom
+from .io import TraceInputError
+
+WITNESS_CAP = 200_000
+
+
+# ---------------------------------------------------------------- inputs
+
+def expand_paths(paths) -> list[str]:
+    """The trace files named by `paths`: a file as given, a directory as the Parquet files under
+    it (a partitioned Parquet dataset), in path order."""
+    out = []
+    for p in paths:
+        s = str(p)
+        if os.path.isdir(s):
+            files = sorted(str(f) for f in Path(s).rglob("*.parquet")
+                           if not any(part.startswith((".", "_")) for part in f.relative_to(s).parts))
+            if not files:
+                raise TraceInputError(s, None, "a directory with no .parquet file; expected a trace file or a "
+                                               "partitioned Parquet directory")
+            out.extend(files)
+        elif not os.path.exists(s):
+            raise TraceInputError(s, None, "no such file")
+        else:
+            out.append(s)
+    if not out:
+        raise TraceInputError(None, None, "no input: give one or more trace paths")
+    return out
+
+
+def _read_file(idx: int, path: str):
+    """Rows of one file: (seq, ts, kind, atoms, file index, line, event JSON), or one error row
+    ("error", file index, line, message, seq) at the first bad event."""
+    from ..spec.replay import FastValidator
+    from .io import read_events
+
+    validate = FastValidator()
+    last_seq = last_ts = None
+    dumps = orjson.dumps
+    n = 0
+    try:
+        for line, ev in read_events(path, validate=False):
+            problem = validate(ev)
+            if problem:
+                raise TraceInputError(path, line, problem)
+            seq, ts = ev["seq"], ev["ts"]
+            if last_seq is not None and (seq <= last_seq or ts < last_ts):
+                if seq <= last_seq:
+                    raise TraceInputError(path, line, f"events out of order: seq {seq} after seq {last_seq}")
+                raise TraceInputError(path, line, f"events out of order: ts {ts} after ts {last_ts} (seq {seq})")
+            last_seq, last_ts = seq, ts
+            n += 1
+            yield (seq, ts, ev["kind"], event_atoms(ev), idx, line, dumps(ev))
+        if n == 0:
+            raise TraceInputError(path, 1, "empty trace (no event): expected a trace_started event first")
+    except TraceInputError as exc:
+        yield ("error", idx, exc.line, exc.message, exc.event)
+
+
+def _summarize_traces(trows):
+    """One summary per trace and read partition, of (trace, row) pairs: event count per key
+    set, the first event, the trace_started headers, the bad input."""
+    by: dict = {}
+    for t, r in trows:
+        s = by.get(t)
+        if s is None:
+            s = by[t] = {"n": 0, "counts": {}, "first": None, "starts": [], "errors": []}
+        if r[0] == "error":
+            s["errors"].append(r)
+            continue
+        s["n"] += 1
+        a = r[3]
+        c = s["counts"]
+        c[a] = c.get(a, 0) + 1
+        if s["first"] is None or r[0] < s["first"][0]:
+            s["first"] = (r[0], r[2], r[4], r[5])
+        if r[2] == "trace_started":
+            s["starts"].append((r[0], r[4], r[5], r[6]))
+    yield from by.items()
+
+
+# ---------------------------------------------------------------- plan
+
+class _UnionFind:
+    def __init__(self):
+        self.parent: dict = {}
+
+    def find(self, x):
+        p = self.parent
+        p.setdefault(x, x)
+        root = x
+        while p[root] != root:
+            root = p[root]
+        while p[x] != root:
+            p[x], x = root, p[x]
+        return root
+
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def _is_marker(place) -> bool:
+    """("Q", group) alone: every queue of the group; ("T", topic): the chains of every group
+    that consumes the topic (spec.kinds.atoms)."""
+    return len(place) == 1 and (place[0][0] == "T" or (place[0][0] == "Q" and len(place[0]) == 2))
+
+
+class Plan:
+    """Which partition replays which key: components of the keys that events read together
+    (each place of spec.kinds.atoms), packed onto `n` partitions by event count (largest
+    first, onto the lightest)."""
+
+    def __init__(self, counts: dict, n_wanted: int):
+        uf = _UnionFind()
+        self.directory_events = counts.get(None, 0)
+        for places, c in counts.items():
+            for place in places or ():
+                if _is_marker(place):
+                    continue
+                for x in place:
+                    uf.find(x)
+                for x in place[1:]:
+                    uf.union(place[0], x)
+        size: dict = {}
+        for places, c in counts.items():
+            if places:
+                r = uf.find(places[0][0]) if not _is_marker(places[0]) else None
+                if r is not None:
+                    size[r] = size.get(r, 0) + c
+        for x in list(uf.parent):
+            size.setdefault(uf.find(x), 0)
+        self.components = len(size)
+        self.n = max(1, min(n_wanted, len(size)))
+        heap = [(0, p) for p in range(self.n)]
+        comp_part = {}
+        for r, c in sorted(size.items(), key=lambda kv: (-kv[1], repr(kv[0]))):
+            load, p = heapq.heappop(heap)
+            comp_part[r] = p
+            heapq.heappush(heap, (load + c, p))
+        self.part_of = {x: comp_part[uf.find(x)] for x in list(uf.parent)}
+        self.comp_of = {x: uf.find(x) for x in list(uf.parent)}
+        self.group_parts: dict = {}
+        for x, p in self.part_of.items():
+            if x[0] == "Q":
+                self.group_parts.setdefault(x[1], set()).add(p)
+        self.group_parts = {g: tuple(sorted(ps)) for g, ps in self.group_parts.items()}
+        topic_parts: dict = {}
+        for x in self.part_of:
+            if x[0] == "Q" and ("C", x[1]) in self.part_of:
+                topic_parts.setdefault(x[2], set()).add(self.part_of[("C", x[1])])
+        self.topic_parts = {t: tuple(sorted(ps)) for t, ps in topic_parts.items()}
+        self.loads = [0] * self.n
+        for places, c in counts.items():
+            for p in self.targets(places):
+                self.loads[p] += c
+
+    def targets(self, places) -> tuple:
+        """The partitions an event goes to, its home first."""
+        if places is None:
+            return tuple(range(self.n))
+        if not places:
+            return (0,)
+        out = []
+        for place in places:
+            if not _is_marker(place):
+                ps = (self.part_of[place[0]],)
+            elif place[0][0] == "T":
+                ps = self.topic_parts.get(place[0][1], ())
+            else:
+                ps = self.group_parts.get(place[0][1], ())
+            for p in ps:
+                if p not in out:
+                    out.append(p)
+        return tuple(out) or (0,)
+
+    def key_partition(self, key):
+        """The partition that owns a finding's key (None: the directory's, or unknown)."""
+        a = key_atom(key)
+        if a is None:
+            return None
+        p = self.part_of.get(a)
+        if p is None and a[0] == "Q":
+            p = self.part_of.get(("S",) + a[2:])
+        return p
+
+    def skew(self) -> float:
+        """The most loaded partition's events over the fair share (1.0 is perfect balance)."""
+        total = sum(self.loads)
+        return max(self.loads) * self.n / total if total else 1.0
+
+
+# ---------------------------------------------------------------- replay of one partition
+
+def _findings_class():
+    from ..spec.kinds import HOME_FINDINGS
+    from ..spec.replay import Findings, _inv
+
+    class PartitionFindings(Findings):
+        """Findings of one partition. A finding is kept by exactly one partition: the one that
+        owns its key (for a directory event: partition 0 for the directory's own keys), or the
+        event's home for the kinds whose findings judge their home's state (spec.kinds
+        .HOME_FINDINGS) and for findings without a key. Every kept finding is also aggregated
+        by (invariant, key) for the violations dataset."""
+
+        def __init__(self, st, pid, plan, **kw):
+            super().__init__(st, **kw)
+            self.pid, self.plan = pid, plan
+            self.broadcast, self.home = False, True
+            self.groups: dict = {}
+
+        def _keep(self, key) -> bool:
+            if self.broadcast:
+                p = self.plan.key_partition(key)
+                return self.pid == (0 if p is None else p)
+            if self.ev["kind"] in HOME_FINDINGS:
+                return self.home
+            p = self.plan.key_partition(key)
+            return self.home if p is None else p == self.pid
+
+        def report(self, inv, message, key=None):
+            if not self._keep(key):
+                return
+            ev = self.ev
+            seq, ts = (ev.get("seq"), ev.get("ts")) if ev else (None, None)
+            g = self.groups.get((inv, key))
+            if g is None:
+                self.groups[(inv, key)] = [1, seq, seq, ts, ts, message, _inv.severity(inv)]
+            else:
+                g[0] += 1
+                g[2], g[4] = seq, ts
+            super().report(inv, message, key)
+
+        def example(self, inv, message, key=None):
+            if self._keep(key):
+                super().example(inv, message, key)
+
+    return PartitionFindings
+
+
+def _replay_partition(pid, rows, profile_name, files, max_listed, plan):
+    from ..spec.actions import HANDLERS
+    from ..spec.limits import BadConfig
+    from ..spec.profiles import get_profile
+    from ..spec.replay import PRUNE_EVERY, prune
+    from ..spec.state import SpecState
+
+    st = SpecState(get_profile(profile_name))
+    out = _findings_class()(st, pid, plan, max_listed=max_listed)
+    loads = orjson.loads
+    n = 0
+    last_seq = last_ts = None
+    t0 = time.perf_counter()
+    try:
+        for (_, seq), (bcast, home, ts, fidx, line, payload) in rows:
+            if last_seq is not None and (seq <= last_seq or ts < last_ts):
+                if seq == last_seq:
+                    raise TraceInputError(files[fidx], line, f"seq {seq} appears twice in the input")
+                raise TraceInputError(files[fidx], line, f"events out of order: ts {ts} after ts {last_ts} "
+                                                         f"(seq {seq}), across input files")
+            last_seq, last_ts = seq, ts
+            ev = loads(payload)
+            out.ev, out.line, out.broadcast = ev, line, bcast
+            out.home = here = bcast or home == pid
+            counts = None if here else dict(st.counts)
+            try:
+                HANDLERS[ev["kind"]](st, ev, out)
+            except BadConfig as exc:
+                raise TraceInputError(files[fidx], line, f"{ev['kind']}.config.{exc}") from None
+            if counts is not None:
+                st.counts = counts      # counted once, at the event's home
+            n += 1
+            if not n & (PRUNE_EVERY - 1):
+                prune(st)
+    except TraceInputError as exc:
+        return {"pid": pid, "error": (exc.file, exc.line, exc.message, exc.event)}
+    for k, v in st.counts.items():
+        out.counts[k] = out.counts.get(k, 0) + v
+    return {"pid": pid, "events": n, "ended": st.ended, "errors": out.errors, "warnings": out.warnings,
+            "counts": out.counts, "error_count": out.error_count, "groups": out.groups,
+            "seconds": time.perf_counter() - t0,
+            "live_keys": {"queues": len(st.queues), "stored_queues": len(st.stored), "chains": len(st.chains),
+                          "views": len(st.views), "messages_kept": sum(len(s.msgs) for s in st.stored.values())}}
+
+
+# ---------------------------------------------------------------- the job
+
+def spark_session(master: str | None = None, app: str = "rocketspec-replay", progress: bool = False,
+                  conf: dict | None = None):
+    """A Spark session whose Python workers run this interpreter (the project's venv: pyarrow,
+    orjson and rocketspec itself), quiet unless `progress`."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    b = SparkSession.builder.appName(app)
+    if master is not None:
+        b = b.master(master)
+    else:
+        from pyspark import SparkConf
+
+        if not SparkConf().contains("spark.master"):    # (spark-submit gives one: kept)
+            b = b.master("local[*]")
+    b = (b.config("spark.pyspark.python", sys.executable)
+         .config("spark.ui.showConsoleProgress", "true" if progress else "false")
+         .config("spark.python.worker.reuse", "true"))
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def replay(paths, spark, profile=None, max_listed: int = 50, partitions: int | None = None,
+           witness_dir: str | None = None):
+    """Replay the trace given by `paths` on `spark`; a spec.replay.Report whose findings are
+    merged from the partitions (with `.plan`, `.groups`, `.spark` and `.witnesses` for the
+    operator outputs). Raises TraceInputError on bad input, as `check` does."""
+    rep = replay_many([paths], spark, profile=profile, max_listed=max_listed, partitions=partitions,
+                      witness_dirs=[witness_dir])[0]
+    if isinstance(rep, Exception):
+        raise rep
+    return rep
+
+
+def _header(sums, files, profile):
+    """The trace's profile from its one trace_started, the lowest event (TraceInputError else)."""
+    from ..spec.replay import resolve_profile
+
+    errors = sorted((e for s in sums for e in s["errors"]), key=lambda e: (e[1], e[2] or 0))
+    if errors:
+        _, fidx, line, msg, seq = errors[0]
+        raise TraceInputError(files[fidx], line, msg, event=seq)
+    first = min(s["first"] for s in sums if s["first"] is not None)
+    if first[1] != "trace_started":
+        raise TraceInputError(files[first[2]], first[3], f"the first event must be trace_started, got "
+                                                         f"{first[1]!r} (seq {first[0]}, the lowest)")
+    starts = sorted(x for s in sums for x in s["starts"])
+    if len(starts) > 1:
+        _, fidx, line, _ = starts[1]
+        raise TraceInputError(files[fidx], line, "a second trace_started: the inputs must be parts of one trace")
+    return resolve_profile(profile, orjson.loads(starts[0][3]), files[starts[0][1]])
+
+
+def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: int | None = None,
+                witness_dirs=None) -> list:
+    """Replay several traces (each a list of paths) in one Spark job: a Report, or the
+    TraceInputError of its bad input, per trace."""
+    from pyspark import StorageLevel
+
+    from ..spec.replay import Findings, Report
+
+    t0 = time.perf_counter()
+    sc = spark.sparkContext
+    files, trace_of = [], []
+    out: list = [None] * len(traces)
+    for t, paths in enumerate(traces):
+        try:
+            for f in expand_paths(paths):
+                files.append(f)
+                trace_of.append(t)
+        except TraceInputError as exc:
+            out[t] = exc
+    # one read task per file, up to four per core (small files share a task)
+    slices = max(1, min(len(files), 4 * sc.defaultParallelism))
+    rows = (sc.parallelize([(i, f, trace_of[i]) for i, f in enumerate(files)], slices)
+            .flatMap(lambda x: ((x[2], r) for r in _read_file(x[0], x[1])))
+            .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        per: dict = {}
+        for t, summary in rows.mapPartitions(_summarize_traces).collect():
+            per.setdefault(t, []).append(summary)
+        plans, profs, base, n_all = {}, {}, {}, 0
+        for t in range(len(traces)):
+            if out[t] is not None or t not in per:
+                continue
+            try:
+                profs[t] = _header(per[t], files, profile)
+            except TraceInputError as exc:
+                out[t] = exc
+                continue
+            counts: dict = {}
+            for x in per[t]:
+                for a, c in x["counts"].items():
+                    counts[a] = counts.get(a, 0) + c
+            plans[t] = Plan(counts, partitions or max(2, 2 * sc.defaultParallelism))
+            base[t] = n_all
+            n_all += plans[t].n
+        if not plans:
+            return out
+        owner = [(t, p) for t in sorted(plans) for p in range(plans[t].n)]
+        b = sc.broadcast((plans, base, {t: profs[t].name for t in plans}, files, owner))
+        mx = max_listed
+
+        def route(tr):
+            t, r = tr
+            plans_, base_ = b.value[0], b.value[1]
+            if t not in plans_:
+                return []
+            tg = plans_[t].targets(r[3])
+            val = (r[3] is None, tg[0], r[1], r[4], r[5], r[6])
+            return [((base_[t] + p, r[0]), val) for p in tg]
+
+        def run(gpid, it):
+            plans_, base_, names, files_, owner_ = b.value
+            t, pid = owner_[gpid]
+            res = _replay_partition(pid, it, names[t], files_, mx, plans_[t])
+            res["trace"] = t
+            yield res
+
+        results = (rows.flatMap(route)
+                   .repartitionAndSortWithinPartitions(n_all, partitionFunc=lambda k: k[0])
+                   .mapPartitionsWithIndex(run).collect())
+        for t, plan in plans.items():
+            res = sorted((r for r in results if r["trace"] == t), key=lambda r: r["pid"])
+            bad = sorted((r["error"] for r in res if "error" in r), key=lambda e: (str(e[0]), e[1] or 0))
+            if bad:
+                f, line, msg, seq = bad[0]
+                out[t] = TraceInputError(f, line, msg, event=seq)
+                continue
+            tfiles = [f for f, tt in zip(files, trace_of) if tt == t]
+            rep = _merge(res, tfiles, profs[t].name, sum(x["n"] for x in per[t]), max_listed, Findings, Report)
+            rep.plan = plan
+            rep.witnesses = []
+            wd = witness_dirs[t] if witness_dirs else None
+            if wd is not None and rep.findings.errors:
+                rep.witnesses = write_witnesses(rows.filter(lambda tr, t=t: tr[0] == t).map(lambda tr: tr[1]),
+                                                plan, rep, profs[t], wd)
+            rep.seconds = time.perf_counter() - t0
+            rep.spark = {"master": sc.master, "partitions": plan.n, "components": plan.components,
+                         "directory_events": plan.directory_events, "partition_events": plan.loads,
+                         "skew": round(plan.skew(), 3), "replay_seconds": [round(r["seconds"], 3) for r in res]}
+            out[t] = rep
+    finally:
+        rows.unpersist()
+    return out
+
+
+def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4):
+    """The same job without Spark, in this process: the same reading, plan, routing, partition
+    replay and merge (for tests over many traces, and for comparing with Spark's)."""
+    from ..spec.replay import Findings, Report
+
+    files = expand_paths(paths)
+    rows = [r for i, f in enumerate(files) for r in _read_file(i, f)]
+    s = dict(_summarize_traces((0, r) for r in rows))[0]
+    prof = _header([s], files, profile)
+    plan = Plan(s["counts"], partitions)
+    parts: dict = {p: [] for p in range(plan.n)}
+    for r in rows:
+        t = plan.targets(r[3])
+        for p in t:
+            parts[p].append(((p, r[0]), (r[3] is None, t[0], r[1], r[4], r[5], r[6])))
+    results = []
+    for p in range(plan.n):
+        res = _replay_partition(p, iter(sorted(parts[p], key=lambda x: x[0])), prof.name, files, max_listed, plan)
+        if "error" in res:
+            f, line, msg, seq = res["error"]
+            raise TraceInputError(f, line, msg, event=seq)
+        results.append(res)
+    rep = _merge(results, files, prof.name, s["n"], max_listed, Findings, Report)
+    rep.plan = plan
+    return rep
+
+
+def _merge(results, files, profile_name, total, max_listed, Findings, Report):
+    f = Findings(None, max_listed=max_listed)
+    errs, warns = [], []
+    for r in results:
+        errs.extend(r["errors"])
+        warns.extend(r["warnings"])
+        f.error_count += r["error_count"]
+        for k, v in r["counts"].items():
+            f.counts[k] = f.counts.get(k, 0) + v
+    order = lambda x: (x.seq if x.seq is not None else -1)  # noqa: E731
+    f.errors = sorted(errs, key=order)[:max_listed]
+    per: dict = {}
+    for w in sorted(warns, key=order):
+        if per.get(w.inv, 0) < f.warn_examples:
+            per[w.inv] = per.get(w.inv, 0) + 1
+            f.warnings.append(w)
+    groups = {}
+    for r in results:
+        groups.update(r["groups"])
+    rep = Report(path=files[0] if len(files) == 1 else ", ".join(files), profile=profile_name, events=total,
+                 ended=results[0]["ended"], findings=f)
+    lk: dict = {}
+    for r in results:
+        for k, v in r["live_keys"].items():
+            lk[k] = max(lk.get(k, 0), v) if k == "views" else lk.get(k, 0) + v
+    rep.live_keys = lk
+    rep.groups = groups
+    return rep
+
+
+# ---------------------------------------------------------------- operator outputs
+
+def violations_table(rep):
+    """One row per (invariant, key) found: the key, its seq range and time span, the count and
+    the first message (a pyarrow Table)."""
+    import pyarrow as pa
+
+    from ..spec.replay import Finding
+
+    rows = []
+    for (inv, key), (count, s0, s1, t0, t1, msg, sev) in sorted(rep.groups.items(), key=lambda kv: (kv[1][1] or 0)):
+        kd = Finding(inv, sev, msg, key, None, None, None).key_dict()
+        rows.append({"invariant": inv, "severity": sev, "key": None if kd is None else orjson.dumps(kd).decode(),
+                     "seq_first": s0, "seq_last": s1, "ts_first": t0, "ts_last": t1, "count": count,
+                     "message": msg})
+    schema = pa.schema([("invariant", pa.string()), ("severity", pa.string()), ("key", pa.string()),
+                        ("seq_first", pa.int64()), ("seq_last", pa.int64()), ("ts_first", pa.int64()),
+                        ("ts_last", pa.int64()), ("count", pa.int64()), ("message", pa.string())])
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _nbhd(key) -> set:
+    a = key_atom(key)
+    if a is None:
+        return set()
+    out = {a}
+    if a[0] == "Q":
+        out.add(("S",) + a[2:])
+    return out
+
+
+def write_witnesses(rows, plan, rep, prof, out_dir, limit: int = 20) -> list[dict]:
+    """For each listed violation (up to `limit`): the events of its key up to it, with the
+    directory events, as a JSON Lines trace that `check` rejects with the same finding. The
+    key's own events are tried first; when they do not show the finding alone (it needs state
+    of a key it depends on), the events of its whole component are taken."""
+    from ..spec.replay import check_events
+
+    os.makedirs(out_dir, exist_ok=True)
+    wanted = [(v, _nbhd(v.key), plan.key_partition(v.key)) for v in rep.findings.errors[:limit]]
+    b = rows.context.broadcast(([(v.seq, nb, part) for v, nb, part in wanted], plan))
+
+    def pick(r):
+        if r[0] == "error":
+            return []
+        ws, pl = b.value
+        places = r[3]
+        out = []
+        for i, (seq, nb, part) in enumerate(ws):
+            if r[0] > seq:
+                continue
+            if not places:      # the directory (and events without state): in every witness
+                out.append((i, (r[0], r[6], True)))
+                continue
+            near = not nb.isdisjoint(x for place in places for x in place)
+            if near or (part is not None and part in pl.targets(places)):
+                out.append((i, (r[0], r[6], near)))
+        return out
+
+    got: dict = {}
+    for i, row in rows.flatMap(pick).collect() if sum(plan.loads) <= 4 * WITNESS_CAP else []:
+        got.setdefault(i, []).append(row)
+    made = []
+    for i, (v, nb, comp) in enumerate(wanted):
+        evs = sorted(got.get(i, ()))
+        narrow = [e for e in evs if e[2]]
+        chosen = None
+        for cand, scope in ((narrow, "key"), (evs, "component")):
+            events = [orjson.loads(e[1]) for e in cand]
+            if not events or len(events) > WITNESS_CAP:
+                continue
+            r = check_events(((j + 1, ev) for j, ev in enumerate(events)), prof, max_listed=1_000_000)
+            if any(f.inv == v.inv and f.key == v.key and f.seq == v.seq for f in r.findings.errors):
+                chosen = (events, scope)
+                break
+        if chosen is None:
+            continue
+        path = os.path.join(out_dir, f"witness-{i + 1:03d}-{v.inv}.jsonl")
+        with open(path, "wb") as fh:
+            for ev in chosen[0]:
+                fh.write(orjson.dumps(ev, option=orjson.OPT_APPEND_NEWLINE))
+        made.append({"invariant": v.inv, "seq": v.seq, "key": v.key_dict(), "path": path,
+                     "events": len(chosen[0]), "scope": chosen[1]})
+    return made
+
