@@ -190,6 +190,9 @@ def test_the_defaults_are_valid_and_name_committed_fixtures():
     (d,) = cfg["traces"]["dirs"]
     names = {p.name for p in Path(d).glob("*.jsonl")}
     assert set(cfg["traces"]["expect"]) <= names
+    from test_real_verdicts import BROKE
+
+    assert {k.removesuffix(".jsonl"): set(v) for k, v in cfg["traces"]["expect"].items()} == BROKE
     assert all(s["budget_s"] <= cfg["budget_s"] for s in cfg["scopes"])
 
 
