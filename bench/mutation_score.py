@@ -34,14 +34,16 @@ def main(argv=None) -> None:
     ap.add_argument("--methods", default="simulate,hypothesis")
     ap.add_argument("--only", default=None)
     ap.add_argument("--hypothesis-examples", type=int, default=200)
+    ap.add_argument("--shrink-budget", type=float, default=10.0, help="seconds of shrinking after a kill")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--witness", action="store_true")
     ap.add_argument("--markdown", default=None, help="write the catalogue with these results (docs/mutants.md)")
     ap.add_argument("--save", default=None, help="also write the rows and scores as JSON to this file")
-    ap.add_argument("--from-json", default=None, help="only write --markdown from a file --save wrote")
+    ap.add_argument("--from-json", default=None, help="only write --markdown from files --save wrote (comma-separated: "
+                                                      "e.g. one per method)")
     a = ap.parse_args(argv)
     if a.from_json:
-        d = json.load(open(a.from_json, encoding="utf-8"))
+        d = merge(a.from_json.split(","))
         with open(a.markdown, "w", encoding="utf-8") as fh:
             fh.write(markdown(d["rows"], d["score"], d["seeds"], d["budget"], d["seconds"]))
         return
@@ -58,8 +60,8 @@ def main(argv=None) -> None:
         if "hypothesis" in methods:
             if hyp_available:
                 try:
-                    row["hypothesis"] = M.kill_by_hypothesis(m, budget_s=a.budget,
-                                                             max_examples=a.hypothesis_examples).to_dict()
+                    row["hypothesis"] = M.kill_by_hypothesis(m, budget_s=a.budget, max_examples=a.hypothesis_examples,
+                                                             shrink_budget_s=a.shrink_budget).to_dict()
                 except ImportError:
                     hyp_available = False
             if not hyp_available:
@@ -69,18 +71,7 @@ def main(argv=None) -> None:
         if not a.json:
             print(_line(row), flush=True)
     total = time.perf_counter() - t0
-    score = {}
-    for method in ("simulate", "hypothesis"):
-        if method in methods and all(r.get(method) is not None for r in rows):
-            killed = [r for r in rows if r[method]["killed"]]
-            times = sorted(r[method]["cpu_seconds"] for r in killed)
-            score[method] = {"killed": len(killed), "total": len(rows),
-                             "score": round(len(killed) / len(rows), 3) if rows else None,
-                             "median_kill_s": times[len(times) // 2] if times else None,
-                             "max_kill_s": times[-1] if times else None}
-        elif method in methods:
-            score[method] = "n/a: conformance/statemachine.py is not in this tree"
-    score["exhaustive"] = EXHAUSTIVE_NA
+    score = scores(rows, methods)
     if a.json:
         print(json.dumps({"rows": rows, "score": score, "seconds": round(total, 1)}))
     else:
@@ -216,6 +207,43 @@ def markdown(rows, score, seeds, budget, total) -> str:
                    f"{len(by)} |")
     out.append("")
     return "\n".join(out) + "\n"
+
+
+def scores(rows, methods) -> dict:
+    """The mutation score of each method, and the median and longest CPU time to kill."""
+    score: dict = {}
+    for method in ("simulate", "hypothesis"):
+        if method in methods and rows and all(r.get(method) is not None for r in rows):
+            killed = [r for r in rows if r[method]["killed"]]
+            times = sorted(r[method]["cpu_seconds"] for r in killed)
+            score[method] = {"killed": len(killed), "total": len(rows),
+                             "score": round(len(killed) / len(rows), 3) if rows else None,
+                             "median_kill_s": times[len(times) // 2] if times else None,
+                             "max_kill_s": times[-1] if times else None}
+        elif method in methods:
+            score[method] = "n/a: conformance/statemachine.py is not in this tree"
+    score["exhaustive"] = EXHAUSTIVE_NA
+    return score
+
+
+def merge(paths) -> dict:
+    """The rows of several --save files (one per method) side by side."""
+    rows: dict = {}
+    meta: dict = {"seconds": 0.0, "seeds": None, "budget": None}
+    methods = set()
+    for p in paths:
+        d = json.load(open(p, encoding="utf-8"))
+        meta["seconds"] += d["seconds"]
+        meta["seeds"] = meta["seeds"] or d["seeds"]
+        meta["budget"] = meta["budget"] or d["budget"]
+        for r in d["rows"]:
+            row = rows.setdefault(r["mutant"], {"mutant": r["mutant"], "targets": r["targets"], "exhaustive": None})
+            for m in ("simulate", "hypothesis"):
+                if r.get(m) is not None:
+                    row[m] = r[m]
+                    methods.add(m)
+    out = [rows[m.id] for m in M.CATALOGUE if m.id in rows]
+    return {"rows": out, "score": scores(out, methods), **meta}
 
 
 def _line(row) -> str:
