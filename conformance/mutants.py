@@ -572,7 +572,7 @@ def write_events(path: Path, events) -> str:
 # ---------------------------------------------------------------------------- killing by Hypothesis
 
 def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_examples: int = 200,
-                       budget_s: float | None = None, seed: int | None = None) -> Kill:
+                       budget_s: float | None = None, seed: int | None = None, shrink_budget_s: float = 60.0) -> Kill:
     """The Hypothesis state machine (conformance.statemachine.check_reference) on the mutated
     reference. Raises ImportError while the state machine is not in the tree."""
     from rocketspec.conformance.statemachine import check_reference
@@ -581,7 +581,7 @@ def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_exampl
     res = Kill(m.id, "hypothesis", False, profile=profile)
     try:
         r = check_reference(profile, max_examples=max_examples, derandomize=True, seed=seed, budget_s=budget_s,
-                            reference_patch=lambda: applied(m))
+                            reference_patch=lambda: applied(m), shrink_budget_s=shrink_budget_s)
     except Exception as exc:  # a crash of the reference under the state machine: not a kill
         res.crashes = 1
         res.note = f"{type(exc).__name__}: {exc}"[:300]

@@ -190,6 +190,9 @@ def test_the_defaults_are_valid_and_name_committed_fixtures():
     (d,) = cfg["traces"]["dirs"]
     names = {p.name for p in Path(d).glob("*.jsonl")}
     assert set(cfg["traces"]["expect"]) <= names
+    from test_real_verdicts import BROKE
+
+    assert {k.removesuffix(".jsonl"): set(v) for k, v in cfg["traces"]["expect"].items()} == BROKE
     assert all(s["budget_s"] <= cfg["budget_s"] for s in cfg["scopes"])
 
 
@@ -204,3 +207,9 @@ def test_mutants_in_process_a_known_survivor_is_skipped_with_its_reason(tmp_path
     skipped = by["offset-not-increase-only"]
     assert skipped.status == "skipped" and "known survivor" in skipped.message and "equivalent" in skipped.message
     assert res.exit_code == 0
+
+
+def test_the_state_machine_case_runs_the_reference_under_hypothesis():
+    pytest.importorskip("rocketspec.conformance.statemachine")
+    case = G.run_statemachine({"max_examples": 3, "budget_s": 60}, "rocketmq-5.3.3", 60)
+    assert case.status == "passed" and "3 examples, no finding" in case.message
