@@ -32,6 +32,7 @@ from rocketspec.spec.filter import (
     FilterEvaluateError,
     compile_sql92,
     sql92_match,
+    stored_properties,
 )
 from rocketspec.spec.profiles import get_profile
 
@@ -246,8 +247,8 @@ def run_one(text: str, profile, props: dict, stats: dict) -> None:
     if result not in (True, False, None, "error"):
         raise AssertionError(f"evaluate returned {result!r}")
     stats["results"][result] = stats["results"].get(result, 0) + 1
-    if sql92_match(compiled, props) is not (result is True):
-        raise AssertionError("sql92_match disagrees with evaluate")
+    if sql92_match(compiled, props) is not (outcome(compiled, stored_properties(props)) is True):
+        raise AssertionError("sql92_match disagrees with evaluate on the stored properties")
     reprinted = compile_sql92(compiled.to_sql(), profile, cache=False)
     if reprinted != compiled or outcome(reprinted, props) != result:
         raise AssertionError(f"reprint differs: {compiled.to_sql()!r}")

@@ -17,7 +17,9 @@ environment variable ROCKETMQ_CLASSPATH (a classpath, or a file holding one), el
 ``build/rocketmq/classpath.txt``, else it is built there with ``shared/rocketmq/build.sh``
 found beside the checkout. The driver is compiled once into ``build/pqdiff/``.
 `java_sql92_compile` and `java_sql92_edge` run `conformance/java/SqlDepth.java`: RocketMQ's
-SQL92 parser on threads with the default stack.
+SQL92 parser on threads with the default stack. `RealSql92` runs `conformance/java/SqlDiff.java`:
+RocketMQ's SQL92 filter compiling and evaluating selectors as the broker does, against
+`apply_sql92`, rocketspec's evaluator (`sql92_difference` compares the outcome classes).
 """
 from __future__ import annotations
 
@@ -300,3 +302,86 @@ def java_sql92_edge(kind: str, warmup: int) -> int:
     if r.returncode != 0:
         raise RuntimeError(f"SqlDepth edge {kind} failed: {r.stderr.strip()[-800:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])["max"]
+
+
+# ---------------------------------------------------------------------------- SQL92 evaluation
+
+SQL92_PROFILE = "rocketmq-4.9.8"     # the release whose classes the JVM runs
+
+
+def sql92_outcome(answer: dict) -> str:
+    """The outcome class of one answer (either side): COMPILE (refused), ERROR (evaluating
+    throws), or the value evaluate returns: TRUE, FALSE, NULL (or a Java class name)."""
+    if not answer["compiled"]:
+        return "COMPILE"
+    return "ERROR" if "throws" in answer else answer["value"]
+
+
+class RealSql92:
+    """One JVM running SqlDiff (conformance/java/SqlDiff.java): RocketMQ's FilterFactory
+    compiles each selector, its Expression evaluates on a broker MessageEvaluationContext,
+    and ExpressionMessageFilter decides the match. `run(requests)` answers a batch of
+    {expr, props} through the pipe (written and read in chunks, so no pipe fills up)."""
+
+    CHUNK = 256
+
+    def __init__(self):
+        self.proc = subprocess.Popen(java_command("SqlDiff"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
+
+    def run(self, requests: list[dict]) -> list[dict]:
+        out = []
+        for i in range(0, len(requests), self.CHUNK):
+            chunk = requests[i:i + self.CHUNK]
+            self.proc.stdin.write("".join(json.dumps({"expr": r["expr"], "props": r.get("props")}) + "\n"
+                                          for r in chunk))
+            self.proc.stdin.flush()
+            for r in chunk:
+                line = self.proc.stdout.readline()
+                if not line:
+                    raise RuntimeError(f"SqlDiff ended (exit {self.proc.wait()}) on {r!r}")
+                out.append(json.loads(line))
+        return out
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def apply_sql92(expr: str, props: dict | None, profile: str = SQL92_PROFILE) -> dict:
+    """rocketspec's answer in SqlDiff's shape: compile_sql92, Expression.evaluate on the
+    properties as given (the evaluator alone), sql92_match (the broker's decision, on the
+    properties as the broker stores them, which is what `rocketspec filter` answers)."""
+    from ..spec.filter import FilterCompileError, FilterEvaluateError, compile_sql92, sql92_match
+    try:
+        compiled = compile_sql92(expr, profile, cache=False)
+    except FilterCompileError as exc:
+        return {"compiled": False, "error": str(exc)}
+    props = props or {}
+    answer: dict = {"compiled": True, "matched": sql92_match(compiled, props)}
+    try:
+        v = compiled.evaluate(props)
+        answer["value"] = {True: "TRUE", False: "FALSE", None: "NULL"}[v]
+    except FilterEvaluateError as exc:
+        answer["throws"], answer["error"] = exc.java_exception, exc.message
+    return answer
+
+
+def sql92_difference(request: dict, real: dict, ours: dict) -> str | None:
+    """None when both sides give the same outcome class and the same broker decision."""
+    if sql92_outcome(real) == sql92_outcome(ours) and real.get("matched") == ours.get("matched"):
+        return None
+    return (f"{request['expr']!r} on {request.get('props')!r}: RocketMQ {sql92_outcome(real)} "
+            f"(matched {real.get('matched')}, {real.get('error', '')}), rocketspec {sql92_outcome(ours)} "
+            f"(matched {ours.get('matched')}, {ours.get('error', '')})")

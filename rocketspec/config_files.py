@@ -27,7 +27,9 @@ def read_text(path, what: str) -> str:
     except OSError as exc:
         raise UserError(f"cannot read: {exc.strerror}; expected a {what}", file=p) from None
     if len(data) > MAX_BYTES:
-        raise UserError(f"larger than {MAX_BYTES >> 20} MiB; a {what} is a few kilobytes of text", file=p)
+        # located where it passes the limit: the line of byte MAX_BYTES
+        raise UserError(f"larger than {MAX_BYTES >> 20} MiB (byte {MAX_BYTES} is past the limit); a {what} is a "
+                        "few kilobytes of text", file=p, line=data.count(b"\n", 0, MAX_BYTES) + 1)
     nul = data.find(b"\x00")
     if nul >= 0:
         raise UserError(f"binary data (a NUL byte); expected a {what} in UTF-8 text", file=p,

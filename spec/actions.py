@@ -256,6 +256,12 @@ def client_started(st, ev, out):
                 pq.batches = {}
             if qs.orphans:
                 qs.orphans = {k: v for k, v in qs.orphans.items() if k[0] != cid}
+        # Nor has it sent anything back: a copy the old one sent back and never committed is
+        # consumed again, and a second failure is a second copy (INV-RETRY-3 counts per consumer,
+        # as for two clients across a rebalance).
+        for ch in st.chains.values():
+            if ch.accepted:
+                ch.accepted = {k for k in ch.accepted if k[0] != cid}
     c = Client(cid, ev["group"], ev["consume_mode"], ev["message_model"], ev.get("subscriptions"), ev.get("config"))
     c.limits = limits.ClientLimits(st.profile, c.config)
     d.clients[cid] = c
@@ -1524,7 +1530,10 @@ def send_back_requested(st, ev, out):
         out.report("INV-BCAST-1", "a broadcasting client sent a message back", ckey)
     qkey = None
     off = ev.get("offset")
-    if ev.get("topic") is not None and ev.get("queue") is not None and off is not None:
+    # the message's place is judged when the event gives all of it (each field is optional in
+    # the schema; without the broker, topic and queue name no queue)
+    if ev.get("topic") is not None and ev.get("broker") is not None and ev.get("queue") is not None \
+            and off is not None:
         qkey = (ev["group"], ev["topic"], ev["broker"], ev["queue"])
         qs = st.queues.get(qkey)
         pq = qs.pqs.get(cid) if qs is not None else None

@@ -12,8 +12,9 @@ from . import tag_rules
 
 try:  # SQL92 lands separately (spec/filter/sql92); use it when present.
     from .filter import compile_sql92 as _compile_sql92  # type: ignore[attr-defined]
+    from .filter import sql92_match as _sql92_match
 except ImportError:  # pragma: no cover - depends on the filter package's progress
-    _compile_sql92 = None
+    _compile_sql92 = _sql92_match = None
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -44,7 +45,7 @@ def _sql_eval(compiled, props) -> bool | None:
     if compiled is None:
         return None
     try:
-        return compiled.evaluate(props or {}) is True
+        return _sql92_match(compiled, props or {})     # the broker's decision, on its view of props
     except Exception:
         return False
 

@@ -466,3 +466,38 @@ def test_a_consume_from_where_that_is_not_a_name_is_bad_input(tmp_path, events, 
     assert res.exit_code == 2, res.output
     assert f"t.jsonl:{i + 1}: client_started.config.consume_from_where: expected a ConsumeFromWhere name" \
         in res.output, res.output
+
+
+@pytest.mark.parametrize("missing", ["broker", "topic", "queue", "offset"])
+def test_a_send_back_with_part_of_its_place_is_checked_without_a_traceback(tmp_path, missing):
+    # was: KeyError 'broker' in send_back_requested when topic, queue and offset were given
+    # without the broker (each is optional in the schema; found by bench.fuzz_inputs, seed 30 #44650)
+    from pathlib import Path
+
+    real = Path(__file__).parent / "fixtures" / "real" / "real-retry-dlq.jsonl"
+    evs = [orjson.loads(line) for line in real.read_bytes().splitlines() if line.strip()]
+    i = next(i for i, e in enumerate(evs) if e["kind"] == "send_back_requested" and e.get("broker"))
+    del evs[i][missing]
+    res = _check(tmp_path, evs)
+    assert res.exit_code in (0, 1), res.output
+    assert "internal error" not in res.output
+
+
+def test_a_file_past_the_size_cap_is_refused_at_the_line_of_the_cap(tmp_path):
+    # was: 'scope.toml: larger than 4 MiB' without a place (seed 30 #53852, an 84 MB scope file)
+    p = tmp_path / "scope.toml"
+    line = b"# " + b"x" * 1022 + b"\n"
+    p.write_bytes(line * 5000)
+    res = CliRunner().invoke(main, ["explore", "--scope", str(p), "--quiet"])
+    assert res.exit_code == 2, res.output
+    at = (4 << 20) // len(line) + 1                        # the line that holds byte 4 MiB
+    assert f"scope.toml:{at}: larger than 4 MiB (byte 4194304 is past the limit)" in res.stderr, res.stderr
+
+
+def test_a_big_list_of_a_deep_value_stays_small():
+    # the fuzzer's own mutant: 5000 copies of a value nested 100,000 deep were a 416 MB input
+    # whose making passed the worker's 1 GB (seed 30 #51829, reported as explore's memory)
+    from bench import fuzz_inputs as fz
+
+    inp = fz.make_input(fz.build_seeds_forked(), 30, 51829)
+    assert "big-list:failures" in inp["notes"] and len(inp["data"]) < 1_000_000

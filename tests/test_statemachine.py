@@ -107,3 +107,18 @@ def test_budget_stops_new_examples():
 def test_machine_class_is_cached_per_profile_for_the_printed_code():
     assert machine_class("rocketmq-4.9.8") is machine_class("4.9.8")
     assert machine_class("rocketmq-4.9.8").profile == "rocketmq-4.9.8"
+
+
+@pytest.mark.parametrize("name", ["restarted-client-sends-back-again.jsonl", "restarted-client-consume-ids.jsonl"])
+def test_traces_the_machine_found_against_the_spec_hold_now(name):
+    # Reference runs the state machine reported, where the spec was wrong: a client restarted
+    # under the same id re-consumed a message its crashed incarnation had sent back, and failed
+    # it again (a second copy for a second failure, not INV-RETRY-3); a restarted client's
+    # consume ids start at 1 again (not a batch of the old incarnation's removed ProcessQueue,
+    # INV-DROP-1). Each declares "holds" (trace_started.config.expect).
+    from pathlib import Path
+
+    from rocketspec.conformance.verdicts import judge_trace
+
+    j = judge_trace(Path(__file__).parent / "fixtures" / "statemachine" / name)
+    assert j.declared and j.ok, j.describe()

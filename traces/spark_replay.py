@@ -567,7 +567,9 @@ def write_witnesses(rows, plan, rep, prof, out_dir, limit: int = 20) -> list[dic
 
     os.makedirs(out_dir, exist_ok=True)
     wanted = [(v, _nbhd(v.key), plan.key_partition(v.key)) for v in rep.findings.errors[:limit]]
-    b = rows.context.broadcast(([(v.seq, nb, part) for v, nb, part in wanted], plan))
+    # a partition's whole stream is a fallback only when it is small enough to bring home
+    wide = sum(plan.loads) <= 4 * WITNESS_CAP
+    b = rows.context.broadcast(([(v.seq, nb, part if wide else None) for v, nb, part in wanted], plan))
 
     def pick(r):
         if r[0] == "error":
@@ -587,7 +589,7 @@ def write_witnesses(rows, plan, rep, prof, out_dir, limit: int = 20) -> list[dic
         return out
 
     got: dict = {}
-    for i, row in rows.flatMap(pick).collect() if sum(plan.loads) <= 4 * WITNESS_CAP else []:
+    for i, row in rows.flatMap(pick).collect():
         got.setdefault(i, []).append(row)
     made = []
     for i, (v, nb, comp) in enumerate(wanted):

@@ -8,8 +8,9 @@ Requests (each object has exactly one of "expr", "tag", "sub"):
 \b
   {"id": any, "expr": "a > 5", "props": {"a": "6"}, "profile": "rocketmq-5.3.3"}
       compile the SQL92 selector as the profile's broker does and evaluate it on the
-      properties (strings, as the broker sees them; "props" may be omitted or null for
-      none; "profile" may be omitted or null for --profile)
+      message's properties (strings) as the broker stores them: a property with an empty
+      name or value is absent there, so null ("props" may be omitted or null for none;
+      "profile" may be omitted or null for --profile)
   {"id": any, "tag": "TagA"}
       the consume-queue tags code of a message tag (null or "" gives 0)
   {"id": any, "sub": "TagA || TagB", "type": "TAG"}
@@ -49,6 +50,7 @@ from rocketspec.spec.filter import (
     SubscriptionError,
     build_subscription,
     compile_sql92,
+    stored_properties,
     tags_code,
 )
 from rocketspec.spec.profiles import PROFILES, UnknownProfile, get_profile
@@ -107,7 +109,7 @@ def answer_expr(obj: dict, default_profile: str) -> dict:
     except FilterCompileError as exc:
         return {"ok": False, "phase": "compile", "error": str(exc)}
     try:
-        result = compiled.evaluate(props)
+        result = compiled.evaluate(stored_properties(props))
     except FilterEvaluateError as exc:
         return {"ok": False, "phase": "evaluate", "error": str(exc)}
     return {"ok": True, "result": result, "matched": result is True}

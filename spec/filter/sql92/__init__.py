@@ -2,9 +2,11 @@
 
 ``compile_sql92(text, profile)`` gives an :class:`Expression` (or raises
 :class:`FilterCompileError`); ``Expression.evaluate(props)`` gives TRUE, FALSE or null
-(``True``/``False``/``None``) for a message's properties (all strings, as the broker sees
-them), or raises :class:`FilterEvaluateError`; :func:`sql92_match` is the broker's
-decision: only exactly TRUE matches, an error means no match.
+(``True``/``False``/``None``) on an evaluation context of these properties (all strings),
+or raises :class:`FilterEvaluateError`; :func:`sql92_match` is the broker's decision for a
+message sent with them: evaluated on the properties as the broker decodes them (an empty
+name or value is absent, :mod:`..properties`), only exactly TRUE matches, an error means
+no match. Both are tested against RocketMQ's own classes (tests/test_real_sql92_diff.py).
 
 The grammar and its quirks are described in :mod:`.parser`, the evaluation rules in
 :mod:`.nodes` and :mod:`.javavalues`. The profile matters through one switch:
@@ -17,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 
 from ...profiles import Profile, get_profile
+from ..properties import stored_properties
 from .deep import SHALLOW, run_deep
 from .errors import FilterCompileError, FilterError, FilterEvaluateError
 from .javavalues import JLong
@@ -106,10 +109,12 @@ def compile_sql92(expr: str, profile: Profile | str | None = None, *, cache: boo
 
 
 def sql92_match(expression: Expression, props: Mapping[str, str]) -> bool:
-    """The broker's SQL92 decision (``ExpressionMessageFilter.isMatchedByCommitLog``): the
-    message matches only when the expression evaluates to exactly TRUE; FALSE, null and an
-    evaluation error (logged by the broker) all mean no match."""
+    """The broker's SQL92 decision (``ExpressionMessageFilter.isMatchedByCommitLog``) for a
+    message the producer sent with these properties: the expression is evaluated on the
+    properties as the broker decoded them (:func:`~..properties.stored_properties`: an
+    empty name or value is absent) and the message matches only when it gives exactly
+    TRUE; FALSE, null and an evaluation error (logged by the broker) all mean no match."""
     try:
-        return expression.evaluate(props) is True
+        return expression.evaluate(stored_properties(props)) is True
     except FilterEvaluateError:
         return False

@@ -21,9 +21,12 @@ Facts of the real parser kept here:
   token after the expression is read (two when it is NOT or IS, which start a loop and
   must be followed by BETWEEN/IN/string-function or NULL/NOT NULL). So ``a = 1 b`` is
   ``a = 1``, ``a = 1) #`` is ``a = 1``, but ``a = 1 #`` (lexical error on the next token)
-  and ``a = 1 NOT b`` (NOT enters the loop) do not compile. Without the string
-  functions (4.9.x), ``CONTAINS`` is an identifier, so ``a CONTAINS 'x'`` compiles as the
-  bare condition ``a`` (FALSE or null, never a match) and ``a NOT CONTAINS 'x'`` fails.
+  and ``a = 1 NOT b`` (NOT enters the loop) do not compile. Right after ``IS [NOT] NULL``
+  the parser is in the equality loop, with no comparison loop running: there a comparison
+  operator, BETWEEN, IN or NOT ends the selector (``a IS NULL NOT`` and ``a IS NULL > 1``
+  are ``a IS NULL``). Without the string functions (4.9.x), ``CONTAINS`` is an
+  identifier, so ``a CONTAINS 'x'`` compiles as the bare condition ``a`` (FALSE or null,
+  never a match) and ``a NOT CONTAINS 'x'`` fails.
 * **Conditions.** AND/OR operands, NOT's operand and the whole selector must be boolean
   expressions; a bare property becomes a boolean cast (FALSE when present, since broker
   properties are Strings); anything else (a number, a string, a negation) is rejected.
@@ -204,10 +207,17 @@ class Parser:
                 left = operands.pop()
                 operands.append(self.binary(op, left, right))
 
+        after_is = False
         while True:
             t = self.peek()
             k = t.kind
             level = _BINARY_LEVEL.get(k)
+            if after_is and (level == _CMP or k in (L.BETWEEN, L.IN, L.NOT) or k in _STRING_FUNCS):
+                # Right after IS [NOT] NULL RocketMQ is in the equality loop: no comparison
+                # loop is running to take > >= < <=, [NOT] BETWEEN/IN/..., so the selector
+                # ends here and the rest is ignored (``a IS NULL > 1`` is ``a IS NULL``).
+                break
+            after_is = False
             if level is not None:
                 reduce_to(level)
                 self.take()
@@ -217,6 +227,7 @@ class Parser:
             if k == L.IS:
                 reduce_to(_EQ)
                 operands.append(self.is_null(operands.pop()))
+                after_is = True
                 continue
             if k in (L.BETWEEN, L.IN) or k in _STRING_FUNCS:
                 reduce_to(_CMP)
