@@ -838,9 +838,10 @@ def _parses(data: bytes, name: str) -> bool:
 
 # ====================================================================== outcomes
 
-# a key that does not read as a name is quoted as a JSON string (`subscriptions."": ...`)
+# a key that does not read as a name is quoted as a JSON string (`subscriptions."": ...`); a TOML
+# bare key (letters, digits, _ and -, e.g. `-ode`) reads as a name
 _QUOTED_KEY = r'"(?:[^"\\]|\\.)*"'
-_FIELD_PATH = re.compile(rf"(?:[A-Za-z_$%][\w$%-]*|{_QUOTED_KEY})(?:\[\d+\]|\.[\w$%-]+|\.{_QUOTED_KEY})*")
+_FIELD_PATH = re.compile(rf"(?:[\w$%-]+|{_QUOTED_KEY})(?:\[\d+\]|\.[\w$%-]+|\.{_QUOTED_KEY})*")
 _NUMBERED = re.compile(r"\b(?:line|row|byte|column|event(?: seq)?|seq|record|row group)\s+#?-?\d+"
                        r"|\bend of (?:the )?(?:document|file|input)\b|\bParquet footer\b", re.I)
 

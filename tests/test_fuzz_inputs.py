@@ -27,6 +27,7 @@ SHORT_SEED = 20261124
     'error: /w/in/scenario.toml: groups[0].subscriptions."": topic is not declared in [[topics]]',
     'error: /w/in/scenario.toml: producers[0]."a: b".x: unknown key',
     'error: /w/in/scope.toml: "": unknown scope key',
+    "error: /w/in/scope.toml: -ode: unknown scope key (known: adversary, consumers)",  # a TOML bare key
 ])
 def test_located_messages(message):
     name = "scope.toml" if "scope" in message else "scenario.toml" if "scenario" in message else \
