@@ -412,9 +412,11 @@ class _Search:
                 self.removed.append(Removal("record", f"{len(part)} single record{'s' * (len(part) != 1)}",
                                             before - len(cand)))
             else:
-                per = [len(table[lab]) for lab in part]
-                for lab, n in zip(part, per):
-                    self.removed.append(Removal(kind, str(lab), n))
+                counted: set = set()        # a record of two units of the chunk counts once
+                for lab in part:
+                    mine = set(table[lab]) - counted
+                    counted |= mine
+                    self.removed.append(Removal(kind, str(lab), len(mine)))
             return True
 
         ddmin.remove_units(lambda: self._units(kind), try_remove)
