@@ -186,3 +186,72 @@ def test_trace_options_stay_trace_level(tmp_path):
     assert res.exit_code == 1 and res.output.startswith("H-RETRY-3 kept")
     res = cli("minimize", path, "--quiet", "--lossy")
     assert res.exit_code == 2 and "for histories" in res.output
+
+
+# ------------------------------------------------------------------ Hypothesis-built histories
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as hs  # noqa: E402
+
+SEND = ("SendResult [sendStatus=SEND_OK, msgId={m}, offsetMsgId={m}, messageQueue=MessageQueue [topic=T, "
+        "brokerName=b, queueId={q}], queueOffset={o}]")
+RECV = "receive status [ msgId = {m}, topic = T, group = G, queueId = {q}, queueOffset = {o}]"
+
+
+@hs.composite
+def chaos_history(draw):
+    """An OpenChaos history: sends, deliveries of messages sent (some never, some twice) and
+    client kills, interleaved, 20 s apart so that a fault explains only what follows it closely."""
+    lines, ts, sent = [], 1_000, 0
+
+    def send():
+        nonlocal sent
+        i = sent
+        lines.append(f"0\tenqueue\tREQUEST\tv{i}\tk{i % 2}\t{ts}\tnull")
+        lines.append(f"0\tenqueue\tRESPONSE\tSUCCESS\tv{i}\tk{i % 2}\t{ts + 1}\t1\t"
+                     f"{SEND.format(m=f'v{i}', q=i % 2, o=i // 2)}\t0")
+        sent += 1
+
+    send()
+    for op in draw(hs.lists(hs.sampled_from(["send", "deliver", "deliver", "kill"]), min_size=1, max_size=12)):
+        ts += 20_000
+        if op == "send":
+            send()
+        elif op == "kill":
+            lines.append(f"fault\tkill\tstart\t{ts}")
+        else:
+            i = draw(hs.integers(0, sent - 1))
+            c = draw(hs.integers(1, 2))
+            lines.append(f"{c}\tdequeue\tRESPONSE\tSUCCESS\tv{i}\tk{i % 2}\t{ts}\t0\t"
+                         f"{RECV.format(m=f'v{i}', q=i % 2, o=i // 2)}\t5")
+    return lines
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=chaos_history())
+def test_any_failing_hypothesis_history_minimizes_to_needed_records(tmp_path, lines):
+    p = tmp_path / "h.history"
+    p.write_text("\n".join(lines) + "\n")
+    rep = check_history(load_history(p, "openchaos"))
+    if rep.ok:
+        with pytest.raises(NotMinimizable):
+            minimize_history(p, "openchaos")
+        return
+    gid = rep.violated()[0]
+    first = next(v for v in rep.verdicts if v.id == gid).findings[0]
+    res = minimize_history(p, "openchaos")
+    assert res.guarantee == gid and len(res.records) <= 4
+    out = tmp_path / "m.history"
+    write_history(out, res)
+    v, rep2 = verdict(out, "openchaos", None, gid)
+    assert v.status == "violated" and finding_kind(v.findings[0]) == finding_kind(first)
+    kept = out.read_text().splitlines()
+    assert all(line in lines for line in kept) and [lines.index(x) for x in kept] == sorted(lines.index(x) for x in kept)
+    for i in range(len(kept)):
+        cut = tmp_path / "c.history"
+        cut.write_text("\n".join(kept[:i] + kept[i + 1:]) + "\n")
+        if len(kept) == 1:
+            break
+        v, rep3 = verdict(cut, "openchaos", None, gid)
+        same = v.status == "violated" and any(finding_kind(f) == finding_kind(first) for f in v.findings)
+        assert not same or set(rep3.violated()) - {gid} - set(res.others)
