@@ -1,6 +1,9 @@
 """`rocketspec minimize TRACE [-o MIN.jsonl] [--invariant ID] [--profile P] [--match guard|invariant]
 [--json] [--quiet]`: shrink a failing trace to a short one that `check` rejects with the same
-invariant (traces/minimize.py; docs/minimize.md).
+invariant (traces/minimize.py; docs/minimize.md). With --format msgtrace|openchaos|trace
+[--groups F] [--complete|--lossy] (or an H-... --invariant, or a file that is not a trace): a
+failing history, `rocketspec history` as the oracle, written in its own format
+(traces/minimize_history.py).
 
 Exit codes: 1 the minimized trace was written (it fails, as the input did: a finding); 2 bad
 input, including a trace that holds (nothing to minimize) or that does not violate --invariant;
