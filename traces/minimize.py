@@ -38,7 +38,7 @@ from ..spec import invariants as _inv
 from ..spec.profiles import Profile
 from ..spec.replay import FastValidator, Finding, resolve_profile
 from ..traces.io import TraceInputError
-from . import renumber, units
+from . import ddmin, renumber, units
 from .oracle import BAD_CONFIG, SPEC_CRASH, Rejection, all_rejections, first_rejection
 
 MAX_ROUNDS = 20
@@ -431,32 +431,24 @@ class _Minimizer:
         return renumber.fix_previous([ev for i, ev in enumerate(self.events) if i not in idx]), intro
 
     def _shrink(self, kind):
-        """Delta debugging over the units of `kind`: remove chunks of units, halving the chunk
-        size down to one unit; after each success the units are found again on the new trace."""
+        """Delta debugging over the units of `kind` (traces.ddmin); the unit holding the
+        violation stays."""
         self.phase = kind
-        table = units.units(kind, self.events)
-        last = len(self.events) - 1
-        labels = [lab for lab, idx in table.items() if last not in idx]
-        if not labels:
-            return
-        chunk = max(1, len(labels) // 2)
-        while True:
-            i = 0
-            while i < len(labels):
-                part = labels[i:i + chunk]
-                before = len(self.events)
-                cand, intro = self._candidate(kind, part, table)
-                if cand is not None and len(cand) < before and self._interesting(cand, intro):
-                    self._note(kind, part, before - len(self.events))
-                    table = units.units(kind, self.events)
-                    last = len(self.events) - 1
-                    done = set(part)
-                    labels = [lab for lab in labels if lab not in done and lab in table and last not in table[lab]]
-                else:
-                    i += chunk
-            if chunk == 1:
-                break
-            chunk = max(1, chunk // 2)
+
+        def table():
+            t = units.units(kind, self.events)
+            last = len(self.events) - 1
+            return {lab: idx for lab, idx in t.items() if last not in idx}
+
+        def try_remove(part, t):
+            before = len(self.events)
+            cand, intro = self._candidate(kind, part, t)
+            if cand is not None and len(cand) < before and self._interesting(cand, intro):
+                self._note(kind, part, before - len(self.events))
+                return True
+            return False
+
+        ddmin.remove_units(table, try_remove)
 
     def _note(self, kind, part, gone):
         """Record a removal: one entry per unit (the events shared out among them; a removal

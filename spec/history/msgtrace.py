@@ -71,7 +71,9 @@ def _null(s):
     return None if s in ("null", "") else s
 
 
-def read_msgtrace(path) -> History:
+def read_msgtrace(path, recs=None) -> History:
+    """`recs`: (line, fields) pairs as `records` yields them, to read records held in memory
+    (the history minimizer's candidates) under the name `path`; default: the file's."""
     path = str(path)
     h = History(source=path, format="msgtrace", complete=False, observes=frozenset())
     before: dict[tuple, Consume] = {}
@@ -79,7 +81,7 @@ def read_msgtrace(path) -> History:
     tx: dict[str, Produce] = {}
     unmatched_after = 0
     n = 0
-    for line, f in records(path):
+    for line, f in (records(path) if recs is None else recs):
         n += 1
         where = f"{path}:{line}"
         if f is None:

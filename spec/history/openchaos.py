@@ -38,26 +38,33 @@ def _null(s):
     return None if s == "null" else s
 
 
-def read_openchaos(path) -> History:
-    path = str(path)
-    h = History(source=path, format="openchaos", complete=True, observes=frozenset({"disruptions"}))
+def lines(path):
+    """(line, text) for each non-blank line of the file."""
     try:
         fh = open(path, encoding="utf-8", errors="replace")
     except OSError as exc:
         raise UserError(f"cannot read: {exc.strerror}", file=path) from None
-    n = 0
-    topics = set()
     with fh:
         for line, raw in enumerate(fh, 1):
             text = raw.rstrip("\r\n")
-            if not text.strip():
-                continue
-            n += 1
-            f = text.split("\t")
-            try:
-                _record(h, f, f"{path}:{line}", topics)
-            except ValueError as exc:
-                h.problems.append(Problem(path, line, str(exc)))
+            if text.strip():
+                yield line, text
+
+
+def read_openchaos(path, rows=None) -> History:
+    """`rows`: (line, text) pairs as `lines` yields them, to read lines held in memory (the
+    history minimizer's candidates) under the name `path`; default: the file's."""
+    path = str(path)
+    h = History(source=path, format="openchaos", complete=True, observes=frozenset({"disruptions"}))
+    n = 0
+    topics = set()
+    for line, text in (lines(path) if rows is None else rows):
+        n += 1
+        f = text.split("\t")
+        try:
+            _record(h, f, f"{path}:{line}", topics)
+        except ValueError as exc:
+            h.problems.append(Problem(path, line, str(exc)))
     h.records = n
     if n == 0:
         raise UserError("empty OpenChaos history", file=path)
