@@ -56,7 +56,7 @@ _SHAPES = {
     "Directory": {"topics": "share", "brokers": "dict", "clients": "dict_of:Client", "registered": "dict_of_sets",
                   "alloc": "dict"},
     "PQ": {"tree": "set", "heap": "list", "consuming": "list", "batches": "dict", "failed": "dict",
-           "pending_upd": "list", "expired": "set", "dup_seen": "set"},
+           "pending_upd": "list", "expired": "set", "dup_seen": "set", "unheard": "share"},
     "Progress": {"done": "set"},
     "QueueState": {"pqs": "dict_of:PQ", "stores": "dict_of_lists", "local": "dict_of_lists", "persists": "dict",
                    "units": "dict_of:Progress", "busy": "dict", "reads": "dict", "pull_commit": "dict",
@@ -277,7 +277,7 @@ _KNOWN = {
                  "reset_ahead", "overlaps", "batch_max", "held", "lost_entry"},
     PQ: {"client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull", "pull_id",
          "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd", "created_ts", "orderly", "broadcast",
-         "retry_topic", "expired", "dup_seen", "commit_due", "sampled"},
+         "retry_topic", "expired", "dup_seen", "commit_due", "sampled", "unheard"},
     Chain: {"requests", "entries", "accepted"},
 }
 
@@ -355,7 +355,7 @@ class Canon:
                                 tuple(sorted(pq.failed.items())) if pq.failed else (),
                                 tuple(pq.pending_upd), tuple(sorted(getattr(pq, "expired", ()))),
                                 tuple(sorted(pq.dup_seen)) if pq.dup_seen else (), pq.commit_due, pq.sampled,
-                                _extra(pq, xpq))))
+                                pq.unheard, _extra(pq, xpq))))
         pqs.sort()
         units = tuple(sorted((rn(u), p.start, p.wm, tuple(sorted(p.done)), p.skipped) for u, p in qs.units.items()))
         return (mk(key), (

@@ -923,9 +923,16 @@ def consume_started(st, ev, out):
         out.report("GUARD", f"consume id {cons_id} reused while in flight", key)
     if pq.orderly:
         _settle(st, qs, pq, out)
+        taken, pq.unheard = pq.unheard, None
         if offsets and list(offsets) != pq.consuming[-len(offsets):]:
+            # no messages_taken before it (a recorder outside the client): infer the take
             _take_lowest(pq, offsets)
-        if list(offsets) != pq.consuming[-len(offsets):] if offsets else True:
+        if taken is not None and list(offsets) != list(taken):
+            # ConsumeRequest.run calls the listener with the very list takeMessages returned,
+            # in the same thread; the next take waits for processConsumeResult
+            out.report("INV-ORDER-2", f"{cid}'s listener call {cons_id} receives {list(offsets)[:8]}, but "
+                       f"takeMessages just took {list(taken)[:8]} and no listener call received them", key)
+        elif list(offsets) != pq.consuming[-len(offsets):] if offsets else True:
             out.report("INV-ORDER-2", f"orderly batch {list(offsets)[:8]} is not the messages just taken "
                        f"({pq.consuming[-8:]})", key)
         if not pq.broadcast:
@@ -1130,6 +1137,11 @@ def messages_taken(st, ev, out):
         pq.tree.discard(o)
     pq.consuming.extend(offsets)
     pq.consuming.sort()
+    if ev.get("obs", "exact") == "exact" and offsets:
+        if pq.unheard is not None:
+            out.report("INV-ORDER-2", f"takeMessages took {list(offsets)[:8]} while the {list(pq.unheard)[:8]} it "
+                       f"took before never reached a listener call", key)
+        pq.unheard = tuple(offsets)
 
 
 def pq_committed(st, ev, out):

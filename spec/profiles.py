@@ -69,7 +69,10 @@ class Profile:
     offset_illegal_delay_ms: int = 0             # 5.x immediate; 4.9.x 10000 ms
     read_offset_broker_exception_is_not_found: bool = False  # 4.9.x: any MQBrokerException reads as -1
     offset_query_failure_as_not_found: bool = False  # #2708 (<4.9.1): any failure reads as -1
-    broker_zero_if_not_found: str = "in_memory"  # 5.x checkInMem; 4.9.x "not_on_disk"
+    # no committed offset and min offset 0: the broker answers 0 if offset 0 is "in_memory"
+    # (5.x checkInMemByConsumeOffset: an empty queue is QUERY_NOT_FOUND) or "not_on_disk"
+    # (4.9.x !checkInDiskByConsumeOffset: an empty queue answers 0)
+    broker_zero_if_not_found: str = "in_memory"
     overflow_badly_min_if_zero: bool = False     # #4215, <= 4.9.3
     local_offset_persist_merges: bool = True     # #7740 (4.9.8, 5.2.0); before: rewrite with current mqs only
     reset_offset_duplicates_pull: bool = False   # #2449 (< 4.9.0)

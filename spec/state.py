@@ -95,7 +95,8 @@ class PQ:
 
     __slots__ = ("client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull",
                  "pull_id", "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd",
-                 "created_ts", "orderly", "broadcast", "retry_topic", "expired", "dup_seen", "commit_due", "sampled")
+                 "created_ts", "orderly", "broadcast", "retry_topic", "expired", "dup_seen", "commit_due", "sampled",
+                 "unheard")
 
     def __init__(self, client, gen, offset, ts, orderly, broadcast, retry_topic):
         self.client = client
@@ -122,6 +123,9 @@ class PQ:
         self.dup_seen: set[int] = set()       # orderly: taken offsets already counted as duplicates when consumed
         self.commit_due = False               # orderly: the listener returned SUCCESS/COMMIT; commit() follows
         self.sampled = False                  # its table entry and flags are seen by polling (a recorder)
+        # orderly: what an exact messages_taken took that no listener call has received yet
+        # (ConsumeRequest.run hands the listener exactly that list, before any other take)
+        self.unheard: tuple | None = None
 
     def tree_min(self):
         h, t = self.heap, self.tree
@@ -361,6 +365,8 @@ def compact_queue(qs: QueueState | None, now: int | None = None) -> dict:
              "queue_offset_max": pq.max_new}
         if pq.consuming:
             d["consuming"] = _short(pq.consuming)
+        if pq.unheard is not None:
+            d["taken_not_yet_consumed"] = list(pq.unheard)
         if pq.batches:
             d["in_flight"] = {str(k): list(v) for k, v in list(pq.batches.items())[:4]}
         if pq.orderly:

@@ -167,12 +167,28 @@ def test_broker_offset_commit_overwrites_and_restart_reloads_last_flush():
 
 
 def test_query_offset_answers_zero_for_unknown_group_while_offset_zero_is_kept():
+    """5.3.3 ConsumerManageProcessor.queryConsumerOffset: no offset, min offset 0 and
+    checkInMemByConsumeOffset(topic, queue, 0, 1), which needs an entry at offset 0."""
     b, _ = broker()
     assert b.query_consumer_offset("g", "T", 0) is None          # empty queue: not found
     b.put_message(Message(topic="T", queue=0))
     assert b.query_consumer_offset("g", "T", 0) == 0             # #334
     b.store.delete_before("T", 0, 1)
     assert b.query_consumer_offset("g", "T", 0) is None
+
+
+def test_query_offset_of_an_empty_queue_is_zero_on_4_9_8():
+    """4.9.8 answers 0 when min offset <= 0 and !checkInDiskByConsumeOffset(topic, queue, 0),
+    which is false for a queue with no entry at 0: the real runs' empty retry queue reads 0
+    (tests/fixtures/real/*: offset_read 0 from the store, never a committed offset before)."""
+    b, _ = broker(P4)
+    assert b.query_consumer_offset("g", "T", 0) == 0             # empty queue
+    b.put_message(Message(topic="T", queue=0))
+    assert b.query_consumer_offset("g", "T", 0) == 0
+    b.store.delete_before("T", 0, 1)                             # min offset 1: not found
+    assert b.query_consumer_offset("g", "T", 0) is None
+    b.offsets.commit("g", "T", 0, 7)
+    assert b.query_consumer_offset("g", "T", 0) == 7
 
 
 def _sent_back_chain(profile, via):
@@ -232,3 +248,40 @@ def test_paused_owner_tasks_wait_and_dead_owner_tasks_never_run():
     sim.schedule(30, ran.append, "free30")
     sim.run_until(100)
     assert ran == ["free30", "p10"]
+
+
+def _first_store_reads(events):
+    """Real store reads of a queue the group had no committed offset for: (topic, queue,
+    messages stored so far, min offset, offset read)."""
+    committed, stored, mins, out = set(), {}, {}, []
+    for e in events:
+        k = e["kind"]
+        if k == "offset_committed":
+            committed.add((e["group"], e["topic"], e["queue"]))
+        elif k == "message_stored":
+            stored[(e["topic"], e["queue"])] = e["offset"] + 1
+        elif k == "queue_snapshot":
+            mins[(e["topic"], e["queue"])] = e["min_offset"]
+            stored[(e["topic"], e["queue"])] = e["max_offset"]
+        elif k == "offset_read" and e["source"] == "store" and e["offset"] >= -1 \
+                and (e["group"], e["topic"], e["queue"]) not in committed:
+            tq = (e["topic"], e["queue"])
+            out.append((*tq, stored.get(tq, 0), mins.get(tq, 0), e["offset"]))
+    return out
+
+
+def test_the_4_9_8_reference_answers_first_offset_queries_as_the_real_broker_did():
+    """Every real 4.9.8 run: each first store read (no committed offset) is answered as the
+    reference broker under rocketmq-4.9.8 answers it for a queue of the same size and min
+    offset. The runs include empty queues (every retry queue, Orders/2 in real-rebalance)."""
+    from handtraces import REAL, load
+    reads = [r for p in sorted(REAL.glob("real-*.jsonl")) for r in _first_store_reads(load(p))]
+    assert any(n == 0 for _, _, n, _, _ in reads), "no empty queue was read: the fact is not exercised"
+    for topic, queue, n, mn, real in reads:
+        b, _ = broker(P4)
+        for _ in range(n):
+            b.put_message(Message(topic="T", queue=0))
+        if mn:
+            b.store.delete_before("T", 0, mn)
+        got = b.query_consumer_offset("g", "T", 0)
+        assert (-1 if got is None else got) == real, (topic, queue, n, mn, real)

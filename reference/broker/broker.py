@@ -224,13 +224,19 @@ class Broker:
 
     # ------------------------------------------------------------------ offsets
     def query_consumer_offset(self, group: str, topic: str, queue: int) -> int | None:
-        """None means QUERY_NOT_FOUND. With no offset, the broker may answer 0 itself when the
-        queue starts at 0 and offset 0 is still in memory (#334; 4.9.x: not yet on disk)."""
+        """None means QUERY_NOT_FOUND. With no offset, ConsumerManageProcessor.queryConsumerOffset
+        answers 0 itself when the queue's min offset is 0 and (profile `broker_zero_if_not_found`)
+        4.9.x "not_on_disk": offset 0 is not on disk (!checkInDiskByConsumeOffset: also when the
+        queue has no entry at 0, i.e. it is empty); 5.x "in_memory": offset 0 is in memory
+        (checkInMemByConsumeOffset(0, 1): the entry must exist, so an empty queue is not found).
+        The reference store keeps every message in memory (a small broker's commit log is far
+        below accessMessageInMemoryMaxRatio of RAM), so only the entry's existence differs."""
         self._check_up()
         off = self.offsets.query(group, topic, queue)
         if off >= 0:
             return off
-        if self.store.min_offset(topic, queue) <= 0 and self.store.max_offset(topic, queue) > 0:
+        if self.store.min_offset(topic, queue) <= 0 and (
+                self.profile.broker_zero_if_not_found == "not_on_disk" or self.store.max_offset(topic, queue) > 0):
             return 0
         return None
 
