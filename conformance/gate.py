@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocketspec.errors import EXIT_BAD_INPUT, EXIT_FINDING, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_OK, UserError
+from rocketspec.config_files import short
 
 RELEASES = ["rocketmq-5.3.3", "rocketmq-4.9.8"]
 REPO = Path(__file__).resolve().parent.parent
@@ -124,7 +125,7 @@ def _strs(v, source, at):
 
 def _keys(table, allowed, source, at):
     if not isinstance(table, dict):
-        _bad(f"expected a table, got {table!r}", source, at)
+        _bad(f"expected a table, got {short(table)}", source, at)
     unknown = sorted(set(table) - allowed)
     if unknown:
         _bad(f"unknown keys {unknown}; known: {sorted(allowed)}", source, at)

@@ -104,7 +104,7 @@ def queue_triple(path, v):
 def check_table(table: dict, rules: dict, path: str = "", allow_extra=()) -> None:
     """Check every known key of `table` with its rule; unknown keys are errors."""
     if not isinstance(table, dict):
-        raise FieldError(path, f"expected a table, got {table!r}")
+        raise FieldError(path, f"expected a table, got {_short(table)}")
     unknown = set(table) - set(rules) - set(allow_extra)
     if unknown:
         raise FieldError(path, f"unknown keys {sorted(unknown)}; known: {sorted(rules)}")

@@ -7,6 +7,8 @@ problems as `ScenarioError` naming the file and the field path.
 """
 from __future__ import annotations
 
+from rocketspec.config_files import short as _short_value
+
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -46,11 +48,11 @@ def _props(path: str, table) -> None:
     the broker sees them as strings). As Message.putUserProperty: no system property name,
     no blank name or value."""
     if not isinstance(table, dict):
-        raise checks.FieldError(path, f"expected a table of properties, got {table!r}")
+        raise checks.FieldError(path, f"expected a table of properties, got {_short_value(table)}")
     for name, v in table.items():
         values = v if isinstance(v, list) else [v]
         if not values or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in values):
-            raise checks.FieldError(f"{path}.{_key(name)}", f"expected a string or number, or a non-empty list of them, got {v!r}")
+            raise checks.FieldError(f"{path}.{_key(name)}", f"expected a string or number, or a non-empty list of them, got {_short_value(v)}")
         if name in SYSTEM_PROPERTIES:
             raise checks.FieldError(f"{path}.{_key(name)}", "a system property: RocketMQ's putUserProperty refuses it "
                                     "(\"The Property<%s> is used by system\")" % name)
@@ -188,7 +190,7 @@ def load_scenario(name_or_file: str) -> dict:
 
 def _expect(source, path, value, types, what):
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,))):
-        raise ScenarioError(source, path, f"expected {what}, got {value!r}")
+        raise ScenarioError(source, path, f"expected {what}, got {_short_value(value)}")
     return value
 
 
@@ -231,7 +233,7 @@ def _parse_verdict(source, path, v):
             raise ScenarioError(source, f"{path}.fails", f"unknown invariant ids {unknown} (see `rocketspec "
                                 "schema` / spec/SPEC.md)")
         return frozenset(ids)
-    raise ScenarioError(source, path, f"expected {_EXPECT_HELP}, got {v!r}")
+    raise ScenarioError(source, path, f"expected {_EXPECT_HELP}, got {_short_value(v)}")
 
 
 def _parse_expect(source, raw):

@@ -44,6 +44,39 @@ def read_text(path, what: str) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _duplicate_at(text: str):
+    """(key, line, column) of the first key that repeats a key of its own object in this JSON text
+    (which json.loads already parsed), or (None, None). One pass over the text: strings are
+    skipped as JSON reads them, and each open object keeps the keys seen so far."""
+    import json
+
+    dec = json.JSONDecoder()
+    stack: list = []          # per open container: a set of keys (object) or None (array)
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            key, end = dec.raw_decode(text, i)
+            j = end
+            while j < n and text[j] in " \t\r\n":
+                j += 1
+            if stack and stack[-1] is not None and j < n and text[j] == ":":
+                if key in stack[-1]:
+                    line = text.count("\n", 0, i) + 1
+                    return key, line, i - (text.rfind("\n", 0, i) + 1) + 1
+                stack[-1].add(key)
+            i = end
+            continue
+        if ch == "{":
+            stack.append(set())
+        elif ch == "[":
+            stack.append(None)
+        elif ch in "}]" and stack:
+            stack.pop()
+        i += 1
+    return None, None, None
+
+
 def parse(text: str, fmt: str, source: str) -> dict:
     """Parse TOML (`fmt` "toml") or JSON ("json") text into a table; errors name the line."""
     import json
@@ -64,7 +97,9 @@ def parse(text: str, fmt: str, source: str) -> dict:
     except json.JSONDecodeError as exc:
         raise UserError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=source, line=exc.lineno) from None
     except _DuplicateKey as dup:
-        raise UserError(f"not valid JSON: duplicate key {dup.args[0]!r} in one object", file=source) from None
+        key, line, col = _duplicate_at(text)
+        raise UserError(f"not valid JSON: duplicate key {short(dup.args[0] if key is None else key)} in one object"
+                        + (f" (column {col})" if col else ""), file=source, line=line) from None
     except RecursionError:
         raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source,
                         line=_deep_line(text)) from None

@@ -9,6 +9,8 @@ lookup, so no action reads a profile constant for these directly.
 """
 from __future__ import annotations
 
+from rocketspec.config_files import short as _short_value
+
 from .profiles import CLIENT_TIMING_KEYS
 
 # trace config key -> Profile field giving its default
@@ -78,9 +80,9 @@ def _values(profile, config, keys, aliases):
         if val is None:
             val = getattr(profile, field)
         elif key != "message_delay_level" and (type(val) is not int or val < 0):
-            raise BadConfig(f"{key}: expected a non-negative integer (ms), got {val!r}")
+            raise BadConfig(f"{key}: expected a non-negative integer (ms), got {_short_value(val)}")
         elif key == "message_delay_level" and not isinstance(val, str):
-            raise BadConfig(f"{key}: expected RocketMQ's string, e.g. '1s 5s 10s', got {val!r}")
+            raise BadConfig(f"{key}: expected RocketMQ's string, e.g. '1s 5s 10s', got {_short_value(val)}")
         out[key] = val
     return out
 

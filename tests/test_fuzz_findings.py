@@ -501,3 +501,31 @@ def test_a_big_list_of_a_deep_value_stays_small():
 
     inp = fz.make_input(fz.build_seeds_forked(), 30, 51829)
     assert "big-list:failures" in inp["notes"] and len(inp["data"]) < 1_000_000
+
+
+def test_a_parquet_name_on_other_bytes_is_refused_at_byte_0(tmp_path):
+    # 10^6 run, part 3 (#202052): the message named the file but no place in it
+    p = tmp_path / "t.parquet"
+    p.write_bytes(b"P\x00\x00\x00" + b"\x00" * 64)
+    r = CliRunner().invoke(main, ["check", str(p)])
+    assert r.exit_code == 2
+    assert "at byte 0" in r.output and "PAR1" in r.output
+
+
+def test_a_duplicate_key_in_a_json_scenario_is_located(tmp_path):
+    # 10^6 run, part 3 (#159971): "duplicate key 'client' in one object" named no line
+    p = tmp_path / "s.json"
+    p.write_text('{\n "name": "x",\n "steps": [{"at_ms": 1, "client": "c1",\n   "client": "c2"}]\n}\n')
+    r = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl")])
+    assert r.exit_code == 2
+    assert f"{p}:4:" in r.output and "duplicate key 'client'" in r.output and "column 4" in r.output
+
+
+def test_a_huge_wrong_value_is_cut_in_the_message(tmp_path):
+    # 10^6 run, part 3 (#147464): a 700 KB list where a table belongs was printed whole
+    groups = ", ".join(['{ name = "G", subscriptions = { T = "*" } }'] * 20000)
+    p = tmp_path / "s.toml"
+    p.write_text(f'name = "x"\ngroups = [[{groups}]]\n')
+    r = CliRunner().invoke(main, ["simulate", "--scenario", str(p), "--out", str(tmp_path / "o.jsonl")])
+    assert r.exit_code == 2
+    assert "groups[0]: expected a table" in r.output and len(r.output) < 1000

@@ -586,8 +586,8 @@ def read_events(path, validate: bool = True,
         if head == PARQUET_MAGIC:
             it = _iter_parquet(path, fh, owned, progress)
         elif str(path).endswith(".parquet") and not head.startswith((GZIP_MAGIC, ZSTD_MAGIC, b"{")):
-            raise TraceInputError(path, None, "not a readable Parquet file: it does not start with PAR1 (nor is it "
-                                              "JSON Lines)")
+            raise TraceInputError(path, None, f"not a readable Parquet file: at byte 0 it holds {head[:4]!r}, not "
+                                              "the magic PAR1 a Parquet file starts with (nor is it JSON Lines)")
         else:
             stream, comp = _decompressing(path, fh, head)
             it = _iter_jsonl(path, stream, fh, comp, progress)

@@ -1,6 +1,8 @@
 """Which adapter reads a file, and declarations of what a source does not carry."""
 from __future__ import annotations
 
+from rocketspec.config_files import short as _short_value
+
 from ...errors import UserError
 from .model import History
 
@@ -60,11 +62,11 @@ def declare_groups(h: History, groups: dict, source) -> None:
             f = f"{name}.{k}"
             if k in GROUP_KEYS:
                 if v not in GROUP_KEYS[k]:
-                    raise UserError(f"expected one of {', '.join(GROUP_KEYS[k])}, got {v!r}", file=source, field=f)
+                    raise UserError(f"expected one of {', '.join(GROUP_KEYS[k])}, got {_short_value(v)}", file=source, field=f)
                 setattr(g, k, v)
             elif k in ("max_reconsume_times", "consume_timeout_ms"):
                 if not isinstance(v, int) or isinstance(v, bool) or v < -1:
-                    raise UserError(f"expected an integer >= -1, got {v!r}", file=source, field=f)
+                    raise UserError(f"expected an integer >= -1, got {_short_value(v)}", file=source, field=f)
                 setattr(g, k, v)
             elif k == "subscriptions":
                 if not isinstance(v, dict):
