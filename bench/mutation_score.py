@@ -177,7 +177,8 @@ def markdown(rows, score, seeds, budget, total) -> str:
                              f"{' '.join(k['invariants'])}{where}")
             else:
                 cells.append(("budget out" if k["incomplete"] else "**survived**") + f" ({k['runs']} runs, "
-                             f"{k['seconds']:.0f} s)" + (f", {k['crashes']} crashes" if k["crashes"] else ""))
+                             f"{k['seconds']:.0f} s)" + (f", {k['crashes']} crashes" if k["crashes"] else "")
+                             + (f", {k['runaway']} ran away" if k.get("runaway") else ""))
         cells.append("n/a")
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
@@ -264,7 +265,8 @@ def _line(row) -> str:
                          f"{','.join(k['invariants'])}{where}")
         else:
             parts.append(f"{method}: {'budget out' if k['incomplete'] else 'SURVIVED'} after {k['runs']} runs, "
-                         f"{k['seconds']:.1f} s" + (f" ({k['crashes']} crashes)" if k["crashes"] else ""))
+                         f"{k['seconds']:.1f} s" + (f" ({k['crashes']} crashes)" if k["crashes"] else "")
+                         + (f" ({k['runaway']} ran away: cut at an event cap)" if k.get("runaway") else ""))
     parts.append("exhaustive: n/a")
     return " | ".join(parts)
 

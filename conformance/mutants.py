@@ -472,6 +472,7 @@ class Kill:
     trace_path: str | None = None
     falsifying_code: str | None = None
     incomplete: bool = False         # the budget ran out before the search did
+    runaway: int = 0                 # hypothesis: examples cut at an event cap (not kills)
     note: str = ""
 
     def to_dict(self) -> dict:
@@ -590,6 +591,7 @@ def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_exampl
     total = round(time.perf_counter() - t0, 3)
     res.cpu_seconds = round(time.process_time() - c0, 3)
     res.runs = getattr(r, "examples_run", 0) or 0
+    res.runaway = getattr(r, "runaway", 0) or 0
     finding = getattr(r, "finding", None)
     if not r.ok and finding is not None and _is_spec_finding(finding):
         res.killed = True
