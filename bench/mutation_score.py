@@ -173,7 +173,9 @@ def markdown(rows, score, seeds, budget, total) -> str:
                 cells.append("n/a")
             elif k["killed"]:
                 where = f"; {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
-                cells.append(f"{k['seconds']:.2f} s / {k['cpu_seconds']:.2f} s CPU ({k['runs']}), "
+                n = k.get("examples_to_kill") if method == "hypothesis" else None
+                runs = f"{n} examples" if n is not None else k["runs"]
+                cells.append(f"{k['seconds']:.2f} s / {k['cpu_seconds']:.2f} s CPU ({runs}), "
                              f"{' '.join(k['invariants'])}{where}")
             else:
                 cells.append(("budget out" if k["incomplete"] else "**survived**") + f" ({k['runs']} runs, "
@@ -261,7 +263,9 @@ def _line(row) -> str:
             parts.append(f"{method}: n/a")
         elif k["killed"]:
             where = f" on {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
-            parts.append(f"{method}: killed in {k['seconds']:.2f} s wall, {k['cpu_seconds']:.2f} s CPU ({k['runs']} runs) by "
+            n = k.get("examples_to_kill")
+            runs = f"{n} examples to the kill, {k['runs']} with shrinking" if n is not None else f"{k['runs']} runs"
+            parts.append(f"{method}: killed in {k['seconds']:.2f} s wall, {k['cpu_seconds']:.2f} s CPU ({runs}) by "
                          f"{','.join(k['invariants'])}{where}")
         else:
             parts.append(f"{method}: {'budget out' if k['incomplete'] else 'SURVIVED'} after {k['runs']} runs, "

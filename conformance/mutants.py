@@ -473,6 +473,7 @@ class Kill:
     falsifying_code: str | None = None
     incomplete: bool = False         # the budget ran out before the search did
     runaway: int = 0                 # hypothesis: examples cut at an event cap (not kills)
+    examples_to_kill: int | None = None   # hypothesis: examples run until the first failing one (runs counts shrinking too)
     note: str = ""
 
     def to_dict(self) -> dict:
@@ -603,6 +604,7 @@ def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_exampl
         # the time to kill is the time to the first failing example; shrinking comes after
         found = getattr(r, "seconds_to_failure", None)
         res.seconds = round(found, 3) if found is not None else total
+        res.examples_to_kill = getattr(r, "examples_to_failure", None)
         res.note = f"{total} s with shrinking; {getattr(r, 'examples_to_failure', None)} examples to the failure"
         return res
     res.seconds = total

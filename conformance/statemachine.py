@@ -33,23 +33,26 @@ from ..spec.profiles import PROFILES, UnknownProfile
 from . import strategies as S
 from .monitor import SpecViolation, TraceMonitor
 
-# The deployment the machine plays with: one broker, a 2-queue topic, a concurrent group and an
-# orderly group of two clients each. Retries are cut to 2 so a message can reach the DLQ within a
+# The deployment the machine plays with: one broker, a 4-queue topic, a concurrent group of three
+# clients (three, so AVG allocation has a remainder), an orderly group of two and a broadcasting
+# client. Retries are cut to 2 so a message can reach the DLQ within a
 # few steps; the listener's rates only declare which statuses are possible (the choices decide).
 SCENARIO = validate({
     "name": "statemachine",
     "description": "The environment of conformance.statemachine: rules add every step.",
     "duration_ms": 0,
-    "topics": [{"name": "T", "queues": 2}],
+    "topics": [{"name": "T", "queues": 4}],
     "groups": [
         {"name": "GID_C", "max_reconsume_times": 2, "subscriptions": {"T": "*"},
          "listener": {"duration_ms": [1, 50], "fail_rate": 0.1, "null_rate": 0.02, "exception_rate": 0.02}},
         {"name": "GID_O", "consume_mode": "ORDERLY", "max_reconsume_times": 2,
          "suspend_current_queue_time_millis": 1000, "subscriptions": {"T": "A || B"},
          "listener": {"duration_ms": [1, 50], "fail_rate": 0.1, "null_rate": 0.02, "exception_rate": 0.02}},
+        {"name": "GID_B", "message_model": "BROADCASTING", "subscriptions": {"T": "A || C"},
+         "listener": {"duration_ms": [1, 50], "fail_rate": 0.1, "null_rate": 0.02, "exception_rate": 0.02}},
     ],
 }, "builtin:statemachine")
-CLIENTS = {"c1": "GID_C", "c2": "GID_C", "o1": "GID_O", "o2": "GID_O"}
+CLIENTS = {"c1": "GID_C", "c2": "GID_C", "c3": "GID_C", "o1": "GID_O", "o2": "GID_O", "b1": "GID_B"}
 TAGS = ("A", "B", "C", None)
 DRAIN_MS = 300_000          # at the end, how long the system may take to become quiescent
 MAX_ARMED = 2
