@@ -209,9 +209,11 @@ class ReferenceMachine(RuleBasedStateMachine):
         shorter than the broker lock lifetime minus the client lease."""
         if not type(self).respect_assumptions or not self.run.consumers[client].orderly:
             return True
+        return duration_ms + _longest_call(self.run.consumers[client].listener) < self._lease_margin()
+
+    def _lease_margin(self) -> int:
         p = self.run.profile
-        longest_call = max(self.run.consumers[client].listener.duration)
-        return duration_ms + longest_call < p.broker_lock_max_live_ms - p.client_lock_max_live_ms
+        return p.broker_lock_max_live_ms - p.client_lock_max_live_ms
 
     def _restart_allowed(self) -> bool:
         """A-BROKER-LOCKS: no broker restart while an orderly client may hold a lease (a restart
@@ -282,7 +284,9 @@ class ReferenceMachine(RuleBasedStateMachine):
             return
 
         def fire():
-            if self._consumer(client, paused_ok=kind == "crash") is not None:
+            # a pause is judged again when it strikes: a slow listener may have come since
+            if self._consumer(client, paused_ok=kind == "crash") is not None and (
+                    kind == "crash" or self._pause_allowed(client, arg)):
                 self.run.do_step({"action": kind, "client": client,
                                   **({"mode": arg} if kind == "crash" else {"duration_ms": arg})})
 
@@ -306,6 +310,25 @@ class ReferenceMachine(RuleBasedStateMachine):
         for c in self.run.consumers.values():
             if c.group == group:
                 c.listener.rules.append(r)                        # and those running
+
+    @rule(group=st.sampled_from(sorted(set(CLIENTS.values()))), tags=st.sampled_from(TAGS[:-1]),
+          duration_ms=st.sampled_from([1000, 5000, 15000, 25000, 40000]))
+    @_logged
+    def listener_slow(self, group, tags, duration_ms):
+        """The application takes `duration_ms` on messages tagged `tags` (a slow downstream call):
+        a long consume call, during which a rebalance, a lease expiry or a pause may strike. An
+        orderly group's call stays within A-LEASE-MARGIN while the machine respects it."""
+        if self.done:
+            return
+        g = self.run.scenario["groups"][group]
+        if g.get("consume_mode") == "ORDERLY" and type(self).respect_assumptions and duration_ms >= self._lease_margin():
+            return
+        r = {"tags": [tags], "duration_ms": duration_ms}
+        listener = g.setdefault("listener", {})
+        listener["rules"] = [*listener.get("rules", []), r]
+        for c in self.run.consumers.values():
+            if c.group == group:
+                c.listener.rules.append(r)
 
     # -- an operator's moves (mqadmin) and offset-store faults
     @rule(group=st.sampled_from(sorted(set(CLIENTS.values()))), back_ms=st.sampled_from([0, 1000, 10**9]))
@@ -372,6 +395,16 @@ class ReferenceMachine(RuleBasedStateMachine):
             if self._cm is not None:
                 cm, self._cm = self._cm, None
                 cm.__exit__(None, None, None)
+
+
+def _longest_call(listener) -> int:
+    """The longest listener call a client may make: its range, or a rule's."""
+    longest = max(listener.duration)
+    for r in listener.rules:
+        d = r.get("duration_ms")
+        if d is not None:
+            longest = max(longest, d if isinstance(d, int) else max(d))
+    return longest
 
 
 def _new_report() -> dict:
