@@ -124,8 +124,10 @@ Methods (`python -m bench.mutation_score`, which wrote this page):
   witness is what the search found, not where it started).
 - **hypothesis**: the Hypothesis state machine on the mutated reference
   (`conformance.statemachine.check_reference(..., reference_patch=...)`, derandomized, rocketmq-5.3.3,
-  at most 200 examples); the wall time to kill is the time to the first failing example, before
-  shrinking; the CPU time includes a short shrink (3 s budget here).
+  at most `--hypothesis-examples` examples and `--budget` seconds); the wall time to kill is the
+  time to the first failing example, before shrinking, and *examples* the examples run up to it;
+  the CPU time includes a short shrink (`--shrink-budget`). An example that runs away (the state
+  machine's event caps) ends without a finding: it is counted ("ran away"), never a kill.
 - **exhaustive**: not available. `rocketspec explore` searches `model_checks/generator.py`, a
   second model of the broker and client, not `reference/`: a mutant of the reference is
   invisible to it until the explorer drives the reference itself (issue 15).
@@ -167,17 +169,7 @@ def markdown(rows, score, seeds, budget, total) -> str:
     out.append("|---|---|---|---|---|")
     for r in rows:
         cells = [f"`{r['mutant']}`", " ".join(r["targets"])]
-        for method in ("simulate", "hypothesis"):
-            k = r.get(method)
-            if k is None:
-                cells.append("n/a")
-            elif k["killed"]:
-                where = f"; {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
-                cells.append(f"{k['seconds']:.2f} s / {k['cpu_seconds']:.2f} s CPU ({k['runs']}), "
-                             f"{' '.join(k['invariants'])}{where}")
-            else:
-                cells.append(("budget out" if k["incomplete"] else "**survived**") + f" ({k['runs']} runs, "
-                             f"{k['seconds']:.0f} s)" + (f", {k['crashes']} crashes" if k["crashes"] else ""))
+        cells += [cell(method, r.get(method)) for method in ("simulate", "hypothesis")]
         cells.append("n/a")
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
@@ -210,6 +202,20 @@ def markdown(rows, score, seeds, budget, total) -> str:
                    f"{len(by)} |")
     out.append("")
     return "\n".join(out) + "\n"
+
+
+def cell(method: str, k: dict | None) -> str:
+    """One method's result for one mutant, as a cell of the results table."""
+    if k is None:
+        return "n/a"
+    if k["killed"]:
+        where = f"; {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
+        n = k.get("examples_to_kill") if method == "hypothesis" else None
+        runs = f"{n} examples" if n is not None else k["runs"]
+        return f"{k['seconds']:.2f} s / {k['cpu_seconds']:.2f} s CPU ({runs}), {' '.join(k['invariants'])}{where}"
+    return (("budget out" if k["incomplete"] else "**survived**") + f" ({k['runs']} runs, {k['seconds']:.0f} s)"
+            + (f", {k['crashes']} crashes" if k["crashes"] else "")
+            + (f", {k['runaway']} ran away" if k.get("runaway") else ""))
 
 
 def scores(rows, methods) -> dict:
@@ -260,11 +266,14 @@ def _line(row) -> str:
             parts.append(f"{method}: n/a")
         elif k["killed"]:
             where = f" on {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
-            parts.append(f"{method}: killed in {k['seconds']:.2f} s wall, {k['cpu_seconds']:.2f} s CPU ({k['runs']} runs) by "
+            n = k.get("examples_to_kill")
+            runs = f"{n} examples to the kill, {k['runs']} with shrinking" if n is not None else f"{k['runs']} runs"
+            parts.append(f"{method}: killed in {k['seconds']:.2f} s wall, {k['cpu_seconds']:.2f} s CPU ({runs}) by "
                          f"{','.join(k['invariants'])}{where}")
         else:
             parts.append(f"{method}: {'budget out' if k['incomplete'] else 'SURVIVED'} after {k['runs']} runs, "
-                         f"{k['seconds']:.1f} s" + (f" ({k['crashes']} crashes)" if k["crashes"] else ""))
+                         f"{k['seconds']:.1f} s" + (f" ({k['crashes']} crashes)" if k["crashes"] else "")
+                         + (f" ({k['runaway']} ran away: cut at an event cap)" if k.get("runaway") else ""))
     parts.append("exhaustive: n/a")
     return " | ".join(parts)
 

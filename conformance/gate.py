@@ -348,12 +348,19 @@ def run_statemachine(sm: dict, profile: str, budget_s: float) -> Case:
                         budget_s=budget_s)
     case.seconds = round(time.monotonic() - t0, 3)
     n = getattr(r, "examples_run", None)
+    runaway = getattr(r, "runaway", 0)
     if r.ok:
         if n is not None and n < sm["max_examples"] and not sm.get("bounded"):
             case.status = "incomplete"
             case.message = f"{n} of {sm['max_examples']} examples ran before the budget of {budget_s:.0f} s ran out"
+        elif runaway and not sm.get("bounded"):
+            # an example cut at an event cap was judged only up to the cap: not a finding, not a pass
+            case.status = "incomplete"
+            case.message = (f"{n} examples, no finding, but {runaway} ran away (cut at an event cap of the state "
+                            f"machine, judged on what they emitted)")
+            case.details = "the first of them:\n" + "\n".join(getattr(r, "runaway_steps", None) or [])
         else:
-            case.message = f"{n} examples, no finding"
+            case.message = f"{n} examples, no finding" + (f"; {runaway} ran away (cut at an event cap)" if runaway else "")
         return case
     f = r.finding
     if f is None and getattr(r, "crash", None):

@@ -472,6 +472,8 @@ class Kill:
     trace_path: str | None = None
     falsifying_code: str | None = None
     incomplete: bool = False         # the budget ran out before the search did
+    runaway: int = 0                 # hypothesis: examples cut at an event cap (not kills)
+    examples_to_kill: int | None = None   # hypothesis: examples run until the first failing one (runs counts shrinking too)
     note: str = ""
 
     def to_dict(self) -> dict:
@@ -590,6 +592,7 @@ def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_exampl
     total = round(time.perf_counter() - t0, 3)
     res.cpu_seconds = round(time.process_time() - c0, 3)
     res.runs = getattr(r, "examples_run", 0) or 0
+    res.runaway = getattr(r, "runaway", 0) or 0
     finding = getattr(r, "finding", None)
     if not r.ok and finding is not None and _is_spec_finding(finding):
         res.killed = True
@@ -601,6 +604,7 @@ def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_exampl
         # the time to kill is the time to the first failing example; shrinking comes after
         found = getattr(r, "seconds_to_failure", None)
         res.seconds = round(found, 3) if found is not None else total
+        res.examples_to_kill = getattr(r, "examples_to_failure", None)
         res.note = f"{total} s with shrinking; {getattr(r, 'examples_to_failure', None)} examples to the failure"
         return res
     res.seconds = total

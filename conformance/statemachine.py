@@ -33,27 +33,37 @@ from ..spec.profiles import PROFILES, UnknownProfile
 from . import strategies as S
 from .monitor import SpecViolation, TraceMonitor
 
-# The deployment the machine plays with: one broker, a 2-queue topic, a concurrent group and an
-# orderly group of two clients each. Retries are cut to 2 so a message can reach the DLQ within a
+# The deployment the machine plays with: one broker, a 4-queue topic, a concurrent group of three
+# clients (three, so AVG allocation has a remainder), an orderly group of two and a broadcasting
+# client. Retries are cut to 2 so a message can reach the DLQ within a
 # few steps; the listener's rates only declare which statuses are possible (the choices decide).
 SCENARIO = validate({
     "name": "statemachine",
     "description": "The environment of conformance.statemachine: rules add every step.",
     "duration_ms": 0,
-    "topics": [{"name": "T", "queues": 2}],
+    "topics": [{"name": "T", "queues": 4}],
     "groups": [
         {"name": "GID_C", "max_reconsume_times": 2, "subscriptions": {"T": "*"},
          "listener": {"duration_ms": [1, 50], "fail_rate": 0.1, "null_rate": 0.02, "exception_rate": 0.02}},
         {"name": "GID_O", "consume_mode": "ORDERLY", "max_reconsume_times": 2,
          "suspend_current_queue_time_millis": 1000, "subscriptions": {"T": "A || B"},
          "listener": {"duration_ms": [1, 50], "fail_rate": 0.1, "null_rate": 0.02, "exception_rate": 0.02}},
+        {"name": "GID_B", "message_model": "BROADCASTING", "subscriptions": {"T": "A || C"},
+         "listener": {"duration_ms": [1, 50], "fail_rate": 0.1, "null_rate": 0.02, "exception_rate": 0.02}},
     ],
 }, "builtin:statemachine")
-CLIENTS = {"c1": "GID_C", "c2": "GID_C", "o1": "GID_O", "o2": "GID_O"}
+CLIENTS = {"c1": "GID_C", "c2": "GID_C", "c3": "GID_C", "o1": "GID_O", "o2": "GID_O", "b1": "GID_B"}
 TAGS = ("A", "B", "C", None)
 DRAIN_MS = 300_000          # at the end, how long the system may take to become quiescent
 MAX_ARMED = 2
 CI_STEPS = 40               # stateful_step_count of the CI profile
+# Caps inside one example, so a reference that runs away (a mutant that pulls the same messages
+# forever, or re-reads an offset before every pull) ends its example promptly instead of stalling
+# the search: events one step may emit, and one example in all. The unmutated reference stays far
+# below them (see MAX_*_EVENTS in docs/conformance.md); an example cut by them is not a finding.
+MAX_STEP_EVENTS = 10_000
+MAX_EXAMPLE_EVENTS = 25_000
+BUDGET_CHECK_EVERY = 512    # events between two looks at the wall-clock budget inside a step
 
 
 def _logged(fn):
@@ -72,6 +82,16 @@ def _logged(fn):
 class BudgetExhausted(BaseException):
     """Raised by a new example when the budget ran out before any failure: a BaseException, so
     that Hypothesis lets it through and the search ends at once (check_reference catches it)."""
+
+
+class StepCut(BaseException):
+    """Raised from the trace sink to end a step at once: a spec error was just emitted
+    ("finding"), an event cap was hit ("runaway"), or the wall budget ran out ("budget"). A
+    BaseException, so that no `except Exception` of the reference swallows it."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
 
 
 class ReferenceCrashed(AssertionError):
@@ -107,20 +127,47 @@ class ReferenceMachine(RuleBasedStateMachine):
         self.chooser = ScriptChooser()
         self.monitor = TraceMonitor(cls.profile)
         self.run = None
+        self.example_events = 0
+        self.step_events = 0
         cls.report["examples"] += 1
         self._cm = _enter(cls.reference_patch)
         # a copy: the listener moves change the groups' listeners for this example only
-        self.run = Run(copy.deepcopy(cls.scenario), 0, cls.profile, self.monitor, self.chooser)
+        self.run = Run(copy.deepcopy(cls.scenario), 0, cls.profile, self._sink, self.chooser)
         self._do(self.run.setup)
 
     # ------------------------------------------------------------------ plumbing
+    def _sink(self, ev: dict) -> None:
+        """The reference's trace sink: the monitor judges the event; the step ends at once on
+        the first spec error (what follows it cannot change the finding) or on a cap."""
+        self.monitor.feed(ev)
+        self.step_events += 1
+        self.example_events += 1
+        if self.monitor.first_error is not None:
+            raise StepCut("finding")
+        if self.step_events > MAX_STEP_EVENTS or self.example_events > MAX_EXAMPLE_EVENTS:
+            raise StepCut("runaway")
+        if self.example_events % BUDGET_CHECK_EVERY == 0 and _out_of_budget(type(self)):
+            raise StepCut("budget")
+
     def _do(self, fn, *args, choices=()) -> None:
         """Run fn(*args) on the reference with this step's choice script, then judge the trace."""
         if self.done:
             return
         self.chooser.script, self.chooser.pos, self.chooser.trail = list(choices), 0, []
+        self.step_events = 0
         try:
             fn(*args)
+        except StepCut as cut:
+            if cut.why != "finding":
+                # not a finding: the example ends here, judged on what it emitted (its findings
+                # so far are none); a runaway is counted, a budget cut ends the search next
+                cls = type(self)
+                self.done = True
+                if cut.why == "runaway":
+                    cls.report["runaway"] += 1
+                    if cls.report["runaway_example"] is None:
+                        cls.report["runaway_example"] = (list(self.steps), self.step_events, self.example_events)
+                return
         except Exception as exc:       # includes an AssertionError inside the reference
             cls = type(self)
             if cls.ignore_crashes:
@@ -162,9 +209,11 @@ class ReferenceMachine(RuleBasedStateMachine):
         shorter than the broker lock lifetime minus the client lease."""
         if not type(self).respect_assumptions or not self.run.consumers[client].orderly:
             return True
+        return duration_ms + _longest_call(self.run.consumers[client].listener) < self._lease_margin()
+
+    def _lease_margin(self) -> int:
         p = self.run.profile
-        longest_call = max(self.run.consumers[client].listener.duration)
-        return duration_ms + longest_call < p.broker_lock_max_live_ms - p.client_lock_max_live_ms
+        return p.broker_lock_max_live_ms - p.client_lock_max_live_ms
 
     def _restart_allowed(self) -> bool:
         """A-BROKER-LOCKS: no broker restart while an orderly client may hold a lease (a restart
@@ -235,7 +284,9 @@ class ReferenceMachine(RuleBasedStateMachine):
             return
 
         def fire():
-            if self._consumer(client, paused_ok=kind == "crash") is not None:
+            # a pause is judged again when it strikes: a slow listener may have come since
+            if self._consumer(client, paused_ok=kind == "crash") is not None and (
+                    kind == "crash" or self._pause_allowed(client, arg)):
                 self.run.do_step({"action": kind, "client": client,
                                   **({"mode": arg} if kind == "crash" else {"duration_ms": arg})})
 
@@ -259,6 +310,25 @@ class ReferenceMachine(RuleBasedStateMachine):
         for c in self.run.consumers.values():
             if c.group == group:
                 c.listener.rules.append(r)                        # and those running
+
+    @rule(group=st.sampled_from(sorted(set(CLIENTS.values()))), tags=st.sampled_from(TAGS[:-1]),
+          duration_ms=st.sampled_from([1000, 5000, 15000, 25000, 40000]))
+    @_logged
+    def listener_slow(self, group, tags, duration_ms):
+        """The application takes `duration_ms` on messages tagged `tags` (a slow downstream call):
+        a long consume call, during which a rebalance, a lease expiry or a pause may strike. An
+        orderly group's call stays within A-LEASE-MARGIN while the machine respects it."""
+        if self.done:
+            return
+        g = self.run.scenario["groups"][group]
+        if g.get("consume_mode") == "ORDERLY" and type(self).respect_assumptions and duration_ms >= self._lease_margin():
+            return
+        r = {"tags": [tags], "duration_ms": duration_ms}
+        listener = g.setdefault("listener", {})
+        listener["rules"] = [*listener.get("rules", []), r]
+        for c in self.run.consumers.values():
+            if c.group == group:
+                c.listener.rules.append(r)
 
     # -- an operator's moves (mqadmin) and offset-store faults
     @rule(group=st.sampled_from(sorted(set(CLIENTS.values()))), back_ms=st.sampled_from([0, 1000, 10**9]))
@@ -327,8 +397,19 @@ class ReferenceMachine(RuleBasedStateMachine):
                 cm.__exit__(None, None, None)
 
 
+def _longest_call(listener) -> int:
+    """The longest listener call a client may make: its range, or a rule's."""
+    longest = max(listener.duration)
+    for r in listener.rules:
+        d = r.get("duration_ms")
+        if d is not None:
+            longest = max(longest, d if isinstance(d, int) else max(d))
+    return longest
+
+
 def _new_report() -> dict:
-    return {"examples": 0, "crashes": 0, "failure": None, "shrink_until": None, "first_failure": None}
+    return {"examples": 0, "crashes": 0, "runaway": 0, "runaway_example": None, "failure": None,
+            "shrink_until": None, "first_failure": None}
 
 
 def _failed(cls, failure: dict) -> None:
@@ -415,6 +496,8 @@ class ConformanceResult:
     profile: str = ""
     crash: str | None = None            # the reference raised (not a spec finding)
     crashes_ignored: int = 0
+    runaway: int = 0                    # examples ended by an event cap (MAX_STEP_EVENTS, MAX_EXAMPLE_EVENTS): not findings
+    runaway_steps: list | None = field(default=None, repr=False)  # the first of them, as the steps it took
     budget_exhausted: bool = False
     seconds: float = 0.0
     examples_to_failure: int | None = None   # examples run when the first failure was found
@@ -423,7 +506,8 @@ class ConformanceResult:
 
     def summary(self) -> str:
         head = (f"{self.profile}: {'holds' if self.ok else 'FAILS'} after {self.examples_run} examples "
-                f"in {self.seconds:.1f}s" + (" (budget ran out)" if self.budget_exhausted else ""))
+                f"in {self.seconds:.1f}s" + (" (budget ran out)" if self.budget_exhausted else "")
+                + (f"; {self.runaway} examples ran away (cut at an event cap, not a finding)" if self.runaway else ""))
         if self.ok:
             return head
         return "\n".join(x for x in (head, self.message, "falsifying example:", self.falsifying_code or "(none)",
@@ -487,6 +571,9 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
         res.examples_to_failure = cls.report["first_failure"][0]
         res.seconds_to_failure = cls.report["first_failure"][1] - t0
     res.crashes_ignored = cls.report["crashes"]
+    res.runaway = cls.report["runaway"]
+    if cls.report["runaway_example"] is not None:
+        res.runaway_steps = cls.report["runaway_example"][0]
     res.budget_exhausted = budget_s is not None and time.monotonic() > t0 + budget_s and res.ok
     res.seconds = time.monotonic() - t0
     return res

@@ -36,7 +36,9 @@ KNOWN_BUG = "bug-6163-rocketmq-5.0.0"
 @pytest.fixture(scope="module")
 def known_bug(tmp_path_factory):
     path = tmp_path_factory.mktemp("sm") / "bug.jsonl"
-    return check_reference(KNOWN_BUG, max_examples=300, trace_path=str(path), shrink_budget_s=10)
+    # the search stops at the first failure (example 118 here); max_examples also sets how fast
+    # Hypothesis lets examples grow, and with 300 they stay too small to reach the bug
+    return check_reference(KNOWN_BUG, max_examples=1000, trace_path=str(path), shrink_budget_s=10)
 
 
 def test_finds_the_known_bug_with_its_invariant(known_bug):
@@ -122,3 +124,47 @@ def test_traces_the_machine_found_against_the_spec_hold_now(name):
 
     j = judge_trace(Path(__file__).parent / "fixtures" / "statemachine" / name)
     assert j.declared and j.ok, j.describe()
+
+
+def test_an_example_past_the_event_cap_ends_without_a_finding():
+    # a step that emits more than MAX_STEP_EVENTS is a runaway (a mutant pulling forever): the
+    # example ends there, is counted, and the search goes on
+    from rocketspec.conformance import statemachine as SM
+
+    with mock.patch.object(SM, "MAX_STEP_EVENTS", 40):
+        res = check_reference("rocketmq-5.3.3", max_examples=30)
+    assert res.ok and res.finding is None and res.runaway > 0, res.summary()
+    assert res.examples_run == 30 and "ran away" in res.summary()
+    assert res.runaway_steps[0] == "state = ReferenceMachine()"
+
+
+def test_the_budget_ends_an_example_inside_a_step():
+    # a slow reference (every event 5 ms): the budget is looked at between events, so few are
+    # emitted after it ran out, and no new example starts
+    import time
+
+    from rocketspec.conformance import statemachine as SM
+    from rocketspec.reference.sim import Simulator
+
+    stamps, emit = [], Simulator.emit
+
+    def slow_emit(self, kind, **fields):
+        time.sleep(0.005)
+        stamps.append(time.monotonic())
+        return emit(self, kind, **fields)
+
+    with mock.patch.object(SM, "BUDGET_CHECK_EVERY", 4):
+        t0 = time.monotonic()
+        res = check_reference("rocketmq-5.3.3", max_examples=1000, budget_s=0.3,
+                              reference_patch=mock.patch.object(Simulator, "emit", slow_emit))
+    assert res.ok and res.budget_exhausted, res.summary()
+    assert len([t for t in stamps if t > t0 + 0.3]) <= 4
+
+
+def test_a_runaway_mutant_is_killed_by_a_finding_not_stalled():
+    # pull-offset-not-advanced pulls the same messages forever: the step ends at the first
+    # spec error instead of running on (it stalled the mutation bench before)
+    from rocketspec.conformance import mutants as M
+
+    k = M.kill_by_hypothesis(M.BY_ID["pull-offset-not-advanced"], budget_s=60, max_examples=200, shrink_budget_s=2)
+    assert k.killed and k.invariants == ["INV-PULL-1"], k.to_dict()
