@@ -114,22 +114,13 @@ def java_command(name: str, *args: str) -> list[str]:
     return ["java", "-cp", f"{compile_driver(cp, name)}:{cp}", name, *args]
 
 
-class RealClasses:
-    """One JVM running PqDiff; `run(kind, ops)` gives the real observation of each step."""
+class _DriverJVM:
+    """One long-lived JVM running a conformance/java driver, spoken to in JSON lines over its
+    stdin and stdout (stderr discarded: RocketMQ's logging must not mix with the answers)."""
 
-    def __init__(self, lock_lifetime_ms: int):
-        self.lock_lifetime_ms = lock_lifetime_ms
-        self.proc = subprocess.Popen(java_command("PqDiff", str(lock_lifetime_ms)),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, encoding="utf-8")
-
-    def run(self, kind: str, ops: list) -> list:
-        self.proc.stdin.write(json.dumps({"kind": kind, "ops": ops}) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"PqDiff ended (exit {self.proc.wait()}) on the script {ops!r}")
-        return json.loads(line)["steps"]
+    def __init__(self, name: str, *args: str):
+        self.proc = subprocess.Popen(java_command(name, *args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -145,6 +136,22 @@ class RealClasses:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class RealClasses(_DriverJVM):
+    """One JVM running PqDiff; `run(kind, ops)` gives the real observation of each step."""
+
+    def __init__(self, lock_lifetime_ms: int):
+        self.lock_lifetime_ms = lock_lifetime_ms
+        super().__init__("PqDiff", str(lock_lifetime_ms))
+
+    def run(self, kind: str, ops: list) -> list:
+        self.proc.stdin.write(json.dumps({"kind": kind, "ops": ops}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"PqDiff ended (exit {self.proc.wait()}) on the script {ops!r}")
+        return json.loads(line)["steps"]
 
 
 # ---------------------------------------------------------------------------- the reference side
@@ -317,7 +324,7 @@ def sql92_outcome(answer: dict) -> str:
     return "ERROR" if "throws" in answer else answer["value"]
 
 
-class RealSql92:
+class RealSql92(_DriverJVM):
     """One JVM running SqlDiff (conformance/java/SqlDiff.java): RocketMQ's FilterFactory
     compiles each selector, its Expression evaluates on a broker MessageEvaluationContext,
     and ExpressionMessageFilter decides the match. `run(requests)` answers a batch of
@@ -326,8 +333,7 @@ class RealSql92:
     CHUNK = 256
 
     def __init__(self):
-        self.proc = subprocess.Popen(java_command("SqlDiff"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
+        super().__init__("SqlDiff")
 
     def run(self, requests: list[dict]) -> list[dict]:
         out = []
@@ -342,21 +348,6 @@ class RealSql92:
                     raise RuntimeError(f"SqlDiff ended (exit {self.proc.wait()}) on {r!r}")
                 out.append(json.loads(line))
         return out
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def apply_sql92(expr: str, props: dict | None, profile: str = SQL92_PROFILE) -> dict:
