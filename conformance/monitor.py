@@ -16,17 +16,9 @@ import orjson
 from ..spec.actions import HANDLERS
 from ..spec.limits import BadConfig
 from ..spec.profiles import Profile, get_profile
-from ..spec.replay import FastValidator, Findings, Finding
+from ..spec.replay import Findings, Finding, fast_validator
 from ..spec.state import SpecState
-
-_VALIDATOR = None
-
-
-def _validator() -> FastValidator:
-    global _VALIDATOR
-    if _VALIDATOR is None:
-        _VALIDATOR = FastValidator()
-    return _VALIDATOR
+from ..traces.io import out_of_order
 
 
 class SpecViolation(AssertionError):
@@ -49,7 +41,7 @@ class TraceMonitor:
         self.state = SpecState(self.profile)
         self.findings = Findings(self.state, max_listed=10)
         self.lines: list[bytes] = []
-        self._validate = _validator()
+        self._validate = fast_validator()
         self._last = None      # (seq, ts) of the last event
         self.schema_error: Finding | None = None
 
@@ -63,11 +55,7 @@ class TraceMonitor:
         line = len(self.lines)
         problem = self._validate(ev)
         if problem is None and self._last is not None:
-            seq, ts = ev["seq"], ev["ts"]
-            if seq <= self._last[0]:
-                problem = f"events out of order: seq {seq} after seq {self._last[0]}"
-            elif ts < self._last[1]:
-                problem = f"events out of order: ts {ts} after ts {self._last[1]} (seq {seq})"
+            problem = out_of_order(ev["seq"], ev["ts"], *self._last)
         if problem is None and not self.lines[1:] and ev.get("kind") != "trace_started":
             problem = f"the first event must be trace_started, got {ev.get('kind')!r}"
         if problem is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..traces.io import TraceInputError, read_events
+from ..traces.io import TraceInputError, out_of_order, read_events
 from ..traces.schema import validate_event
 from . import invariants as _inv
 from .actions import HANDLERS, MECHANISMS
@@ -192,9 +192,7 @@ def check_events(events, profile: Profile, path: str = "<events>", max_listed: i
                 raise TraceInputError(path, line, problem)
             seq, ts = ev["seq"], ev["ts"]
             if last_seq is not None and (seq <= last_seq or ts < last_ts):
-                if seq <= last_seq:
-                    raise TraceInputError(path, line, f"events out of order: seq {seq} after seq {last_seq}")
-                raise TraceInputError(path, line, f"events out of order: ts {ts} after ts {last_ts} (seq {seq})")
+                raise TraceInputError(path, line, out_of_order(seq, ts, last_seq, last_ts))
             last_seq, last_ts = seq, ts
         out.ev = ev
         out.line = line

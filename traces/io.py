@@ -575,6 +575,16 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
                                              f"{' '.join(str(exc).split())}"[:300]) from None
 
 
+def out_of_order(seq, ts, last_seq, last_ts) -> str | None:
+    """Why an event with (seq, ts) may not follow one with (last_seq, last_ts), or None: seq
+    strictly increases, ts never decreases (the envelope order every reader checks)."""
+    if last_seq is not None and seq <= last_seq:
+        return f"events out of order: seq {seq} after seq {last_seq}"
+    if last_ts is not None and ts < last_ts:
+        return f"events out of order: ts {ts} after ts {last_ts} (seq {seq})"
+    return None
+
+
 def read_events(path, validate: bool = True,
                 progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, dict]]:
     """Yield (line, event) pairs (line: the line of a JSON Lines file, the row of a Parquet one).
@@ -600,11 +610,8 @@ def read_events(path, validate: bool = True,
             if problem:
                 raise TraceInputError(path, line, problem, event=_seq(ev))
             seq, ts = ev["seq"], ev["ts"]
-            if last_seq is not None and seq <= last_seq:
-                raise TraceInputError(path, line, f"events out of order: seq {seq} after seq {last_seq}", event=seq)
-            if last_ts is not None and ts < last_ts:
-                raise TraceInputError(path, line, f"events out of order: ts {ts} after ts {last_ts} (seq {seq})",
-                                      event=seq)
+            if last_seq is not None and (seq <= last_seq or ts < last_ts):
+                raise TraceInputError(path, line, out_of_order(seq, ts, last_seq, last_ts), event=seq)
             last_seq, last_ts = seq, ts
             yield line, ev
     finally:

@@ -37,7 +37,7 @@ from ..errors import UserError
 from ..spec import invariants as _inv
 from ..spec.profiles import Profile
 from ..spec.replay import FastValidator, Finding, resolve_profile
-from ..traces.io import TraceInputError
+from ..traces.io import TraceInputError, out_of_order
 from . import ddmin, renumber, units
 from .oracle import BAD_CONFIG, SPEC_CRASH, Rejection, all_rejections, first_rejection
 
@@ -182,8 +182,7 @@ def validate_events(events, path="<events>", numbered: bool = False) -> list[dic
             raise TraceInputError(path, line, f"the first event must be trace_started, got {ev['kind']!r}")
         seq, ts = ev["seq"], ev["ts"]
         if last_seq is not None and (seq <= last_seq or ts < last_ts):
-            what = f"seq {seq} after seq {last_seq}" if seq <= last_seq else f"ts {ts} after ts {last_ts} (seq {seq})"
-            raise TraceInputError(path, line, f"events out of order: {what}")
+            raise TraceInputError(path, line, out_of_order(seq, ts, last_seq, last_ts))
         last_seq, last_ts = seq, ts
         out.append(ev)
     if not out:

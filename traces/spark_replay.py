@@ -32,7 +32,7 @@ import orjson
 
 from ..spec.kinds import atoms as event_atoms
 from ..spec.kinds import key_atom
-from .io import TraceInputError
+from .io import TraceInputError, out_of_order
 
 WITNESS_CAP = 200_000
 
@@ -64,10 +64,10 @@ def expand_paths(paths) -> list[str]:
 def _read_file(idx: int, path: str):
     """Rows of one file: (seq, ts, kind, atoms, file index, line, event JSON), or one error row
     ("error", file index, line, message, seq) at the first bad event."""
-    from ..spec.replay import FastValidator
+    from ..spec.replay import fast_validator
     from .io import read_events
 
-    validate = FastValidator()
+    validate = fast_validator()
     last_seq = last_ts = None
     dumps = orjson.dumps
     n = 0
@@ -78,9 +78,7 @@ def _read_file(idx: int, path: str):
                 raise TraceInputError(path, line, problem)
             seq, ts = ev["seq"], ev["ts"]
             if last_seq is not None and (seq <= last_seq or ts < last_ts):
-                if seq <= last_seq:
-                    raise TraceInputError(path, line, f"events out of order: seq {seq} after seq {last_seq}")
-                raise TraceInputError(path, line, f"events out of order: ts {ts} after ts {last_ts} (seq {seq})")
+                raise TraceInputError(path, line, out_of_order(seq, ts, last_seq, last_ts))
             last_seq, last_ts = seq, ts
             n += 1
             yield (seq, ts, ev["kind"], event_atoms(ev), idx, line, dumps(ev))
