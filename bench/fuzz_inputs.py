@@ -165,54 +165,44 @@ def build_seeds(seed_dirs=()) -> dict:
     return seeds
 
 
-def build_seeds_forked(seed_dirs=()) -> dict:
-    """build_seeds in a child process: the parent must not start pyarrow's threads before it forks."""
-    fd, path = tempfile.mkstemp(prefix="fuzz-seeds-", suffix=".pickle")
+def _in_child(fn, *args, print_traceback: bool = False):
+    """(True, fn(*args)) computed in a forked child process, or (False, None) if it failed: the
+    parent must not start pyarrow's threads (Parquet) before it forks its workers."""
+    fd, path = tempfile.mkstemp(prefix="fuzz-child-", suffix=".pickle")
     os.close(fd)
     pid = os.fork()
     if pid == 0:
         code = 0
         try:
             with open(path, "wb") as fh:
-                pickle.dump(build_seeds(seed_dirs), fh)
-        except BaseException:
-            traceback.print_exc()
+                pickle.dump(fn(*args), fh)
+        except BaseException:  # noqa: BLE001 - the parent reports the failure
+            if print_traceback:
+                traceback.print_exc()
             code = 1
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     try:
         if os.waitstatus_to_exitcode(status) != 0:
-            raise RuntimeError("building the fuzz seeds failed (see the traceback above)")
+            return False, None
         with open(path, "rb") as fh:
-            return pickle.load(fh)
+            return True, pickle.load(fh)
     finally:
         os.unlink(path)
+
+
+def build_seeds_forked(seed_dirs=()) -> dict:
+    """build_seeds in a child process (see _in_child)."""
+    ok, seeds = _in_child(build_seeds, seed_dirs, print_traceback=True)
+    if not ok:
+        raise RuntimeError("building the fuzz seeds failed (see the traceback above)")
+    return seeds
 
 
 def _make_input_forked(seeds, seed: int, index: int, kinds) -> dict | None:
-    """make_input in a child process, for the parent: Parquet mutants use pyarrow, whose threads
-    must not start in a process that forks workers. None if it fails."""
-    fd, path = tempfile.mkstemp(prefix="fuzz-input-", suffix=".pickle")
-    os.close(fd)
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            with open(path, "wb") as fh:
-                pickle.dump(make_input(seeds, seed, index, kinds), fh)
-        except BaseException:  # noqa: BLE001 - the parent reports the input as unknown
-            code = 1
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    try:
-        if os.waitstatus_to_exitcode(status) != 0:
-            return None
-        with open(path, "rb") as fh:
-            return pickle.load(fh)
-    finally:
-        os.unlink(path)
+    """make_input in a child process (see _in_child). None if it fails."""
+    return _in_child(make_input, seeds, seed, index, kinds)[1]
 
 
 # ====================================================================== mutation of values
