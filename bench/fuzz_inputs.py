@@ -72,6 +72,10 @@ LIMIT_SECONDS = 5.0         # per input, the issue's hang limit, in CPU seconds:
 WALL_SECONDS = 60.0         # per input, in wall seconds: an input that blocks (uses no CPU) or starves
 KILL_GRACE = 2.0            # the parent kills a worker this long after the alarm should have fired
 MEMORY_BYTES = 1 << 30      # per input, peak RSS
+# simulate's event budget per input (--max-events; exit 4 when spent): a scenario may ask for hours of
+# simulated time (a mutant that deletes the seed's drain cap gets the 6 h default), which costs time
+# in proportion, not a hang; at ~100,000 events per CPU-second this keeps an input near 2 s
+SIMULATE_EVENTS = 200_000
 EXPLORE_STATES = 100        # explore's state cap per input: enough to run the explorer on the mutant, not to exhaust it
 MAX_ROW_GROUPS = 4          # a Parquet mutant with small row groups has at most this many
 
@@ -791,7 +795,7 @@ def make_input(seeds: dict, seed: int, index: int, kinds=KINDS) -> dict:
         data, name = toml_doc_bytes(r, raw, kind, notes)
         if kind == "scenario":
             argv = ["simulate", "--scenario", "{input}", "--out", "{dir}/out.jsonl", "--quiet",
-                    "--seed", str(r.randrange(1, 1000))]
+                    "--seed", str(r.randrange(1, 1000)), "--max-events", str(SIMULATE_EVENTS)]
         else:
             argv = ["explore", "--scope", "{input}", "--max-states", str(EXPLORE_STATES), "--no-liveness",
                     "--quiet", "--out-dir", "{dir}/explore-out"] + (["--json"] if r.random() < 0.3 else [])

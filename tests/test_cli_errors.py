@@ -232,3 +232,27 @@ def test_a_huge_line_costs_no_more_than_the_line_limit(tmp_path, monkeypatch):
     p = tmp_path / "t.jsonl"
     p.write_bytes(valid_lines()[0] + b'{"seq": 1, "ts": 0, "kind": "' + b"x" * 100_000 + b'"}\n')
     bad_input(cli("check", p), "longer than", line=2)
+
+
+def test_simulate_max_events_is_a_budget_exit_4(tmp_path):
+    """A run asked for more than --max-events allows stops there and exits 4 (incomplete), with
+    every event written up to the budget and no trace_ended; the fuzz run's orderly queue that
+    SUSPENDs forever over a 6 h drain (tests/fuzz_corpus/scenario/5494f6a5cf0075c8.toml) is one."""
+    scen = Path(__file__).parent / "fuzz_corpus" / "scenario" / "5494f6a5cf0075c8.toml"
+    out = tmp_path / "t.jsonl"
+    r = cli("simulate", "--scenario", scen, "--out", out, "--quiet", "--seed", "869", "--max-events", "5000")
+    assert r.exit_code == 4, r.output
+    assert "INCOMPLETE" in r.stderr and "5000 events" in r.stderr
+    lines = out.read_text().splitlines()
+    assert len(lines) == 5000
+    assert [orjson.loads(x)["seq"] for x in lines] == list(range(5000))
+    assert orjson.loads(lines[-1])["kind"] != "trace_ended"
+    assert cli("check", out).exit_code == 0
+    # a budget the run stays under changes nothing
+    full = tmp_path / "full.jsonl"
+    assert cli("simulate", "--scenario", "basic", "--out", full, "--quiet").exit_code == 0
+    capped = tmp_path / "capped.jsonl"
+    assert cli("simulate", "--scenario", "basic", "--out", capped, "--quiet",
+               "--max-events", "10000000").exit_code == 0
+    assert full.read_bytes() == capped.read_bytes()
+    assert cli("simulate", "--events", "10", "--max-events", "5", "--out", tmp_path / "d").exit_code == 2

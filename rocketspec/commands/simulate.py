@@ -24,7 +24,10 @@ from rocketspec.spec.profiles import DEFAULT_PROFILE, get_profile
                    "complete trace in OUT/run=<seed>/part-0.parquet (--out is then a directory).")
 @click.option("--workers", default=None, type=click.IntRange(1, 256),
               help="With --events: worker processes (default: one per core).")
-def simulate(scenario_name, seed, profile, out, quiet, min_events, workers):
+@click.option("--max-events", "max_events", default=None, type=click.IntRange(1, None),
+              help="A budget: stop after this many events. A run cut short has no trace_ended (check then "
+                   "judges safety only) and exits 4, incomplete.")
+def simulate(scenario_name, seed, profile, out, quiet, min_events, workers, max_events):
     """Run a scenario on the reference broker and client and write its trace.
 
     Progress is shown on standard error when it is a terminal."""
@@ -35,6 +38,8 @@ def simulate(scenario_name, seed, profile, out, quiet, min_events, workers):
     # bad input (profile, scenario, output path) raises a UserError: the CLI's one error path
     prof = get_profile(profile)
     sc = load_scenario(scenario_name)
+    if max_events is not None and min_events is not None:
+        raise click.UsageError("--max-events bounds one run; --events makes a dataset of complete runs")
     if min_events is not None:
         _simulate_dataset(sc, seed, prof, out, quiet, min_events, workers)
         return
@@ -46,6 +51,8 @@ def simulate(scenario_name, seed, profile, out, quiet, min_events, workers):
 
     def sink(ev):
         nonlocal count
+        if count == max_events:
+            raise _BudgetSpent
         count += 1
         writer.write(ev)
         if bar is not None and not count & 4095:
@@ -55,15 +62,27 @@ def simulate(scenario_name, seed, profile, out, quiet, min_events, workers):
     t0 = time.perf_counter()
     try:
         reason = run(sc, seed, prof, sink)
+    except _BudgetSpent:
+        reason = None
     finally:
         if bar is not None:
             bar.close()
         writer.close()
     dt = time.perf_counter() - t0
+    if reason is None:
+        # Not an error: the run asked for more than the budget allows (a long drain, say).
+        click.echo(f"INCOMPLETE: {sc['name']} seed={seed}: stopped after {count} events (--max-events) "
+                   f"before the run ended; the trace has no trace_ended, so check judges safety only",
+                   err=True)
+        sys.exit(4)
     if not quiet:
         # the summary goes to stderr when the trace itself goes to stdout
         click.echo(f"{sc['name']} seed={seed} profile={prof.name}: {count} events, ended {reason}, "
                    f"{dt:.2f}s -> {'standard output' if out == '-' else out}", err=out == "-")
+
+
+class _BudgetSpent(Exception):
+    """--max-events reached: unwinds the reference's run from the sink."""
 
 
 def _simulate_dataset(sc, seed, prof, out, quiet, min_events, workers):
