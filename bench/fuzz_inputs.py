@@ -1528,8 +1528,9 @@ def write_status(path: Path, tally: "Tally", seconds: float, workers: int, seed:
 
 def fuzz(inputs: int, seed: int, workers: int = 1, kinds=KINDS, corpus: Path | None = CORPUS, seed_dirs=(),
          progress: bool = False, seeds=None, max_seconds: float | None = None, start: int = 0,
-         status: Path | None = None):
-    """Run mutants `start` .. `start + inputs - 1` (fewer if `max_seconds` runs out first, or on
+         status: Path | None = None, select: tuple | None = None):
+    """Run mutants `start` .. `start + inputs - 1` (with `select`, only those of these kinds, the
+    input stream unchanged: to re-run one kind's inputs of a range after a fix) (fewer if `max_seconds` runs out first, or on
     an interrupt: SIGINT, SIGTERM); return (tally, seconds, saved sidecars). With `status`, the
     counts so far are written there every STATUS_EVERY seconds and at the end."""
     seeds = seeds or build_seeds_forked(seed_dirs)
@@ -1562,6 +1563,8 @@ def fuzz(inputs: int, seed: int, workers: int = 1, kinds=KINDS, corpus: Path | N
             for i in range(start, start + inputs):
                 if max_seconds is not None and time.monotonic() - t0 > max_seconds:
                     return
+                if select and _input_kind(random.Random(f"{seed}:{i}"), kinds) not in select:
+                    continue
                 yield ("gen", seed, i)
 
         pool.run(jobs(), on_result)
@@ -1586,6 +1589,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed-dir", action="append", default=[], help="more seed traces (.jsonl, .parquet)")
     ap.add_argument("--max-seconds", type=float, default=None, help="stop feeding inputs after this long")
     ap.add_argument("--start", type=int, default=0, help="the first input's index (to continue a run)")
+    ap.add_argument("--select", default=None,
+                    help="comma-separated kinds: run only the inputs of the range that are of these kinds "
+                         "(the same inputs as in the full run, unlike --kinds)")
     ap.add_argument("--status", default=None, help="write the counts so far to this file every minute and at the end")
     ap.add_argument("--only", type=int, default=None, help="run input INDEX alone and describe it")
     ap.add_argument("--replay", action="store_true", help="replay the corpus and print each entry's outcome")
@@ -1594,6 +1600,9 @@ def main(argv=None) -> int:
     bad = set(kinds) - set(KINDS)
     if bad:
         ap.error(f"unknown kinds {sorted(bad)}")
+    select = tuple(k for k in (a.select or "").split(",") if k) or None
+    if select and set(select) - set(kinds):
+        ap.error(f"--select {sorted(set(select) - set(kinds))}: not among --kinds")
     if a.replay:
         rows = replay(corpus_entries(Path(a.corpus)), a.workers)
         bad_n = 0
@@ -1621,8 +1630,9 @@ def main(argv=None) -> int:
         return 0 if r["outcome"] in CLEAN else 1
     tally, secs, saved = fuzz(a.inputs, a.seed, a.workers, kinds, None if a.no_save else Path(a.corpus),
                               a.seed_dir, progress=True, max_seconds=a.max_seconds, start=a.start,
-                              status=Path(a.status) if a.status else None)
-    print(f"fuzz_inputs: seed {a.seed}, inputs {a.start}..{a.start + a.inputs - 1}, kinds {', '.join(kinds)}")
+                              status=Path(a.status) if a.status else None, select=select)
+    print(f"fuzz_inputs: seed {a.seed}, inputs {a.start}..{a.start + a.inputs - 1}, kinds {', '.join(kinds)}"
+          + (f", only those of kinds {', '.join(select)}" if select else ""))
     print(tally.report(secs, a.workers))
     if saved:
         print(f"{len(saved)} new corpus entries:")
