@@ -76,6 +76,7 @@ MEMORY_BYTES = 1 << 30      # per input, peak RSS
 # simulated time (a mutant that deletes the seed's drain cap gets the 6 h default), which costs time
 # in proportion, not a hang; at ~100,000 events per CPU-second this keeps an input near 2 s
 SIMULATE_EVENTS = 200_000
+BIG_LIST_BYTES = 16 << 20     # the "big-list" mutation's size cap
 EXPLORE_STATES = 100        # explore's state cap per input: enough to run the explorer on the mutant, not to exhaust it
 MAX_ROW_GROUPS = 4          # a Parquet mutant with small row groups has at most this many
 
@@ -216,7 +217,10 @@ def _any_value(r: random.Random):
     if c < 0.45:
         return r.choice(INTERESTING_INTS)
     if c < 0.8:
-        return r.choice(INTERESTING_OTHER)
+        # a copy: the document is mutated in place later, and a shared [] or {} that an input
+        # grew into itself corrupted every later input of that worker (seed 30, from #844871 on:
+        # RecursionError, "Circular reference detected", a SIGSEGV in pyarrow)
+        return copy.deepcopy(r.choice(INTERESTING_OTHER))
     return r.choice(WEIRD_STRINGS)
 
 
@@ -344,7 +348,12 @@ def mutate_tree(r: random.Random, doc, notes: list[str], keys_pool=()):
             # one deep value is the point; 5000 copies of one 100,000 deep were a 416 MB input
             # whose making passed the worker's 1 GB (seed 30 #51829, reported as the CLI's)
             v = 1
-        parent[key] = [copy.deepcopy(v) for _ in range(r.choice([100, 1000, 5000]))]
+        n = r.choice([100, 1000, 5000])
+        # at most BIG_LIST_BYTES in all: 5000 copies of a 70,000-character string made a 350 MB
+        # input whose making passed the worker's 1 GB (seed 30 #913089); past 4 MiB the CLI
+        # refuses the file anyway
+        n = max(1, min(n, BIG_LIST_BYTES // max(1, len(repr(v)))))
+        parent[key] = [copy.deepcopy(v) for _ in range(n)]
 
 
 def _deep_text(r: random.Random, style: str) -> str:

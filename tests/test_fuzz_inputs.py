@@ -211,3 +211,28 @@ def test_the_status_file_holds_the_counts_so_far(tmp_path, seeds):
     counts = json.loads(status.read_text().splitlines()[-1])
     assert counts["inputs_done"] == 20 and counts["final"] and not counts["interrupted"]
     assert sum(counts["by_outcome"].values()) == 20
+
+
+def test_mutating_documents_never_changes_the_harness_constants():
+    """Inputs are a function of (seed, index) only: no mutation may grow a shared constant
+    (seed 30's run: a shared {} grown into itself broke every later input of its worker)."""
+    import copy as _copy
+    import random as _random
+
+    before = _copy.deepcopy(fz.INTERESTING_OTHER)
+    for s in range(3000):
+        r = _random.Random(s)
+        doc = {"a": 1, "b": [1, 2], "c": {"d": "x"}}
+        for _ in range(4):
+            fz.mutate_tree(r, doc, [], keys_pool=("a", "b", "c"))
+    assert repr(fz.INTERESTING_OTHER) == repr(before)
+
+
+def test_big_list_mutation_stays_bounded():
+    import random as _random
+
+    for s in range(200):
+        doc = {"description": "x" * 70000}
+        r = _random.Random(s)
+        fz.mutate_tree(r, doc, [])
+        assert len(repr(doc)) < 2 * fz.BIG_LIST_BYTES
