@@ -46,6 +46,7 @@ class Network:
         # one-way offset updates on their way, per (client, broker) channel: a later request of the
         # same client on that channel reaches the broker after them (see deliver_persists)
         self._persists: dict[tuple[str, str], list] = {}
+        self._pulls: dict[str, dict] = {}    # broker -> (client, pull id) -> (client, on_error): pulls not answered yet
 
     def add_broker(self, broker: Broker) -> None:
         self.brokers[broker.name] = broker
@@ -113,6 +114,14 @@ class Network:
             pending.remove(item)
         self.brokers[broker_name].update_consumer_offset(*item[1])
 
+    def broker_stopped(self, broker_name: str) -> None:
+        """The broker's process died: each client's connection to it closes, and 4.9.8's
+        NettyRemotingClient fails the requests still waiting on that channel at once (failFast on
+        close): a pull on its way or held by the broker ends in PullCallback.onException, and the
+        client pulls again after pullTimeDelayMillsWhenException."""
+        for key, (consumer, on_error) in sorted(self._pulls.pop(broker_name, {}).items()):
+            self.sim.schedule(self.latency_ms, on_error, owner=consumer.proc)
+
     def deliver_persists(self, consumer, broker_name: str) -> None:
         """The client's one-way offset updates to the broker still on their way arrive now: a
         request the client sends next on the same channel (queryConsumerOffset) is read after them
@@ -150,6 +159,17 @@ class Network:
         if b is None or not b.up:
             self.sim.schedule(self.latency_ms, on_error, owner=consumer.proc)
             return
+        # until answered, the pull fails with its channel (broker_stopped)
+        inflight = self._pulls.setdefault(broker_name, {})
+        key = (consumer.client_id, req.pull_id)
+        inflight[key] = (consumer, on_error)
+        respond = req.respond
+
+        def answered(result, status):
+            inflight.pop(key, None)
+            respond(result, status)
+
+        req.respond = answered
 
         def arrive():
             if not b.up:

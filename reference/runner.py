@@ -166,6 +166,7 @@ class Run:
         elif a == "restart_broker":
             b = self.net.brokers[st["broker"]]
             b.stop_for_restart()
+            self.net.broker_stopped(b.name)
             sim.schedule(st.get("downtime_ms", 0), b.restart)
         elif a == "oneway_loss":
             self.net.faults.oneway_loss = float(st["probability"])
