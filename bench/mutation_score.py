@@ -143,9 +143,12 @@ What the mutants found in the spec (fixed with them):
   taken for cleanExpiredMsg's. The spec now requires such a send-back to be cleanExpiredMsg's:
   the tree's first message, at delay level 3 (ProcessQueue.cleanExpiredMsg).
 
-Mutants targeting INV-ORDER-1 die by an earlier finding (INV-PQ-1: the old owner commits a
-ProcessQueue that was removed under it) before two clients are seen in one queue at once; the
-state predicate itself is exercised by the pause scenarios' declared verdicts.
+The mutants that let an orderly queue go while a listener call holds its consume lock
+(`orderly-remove-while-consuming-*`) die by INV-ORDER-1 on the scenarios with slow calls
+(`orderly-slow-handover`, `orderly-long-call-handover`): the new owner starts a batch while the
+old call is open. The old owner's commit of that call's batch is no finding. Its
+ConsumeRequest commits on the ProcessQueue it holds, removed or not, as RocketMQ's does; that
+commit once counted as INV-PQ-1, which killed these mutants on the wrong grounds.
 
 Seven mutants survived the first pass. Each was decided from the 4.9.8 source:
 
