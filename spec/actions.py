@@ -1023,7 +1023,9 @@ def consume_finished(st, ev, out):
         if c is not None and c.orderly:
             # processConsumeResult works on the removed ProcessQueue the ConsumeRequest holds:
             # its commit or rollback, next, is that ProcessQueue's, not a newer one's
-            qs.orphan_outcome[cid] = tuple(orphan)
+            # (processConsumeResult runs in the same task: the outcome, if any, has its time; a
+            # ProcessQueue that resetOffset cleared has nothing to commit, and none follows)
+            qs.orphan_outcome[cid] = (tuple(orphan), ev["ts"])
         return
     if pq is None:
         out.report("GUARD", f"consume {ev['consume_id']} finished but never started", key)
@@ -1230,9 +1232,10 @@ def _orphan_outcome(st, qs, ev, out) -> bool:
     call): it concerns that ProcessQueue, which nothing consumes again. A commit's messages are
     handled by the group; a rollback returns them to a tree that is gone."""
     cid = ev["client"]
-    batch = qs.orphan_outcome.pop(cid, None) if qs.orphan_outcome else None
-    if batch is None:
+    pending = qs.orphan_outcome.pop(cid, None) if qs.orphan_outcome else None
+    if pending is None or pending[1] != ev["ts"]:
         return False
+    batch = pending[0]
     if ev["kind"] == "pq_committed":
         offsets = list(ev["offsets"])
         if not set(batch) <= set(offsets):

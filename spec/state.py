@@ -251,7 +251,7 @@ class QueueState:
         self.reads: dict[str, int] = {}         # client -> last store read (READ_FROM_STORE)
         self.pull_commit: dict[str, int] = {}   # client -> commit offset piggybacked on its last pull
         self.orphans: dict[tuple, tuple] = {}   # (client, consume_id) -> offsets: batches of removed pqs
-        self.orphan_outcome: dict[str, tuple] = {}  # orderly: client -> its orphan batch whose commit/rollback comes next
+        self.orphan_outcome: dict[str, tuple] = {}  # orderly: client -> (orphan batch, ts): its commit/rollback may follow at ts
         self.resets: list[int] = []             # recent operator resets of the group's offset (newest last)
         self.reset_drops: set = set()           # clients whose ProcessQueue an operator's reset dropped (until removed)
         self.reset_ahead = None                 # a reset past the queue's end, not yet corrected

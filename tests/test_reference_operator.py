@@ -110,3 +110,31 @@ def test_a_dying_broker_fails_its_held_pulls_and_the_client_pulls_again():
     consumed = {o for e in ev if e["kind"] == "consume_started" for o in e["offsets"]}
     assert len(consumed) >= 2
     assert _errors(_check(ev)) == []
+
+
+def test_an_orderly_call_that_outlives_a_reset_commits_nothing_and_misleads_nothing():
+    # resetOffset clears the ProcessQueue under a running call and removes it 10 s later; the
+    # call then ends on an empty consuming map (no commit), and the new ProcessQueue's first
+    # commit is its own, not the removed one's
+    sc = validate({
+        "name": "orderly-reset-call", "description": "a reset during a slow orderly call", "duration_ms": 60000,
+        "drain_limit_ms": 600000,
+        "topics": [{"name": "T", "queues": 1}],
+        "groups": [{"name": "G", "consume_mode": "ORDERLY", "subscriptions": {"T": "*"},
+                    "listener": {"duration_ms": [1, 5], "rules": [{"tags": ["slow"], "duration_ms": 25000}]}}],
+        "steps": [{"at_ms": 0, "action": "start", "client": "c1", "group": "G"},
+                  {"at_ms": 1000, "action": "produce", "topic": "T", "count": 2},
+                  {"at_ms": 12000, "action": "produce", "topic": "T", "count": 1, "tags": "slow"},
+                  {"at_ms": 14000, "action": "reset_offset", "group": "G", "topic": "T", "timestamp_ms": 0},
+                  {"at_ms": 45000, "action": "produce", "topic": "T", "count": 2}],
+    }, "test:orderly-reset-call")
+    for profile in ("rocketmq-4.9.8", "rocketmq-5.3.3"):
+        ev = run_to_list(sc, 1, profile)
+        slow = next(e for e in ev if e["kind"] == "consume_started" and e["offsets"] == [2])
+        removed = next(e for e in ev if e["kind"] == "pq_removed" and e["ts"] > slow["ts"])
+        done = next(e for e in ev if e["kind"] == "consume_finished" and e["consume_id"] == slow["consume_id"])
+        assert done["ts"] > removed["ts"], profile         # the call outlived its ProcessQueue
+        later = [e for e in ev if e["kind"] == "pq_committed" and e["ts"] > done["ts"]]
+        assert later, profile
+        rep = _check(ev, profile)
+        assert _errors(rep) == [], (profile, [f.message for f in rep.findings.errors][:2])
