@@ -1514,11 +1514,12 @@ def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
     n = 0
     if g is not None and g["mode"] == "ORDERLY" and g["model"] == "CLUSTERING" and unit is not None:
         # consumed and committed by the group in [off, prev): below the watermark all, above it the
-        # handled ones (counted without walking the gap); only those still stored can be consumed
-        # again (retention's deletions are below the queue's min offset)
+        # handled ones (counted without walking the gap); only messages still stored can be
+        # consumed again: none below the queue's min offset (retention) or at its end and past it
+        # (an operator's write past the end, which the watermark may have skipped to)
         sq = st.stored.get((key[1], key[2], key[3]))
-        lo = max(off, sq.min) if sq is not None else off
-        n = max(0, min(prev, unit.wm) - lo) + sum(1 for o in unit.done if lo <= o < prev)
+        lo, hi = (max(off, sq.min), min(prev, sq.next)) if sq is not None else (off, off)   # (nothing stored)
+        n = max(0, min(hi, unit.wm) - lo) + sum(1 for o in unit.done if lo <= o < hi)
     if n > qs.batch_max:
         c = st.dir.clients.get(cid) if cid else None
         pauses = _pauses_between(st, cid, 0, ts) if cid else []
