@@ -346,14 +346,29 @@ class ReferenceMachine(RuleBasedStateMachine):
     @_logged
     def set_broker_offset(self, group, queue, past_end):
         """An operator writes the group's committed offset of a queue: its end, or past it (an
-        offset restored from another cluster)."""
+        offset restored from another cluster). Within the assumptions, as the procedure for
+        restoring offsets says: the group's consumers are shut down first and started again
+        after the write (a running consumer's next persist would overwrite it)."""
         if self.run is None or not type(self).operator_moves:
             return
         b = self.run.net.brokers["broker-a"]
-        if b.up and (not type(self).respect_assumptions or not self._group_runs(group)):
-            end = b.store.max_offset("T", queue)
-            self._step(action="set_broker_offset", broker="broker-a", group=group, topic="T", queue=queue,
-                       offset=end + past_end)
+        if not b.up:
+            return
+        stopped = []
+        if type(self).respect_assumptions and self._group_runs(group):
+            if self.run.scenario["groups"][group].get("message_model") == "BROADCASTING":
+                return          # its clients never read the broker's offset: nothing to restore
+            stopped = [c for c in sorted(CLIENTS) if CLIENTS[c] == group and self._consumer(c) is not None]
+            if len(stopped) != sum(1 for c in self.run.consumers.values()
+                                   if c.group == group and c.running and c.proc.alive):
+                return          # a paused member cannot be shut down gracefully
+            for c in stopped:
+                self._step(action="shutdown", client=c)
+        end = b.store.max_offset("T", queue)
+        self._step(action="set_broker_offset", broker="broker-a", group=group, topic="T", queue=queue,
+                   offset=end + past_end)
+        for c in stopped:
+            self._step(action="start", client=c, group=group)
 
     @rule(client=st.sampled_from(sorted(CLIENTS)), count=st.integers(1, 2),
           kind=st.sampled_from(["timeout", "broker_error"]))
