@@ -143,9 +143,62 @@ What the mutants found in the spec (fixed with them):
   taken for cleanExpiredMsg's. The spec now requires such a send-back to be cleanExpiredMsg's:
   the tree's first message, at delay level 3 (ProcessQueue.cleanExpiredMsg).
 
-Mutants targeting INV-ORDER-1 die by an earlier finding (INV-PQ-1: the old owner commits a
-ProcessQueue that was removed under it) before two clients are seen in one queue at once; the
-state predicate itself is exercised by the pause scenarios' declared verdicts.
+The mutants that let an orderly queue go while a listener call holds its consume lock
+(`orderly-remove-while-consuming-*`) die by INV-ORDER-1 on the scenarios with slow calls
+(`orderly-slow-handover`, `orderly-long-call-handover`): the new owner starts a batch while the
+old call is open. The old owner's commit of that call's batch is no finding. Its
+ConsumeRequest commits on the ProcessQueue it holds, removed or not, as RocketMQ's does; that
+commit once counted as INV-PQ-1, which killed these mutants on the wrong grounds.
+
+Seven mutants survived the first pass. Each was decided from the 4.9.8 source:
+
+- Two were **equivalent**, and were replaced by a non-equivalent mistake in the same mechanism.
+  - `offset-not-increase-only` (updateOffset without increaseOnly after a concurrent batch).
+    In RocketMQ, increaseOnly guards a race: two consume threads each compute removeMessage
+    under the ProcessQueue's lock, then call updateOffset after releasing it, in either order.
+    The reference runs a batch's result as one task, removeMessage and updateOffset together,
+    and within one ProcessQueue removeMessage's results never decrease. Messages enter the tree
+    at ascending offsets above queueOffsetMax (one PullRequest, INV-PULL-1 and INV-PULL-2), so
+    the tree minimum only rises, and queueOffsetMax + 1 is above every key the tree held. The
+    entry's other writers leave it at or below the next result: the store read at the
+    ProcessQueue's creation, and correctTagsOffset (increaseOnly, only with an empty tree, at a
+    nextBeginOffset at least queueOffsetMax + 1). A reset or OFFSET_ILLEGAL drops the
+    ProcessQueue first. So increaseOnly never refuses anything. The replacement is
+    `sendback-failed-removed`: the same step's removeMessage is given the whole batch, also
+    the messages whose send-back failed and that the client resubmits.
+  - `orderly-stale-lease-persist` (persistAll also persists entries outside the
+    ProcessQueue table). persistAll(mqs) persists the entries in mqs and drops the others, and
+    the store holds an entry only for a queue in the table. An entry is made by the store read
+    that creates a ProcessQueue (added right after) or by an update from a ProcessQueue in the
+    table. removeUnnecessaryMessageQueue removes it when the ProcessQueue leaves: 4.9.x before
+    its consume-lock check, 5.x with the removal. The one exception is resetOffset on 5.x while
+    an orderly call holds the consume lock: the ProcessQueue leaves the table and the entry
+    stays. That entry holds the reset value, which the broker also holds until the next
+    rebalance re-creates the ProcessQueue and overwrites the entry. The replacement is
+    `persist-all-rewrites-local-file`, the other way to get persistAll's queue set wrong:
+    writing a broadcasting client's offsets file with only the queues it holds now (#4016 in a
+    current client).
+- Two were said to cause **only duplicates**.
+  - `remove-queue-no-persist` does. Every pull carries the client's offset (commitOffset) and
+    persistAll runs every 5 s, so the next owner starts at most that far behind.
+    At-least-once allows a redelivery, so the spec reports an unexplained duplicate as
+    ANOM-DUP-1, not as an error; making it one would go beyond RocketMQ's guarantee. A loss
+    would need the queue to move before anything was committed, and then the unmutated client
+    loses it too. The replacement is `remove-queue-persists-pulled`: at the same call, the
+    client commits how far it pulled instead of what it consumed.
+  - `broker-offsets-not-reloaded` is not duplicates-only. A broker that forgets
+    consumerOffset.json answers "no offset". Where a queue's first message is gone
+    (retention), the new owner then starts at maxOffset and skips what the group had not
+    consumed: a loss, INV-LOSS-1. The scenario `restart-retention` shows it.
+- Three were **unreached**; new scenarios reach them.
+  - `fallback-send-wrong-delay`: `sendback-fallback`, where a message's broker is down when
+    its listener call fails.
+  - `orderly-commit-first-key`: `orderly-batch`, with consumeMessageBatchMaxSize 4.
+  - `orderly-no-queue-lock`: `orderly-offset-moved`. OFFSET_ILLEGAL takes a ProcessQueue out
+    of the table during a listener call, and the rebalance creates a new one for the queue
+    whose lock the client still holds. Reaching it also fixed a spec gap: the commit of an
+    orderly batch of a removed ProcessQueue was taken for the new ProcessQueue's (a false
+    INV-ORDER-2).
 """
 
 

@@ -126,11 +126,13 @@ CATALOGUE: tuple[Mutant, ...] = (
       "INV-CLIENT-1",
       "shutdown() does not stop the client's scheduled services: heartbeats and timers go on after "
       "client_stopped."),
-    M("remove-queue-no-persist", "client/push_consumer.py", "PushConsumer.remove_unnecessary_message_queue",
-      'self.offset_store.persist(mq, "remove_queue")', "pass",
-      "INV-LOSS-1",
-      "A concurrent consumer gives up a queue without persisting its offset: the next owner starts from "
-      "an older committed offset or, with none, from the end of the queue."),
+    M("remove-queue-persists-pulled", "client/push_consumer.py", "PushConsumer.remove_unnecessary_message_queue",
+      'self.offset_store.persist(mq, "remove_queue")',
+      'self.net.oneway_update_offset(self, mq, pq.queue_offset_max + 1, "remove_queue")',
+      "INV-OFFSET-1 INV-OFFSET-3 INV-LOSS-1",
+      "A concurrent consumer that gives up a queue commits how far it pulled (queueOffsetMax + 1) "
+      "instead of its consumed offset: the next owner starts past messages still in the old owner's "
+      "ProcessQueue, which is dropped, so they are never consumed."),
     M("fallback-send-wrong-delay", "client/push_consumer.py", "PushConsumer.send_message_back",
       'return self.send_to_retry_topic(msg, msg.reconsume_times + 1, 3 + msg.reconsume_times, "fallback_producer")',
       'return self.send_to_retry_topic(msg, msg.reconsume_times + 1, 2 + msg.reconsume_times, "fallback_producer")',
@@ -148,12 +150,12 @@ CATALOGUE: tuple[Mutant, ...] = (
       "INV-OFFSET-3",
       "removeMessage always returns queueOffsetMax + 1, as if the tree were empty: the committed offset "
       "passes messages not yet consumed."),
-    M("offset-not-increase-only", "client/consume_concurrently.py", "ConsumeMessageConcurrentlyService._process_result",
-      "c.offset_store.update_offset(mq, offset, increase_only=True)",
-      "c.offset_store.update_offset(mq, offset, increase_only=False)",
-      "INV-OFFSET-2",
-      "The concurrent service updates the offset without increaseOnly: a batch that finishes late moves "
-      "the offset back."),
+    M("sendback-failed-removed", "client/consume_concurrently.py", "ConsumeMessageConcurrentlyService._process_result",
+      "offset = pq.remove_messages(remaining, self.sim.now)",
+      "offset = pq.remove_messages(msgs, self.sim.now)",
+      "INV-OFFSET-3",
+      "processConsumeResult removes the whole batch from the ProcessQueue, also the messages whose "
+      "send-back failed and that it resubmits locally: the offset passes messages still to be consumed."),
     M("dropped-result-processed", "client/consume_concurrently.py", "ConsumeMessageConcurrentlyService._finish",
       "if not pq.dropped:", "if True:",
       "INV-DROP-1",
@@ -221,12 +223,12 @@ CATALOGUE: tuple[Mutant, ...] = (
       "INV-OFFSET-2",
       "The orderly client re-reads the committed offset from the broker before every pull, not only the "
       "first after locking: its offset falls back to the last persisted value."),
-    M("orderly-stale-lease-persist", "client/push_consumer.py", "PushConsumer.persist_all_offsets",
-      "mqs = set(self.rebalance.pq_table)",
-      "mqs = set(self.rebalance.pq_table) | set(self.offset_store.table)",
-      "INV-ORDER-3",
-      "persistAll persists every offset the store still holds, also of queues the client gave up: a "
-      "stale offset overwrites the new owner's progress."),
+    M("persist-all-rewrites-local-file", "client/offset_store.py", "LocalFileOffsetStore.persist_all",
+      "if not self.profile.local_offset_persist_merges:", "if True:",
+      "INV-START-1",
+      "A broadcasting client's persistAll rewrites its offsets file with the queues it holds now instead "
+      "of merging them in (#4016 in a current client): a queue it held before and gets back starts "
+      "from the consume-from-where position, not its committed offset."),
     # ------------------------------------------------------------------ broker
     M("lock-takeover-live", "broker/lock_manager.py", "RebalanceLockManager._lock_slow",
       "if self._expired(entry, now):", "if True:",
@@ -325,8 +327,8 @@ WITNESS: dict[str, tuple[str, str, int]] = {
     "orderly-take-highest": ("bug-1825", "rocketmq-5.3.3", 1),
     "orderly-lease-no-expiry": ("orderly-pause-lease", "rocketmq-5.3.3", 1),
     "orderly-skip-lease-check": ("orderly-pause-lease", "rocketmq-5.3.3", 1),
-    "orderly-remove-while-consuming-49": ("orderly", "rocketmq-4.9.8", 1),
-    "orderly-remove-while-consuming-5x": ("orderly", "rocketmq-5.3.3", 1),
+    "orderly-remove-while-consuming-49": ("orderly-long-call-handover", "rocketmq-4.9.8", 1),
+    "orderly-remove-while-consuming-5x": ("orderly-slow-handover", "rocketmq-5.3.3", 1),
     "orderly-commit-when-dropped": ("orderly", "rocketmq-5.3.3", 1),
     "orderly-reread-offset-every-pull": ("bug-1825", "rocketmq-5.3.3", 1),
     "lock-takeover-live": ("orderly", "rocketmq-5.3.3", 1),
@@ -342,37 +344,18 @@ WITNESS: dict[str, tuple[str, str, int]] = {
     "dlq-keeps-delay": ("bug-2724", "rocketmq-5.3.3", 1),
     "schedule-early": ("basic", "rocketmq-5.3.3", 1),
     "sendback-whole-batch": ("basic", "rocketmq-5.3.3", 1),
+    "remove-queue-persists-pulled": ("rebalance", "rocketmq-4.9.8", 2),
+    "sendback-failed-removed": ("sendback-fallback", "rocketmq-5.3.3", 1),
+    "persist-all-rewrites-local-file": ("bug-4016", "rocketmq-5.3.3", 1),
+    "fallback-send-wrong-delay": ("sendback-fallback", "rocketmq-5.3.3", 1),
+    "orderly-commit-first-key": ("orderly-batch", "rocketmq-5.3.3", 1),
+    "orderly-no-queue-lock": ("orderly-offset-moved", "rocketmq-5.3.3", 1),
+    "broker-offsets-not-reloaded": ("restart-retention", "rocketmq-5.3.3", 1),
 }
 
 # Mutants no method kills (equivalent to the original under every scenario, or beyond the
 # scenarios' reach), each with the reason; docs/mutants.md discusses them.
-SURVIVORS: dict[str, str] = {
-    "remove-queue-no-persist":
-        "every pull carries the client's offset (commitOffset) and the broker commits it, so the next "
-        "owner starts at most a pull behind: only duplicates, which at-least-once allows "
-        "(ANOM-DUP-1). A loss would need the queue to change owner before its first offset reached "
-        "the broker; no built-in scenario does that.",
-    "fallback-send-wrong-delay":
-        "the fallback producer send runs only when consumerSendMessageBack fails (the message's "
-        "broker down at the send-back); no built-in scenario reaches it.",
-    "offset-not-increase-only":
-        "equivalent in the reference: within one ProcessQueue removeMessage's results never decrease "
-        "(the tree minimum only rises; queueOffsetMax + 1 only when the tree is empty), so "
-        "increaseOnly never has anything to refuse.",
-    "orderly-commit-first-key":
-        "every orderly scenario consumes one message per batch (consumeMessageBatchMaxSize 1), where "
-        "firstKey = lastKey.",
-    "orderly-no-queue-lock":
-        "no run of the built-in scenarios gives one client two ConsumeRequests of one queue at once: "
-        "the later ones (suspend, lock retry) are submitted after the running one left the queue.",
-    "orderly-stale-lease-persist":
-        "equivalent: removeUnnecessaryMessageQueue removes the offset entry of every queue it gives "
-        "up (removeOffset), so the store holds no entry outside the ProcessQueue table for persistAll "
-        "to add.",
-    "broker-offsets-not-reloaded":
-        "in the scenarios that restart a broker every consumer commits its offsets again (its next "
-        "pull carries them) before a new ProcessQueue reads them: only duplicates.",
-}
+SURVIVORS: dict[str, str] = {}
 
 
 class MutantRotten(Exception):

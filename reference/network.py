@@ -7,6 +7,7 @@ probability `oneway_loss`; a loss is recorded as an event, so a trace explains i
 """
 from __future__ import annotations
 
+from .sim import Timer
 from .broker.broker import Broker, BrokerUnavailable
 
 
@@ -42,6 +43,10 @@ class Network:
         self.clients: dict[str, object] = {}
         self.faults = Faults()
         self._routes: dict[str, tuple[list, int]] = {}   # topic -> (route, valid until)
+        # one-way offset updates on their way, per (client, broker) channel: a later request of the
+        # same client on that channel reaches the broker after them (see deliver_persists)
+        self._persists: dict[tuple[str, str], list] = {}
+        self._pulls: dict[str, dict] = {}    # broker -> (client, pull id) -> (client, on_error): pulls not answered yet
 
     def add_broker(self, broker: Broker) -> None:
         self.brokers[broker.name] = broker
@@ -99,8 +104,36 @@ class Network:
         b = self.brokers.get(broker_name)
         if lost or b is None or not b.up:
             return
-        self.sim.schedule(self.latency_ms, b.update_consumer_offset, consumer.group, topic, queue, offset,
-                          consumer.client_id, owner=b.proc)
+        item = (Timer(), (consumer.group, topic, queue, offset, consumer.client_id), b.proc.incarnation)
+        self._persists.setdefault((consumer.client_id, broker_name), []).append(item)
+        self.sim.schedule(self.latency_ms, self._persist_arrives, broker_name, item, owner=b.proc, timer=item[0])
+
+    def _persist_arrives(self, broker_name: str, item) -> None:
+        pending = self._persists.get((item[1][4], broker_name))
+        if pending is not None and item in pending:
+            pending.remove(item)
+        self.brokers[broker_name].update_consumer_offset(*item[1])
+
+    def broker_stopped(self, broker_name: str) -> None:
+        """The broker's process died: each client's connection to it closes, and 4.9.8's
+        NettyRemotingClient fails the requests still waiting on that channel at once (failFast on
+        close): a pull on its way or held by the broker ends in PullCallback.onException, and the
+        client pulls again after pullTimeDelayMillsWhenException."""
+        for key, (consumer, on_error) in sorted(self._pulls.pop(broker_name, {}).items()):
+            self.sim.schedule(self.latency_ms, on_error, owner=consumer.proc)
+
+    def deliver_persists(self, consumer, broker_name: str) -> None:
+        """The client's one-way offset updates to the broker still on their way arrive now: a
+        request the client sends next on the same channel (queryConsumerOffset) is read after them
+        (one connection, in order; the broker's ConsumerManageProcessor takes both from one
+        executor queue). Another client's persist may still overtake it."""
+        pending = self._persists.pop((consumer.client_id, broker_name), None)
+        b = self.brokers.get(broker_name)
+        for timer, args, incarnation in pending or ():
+            timer.cancel()
+            # (a broker that restarted since lost what was on its way)
+            if b is not None and b.up and b.proc.incarnation == incarnation:
+                b.update_consumer_offset(*args)
 
     def oneway_unlock(self, consumer, broker_name: str, mqs: list, delay: int = 0) -> None:
         b = self.brokers.get(broker_name)
@@ -126,6 +159,17 @@ class Network:
         if b is None or not b.up:
             self.sim.schedule(self.latency_ms, on_error, owner=consumer.proc)
             return
+        # until answered, the pull fails with its channel (broker_stopped)
+        inflight = self._pulls.setdefault(broker_name, {})
+        key = (consumer.client_id, req.pull_id)
+        inflight[key] = (consumer, on_error)
+        respond = req.respond
+
+        def answered(result, status):
+            inflight.pop(key, None)
+            respond(result, status)
+
+        req.respond = answered
 
         def arrive():
             if not b.up:

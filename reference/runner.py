@@ -166,6 +166,7 @@ class Run:
         elif a == "restart_broker":
             b = self.net.brokers[st["broker"]]
             b.stop_for_restart()
+            self.net.broker_stopped(b.name)
             sim.schedule(st.get("downtime_ms", 0), b.restart)
         elif a == "oneway_loss":
             self.net.faults.oneway_loss = float(st["probability"])
@@ -190,21 +191,37 @@ class Run:
                 p.send_one(tags=st.get("tags"), keys=st.get("keys"), props=st.get("props"))
 
     def reset_offset(self, group: str, topic: str, timestamp: int) -> None:
-        """An operator resets the group's offsets of topic to a time (mqadmin resetOffsetByTime):
-        the broker commits the offset of the first message stored at or after it and tells
-        every live consumer of the group to reset too."""
-        table = {}
+        """An operator resets the group's offsets of topic to a time (mqadmin resetOffsetByTime,
+        force by default), broker by broker as 4.9.8's Broker2Client.resetOffset does it:
+        - a queue of the topic for which the group has no committed offset fails the call ("the
+          consumer group not exist"), and the failure ends the command;
+        - otherwise each queue's target is the offset of the first message stored at or after
+          the time. With consumers of the group registered, the broker commits nothing: it tells
+          each of them (RESET_CONSUMER_CLIENT_OFFSET, one-way), and each client sets its offsets
+          and persists them as it removes its ProcessQueues (MQClientInstance.resetOffset);
+        - with none registered (CONSUMER_NOT_ONLINE), mqadmin falls back to the old way
+          (resetOffsetByTimestampOld) and writes the broker's offsets itself.
+        A broadcasting group has no broker offsets, so its reset always fails."""
+        by_broker: dict = {}
         for mq in self.net.route(topic):
-            b = self.net.brokers[mq[1]]
+            by_broker.setdefault(mq[1], []).append(mq)
+        for name in sorted(by_broker):
+            b = self.net.brokers[name]
             if not b.up:
+                return          # the call fails: the command ends with an exception
+            mqs = by_broker[name]
+            if any(b.offsets.query(group, topic, mq[2]) < 0 for mq in mqs):
+                return          # SYSTEM_ERROR "THe consumer group <g> not exist"
+            table = {mq: b.search_offset(topic, mq[2], timestamp) for mq in mqs}
+            online = [cid for cid in sorted(b.consumers.get(group, {})) if cid in self.consumers]
+            if not online:
+                for mq, offset in sorted(table.items()):
+                    b.offsets.commit(group, topic, mq[2], offset, source="reset")
                 continue
-            offset = b.search_offset(topic, mq[2], timestamp)
-            b.offsets.commit(group, topic, mq[2], offset, source="reset")
-            table[mq] = offset
-        for cid in sorted(self.consumers):
-            c = self.consumers[cid]
-            if c.group == group and c.running and c.proc.alive:
-                self.sim.schedule(self.net.latency_ms, c.reset_offset, topic, table, owner=c.proc)
+            for cid in online:
+                c = self.consumers[cid]
+                if c.running and c.proc.alive:
+                    self.sim.schedule(self.net.latency_ms, c.reset_offset, topic, table, owner=c.proc)
 
     # ------------------------------------------------------------------ quiescence
     def quiescent(self) -> bool:

@@ -478,6 +478,10 @@ def pq_dropped(st, ev, out):
     if (pq.status, "pq_dropped") not in PQ_TABLE and not (pq.sampled and pq.status == "dropped"):
         out.report("INV-PQ-1", f"ProcessQueue dropped in state {pq.status}", qs.key)
     pq.status = "dropped"
+    if ev.get("reason") == "reset":
+        # MQClientInstance.resetOffset: the client sets the operator's offset next (updateOffset
+        # with increaseOnly false) and persists it as it removes the ProcessQueue
+        qs.reset_drops.add(ev["client"])
 
 
 def pq_removed(st, ev, out):
@@ -497,6 +501,7 @@ def pq_removed(st, ev, out):
     for k, v in pq.batches.items():
         qs.orphans[(pq.client, k)] = v     # ConsumeRequests still hold the removed ProcessQueue
     del qs.pqs[ev["client"]]
+    qs.reset_drops.discard(ev["client"])
 
 
 # ---------------------------------------------------------------------------- pull
@@ -1015,6 +1020,12 @@ def consume_finished(st, ev, out):
         b = qs.busy.get(cid)
         if b is not None and b[0] == ev["consume_id"]:
             del qs.busy[cid]
+        if c is not None and c.orderly:
+            # processConsumeResult works on the removed ProcessQueue the ConsumeRequest holds:
+            # its commit or rollback, next, is that ProcessQueue's, not a newer one's
+            # (processConsumeResult runs in the same task: the outcome, if any, has its time; a
+            # ProcessQueue that resetOffset cleared has nothing to commit, and none follows)
+            qs.orphan_outcome[cid] = (tuple(orphan), ev["ts"])
         return
     if pq is None:
         out.report("GUARD", f"consume {ev['consume_id']} finished but never started", key)
@@ -1147,6 +1158,8 @@ def messages_taken(st, ev, out):
 def pq_committed(st, ev, out):
     qs = _q(st, ev)
     key = qs.key
+    if _orphan_outcome(st, qs, ev, out):
+        return
     pq = qs.pqs.get(ev["client"])
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} commits a ProcessQueue it does not have", key)
@@ -1213,8 +1226,36 @@ def _take_lowest(pq, offsets) -> bool:
     return True
 
 
+def _orphan_outcome(st, qs, ev, out) -> bool:
+    """The commit or rollback that follows an orderly batch of a removed ProcessQueue (its
+    ConsumeRequest still holds it, e.g. after OFFSET_ILLEGAL took it out of the table during the
+    call): it concerns that ProcessQueue, which nothing consumes again. A commit's messages are
+    handled by the group; a rollback returns them to a tree that is gone."""
+    cid = ev["client"]
+    pending = qs.orphan_outcome.pop(cid, None) if qs.orphan_outcome else None
+    if pending is None or pending[1] != ev["ts"]:
+        return False
+    batch = pending[0]
+    if ev["kind"] == "pq_committed":
+        offsets = list(ev["offsets"])
+        if not set(batch) <= set(offsets):
+            out.report("INV-ORDER-2", f"{cid} commits {offsets[:8]} of its removed ProcessQueue, whose "
+                       f"batch was {list(batch)[:8]}", qs.key)
+        if len(offsets) > qs.batch_max:
+            qs.batch_max = len(offsets)
+        unit = qs.units.get("")
+        if unit is not None:
+            for o in offsets:
+                if not unit.handle(o):
+                    _duplicate(st, out, qs.key, f"{cid} commits offset {o} of a removed ProcessQueue, already "
+                               f"handled by the group")
+    return True
+
+
 def pq_rolled_back(st, ev, out):
     qs = _q(st, ev)
+    if _orphan_outcome(st, qs, ev, out):
+        return
     pq = qs.pqs.get(ev["client"])
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} rolls back a ProcessQueue it does not have", qs.key)
@@ -1296,6 +1337,13 @@ def offset_updated(st, ev, out):
             source = "read"
         elif not inc and off in qs.resets:
             source = "reset"        # MQClientInstance.resetOffset: updateOffset(mq, reset, false)
+        elif not inc and off >= 0 and cid in qs.reset_drops:
+            # the operator's offset, which the broker handed this client (Broker2Client.resetOffset
+            # commits nothing while the group's consumers are online): not the client's to judge
+            source = "reset"
+            qs.resets.append(off)
+            if len(qs.resets) > 4:
+                del qs.resets[0]
         else:
             out.report("INV-OFFSET-1", f"offset update to {off} that the ProcessQueue did not produce "
                        f"(pending {pq.pending_upd[-4:] if pq else []}, committed {committed})", key)
@@ -1429,15 +1477,20 @@ def offset_committed(st, ev, out):
     if "previous" in ev and ev.get("previous") != qs.committed and not sampled:
         out.report("GUARD", f"broker commit says previous {ev.get('previous')}, the table held {qs.committed}", key)
     g = st.dir.groups.get(key[0])
-    if g is not None and g["model"] == "BROADCASTING":
+    if g is not None and g["model"] == "BROADCASTING" and src != "reset":
+        # (an operator may write any group's broker offset; broadcasting clients never read it)
         out.report("INV-BCAST-1", "offset committed on the broker for a broadcasting group", key)
     unit = qs.units.get("")
-    if qs.committed is not None and off < qs.committed and src not in ("reset", "snapshot"):
+    # an operator's reset: written by mqadmin (no consumer online), or persisted by a client that
+    # set it on the broker's request (MQClientInstance.resetOffset, then removeUnnecessaryMessageQueue)
+    reset = src == "reset" or (src == "persist" and off in qs.resets)
+    if qs.committed is not None and off < qs.committed and not reset and src != "snapshot":
         _offset_back(st, qs, g, unit, off, src, cid, ev["ts"], out)
-    if src == "reset":
-        qs.resets.append(off)
-        if len(qs.resets) > 4:
-            del qs.resets[0]
+    if reset:
+        if src == "reset":
+            qs.resets.append(off)
+            if len(qs.resets) > 4:
+                del qs.resets[0]
         sq = st.stored.get((key[1], key[2], key[3]))
         qs.reset_ahead = off if sq is not None and off > sq.next else None
         if unit is not None:
@@ -1461,8 +1514,12 @@ def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
     n = 0
     if g is not None and g["mode"] == "ORDERLY" and g["model"] == "CLUSTERING" and unit is not None:
         # consumed and committed by the group in [off, prev): below the watermark all, above it the
-        # handled ones (counted without walking the gap)
-        n = max(0, min(prev, unit.wm) - off) + sum(1 for o in unit.done if off <= o < prev)
+        # handled ones (counted without walking the gap); only messages still stored can be
+        # consumed again: none below the queue's min offset (retention) or at its end and past it
+        # (an operator's write past the end, which the watermark may have skipped to)
+        sq = st.stored.get((key[1], key[2], key[3]))
+        lo, hi = (max(off, sq.min), min(prev, sq.next)) if sq is not None else (off, off)   # (nothing stored)
+        n = max(0, min(hi, unit.wm) - lo) + sum(1 for o in unit.done if lo <= o < hi)
     if n > qs.batch_max:
         c = st.dir.clients.get(cid) if cid else None
         pauses = _pauses_between(st, cid, 0, ts) if cid else []

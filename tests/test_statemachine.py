@@ -134,7 +134,8 @@ def test_an_example_past_the_event_cap_ends_without_a_finding():
     with mock.patch.object(SM, "MAX_STEP_EVENTS", 40):
         res = check_reference("rocketmq-5.3.3", max_examples=30)
     assert res.ok and res.finding is None and res.runaway > 0, res.summary()
-    assert res.examples_run == 30 and "ran away" in res.summary()
+    # (Hypothesis may start one example more than max_examples counts, e.g. one it discards)
+    assert res.examples_run >= 30 and "ran away" in res.summary()
     assert res.runaway_steps[0] == "state = ReferenceMachine()"
 
 

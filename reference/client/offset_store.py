@@ -95,6 +95,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
         try:
             if failure is not None:
                 raise OffsetQueryError(f"queryConsumerOffset failed ({failure})")
+            self.consumer.net.deliver_persists(self.consumer, broker)   # same channel: they arrive first
             value = self.consumer.net.broker(broker).query_consumer_offset(self.consumer.group, topic, queue)
         except (OffsetQueryError, BrokerUnavailable):
             if p.offset_query_failure_as_not_found:

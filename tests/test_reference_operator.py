@@ -1,0 +1,140 @@
+"""An operator's offset reset and a broker that dies, as 4.9.8 does them, and what the spec makes
+of them.
+
+- Broker2Client.resetOffset (mqadmin resetOffsetByTime) refuses the call when the group has no
+  committed offset on a queue of the topic ("THe consumer group <g> not exist"); otherwise, with
+  the group's consumers online, it commits nothing and only tells them. Each client sets the
+  operator's offset and persists it as it removes its ProcessQueues (MQClientInstance.resetOffset);
+  the recording tests/fixtures/real/real-reset.jsonl shows no broker commit at the reset and the
+  client's persist of 0 about 10 s later.
+- A client's queryConsumerOffset reaches the broker after the one-way persists it sent before on
+  the same channel.
+- A broker that dies fails the pulls it held (NettyRemotingClient.failFast on the channel's
+  close): the client pulls again at once, not after the 120 s pull expiry.
+"""
+from __future__ import annotations
+
+import copy
+
+from rocketspec.reference.runner import run_to_list
+from rocketspec.reference.scenario import load_scenario, validate
+from rocketspec.spec.profiles import get_profile
+from rocketspec.spec.replay import check_events
+
+PROFILE = "rocketmq-4.9.8"
+
+
+def _check(events, profile=PROFILE):
+    return check_events(enumerate(events, 1), get_profile(profile))
+
+
+def _errors(rep):
+    return sorted({f.inv for f in rep.findings.errors})
+
+
+def test_reset_with_consumers_online_is_committed_by_the_client_not_the_broker():
+    ev = run_to_list(load_scenario("real-reset"), 1, PROFILE)
+    reset_ts = 4000
+    assert not [e for e in ev if e["kind"] == "offset_committed" and e.get("source") == "reset"]
+    dropped = [e for e in ev if e["kind"] == "pq_dropped" and e.get("reason") == "reset"]
+    assert dropped and all(e["ts"] >= reset_ts for e in dropped)
+    # the client persists the operator's offset (0) as it removes the ProcessQueue, 10 s later
+    back = [e for e in ev if e["kind"] == "offset_committed" and e["topic"] == "TopicReset" and e["offset"] == 0
+            and e.get("previous") not in (None, 0)]
+    assert back and all(e["source"] == "persist" and e["ts"] >= reset_ts + 10000 for e in back)
+    # and the new ProcessQueues start there: the messages are consumed again
+    created = [e for e in ev if e["kind"] == "pq_created" and e["topic"] == "TopicReset" and e["ts"] > reset_ts]
+    assert created and all(e["offset"] == 0 for e in created)
+    rep = _check(ev)
+    assert _errors(rep) == []
+
+
+def _orderly_reset(profile):
+    sc = validate({
+        "name": "orderly-reset", "description": "an orderly group reset to the beginning", "duration_ms": 30000,
+        "topics": [{"name": "T", "queues": 2}],
+        "groups": [{"name": "G", "consume_mode": "ORDERLY", "subscriptions": {"T": "*"},
+                    "listener": {"duration_ms": [1, 5]}}],
+        "producers": [{"topic": "T", "count": 40, "rate_per_s": 10}],
+        "steps": [{"at_ms": 0, "action": "start", "client": "c1", "group": "G"},
+                  {"at_ms": 12000, "action": "reset_offset", "group": "G", "topic": "T", "timestamp_ms": 0}],
+    }, "test:orderly-reset")
+    return run_to_list(sc, 1, profile)
+
+
+def test_an_orderly_reset_moves_the_offset_back_without_an_order_finding():
+    for profile in ("rocketmq-4.9.8", "rocketmq-5.3.3"):
+        ev = _orderly_reset(profile)
+        starts = [e for e in ev if e["kind"] == "consume_started" and e["topic"] == "T" and 0 in e["offsets"]]
+        assert len(starts) >= 2, profile     # offset 0 of a queue consumed again after the reset
+        rep = _check(ev, profile)
+        assert _errors(rep) == [], (profile, [f.message for f in rep.findings.errors][:2])
+
+
+def test_a_reset_is_refused_while_a_queue_has_no_committed_offset():
+    sc = copy.deepcopy(load_scenario("real-reset"))
+    sc["steps"][-1]["at_ms"] = 0          # before anything was consumed or persisted
+    ev = run_to_list(sc, 1, PROFILE)
+    assert not [e for e in ev if e["kind"] == "pq_dropped" and e.get("reason") == "reset"]
+    assert not [e for e in ev if e["kind"] == "offset_committed" and e.get("source") == "reset"]
+
+
+def test_a_broadcasting_group_cannot_be_reset():
+    # it has no broker offsets, so Broker2Client.resetOffset refuses the call
+    sc = copy.deepcopy(load_scenario("broadcast"))
+    topic = next(iter(sc["groups"].values()))["subscriptions"]
+    group = next(iter(sc["groups"]))
+    sc["steps"].append({"at_ms": 20000, "action": "reset_offset", "group": group, "topic": next(iter(topic)),
+                        "timestamp_ms": 0})
+    ev = run_to_list(sc, 1, PROFILE)
+    assert not [e for e in ev if e["kind"] == "pq_dropped" and e.get("reason") == "reset"]
+    assert _errors(_check(ev)) == []
+
+
+def test_a_dying_broker_fails_its_held_pulls_and_the_client_pulls_again():
+    sc = validate({
+        "name": "held-pulls", "description": "a broker restart while pulls are held", "duration_ms": 20000,
+        "topics": [{"name": "T", "queues": 2}],
+        "groups": [{"name": "G", "subscriptions": {"T": "*"}}],
+        "steps": [{"at_ms": 0, "action": "start", "client": "c1", "group": "G"},
+                  {"at_ms": 3000, "action": "restart_broker", "broker": "broker-a", "downtime_ms": 0},
+                  {"at_ms": 8000, "action": "produce", "topic": "T", "count": 4}],
+    }, "test:held-pulls")
+    ev = run_to_list(sc, 1, PROFILE)
+    held = {e["pull_id"] for e in ev if e["kind"] == "pull_held" and e["ts"] < 3000}
+    assert held
+    failed = {e["pull_id"]: e for e in ev if e["kind"] == "pull_failed"}
+    assert held <= set(failed) and all(3000 <= failed[p]["ts"] <= 3010 for p in held)
+    # pulling again, the client gets the messages produced at 8 s without a pull-expiry drop
+    assert not [e for e in ev if e["kind"] == "pq_dropped"]
+    consumed = {o for e in ev if e["kind"] == "consume_started" for o in e["offsets"]}
+    assert len(consumed) >= 2
+    assert _errors(_check(ev)) == []
+
+
+def test_an_orderly_call_that_outlives_a_reset_commits_nothing_and_misleads_nothing():
+    # resetOffset clears the ProcessQueue under a running call and removes it 10 s later; the
+    # call then ends on an empty consuming map (no commit), and the new ProcessQueue's first
+    # commit is its own, not the removed one's
+    sc = validate({
+        "name": "orderly-reset-call", "description": "a reset during a slow orderly call", "duration_ms": 60000,
+        "drain_limit_ms": 600000,
+        "topics": [{"name": "T", "queues": 1}],
+        "groups": [{"name": "G", "consume_mode": "ORDERLY", "subscriptions": {"T": "*"},
+                    "listener": {"duration_ms": [1, 5], "rules": [{"tags": ["slow"], "duration_ms": 25000}]}}],
+        "steps": [{"at_ms": 0, "action": "start", "client": "c1", "group": "G"},
+                  {"at_ms": 1000, "action": "produce", "topic": "T", "count": 2},
+                  {"at_ms": 12000, "action": "produce", "topic": "T", "count": 1, "tags": "slow"},
+                  {"at_ms": 14000, "action": "reset_offset", "group": "G", "topic": "T", "timestamp_ms": 0},
+                  {"at_ms": 45000, "action": "produce", "topic": "T", "count": 2}],
+    }, "test:orderly-reset-call")
+    for profile in ("rocketmq-4.9.8", "rocketmq-5.3.3"):
+        ev = run_to_list(sc, 1, profile)
+        slow = next(e for e in ev if e["kind"] == "consume_started" and e["offsets"] == [2])
+        removed = next(e for e in ev if e["kind"] == "pq_removed" and e["ts"] > slow["ts"])
+        done = next(e for e in ev if e["kind"] == "consume_finished" and e["consume_id"] == slow["consume_id"])
+        assert done["ts"] > removed["ts"], profile         # the call outlived its ProcessQueue
+        later = [e for e in ev if e["kind"] == "pq_committed" and e["ts"] > done["ts"]]
+        assert later, profile
+        rep = _check(ev, profile)
+        assert _errors(rep) == [], (profile, [f.message for f in rep.findings.errors][:2])
