@@ -78,9 +78,10 @@ def _default_max(default_max):
 
 
 def judge(h: History, records, default_max: int | None = None, only=None, window_ms: int = WINDOW_MS,
-          progress=None) -> HistoryReport:
-    """Stream `records` of the history `h` through every guarantee (or those in `only`)."""
-    j = Judge(h, _default_max(default_max), only, window_ms)
+          progress=None, **opts) -> HistoryReport:
+    """Stream `records` of the history `h` through every guarantee (or those in `only`);
+    `opts`: Judge's (sweep_every, max_kept)."""
+    j = Judge(h, _default_max(default_max), only, window_ms, **opts)
     feed = j.feed
     if progress is None:
         for rec in records:
@@ -123,7 +124,7 @@ _TIE = {Produce: 0, Disruption: 1, Reset: 1, Expired: 1, Consume: 2, DeadLetter:
 
 
 def check_history(h: History, default_max_reconsume: int | None = None, only=None,
-                  window_ms: int = WINDOW_MS) -> HistoryReport:
+                  window_ms: int = WINDOW_MS, **opts) -> HistoryReport:
     """Judge a history held in memory: its records in the source's order, or, for one built by
     hand (no `stream`), in time order."""
     if h.stream:
@@ -131,7 +132,7 @@ def check_history(h: History, default_max_reconsume: int | None = None, only=Non
     else:
         records = [*h.produces, *h.disruptions, *h.resets, *h.expired, *h.consumes, *h.dead_letters]
         records.sort(key=lambda r: (_time(r), _TIE[type(r)]))
-    return judge(h, records, default_max_reconsume, only, window_ms)
+    return judge(h, records, default_max_reconsume, only, window_ms, **opts)
 
 
 def _time(r):

@@ -9,14 +9,14 @@ Memory goes with the live keys, not with the history's length, as `check` does f
   (H-ORDER-2), successful calls and unfinished offsets of the window (H-DUP-1), the consumed
   offsets as runs (a redelivery of a message already retired from the window is recognised
   by its queue and offset), the retention low mark;
-- per group: members, and the last reset, fault and membership change before the window.
+- per group: members; faults, membership changes and operator resets, whole (a handful per run).
 
 A message is judged when it *retires*: quiet for `window_ms` and settled (`SETTLED`: consumed,
 dead-lettered, filtered out...), or at the end. Records may arrive out of time order within the
 window (message-trace dispatchers flush asynchronously; a trace emits a listener call when it
-returns). Judgments that reach past the window use the summaries, which only ever allow more
-(a redelivery beyond the window is explained by any reset, fault or membership change of the
-group since the earlier delivery); docs/history.md says so.
+returns). A redelivery of a message retired from the window is judged against the earlier
+delivery its queue's offset runs remember: the consumer, and the earliest time of that run of
+offsets (docs/history.md says what that approximates).
 """
 from __future__ import annotations
 
@@ -56,39 +56,59 @@ class Msg:
         return list(dict.fromkeys(G.unit(groups.get(c.group), c) for c in self.dels))
 
     def retrying(self) -> bool:
-        """Delivered, every call failed so far, not dead-lettered: a retry chain is under way."""
-        return bool(self.dels) and not self.dlq and not any(c.success is True for c in self.dels)
+        """A retry chain is under way: a failed delivery not yet followed by its retry (a delivery
+        with a higher reconsume count, or, where counts are unknown, a later success), and no
+        dead letter."""
+        if self.dlq:
+            return False
+        for f in self.dels:
+            if f.success is False and not any(
+                    (c.reconsume_times > f.reconsume_times) if c.reconsume_times is not None
+                    and f.reconsume_times is not None else (c.success is True and _ts(c) > _ts(f))
+                    for c in self.dels):
+                return True
+        return False
+
+
+def _ts(c):
+    return c.ts if c.ts is not None else (c.end if c.end is not None else -1)
 
 
 class _Runs:
-    """Consumed offsets of one queue as sorted disjoint runs [lo, hi] with the earliest
-    successful end in each: memory in proportion to the gaps, not to the offsets."""
-    __slots__ = ("lo", "hi", "done")
+    """Consumed offsets of one queue (one consumer's) as sorted disjoint runs [lo, hi], with
+    the time the run's first and last offsets were consumed: memory in proportion to the gaps,
+    not to the offsets. An offset inside a run gets a time interpolated between its ends (a
+    consumer takes a queue's offsets in order)."""
+    __slots__ = ("lo", "hi", "tlo", "thi")
 
     def __init__(self):
-        self.lo, self.hi, self.done = [], [], []
+        self.lo, self.hi, self.tlo, self.thi = [], [], [], []
 
-    def add(self, off, done):
-        i = bisect.bisect_right(self.lo, off) - 1
-        if i >= 0 and self.lo[i] <= off <= self.hi[i]:
-            self.done[i] = min(self.done[i], done)
+    def add(self, off, t):
+        lo, hi = self.lo, self.hi
+        i = bisect.bisect_right(lo, off) - 1
+        if i >= 0 and lo[i] <= off <= hi[i]:
             return
-        if i >= 0 and self.hi[i] == off - 1:
-            self.hi[i], self.done[i] = off, min(self.done[i], done)
-            if i + 1 < len(self.lo) and self.lo[i + 1] == off + 1:
-                self.hi[i], self.done[i] = self.hi[i + 1], min(self.done[i], self.done[i + 1])
-                del self.lo[i + 1], self.hi[i + 1], self.done[i + 1]
+        if i >= 0 and hi[i] == off - 1:
+            hi[i], self.thi[i] = off, t
+            if i + 1 < len(lo) and lo[i + 1] == off + 1:
+                hi[i], self.thi[i] = hi[i + 1], self.thi[i + 1]
+                del lo[i + 1], hi[i + 1], self.tlo[i + 1], self.thi[i + 1]
             return
-        if i + 1 < len(self.lo) and self.lo[i + 1] == off + 1:
-            self.lo[i + 1], self.done[i + 1] = off, min(self.done[i + 1], done)
+        if i + 1 < len(lo) and lo[i + 1] == off + 1:
+            lo[i + 1], self.tlo[i + 1] = off, t
             return
-        self.lo.insert(i + 1, off)
-        self.hi.insert(i + 1, off)
-        self.done.insert(i + 1, done)
+        lo.insert(i + 1, off)
+        hi.insert(i + 1, off)
+        self.tlo.insert(i + 1, t)
+        self.thi.insert(i + 1, t)
 
     def find(self, off):
         i = bisect.bisect_right(self.lo, off) - 1
-        return self.done[i] if i >= 0 and off <= self.hi[i] else None
+        if i < 0 or off > self.hi[i]:
+            return None
+        lo, hi, tlo, thi = self.lo[i], self.hi[i], self.tlo[i], self.thi[i]
+        return tlo if hi == lo else tlo + (thi - tlo) * (off - lo) // (hi - lo)
 
 
 class Judge:
@@ -97,8 +117,10 @@ class Judge:
     `h` is the history's header (model.History: source, format, complete, observes, groups),
     which its adapter updates while it streams (group settings, problems)."""
 
-    def __init__(self, h, default_max: int, only=None, window_ms: int = WINDOW_MS, max_kept: int = MAX_KEPT):
+    def __init__(self, h, default_max: int, only=None, window_ms: int = WINDOW_MS, max_kept: int = MAX_KEPT,
+                 sweep_every: int = SWEEP_EVERY):
         self.h, self.default_max, self.window, self.max_kept = h, default_max, window_ms, max_kept
+        self.sweep_every = sweep_every
         self.only = only
         self.out = {g.id: G.Outcome() for g in G.GUARANTEES}
         self.order_q, self.order_k = G.Outcome(), G.Outcome()   # H-ORDER-2 by queue, by sharding key
@@ -110,17 +132,18 @@ class Judge:
         self.first = {}                     # (unit, topic) -> first consume ts
         self._members = defaultdict(set)    # group -> clients seen consuming
         self.expired = {}                   # queue -> retention low mark
-        self.dis: list = []                 # disruptions of the window, by ts
-        self.dis_before = {}                # (fault | membership, group) -> latest ts before the window
-        self.resets: list = []              # resets of the window, by ts
-        self.reset_before = {}              # group -> latest reset ts before the window
+        # faults, membership changes and operator resets are kept whole, by ts: a handful per
+        # run, however many messages it has
+        self.dis: list = []
+        self.resets: list = []
         self.calls = {}                     # H-ORDER-1: (group, queue) -> {batch: [client, start, end, where]}
         self.pairs = defaultdict(set)       # H-ORDER-1: pairs reported per queue
         self.streams = {}                   # H-ORDER-2: (mode, unit, stream) -> deque of [pos, c, flagged]
         self.shard_n = Counter()            # H-ORDER-2: acknowledged sends per sharding key
         self.ok_calls = defaultdict(deque)  # H-DUP-1: (group, queue, client) -> (start, batch) of successes
+        self.ok_before = {}                 # H-DUP-1: (group, queue, client) -> latest success start before the window
         self.pending = defaultdict(dict)    # H-DUP-1: (group, queue) -> offset -> [first success end|None, seen]
-        self.runs = defaultdict(_Runs)      # (unit, queue) -> consumed offsets of retired messages
+        self.runs = {}                      # (unit, queue) -> {client: consumed offsets of retired messages}
         self.retired = 0
         self.peak_live = 0
         self._since = 0
@@ -141,9 +164,10 @@ class Judge:
 
     def _seen(self, kind, rec):
         absent = self._absent[kind]
-        if absent:
-            for f in [f for f in absent if getattr(rec, f) is not None]:
-                absent.discard(f)
+        for f in absent:
+            if getattr(rec, f) is not None:
+                self._absent[kind] = {a for a in absent if getattr(rec, a) is None}
+                return
 
     def members(self, group):
         g = self.h.groups.get(group)
@@ -159,9 +183,6 @@ class Judge:
                 break
             if x.what in G.FAULTS:
                 return x
-        t = self.dis_before.get(("fault", None))
-        if t is not None and lo <= t <= hi:
-            return Disruption(t, "fault", detail="a fault before the judge's window")
         return None
 
     def membership_between(self, group, lo, hi):
@@ -171,20 +192,15 @@ class Judge:
                 break
             if x.what in ("joined", "left") and (x.group is None or x.group == group):
                 return (f"rebalance ({x.what})", x.ts)
-        for k in (("membership", group), ("membership", None)):
-            t = self.dis_before.get(k)
-            if t is not None and lo <= t <= hi:
-                return ("rebalance (before the judge's window)", t)
         return None
 
     def reset_between(self, group, lo, hi, p):
+        """A reset of the group in [lo, hi] that moved it back to the message `p` (its send, or a
+        delivery of it from that queue), if it names a queue and offset."""
         for r in self.resets:
             if r.group == group and lo <= r.ts <= hi and (r.offset is None or p is None or p.offset is None
                                                            or r.queue != p.queue or r.offset <= p.offset):
                 return r.ts
-        t = self.reset_before.get(group)
-        if t is not None and lo <= t <= hi:
-            return t
         return None
 
     def reset_past(self, group, p) -> bool:
@@ -198,8 +214,7 @@ class Judge:
                     return True
             elif r.queue == p.queue and r.offset > p.offset:
                 return True
-        t = self.reset_before.get(group)
-        return t is not None and p.ts is not None and t >= p.ts
+        return False
 
     def lagging(self, group, queue, offset, ts) -> bool:
         """Was some delivered message below `offset` of the queue not yet consumed at `ts`?"""
@@ -209,7 +224,11 @@ class Judge:
         return False
 
     def later_batch(self, group, queue, client, after, batch, before) -> bool:
-        return any(after < t < before and b != batch for t, b in self.ok_calls.get((group, queue, client), ()))
+        """Did `client` finish another successful call on the queue between `after` and `before`?"""
+        k = (group, queue, client)
+        t = self.ok_before.get(k)
+        return (t is not None and after < t < before) or \
+            any(after < t < before and b != batch for t, b in self.ok_calls.get(k, ()))
 
     # ------------------------------------------------------------ feeding
 
@@ -245,7 +264,7 @@ class Judge:
         else:
             raise TypeError(f"not a history record: {rec!r}")
         self._since += 1
-        if self._since >= SWEEP_EVERY:
+        if self._since >= self.sweep_every:
             self.sweep()
 
     def _time(self, ts):
@@ -290,10 +309,12 @@ class Judge:
         new = c.id not in self.msgs and c.id not in self.waiting
         m = self._touch(c.id, c.ts if c.ts is not None else c.end)
         if new and c.queue is not None and c.offset is not None and u not in m.prior:
-            done = self.runs[(u, c.queue)].find(c.offset) if (u, c.queue) in self.runs else None
-            if done is not None:    # consumed before the window: a redelivery of a retired message
-                m.prior[u] = Consume(c.group, c.id, done, done, None, c.queue, c.offset, None, True, None,
-                                     "(before the window)", None)
+            for who, runs in self.runs.get((u, c.queue), {}).items():
+                done = runs.find(c.offset)
+                if done is not None:    # consumed before the window: a redelivery of a retired message
+                    m.prior[u] = Consume(c.group, c.id, done, done, who, c.queue, c.offset, None, True, None,
+                                         "(before the window)", None)
+                    break
         m.dels.append(c)
         p = m.p
         if p is not None:
@@ -303,7 +324,8 @@ class Judge:
                     self.first[k] = c.ts
             if h.infer_subscriptions:
                 self._infer(c.group, p.topic)
-        if c.queue is not None and c.offset is not None:
+        if c.queue is not None and c.offset is not None and not m.prior:
+            # (an offset consumed before the window is not pending again: its first success counts)
             pend = self.pending[(c.group, c.queue)]
             e = pend.get(c.offset)
             seen = c.ts if c.ts is not None else c.end
@@ -380,10 +402,13 @@ class Judge:
         if self.wm is None:
             return
         edge = self.wm - self.window
-        while self.msgs:
-            mid, m = next(iter(self.msgs.items()))
+        quiet = []
+        for mid, m in self.msgs.items():        # oldest touch first
             if m.touch is not None and m.touch >= edge and not final:
                 break
+            quiet.append(m)
+        for m in quiet:
+            mid = m.id
             del self.msgs[mid]
             classes = G.deliver(self, m)
             if final or (not m.retrying() and (all(k in G.SETTLED for k, _ in classes) or not self._can_lose())):
@@ -418,21 +443,13 @@ class Judge:
         for c in m.dels:
             if c.success is True and c.queue is not None and c.offset is not None:
                 u = G.unit(self.h.groups.get(c.group), c)
-                self.runs[(u, c.queue)].add(c.offset, c.ts if c.ts is not None else c.end)
+                by = self.runs.setdefault((u, c.queue), {})
+                runs = by.get(c.client)
+                if runs is None:
+                    runs = by[c.client] = _Runs()
+                runs.add(c.offset, c.ts if c.ts is not None else c.end)
 
     def _prune(self, horizon) -> None:
-        def cut(items, key):
-            i = bisect.bisect_left(items, horizon, key=key)
-            gone, items[:] = items[:i], items[i:]
-            return gone
-
-        for x in cut(self.dis, lambda d: d.ts):
-            k = ("fault", None) if x.what in G.FAULTS else ("membership", x.group) if x.what in ("joined", "left") \
-                else None
-            if k is not None:
-                self.dis_before[k] = max(self.dis_before.get(k, x.ts), x.ts)
-        for r in cut(self.resets, lambda r: r.ts):
-            self.reset_before[r.group] = max(self.reset_before.get(r.group, r.ts), r.ts)
         for q, calls in list(self.calls.items()):
             for b in [b for b, c in calls.items() if c[2] is not None and c[2] < horizon]:
                 del calls[b]
@@ -443,7 +460,9 @@ class Judge:
                 items.popleft()
         for k, dq in list(self.ok_calls.items()):
             while dq and (dq[0][0] is None or dq[0][0] < horizon):
-                dq.popleft()
+                t = dq.popleft()[0]
+                if t is not None and (k not in self.ok_before or t > self.ok_before[k]):
+                    self.ok_before[k] = t
             if not dq:
                 del self.ok_calls[k]
         for k, pend in list(self.pending.items()):
