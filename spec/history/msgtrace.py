@@ -72,8 +72,10 @@ def _record(line, raw: bytes, terminated: bool):
     if cut >= 0:                # a line end inside a record: the body before it was cut short
         head, body = body[:cut].rstrip(b"\r"), body[cut + 1:]
         text, bad = decode(head)
-        if bad is None and _cloud_sub_after(text):
-            yield line, _java_split(text)
+        chain = None if bad is not None else _cloud_chain(text)
+        if chain:
+            for f in chain:
+                yield line, f
         else:
             yield line, Unreadable("a record broken by a line end: the message body ends inside it (a truncated "
                                    "body?); expected records ending with \\u0002")
@@ -84,8 +86,13 @@ def _record(line, raw: bytes, terminated: bool):
     if bad is not None:
         yield line, Unreadable(bad)
         return
-    if not terminated and not _cloud_sub_after(text):
-        yield line, Unreadable("the last record has no \\u0002 terminator (a truncated body?)")
+    if not terminated:
+        chain = _cloud_chain(text)
+        if not chain:
+            yield line, Unreadable("the last record has no \\u0002 terminator (a truncated body?)")
+            return
+        for f in chain:
+            yield line, f
         return
     f = _java_split(text)
     while len(f) > 7 and f[0] == "SubAfter" and f[7] in TYPES:   # CLOUD SubAfters run into the next record
@@ -94,9 +101,14 @@ def _record(line, raw: bytes, terminated: bool):
     yield line, f
 
 
-def _cloud_sub_after(text: str) -> bool:
+def _cloud_chain(text: str):
+    """The CLOUD SubAfter records (7 fields each, each ending with \\u0001) that make up
+    `text` wholly, or None."""
     f = text.split(CONTENT)
-    return f[0] == "SubAfter" and len(f) == 8 and f[7] == ""
+    if f[-1] != "" or (len(f) - 1) % 7:
+        return None
+    out = [f[i:i + 7] for i in range(0, len(f) - 1, 7)]
+    return out if all(r[0] == "SubAfter" for r in out) else None
 
 
 def _java_split(s: str) -> list[str]:
