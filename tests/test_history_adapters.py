@@ -312,3 +312,23 @@ def test_window_is_above_every_rules_reach():
     from rocketspec.spec.history.guarantees import DISRUPTION_REACH_MS, DLQ_PROMPT_MS
 
     assert WINDOW_MS > DISRUPTION_REACH_MS and WINDOW_MS > DLQ_PROMPT_MS
+
+
+OPENCHAOS_FIXTURE = os.path.join(HIST, "2026-11-24-00-00-00-rocketmq-chaos-history-file")
+
+
+def test_an_openchaos_run_in_the_harness_layout_with_its_own_result_file():
+    # The real-kill recording as OpenChaos's Recorder and RocketMQ driver would write it (file
+    # name, values, SendResult and receipt strings, random-kill fault lines), with the
+    # QueueChecker's result file beside it: both verdicts agree, and each of the harness's
+    # duplicates is judged by its reason.
+    rep = check_path(OPENCHAOS_FIXTURE)
+    d = rep.to_dict()
+    assert d["format"] == "openchaos" and d["ok"] and d["unparseable"] == 0 and d["complete"]
+    own = next(n for n in d["notes"] if n.startswith("OpenChaos's own QueueChecker"))
+    assert "lostMessageCount 0" in own and "duplicateMessageCount 3" in own
+    v = {v["id"]: v for v in d["guarantees"]}
+    assert v["H-DELIVER-1"]["counts"] == {"consumed": 100}
+    dup = v["H-DUP-1"]["counts"]
+    assert sum(n for k, n in dup.items() if k.startswith("allowed") or k == "not allowed") == 3
+    assert dup.get("allowed: after a fault (random-kill start)") == 2

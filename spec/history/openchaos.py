@@ -103,6 +103,33 @@ def stream_openchaos(path, h: History, rows=None):
     h.notes.append("the RocketMQ driver subscribes one clustering group to the chaos topic with '*' and consumes "
                    "concurrently, always succeeding (declare ORDERLY with --groups for a driver that consumes in "
                    "order)")
+    own = harness_verdict(path)
+    if own:
+        h.notes.append(own)
+
+
+def harness_verdict(path) -> str | None:
+    """OpenChaos's own QueueChecker verdict, from the result file beside the history (its name with
+    "history" replaced by "queue-result"; YAML of QueueTestResult), as a note to compare with."""
+    import os
+    import re
+
+    d, base = os.path.split(str(path))
+    if "history" not in base:
+        return None
+    res = os.path.join(d, base.replace("history", "queue-result"))
+    try:
+        with open(res, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(1 << 20)
+    except OSError:
+        return None
+    got = {k: m.group(1) for k in ("lostMessageCount", "duplicateMessageCount", "atLeastOnce", "atMostOnce")
+           if (m := re.search(rf"^\s*{k}\s*:\s*(\S+)", text, re.M))}
+    if not got:
+        return None
+    return (f"OpenChaos's own QueueChecker ({os.path.basename(res)}): " + ", ".join(f"{k} {v}" for k, v in got.items())
+            + " (it counts every dequeue of a value after the first as a duplicate; H-DUP-1 judges each by its "
+            "reason)")
 
 
 def _group(h, name, st):
@@ -204,16 +231,21 @@ def _int(s, name) -> int:
 
 # ------------------------------------------------------------------ encoding (fixtures)
 
-_FAULT_NAMES = {"client_crashed": "kill", "broker_restarted": "broker-restart", "client_paused": "pause",
-                "client_resumed": "pause"}
+# trace kind -> (OpenChaos fault mode, operation): a consumer process killed (KillFault kills a
+# node and restarts it at the end), a broker restarted, a process suspended (PauseFault: SIGSTOP,
+# then SIGCONT at the end)
+_FAULTS = {"client_crashed": ("random-kill", "start"), "broker_restarted": ("fixed-kill", "start"),
+           "client_paused": ("random-suspend", "start"), "client_resumed": ("random-suspend", "end")}
 
 
 def encode_trace(events, group_name: str | None = None) -> list[str]:
-    """An OpenChaos history for a rocketspec trace, in the Recorder's layout: an enqueue
-    request and response per producer message (SendResult as the RocketMQ driver prints it), a
-    dequeue response per message a listener was called with, a fault line per crash, pause and
-    broker restart. For fixtures and for comparing the levels."""
-    out, stored, clients, started = [], {}, {}, {}
+    """An OpenChaos history for a rocketspec trace, as the Recorder and the RocketMQ driver write
+    it: per producer message an enqueue REQUEST and RESPONSE whose value is the harness's counter
+    (0, 1, 2...) and whose extraInfo is SendResult.toString(); per message a listener was called
+    with and consumed (the driver's listener always succeeds), a dequeue RESPONSE with the
+    receipt; a fault line per crash, pause and broker restart, named as OpenChaos names its
+    faults. For fixtures and for comparing the levels."""
+    out, stored, clients, started, values = [], {}, {}, {}, {}
 
     def cid(name):
         return clients.setdefault(name, len(clients))
@@ -223,13 +255,13 @@ def encode_trace(events, group_name: str | None = None) -> list[str]:
         if k == "message_stored":
             stored[ev["msg_id"]] = ev
             if ev["source"] == "producer":
+                v = values[ev["msg_id"]] = str(len(values))
                 key = ev.get("keys") or "null"
                 send = (f"SendResult [sendStatus=SEND_OK, msgId={ev['msg_id']}, offsetMsgId={ev['msg_id']}, "
                         f"messageQueue=MessageQueue [topic={ev['topic']}, brokerName={ev['broker']}, "
                         f"queueId={ev['queue']}], queueOffset={ev['offset']}]")
-                out.append(f"{cid('producer')}\tenqueue\tREQUEST\t{ev['msg_id']}\t{key}\t{ev['ts']}\tnull")
-                out.append(f"{cid('producer')}\tenqueue\tRESPONSE\tSUCCESS\t{ev['msg_id']}\t{key}\t{ev['ts']}\t0\t"
-                           f"{send}\t0")
+                out.append(f"{cid('producer')}\tenqueue\tREQUEST\t{v}\t{key}\t{ev['ts']}\tnull")
+                out.append(f"{cid('producer')}\tenqueue\tRESPONSE\tSUCCESS\t{v}\t{key}\t{ev['ts']}\t0\t{send}\t0")
         elif k == "consume_started":
             started[(ev["client"], ev["consume_id"])] = ev
         elif k == "consume_finished":
@@ -243,8 +275,10 @@ def encode_trace(events, group_name: str | None = None) -> list[str]:
                 key = first.get("keys") or "null"
                 info = (f"receive status [ msgId = {oid}, topic = {first.get('topic', ev['topic'])}, group = "
                         f"{group_name or ev['group']}, queueId = {ev['queue']}, queueOffset = {off}]")
-                out.append(f"{cid(ev['client'])}\tdequeue\tRESPONSE\tSUCCESS\t{oid}\t{key}\t{ev['ts']}\t0\t{info}\t0")
-        elif k in _FAULT_NAMES:
-            op = "end" if k == "client_resumed" else "start"
-            out.append(f"fault\t{_FAULT_NAMES[k]}\t{op}\t{ev['ts']}")
+                e2e = ev["ts"] - first.get("ts", ev["ts"])
+                out.append(f"{cid(ev['client'])}\tdequeue\tRESPONSE\tSUCCESS\t{values.get(oid, oid)}\t{key}\t{ev['ts']}"
+                           f"\t0\t{info}\t{e2e}")
+        elif k in _FAULTS:
+            mode, op = _FAULTS[k]
+            out.append(f"fault\t{mode}\t{op}\t{ev['ts']}")
     return out
