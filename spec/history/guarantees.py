@@ -329,7 +329,7 @@ def duplicates(J, m, out: Outcome) -> None:
     judged = "disruptions" in J.h.observes
     for u in m.units(J.h.groups):
         g = J.h.groups.get(u[0])
-        done = m.prior.get(u)       # consumed before the judge's window (see Judge.late)
+        done = m.prior.get(u)       # consumed before the judge's window (Judge._consume)
         for d in sorted(m.deliveries(u), key=_ts):
             if done is None:
                 if d.success is True:

@@ -36,6 +36,9 @@ _PRODUCE_FIELDS = ("topic", "queue", "offset", "tags", "props", "sharding_key")
 _CONSUME_FIELDS = ("group", "client", "success", "reconsume_times", "copy", "queue", "end")
 
 
+_NONE: dict = {}     # an empty prior or firsts, shared until a message needs its own (most never do)
+
+
 class Msg:
     """What the judge holds of one message while it is live."""
     __slots__ = ("id", "p", "dels", "dlq", "born", "touch", "prior", "firsts", "rank")
@@ -43,8 +46,8 @@ class Msg:
     def __init__(self, mid, ts):
         self.id, self.p, self.dels, self.dlq = mid, None, [], []
         self.born = self.touch = ts
-        self.prior = {}         # unit -> a delivery consumed before the window (from the offset runs)
-        self.firsts = set()     # (unit, mode) whose first delivery was judged for order
+        self.prior = _NONE      # unit -> a delivery consumed before the window (from the offset runs)
+        self.firsts = _NONE     # (unit, mode) whose first delivery was judged for order
         self.rank = None        # position among its sharding key's acknowledged sends
 
     def deliveries(self, u):
@@ -312,6 +315,8 @@ class Judge:
             for who, runs in self.runs.get((u, c.queue), {}).items():
                 done = runs.find(c.offset)
                 if done is not None:    # consumed before the window: a redelivery of a retired message
+                    if m.prior is _NONE:
+                        m.prior = {}
                     m.prior[u] = Consume(c.group, c.id, done, done, who, c.queue, c.offset, None, True, None,
                                          "(before the window)", None)
                     break
@@ -364,6 +369,8 @@ class Judge:
 
     def _order(self, m, u, c):
         p = m.p
+        if m.firsts is _NONE:
+            m.firsts = set()
         if p.queue is not None and p.offset is not None and c.queue == p.queue and (u, "q") not in m.firsts:
             m.firsts.add((u, "q"))
             self._first(self.order_q, ("q", u, p.queue), True, p.offset, c)
