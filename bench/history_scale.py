@@ -10,12 +10,16 @@ number of live messages however long the history is, and its memory should stay 
   `random-kill` fault every minute, after which a few recently consumed messages come back (an
   allowed duplicate);
 - msgtrace: the same run as message-trace records (Pub, SubBefore, SubAfter), one message in
-  fifty failing once and being retried ten seconds later with reconsume count 1.
+  fifty failing once and being retried ten seconds later with reconsume count 1;
+- trace: the built-in `basic` scenario (two concurrent consumers, one listener call in ten asks
+  for a retry) simulated by the reference with as many messages as give about that many events
+  (about 10.6 events a message), at its own rate of 20 sends a second.
 
 Each history is also checked to hold (the judge must find nothing in a clean run).
 
     python -m bench.history_scale                       # 1e5, 1e6, 1e7 records, both formats
     python -m bench.history_scale --sizes 1e5,1e6 --formats openchaos
+    python -m bench.history_scale --sizes 2e5,2e6 --formats trace
 """
 from __future__ import annotations
 
@@ -92,9 +96,31 @@ def _events(n_records: int, fmt: str, seed: int = 7):
         yield heapq.heappop(heap)[2]
 
 
+def write_trace(path: str, n: int) -> None:
+    """A `basic` run long enough for about n events, simulated, zstd-compressed."""
+    import re
+    import zstandard
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    text = open(os.path.join(here, "reference", "scenarios", "basic.toml")).read()
+    msgs = max(200, n * 10 // 106)
+    text = re.sub(r"count = \d+", f"count = {msgs}", text)
+    text = re.sub(r"duration_ms = \d+", f"duration_ms = {msgs * 50 + 60_000}", text)
+    sc, out = path + ".toml", path + ".jsonl"
+    with open(sc, "w") as fh:
+        fh.write(text)
+    subprocess.run([os.path.join(os.path.dirname(sys.executable), "rocketspec"), "simulate", "--scenario", sc,
+                    "--out", out, "--quiet"], check=True)
+    with open(out, "rb") as i, open(path, "wb") as o:
+        zstandard.ZstdCompressor(level=1).copy_stream(i, o)
+    os.remove(out)
+
+
 def write(path: str, n: int, fmt: str) -> int:
     import zstandard
 
+    if fmt == "trace":
+        return write_trace(path, n)
     lines = 0
     with open(path, "wb") as raw, zstandard.ZstdCompressor(level=1).stream_writer(raw) as w:
         buf = []
