@@ -110,8 +110,9 @@ def test_msgtrace_layout_variants(tmp_path):
     cons = [(c.id, c.ts, c.end, c.success, c.reconsume_times) for c in h.consumes]
     assert ("m1", 2000, 2014, True, 0) in cons and ("m2", 2000, 2014, True, 0) in cons   # 7 ms x 2 messages
     assert ("m4", 3000, 3003, False, 0) in cons and ("m4", 4000, 4003, True, 1) in cons
-    assert h.groups["G"].subscriptions == {"T": ("TAG", "*")} and h.groups["G"].subscriptions_inferred
     assert check_history(h).ok
+    # subscriptions are not in the records: inferred, while judging, from what the group consumed
+    assert h.groups["G"].subscriptions == {"T": ("TAG", "*")} and h.groups["G"].subscriptions_inferred
 
 
 def test_msgtrace_unreadable_records_are_reported_with_their_line(tmp_path):
@@ -175,7 +176,9 @@ def test_openchaos_sharding_key_order_and_faults(tmp_path):
     rep = check_history(load_history(p, groups=groups))
     assert status(rep)["H-ORDER-2"] == "violated"
     assert [d.detail for d in rep.history.disruptions if d.what == "fault"] == ["kill start", "kill end"]
-    assert status(check_history(load_history(p)))["H-ORDER-2"] == "skipped"   # consume mode unknown
+    # the RocketMQ driver's listener is concurrent: no order to judge unless a group is declared ORDERLY
+    v = {v.id: v for v in check_history(load_history(p)).verdicts}["H-ORDER-2"]
+    assert v.status == "holds" and "no orderly group" in v.notes[0]
 
 
 def test_openchaos_unreadable_lines_are_reported(tmp_path):

@@ -154,12 +154,16 @@ def read_records(path, fmt: str) -> list[Record]:
     if fmt == "msgtrace":
         from ..spec.history.msgtrace import records
 
-        # a record without its terminator cannot be written back: it is not read either
-        return [Record(line, f) for line, f in records(path) if f is not None]
+        from ..spec.history.text import Unreadable
+
+        # a record that cannot be read cannot be written back: it is left out
+        return [Record(line, f) for line, f in records(path) if not isinstance(f, Unreadable)]
     if fmt == "openchaos":
         from ..spec.history.openchaos import lines
 
-        return [Record(line, text) for line, text in lines(path)]
+        from ..spec.history.text import Unreadable
+
+        return [Record(line, text) for line, text in lines(path) if not isinstance(text, Unreadable)]
     raise UserError(f"unknown history format {fmt!r}: expected {', '.join(FORMATS)}", field="--format")
 
 
@@ -175,19 +179,33 @@ def render(fmt: str, raw) -> str:
     return raw
 
 
-def parse(fmt: str, records: list[Record], source: str):
-    """The history of `records` as the adapter reads it."""
+def parse(fmt: str, records: list[Record], source: str, groups=None, complete=None):
+    """The history of `records` as the adapter reads it (as `rocketspec history` would: groups
+    declared, completeness declared or settled)."""
+    from ..spec.history import _settle
+    from ..spec.history.sources import declare_groups, new_history
+
+    h = new_history(source, fmt)
+    h.declared_complete = complete
+    if groups:
+        declare_groups(h, groups, source)
+    pairs = [(r.line, r.raw) for r in records]
     if fmt == "trace":
-        from ..spec.history.from_trace import history_from_events
+        from ..spec.history.from_trace import stream_events
 
-        return history_from_events([(r.line, r.raw) for r in records], source)
-    if fmt == "msgtrace":
-        from ..spec.history.msgtrace import read_msgtrace
+        recs = stream_events(h, pairs)
+    elif fmt == "msgtrace":
+        from ..spec.history.msgtrace import stream_msgtrace
 
-        return read_msgtrace(source, [(r.line, r.raw) for r in records])
-    from ..spec.history.openchaos import read_openchaos
+        recs = stream_msgtrace(source, h, pairs)
+    else:
+        from ..spec.history.openchaos import stream_openchaos
 
-    return read_openchaos(source, [(r.line, r.raw) for r in records])
+        recs = stream_openchaos(source, h, pairs)
+    for rec in recs:
+        h.keep(rec)
+    _settle(h)
+    return h
 
 
 def _label_trace(records: list[Record]) -> None:
@@ -312,17 +330,9 @@ class _Search:
     def judge(self, records):
         """The report on `records`, or None when the adapter cannot read them (no record left)."""
         try:
-            h = parse(self.fmt, records, self.source)
+            h = parse(self.fmt, records, self.source, self.groups, self.complete)
         except UserError:
             return None
-        if self.groups:
-            from ..spec.history.sources import declare_groups
-
-            declare_groups(h, self.groups, self.source)
-        if self.complete is not None:
-            h.complete = self.complete
-        elif h.problems:            # as load_history: unreadable records make a history lossy
-            h.complete = False
         return check_history(h, self.default_max)
 
     def hit(self, rep):

@@ -19,7 +19,8 @@ def render_text(rep, max_listed: int) -> str:
            f"{d['produced']} sends, {d['consumed']} deliveries, {d['dead_letters']} dead letters, "
            f"groups: {', '.join(d['groups']) or '-'})"]
     if d["unparseable"]:
-        out.append(f"  {d['unparseable']} unparseable record(s), not used:")
+        shown = f" (the first {len(d['problems'])})" if len(d["problems"]) < d["unparseable"] else ""
+        out.append(f"  {d['unparseable']} unparseable record(s), not used{shown}:")
         out.extend(f"    {p}" for p in d["problems"])
     for n in d["notes"]:
         out.append(f"  note: {n}")
@@ -40,10 +41,10 @@ def render_text(rep, max_listed: int) -> str:
 
 
 @click.command("history")
-@click.argument("path")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--format", "fmt", type=click.Choice(["trace", "msgtrace", "openchaos"]), default=None,
               help="trace (a rocketspec trace: its history is derived), msgtrace (RMQ_SYS_TRACE_TOPIC message "
-                   "bodies), openchaos (an OpenChaos history file). Default: told by the file's first bytes.")
+                   "bodies), openchaos (an OpenChaos history file). Default: told by each file's first bytes.")
 @click.option("--complete/--lossy", "complete", default=None,
               help="Declare that every record is present and the run had settled (an unconsumed message is "
                    "lost), or not (unobserved). Default: the source's own (trace: ended quiescent; "
@@ -53,17 +54,26 @@ def render_text(rep, max_listed: int) -> str:
                    "message_model, max_reconsume_times, consume_timeout_ms, subscriptions {topic: expr}.")
 @click.option("--profile", default=None, help="Profile whose defaults apply (maxReconsumeTimes -1 -> 16).")
 @click.option("--strict", is_flag=True, help="Any unparseable record is bad input (exit 2).")
-@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON report.")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON report (several paths: one "
+                                                        "object with a report per path under 'histories').")
 @click.option("--max-listed", default=20, show_default=True, type=click.IntRange(0, 1_000_000),
               help="List at most this many findings per guarantee.")
-def history(path, fmt, complete, groups_file, profile, strict, as_json, max_listed):
-    """Check the user-visible guarantees on the history at PATH: every subscribed message consumed
-    or dead-lettered, the retry limit, orderly exclusivity and order, duplicates only for a reason.
-    A guarantee whose fields the history lacks is skipped, and the report says which."""
+@click.option("--window-ms", default=None, type=click.IntRange(20_000, 10**9),
+              help="Record time a message is held after its last record before it is judged (default 120000): "
+                   "memory grows with the messages of a window, not with the history.")
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def history(paths, fmt, complete, groups_file, profile, strict, as_json, max_listed, window_ms, quiet):
+    """Check the user-visible guarantees on the history at each PATH (plain, gzip or zstd): every
+    subscribed message consumed or dead-lettered, the retry limit, orderly exclusivity and order,
+    duplicates only for a reason. A guarantee whose fields the history lacks is skipped, and the
+    report says which. Each history is streamed: memory in proportion to its live messages and
+    queues, not its length. Each PATH is judged on its own."""
     import orjson
 
+    from rocketspec.commands.options import progress_bar
     from rocketspec.errors import UserError
-    from rocketspec.spec.history import check_history, load_history
+    from rocketspec.spec.history import check_path
+    from rocketspec.spec.history.judge import WINDOW_MS
     from rocketspec.spec.profiles import get_profile
 
     groups = None
@@ -71,16 +81,35 @@ def history(path, fmt, complete, groups_file, profile, strict, as_json, max_list
         try:
             with open(groups_file, "rb") as fh:
                 groups = orjson.loads(fh.read())
+        except OSError as exc:
+            raise UserError(f"cannot read: {exc.strerror}", file=groups_file) from None
         except orjson.JSONDecodeError as exc:
             raise UserError(f"not JSON: {exc}", file=groups_file) from None
-    h = load_history(path, fmt, complete, groups)
-    if h.problems and strict:
-        p = h.problems[0]
-        raise UserError(f"{p.message} ({len(h.problems)} unparseable record(s) in all)", file=p.file, line=p.line)
     prof = get_profile(profile) if profile else None
-    rep = check_history(h, None if prof is None else prof.default_max_reconsume_times)
+    reps = []
+    for path in paths:
+        bar = progress_bar(enabled=not quiet, unit=" records", desc=str(path))
+        progress = None
+        if bar is not None:
+            def progress(done, bar=bar):
+                bar.update(done - bar.n)
+        try:
+            rep = check_path(path, fmt, complete, groups, None if prof is None else prof.default_max_reconsume_times,
+                             window_ms or WINDOW_MS, progress)
+        finally:
+            if bar is not None:
+                bar.close()
+        h = rep.history
+        if h.problem_count and strict:
+            p = h.problems[0]
+            raise UserError(f"{p.message} ({h.problem_count} unparseable record(s) in all)", file=p.file,
+                            line=p.line)
+        reps.append(rep)
+    ok = all(r.ok for r in reps)
     if as_json:
-        sys.stdout.write(orjson.dumps(rep.to_dict(max_listed), default=str).decode() + "\n")
+        d = reps[0].to_dict(max_listed) if len(reps) == 1 else {
+            "ok": ok, "verdict": "holds" if ok else "violated", "histories": [r.to_dict(max_listed) for r in reps]}
+        sys.stdout.write(orjson.dumps(d, default=str).decode() + "\n")
     else:
-        click.echo(render_text(rep, max_listed))
-    sys.exit(0 if rep.ok else 1)
+        click.echo("\n".join(render_text(r, max_listed) for r in reps))
+    sys.exit(0 if ok else 1)

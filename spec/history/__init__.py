@@ -9,15 +9,19 @@ history lacks them.
 Sources (`load_history`): a full trace (`from_trace`: the two levels compared on one run), the
 RocketMQ message-trace topic's bodies (`msgtrace`), an OpenChaos history file (`openchaos`).
 
-    h = load_history(path, fmt=None)       # format told by the file's first bytes if None
+    rep = check_path(path, fmt=None)       # streamed: memory in proportion to live keys
+    h = load_history(path, fmt=None)       # or whole, in memory (tests, the minimizer)
     rep = check_history(h)                 # HistoryReport: per guarantee holds/violated/skipped
+
+The rules are in `guarantees`; `judge.Judge` streams a history through them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from .guarantees import GUARANTEES, missing
-from .model import History
+from .judge import WINDOW_MS, Judge
+from .model import Consume, DeadLetter, Disruption, Expired, History, Produce, Reset
 
 FORMATS = ("trace", "msgtrace", "openchaos")
 
@@ -28,13 +32,14 @@ class Verdict:
     title: str
     status: str                 # holds | violated | suspect | skipped
     missing: list = field(default_factory=list)
-    findings: list = field(default_factory=list)
+    findings: list = field(default_factory=list)    # the first ones (Judge.max_kept)
     counts: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    n_findings: int = 0
 
     def to_dict(self, max_listed=50):
         return {"id": self.id, "title": self.title, "status": self.status, "missing": self.missing,
-                "findings": len(self.findings), "listed": [f.to_dict() for f in self.findings[:max_listed]],
+                "findings": self.n_findings, "listed": [f.to_dict() for f in self.findings[:max_listed]],
                 "counts": self.counts, "notes": self.notes}
 
 
@@ -42,6 +47,7 @@ class Verdict:
 class HistoryReport:
     history: History
     verdicts: list
+    sizes: dict = field(default_factory=dict)      # produced, consumed, dead_letters, peak_live
 
     @property
     def ok(self) -> bool:
@@ -55,52 +61,116 @@ class HistoryReport:
         return {
             "path": h.source, "format": h.format, "complete": h.complete, "ok": self.ok,
             "verdict": "holds" if self.ok else "violated", "records": h.records,
-            "produced": len(h.produces), "consumed": len(h.consumes), "dead_letters": len(h.dead_letters),
+            "produced": self.sizes.get("produced", 0), "consumed": self.sizes.get("consumed", 0),
+            "dead_letters": self.sizes.get("dead_letters", 0), "peak_live_messages": self.sizes.get("peak_live", 0),
             "groups": sorted(h.groups), "observes": sorted(h.observes),
-            "unparseable": len(h.problems), "problems": [str(p) for p in h.problems[:max_listed]],
+            "unparseable": h.problem_count, "problems": [str(p) for p in h.problems[:max_listed]],
             "notes": h.notes, "guarantees": [v.to_dict(max_listed) for v in self.verdicts],
         }
 
 
-def check_history(h: History, default_max_reconsume: int | None = None, only=None) -> HistoryReport:
-    """Judge every guarantee (or those in `only`) on `h`."""
-    if default_max_reconsume is None:
+def _default_max(default_max):
+    if default_max is None:
         from ..profiles import DEFAULT_PROFILE, get_profile
 
-        default_max_reconsume = get_profile(DEFAULT_PROFILE).default_max_reconsume_times
+        default_max = get_profile(DEFAULT_PROFILE).default_max_reconsume_times
+    return default_max
+
+
+def judge(h: History, records, default_max: int | None = None, only=None, window_ms: int = WINDOW_MS,
+          progress=None, **opts) -> HistoryReport:
+    """Stream `records` of the history `h` through every guarantee (or those in `only`);
+    `opts`: Judge's (sweep_every, max_kept)."""
+    j = Judge(h, _default_max(default_max), only, window_ms, **opts)
+    feed = j.feed
+    if progress is None:
+        for rec in records:
+            feed(rec)
+    else:
+        for i, rec in enumerate(records, 1):
+            feed(rec)
+            if not i & 0xFFFF:
+                progress(i)
+    _settle(h)
+    outs = j.finish()
     verdicts = []
     for g in GUARANTEES:
         if only is not None and g.id not in only:
             continue
-        miss = missing(h, g)
+        miss = missing(j.has, g)
         if miss:
             verdicts.append(Verdict(g.id, g.title, "skipped", miss))
             continue
-        o = g.check(h, default_max_reconsume)
-        status = "holds" if not o.findings else ("suspect" if o.suspect else "violated")
-        verdicts.append(Verdict(g.id, g.title, status, [], o.findings, dict(o.counts), o.notes))
-    return HistoryReport(h, verdicts)
+        o = outs[g.id]
+        status = "holds" if not o.n_findings else ("suspect" if o.suspect else "violated")
+        verdicts.append(Verdict(g.id, g.title, status, [], o.findings, {k: n for k, n in o.counts.items() if n},
+                                o.notes, o.n_findings))
+    return HistoryReport(h, verdicts, {"produced": j.n["produce"], "consumed": j.n["consume"],
+                                       "dead_letters": j.n["dead_letter"], "peak_live": j.peak_live})
+
+
+def _settle(h: History) -> None:
+    """The history's completeness once read: declared, else the source's, made lossy by any
+    record that could not be read."""
+    if h.declared_complete is not None:
+        h.complete = h.declared_complete
+    elif h.problem_count and h.complete:
+        h.complete = False
+        h.notes.append(f"{h.problem_count} record(s) could not be read: the history is treated as lossy "
+                       "(give --complete to judge it complete anyway)")
+
+
+_TIE = {Produce: 0, Disruption: 1, Reset: 1, Expired: 1, Consume: 2, DeadLetter: 3}
+
+
+def check_history(h: History, default_max_reconsume: int | None = None, only=None,
+                  window_ms: int = WINDOW_MS, **opts) -> HistoryReport:
+    """Judge a history held in memory: its records in the source's order, or, for one built by
+    hand (no `stream`), in time order."""
+    if h.stream:
+        records = h.stream
+    else:
+        records = [*h.produces, *h.disruptions, *h.resets, *h.expired, *h.consumes, *h.dead_letters]
+        records.sort(key=lambda r: (_time(r), _TIE[type(r)]))
+    return judge(h, records, default_max_reconsume, only, window_ms, **opts)
+
+
+def _time(r):
+    t = getattr(r, "ts", None)
+    if t is None:
+        t = getattr(r, "end", None)
+    return t if t is not None else 0
+
+
+def open_history(path, fmt: str | None = None, complete: bool | None = None, groups=None):
+    """(header, record stream) of the history at `path` in `fmt` (None: detect); `complete`
+    declares completeness over the source's default; `groups` (name -> dict) declares what a
+    source does not carry (subscriptions, consume mode, maxReconsumeTimes)."""
+    from .sources import declare_groups, detect_format, new_history, stream
+
+    fmt = fmt or detect_format(path)
+    h = new_history(path, fmt)
+    h.declared_complete = complete
+    if groups:
+        declare_groups(h, groups, path)
+    return h, stream(path, h)
+
+
+def check_path(path, fmt: str | None = None, complete: bool | None = None, groups=None,
+               default_max: int | None = None, window_ms: int = WINDOW_MS, progress=None) -> HistoryReport:
+    """Stream the history at `path` through the guarantees: memory in proportion to its live keys."""
+    h, records = open_history(path, fmt, complete, groups)
+    return judge(h, records, default_max, None, window_ms, progress)
 
 
 def load_history(path, fmt: str | None = None, complete: bool | None = None, groups=None) -> History:
-    """Read a history from `path` in `fmt` (None: detect); `complete` overrides the source's
-    default; `groups` (name -> dict) declares what a source does not carry (subscriptions,
-    consume mode, maxReconsumeTimes)."""
-    from .sources import detect_format, read
-
-    fmt = fmt or detect_format(path)
-    h = read(path, fmt)
-    if groups:
-        from .sources import declare_groups
-
-        declare_groups(h, groups, path)
-    if h.problems and h.complete and complete is None:
-        h.complete = False
-        h.notes.append(f"{len(h.problems)} record(s) could not be read: the history is treated as lossy "
-                       "(give --complete to judge it complete anyway)")
-    if complete is not None:
-        h.complete = complete
+    """Read the whole history at `path` into memory (as `check_path` reads it)."""
+    h, records = open_history(path, fmt, complete, groups)
+    for rec in records:
+        h.keep(rec)
+    _settle(h)
     return h
 
 
-__all__ = ["History", "HistoryReport", "Verdict", "check_history", "load_history", "FORMATS", "GUARANTEES"]
+__all__ = ["History", "HistoryReport", "Verdict", "check_history", "check_path", "judge", "load_history",
+           "open_history", "FORMATS", "GUARANTEES"]

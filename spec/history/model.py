@@ -102,6 +102,12 @@ class Group:
     consume_timeout_ms: int | None = None
     started_ts: int | None = None            # first consumer of the group started
     members: dict = field(default_factory=dict)  # client -> [joined ts, left ts or None]
+    declared: set = field(default_factory=set)   # settings given by --groups: the source does not override them
+
+    def learn(self, name: str, value) -> None:
+        """Set what the source tells, unless --groups declared it."""
+        if name not in self.declared:
+            setattr(self, name, value)
 
 
 @dataclass(slots=True)
@@ -121,11 +127,17 @@ class Problem:
 OBSERVABLES = ("dead_letters", "disruptions", "resets", "retention", "membership")
 
 
+MAX_PROBLEMS_KEPT = 1000     # unparseable records listed; every one is counted
+
+
 @dataclass
 class History:
+    """A history's header (what its adapter tells of the source) and, when it is read whole
+    (`load_history`: tests, the minimizer), its records: `stream` in the order the source gave
+    them, and by kind. `rocketspec history` streams the records instead (`judge.Judge`)."""
     source: str                               # file name
     format: str                               # trace | msgtrace | openchaos
-    complete: bool                            # absent record = absent behaviour, run settled
+    complete: bool | None                     # absent record = absent behaviour, run settled (None: not yet known)
     produces: list = field(default_factory=list)
     consumes: list = field(default_factory=list)
     dead_letters: list = field(default_factory=list)
@@ -134,10 +146,13 @@ class History:
     expired: list = field(default_factory=list)
     groups: dict = field(default_factory=dict)   # name -> Group
     observes: frozenset = frozenset()            # subset of OBSERVABLES
-    problems: list = field(default_factory=list)  # Problem
+    problems: list = field(default_factory=list)  # Problem: the first MAX_PROBLEMS_KEPT
     records: int = 0
     notes: list = field(default_factory=list)     # what the adapter assumed or inferred
-    _fields: dict = field(default_factory=dict, repr=False)
+    stream: list = field(default_factory=list, repr=False)   # every record, in the source's order
+    problem_count: int = 0                       # every unparseable record
+    declared_complete: bool | None = None        # --complete / --lossy, over the source's default
+    infer_subscriptions: bool = False            # subscriptions are not recorded: infer them from consumption
 
     def group(self, name: str) -> Group:
         g = self.groups.get(name)
@@ -145,18 +160,15 @@ class History:
             g = self.groups[name] = Group(name)
         return g
 
-    def has(self, path: str) -> bool:
-        """Does the source carry the field (some record has it, or there are no records of the
-        kind)? `produce.queue`, `consume.client`, `group.max_reconsume_times`, or an
-        observable: `observes.dead_letters`. Checks treat a record without it as unknown."""
-        if path in self._fields:
-            return self._fields[path]
-        kind, _, name = path.partition(".")
-        if kind == "observes":
-            ok = name in self.observes
-        else:
-            rows = {"produce": self.produces, "consume": self.consumes, "dead_letter": self.dead_letters,
-                    "group": list(self.groups.values())}[kind]
-            ok = not rows or any(getattr(r, name) is not None for r in rows)
-        self._fields[path] = ok
-        return ok
+    def problem(self, file, line, message) -> None:
+        """A record that cannot be read: counted, and listed up to MAX_PROBLEMS_KEPT."""
+        self.problem_count += 1
+        if len(self.problems) < MAX_PROBLEMS_KEPT:
+            self.problems.append(Problem(str(file), line, message))
+
+    def keep(self, rec) -> None:
+        """Hold `rec` (reading a history whole)."""
+        self.stream.append(rec)
+        t = type(rec)
+        {Produce: self.produces, Consume: self.consumes, DeadLetter: self.dead_letters, Disruption: self.disruptions,
+         Reset: self.resets, Expired: self.expired}[t].append(rec)

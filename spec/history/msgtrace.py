@@ -19,45 +19,96 @@ call returned, and costTime is the call's duration divided by its batch size
 dead letters or faults: the guarantees that need them are skipped. The dispatcher drops records
 when its queue is full (AsyncTraceDispatcher), so a message-trace history is lossy.
 
-A file holds message bodies one after another (a newline between bodies is allowed). Each
-record that cannot be read is reported with the file and the line it starts on.
+A file holds message bodies one after another, plain, gzip or zstd (a newline between bodies is
+allowed). Each record that cannot be read is reported with the file and the line it starts on,
+and counted: a body cut short before the next one (a record broken by a line end), a last
+record without its \\u0002, bytes that are not UTF-8, a wrong field count, an unknown record
+type, a field that is not a number or a boolean where TraceDataEncoder parses one.
+
+Field counts, as TraceDataEncoder.decoderFromTraceDataString (4.9.8) reads them: Pub has 13
+fields (clients before offsetMsgId was added), 14 (4.9.8 writes offsetMsgId), or 15 and more
+(newer clients append the client host); SubAfter has 6 (older clients: no context code), 7 (the
+CLOUD access channel: no timestamp or group, and, as 4.9.8 writes it, no \\u0002 either: the
+record ends with \\u0001 and runs into the next one), or 9 and more (timestamp and group);
+SubBefore 8, EndTransaction 13. A field left empty at the end is dropped by String.split, so
+one fewer is accepted where the last field may be empty (keys).
 """
 from __future__ import annotations
 
 from ...errors import UserError
-from .model import Consume, History, Problem, Produce
+from .model import Consume, History, Produce
+from .text import Unreadable, chunks, decode
 
 CONTENT, FIELD = "\x01", "\x02"
+TYPES = ("Pub", "SubBefore", "SubAfter", "EndTransaction")                    # TraceType
 MSG_TYPES = ("Normal_Msg", "Trans_Msg_Half", "Trans_msg_Commit", "Delay_Msg")   # MessageType ordinals
 TX_STATES = ("COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW")                  # LocalTransactionState
-CHUNK = 1 << 20
+# A SubBefore whose SubAfter has not come, or a half message whose EndTransaction has not, is
+# held this long (record time, ms) before it is given up (the dispatcher may have dropped it).
+HOLD_MS = 120_000
 
 
 def records(path):
-    """(line, fields) for each record of the file, fields split as Java's String.split does."""
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", file=path) from None
-    with fh:
-        line, rest = 1, ""
-        while True:
-            chunk = fh.read(CHUNK)
-            text = rest + chunk.decode("utf-8", errors="replace")
-            parts = text.split(FIELD)
-            rest = parts.pop()
-            for rec in parts:
-                start = line
-                line += rec.count("\n")
-                body = rec.lstrip("\r\n")
-                start += rec[:len(rec) - len(body)].count("\n")
-                if body:
-                    yield start, _java_split(body)
-            if not chunk:
-                body = rest.lstrip("\r\n")
-                if body.rstrip("\r\n"):   # a record without its \u0002 terminator
-                    yield line + rest[:len(rest) - len(body)].count("\n"), None
-                return
+    """(line, fields) for each record of the file, fields split as Java's String.split does;
+    (line, Unreadable(why)) for a record that cannot be read."""
+    line, rest = 1, b""
+    for data in chunks(path):
+        parts = (rest + data).split(b"\x02")
+        rest = parts.pop()
+        for raw in parts:
+            start = line
+            line += raw.count(b"\n")
+            yield from _record(start, raw, True)
+    if rest.strip(b"\r\n"):
+        yield from _record(line, rest, False)
+
+
+def _record(line, raw: bytes, terminated: bool):
+    body = raw.lstrip(b"\r\n")
+    line += raw[:len(raw) - len(body)].count(b"\n")
+    if not body:
+        return
+    cut = body.rfind(b"\n")
+    if cut >= 0:                # a line end inside a record: the body before it was cut short
+        head, body = body[:cut].rstrip(b"\r"), body[cut + 1:]
+        text, bad = decode(head)
+        chain = None if bad is not None else _cloud_chain(text)
+        if chain:
+            for f in chain:
+                yield line, f
+        else:
+            yield line, Unreadable("a record broken by a line end: the message body ends inside it (a truncated "
+                                   "body?); expected records ending with \\u0002")
+        line += head.count(b"\n") + 1
+        if not body:
+            return
+    text, bad = decode(body)
+    if bad is not None:
+        yield line, Unreadable(bad)
+        return
+    if not terminated:
+        chain = _cloud_chain(text)
+        if not chain:
+            yield line, Unreadable("the last record has no \\u0002 terminator (a truncated body?)")
+            return
+        for f in chain:
+            yield line, f
+        return
+    f = _java_split(text)
+    while len(f) > 7 and f[0] == "SubAfter" and f[7] in TYPES:   # CLOUD SubAfters run into the next record
+        yield line, f[:7]
+        f = f[7:]
+    yield line, f
+
+
+def _cloud_chain(text: str):
+    """The CLOUD SubAfter records (7 fields each, each ending with \\u0001) that make up
+    `text` wholly, or None."""
+    f = text.split(CONTENT)
+    if f[-1] != "" or (len(f) - 1) % 7:
+        return None
+    out = [f[i:i + 7] for i in range(0, len(f) - 1, 7)]
+    return out if all(r[0] == "SubAfter" for r in out) else None
 
 
 def _java_split(s: str) -> list[str]:
@@ -71,106 +122,140 @@ def _null(s):
     return None if s in ("null", "") else s
 
 
-def read_msgtrace(path, recs=None) -> History:
-    """`recs`: (line, fields) pairs as `records` yields them, to read records held in memory
-    (the history minimizer's candidates) under the name `path`; default: the file's."""
+def stream_msgtrace(path, h: History, recs=None):
+    """Yield the history records of the message-trace bodies at `path`, keeping `h`'s header;
+    `recs`: (line, fields) pairs as `records` yields them, to read records held in memory (the
+    history minimizer's candidates) under the name `path`; default: the file's."""
     path = str(path)
-    h = History(source=path, format="msgtrace", complete=False, observes=frozenset())
-    before: dict[tuple, Consume] = {}
-    batch_size: dict[str, int] = {}
-    tx: dict[str, Produce] = {}
+    h.infer_subscriptions = True
+    before: dict[tuple, Consume] = {}       # (requestId, msgId) -> its SubBefore, until its SubAfter
+    open_calls: dict[str, list] = {}        # requestId -> [messages, SubAfters still to come]
+    tx: dict[str, Produce] = {}             # half messages until their EndTransaction
     unmatched_after = 0
-    n = 0
+    n, now = 0, None
     for line, f in (records(path) if recs is None else recs):
         n += 1
         where = f"{path}:{line}"
-        if f is None:
-            h.problems.append(Problem(path, line, "the last record has no \\u0002 terminator (a truncated body?)"))
+        if isinstance(f, Unreadable):
+            h.problem(path, line, f)
             continue
         try:
             kind = f[0]
             if kind == "Pub":
                 p = _pub(f, where)
-                if MSG_TYPES[_int(f[11], "msgType")] == "Trans_Msg_Half":
-                    p.ok = None if p.ok else False     # visible only once committed
+                now = p.ts
+                if MSG_TYPES[_int(f[11], "msgType", len(MSG_TYPES))] == "Trans_Msg_Half" and p.ok:
+                    p.ok = None                 # visible only once committed
                     tx[p.id] = p
-                h.produces.append(p)
+                else:
+                    yield p
             elif kind == "SubBefore":
-                _need(f, 7, "SubBefore")
+                _need(f, 7, 8, "SubBefore")
                 c = Consume(f[3], f[5], _int(f[1], "timestamp"), None, None, None, None, _int(f[6], "retryTimes"),
                             None, None, f[4], where)
+                h.group(f[3])
+                now = c.ts
                 before[(f[4], f[5])] = c
-                batch_size[f[4]] = batch_size.get(f[4], 0) + 1
-                h.consumes.append(c)
+                oc = open_calls.setdefault(f[4], [0, 0])
+                oc[0] += 1
+                oc[1] += 1
             elif kind == "SubAfter":
-                _need(f, 5, "SubAfter")
+                _need(f, 5, 6, "SubAfter")
                 cost, ok = _int(f[3], "costTime"), _bool(f[4], "success")
+                if len(f) >= 7:
+                    _int(f[6], "contextCode")
+                end = _int(f[7], "timestamp") if len(f) >= 9 else None
                 c = before.pop((f[1], f[2]), None)
                 if c is None:
                     unmatched_after += 1
                     if len(f) >= 9:     # its group and time are known: a delivery whose SubBefore was lost
-                        end = _int(f[7], "timestamp")
-                        h.consumes.append(Consume(f[8], f[2], None, end, None, None, None, None, ok, None, f[1], where))
+                        h.group(f[8])
+                        yield Consume(f[8], f[2], None, end, None, None, None, None, ok, None, f[1], where)
                     continue
+                oc = open_calls[f[1]]
                 c.success = ok
-                c.end = _int(f[7], "timestamp") if len(f) >= 9 else c.ts + cost * batch_size.get(f[1], 1)
+                c.end = end if end is not None else c.ts + cost * oc[0]
+                oc[1] -= 1
+                if not oc[1]:
+                    del open_calls[f[1]]
+                yield c
             elif kind == "EndTransaction":
-                _need(f, 13, "EndTransaction")
+                _need(f, 13, 13, "EndTransaction")
                 state = f[11]
                 if state not in TX_STATES:
                     raise ValueError(f"transactionState {state!r}: expected one of {', '.join(TX_STATES)}")
+                _int(f[9], "msgType", len(MSG_TYPES))
+                _bool(f[12], "fromTransactionCheck")
                 p = tx.get(f[5])
-                if p is not None and p.ok is None:
+                if p is not None:
                     p.ok = True if state == "COMMIT_MESSAGE" else (False if state == "ROLLBACK_MESSAGE" else None)
-                    if p.ok:
-                        p.ts = _int(f[1], "timestamp")
+                    if p.ok is not None:
+                        del tx[f[5]]
+                        if p.ok:
+                            p.ts = _int(f[1], "timestamp")
+                        yield p
             else:
                 raise ValueError(f"unknown record type {kind!r}: expected Pub, SubBefore, SubAfter or EndTransaction")
-        except (ValueError, IndexError) as exc:
-            h.problems.append(Problem(path, line, str(exc)))
+        except ValueError as exc:
+            h.problem(path, line, str(exc))
+        if n % 4096 == 0 and now is not None:
+            yield from _give_up(before, open_calls, tx, now - HOLD_MS)
+    yield from _give_up(before, open_calls, tx, None)
     h.records = n
     if n == 0:
         raise UserError("no message-trace records (\\u0002-terminated) in the file", file=path)
-    _groups(h)
     if unmatched_after:
         h.notes.append(f"{unmatched_after} SubAfter record(s) without their SubBefore (dropped by the dispatcher?)")
     h.notes.append("message-trace records carry no queue, offset, consumer id, stored-copy id, dead letters or "
                    "faults")
+
+
+def _give_up(before, open_calls, tx, edge):
+    """Calls whose SubAfter never came (result unknown) and half messages never ended, older
+    than `edge` (None: all)."""
+    for k in [k for k, c in before.items() if edge is None or c.ts < edge]:
+        c = before.pop(k)
+        open_calls.pop(c.batch, None)
+        yield c
+    for k in [k for k, p in tx.items() if edge is None or (p.ts is not None and p.ts < edge)]:
+        yield tx.pop(k)
+
+
+def read_msgtrace(path, recs=None) -> History:
+    """The whole history, held in memory (`recs`: as for stream_msgtrace)."""
+    h = new_history(path)
+    for rec in stream_msgtrace(path, h, recs):
+        h.keep(rec)
     return h
 
 
+def new_history(path) -> History:
+    return History(source=str(path), format="msgtrace", complete=False, observes=frozenset())
+
+
 def _pub(f, where) -> Produce:
-    _need(f, 13, "Pub")
+    _need(f, 13, 13, "Pub")
     success = f[12] if len(f) == 13 else f[13]
+    _int(f[9], "bodyLength")
+    _int(f[10], "costTime")
     return Produce(f[5], f[4], _int(f[1], "timestamp"), _bool(success, "success"), None, None, _null(f[6]),
                    _null(f[7]), None, None, where, _null(f[12]) if len(f) >= 14 else None)
 
 
-def _groups(h: History) -> None:
-    """Subscriptions are not in the records: infer topic subscriptions from what each group
-    consumed (filters unknown)."""
-    topic = {p.id: p.topic for p in h.produces}
-    for c in h.consumes:
-        g = h.group(c.group)
-        t = topic.get(c.id)
-        if t is not None:
-            if g.subscriptions is None:
-                g.subscriptions, g.subscriptions_inferred = {}, True
-            g.subscriptions.setdefault(t, ("TAG", "*"))
-        if c.ts is not None and (g.started_ts is None or c.ts < g.started_ts):
-            g.started_ts = None     # unknown: a message-trace history does not see consumers start
+def _need(f, least, full, kind):
+    if len(f) < least:
+        raise ValueError(f"{kind} record with {len(f)} fields: expected {full}"
+                         + ("" if least == full else f" (at least {least})"))
 
 
-def _need(f, n, kind):
-    if len(f) < n:
-        raise ValueError(f"{kind} record with {len(f)} fields: expected at least {n}")
-
-
-def _int(s, name) -> int:
+def _int(s, name, below=None) -> int:
     try:
-        return int(s)
+        v = int(s)
     except ValueError:
         raise ValueError(f"{name} {s!r} is not an integer") from None
+    if below is not None and not 0 <= v < below:
+        raise ValueError(f"{name} {v} is not one of 0 to {below - 1}")
+    return v
 
 
 def _bool(s, name) -> bool:

@@ -10,20 +10,26 @@ GROUP_KEYS = {"consume_mode": ("CONCURRENTLY", "ORDERLY"), "message_model": ("CL
 
 
 def detect_format(path) -> str:
-    """trace (JSON Lines / Parquet / compressed), msgtrace (\\u0001-separated fields), or
-    openchaos (tab-separated): told by the file's first bytes."""
-    from ...traces.io import _open_raw
+    """trace (JSON Lines / Parquet), msgtrace (\\u0001-separated fields), or openchaos
+    (tab-separated), plain, gzip or zstd: told by the file's first bytes."""
+    from ...traces.io import _decompressing, _open_raw
 
     if str(path) == "-":
         raise UserError("give --format when reading a history from standard input", file=path)
     fh, head, owned = _open_raw(path)
     try:
-        sample = head + fh.read(4096)
+        if head[:4] == b"PAR1":
+            return "trace"
+        # compressed: look at what it holds
+        stream, _ = _decompressing(path, fh, head)
+        try:
+            sample = stream.read(4096)
+        except Exception as exc:  # noqa: BLE001 - _CompressedDataError
+            raise UserError(str(exc), file=path) from None
     finally:
         if owned:
             fh.close()
-    if sample[:4] == b"PAR1" or sample[:2] == b"\x1f\x8b" or sample[:4] == b"\x28\xb5\x2f\xfd" or \
-            sample.lstrip()[:1] == b"{":
+    if sample.lstrip()[:1] == b"{":
         return "trace"
     if b"\x01" in sample:
         return "msgtrace"
@@ -33,20 +39,33 @@ def detect_format(path) -> str:
                     "or an OpenChaos history): give --format", file=path)
 
 
-def read(path, fmt: str) -> History:
+def new_history(path, fmt: str) -> History:
+    """An empty history header for `path` in `fmt`, with the source's defaults."""
     if fmt == "trace":
-        from .from_trace import history_from_trace
+        from .from_trace import new_history as new
+    elif fmt == "msgtrace":
+        from .msgtrace import new_history as new
+    elif fmt == "openchaos":
+        from .openchaos import new_history as new
+    else:
+        raise UserError(f"unknown history format {fmt!r}: expected trace, msgtrace or openchaos", field="--format")
+    return new(path)
 
-        return history_from_trace(path)
-    if fmt == "msgtrace":
-        from .msgtrace import read_msgtrace
 
-        return read_msgtrace(path)
-    if fmt == "openchaos":
-        from .openchaos import read_openchaos
+def stream(path, h: History):
+    """The records of the history at `path`, one at a time, in the source's order; `h` (from
+    new_history) is kept up to date: group settings, unreadable records, completeness."""
+    if h.format == "trace":
+        from .from_trace import stream_trace
 
-        return read_openchaos(path)
-    raise UserError(f"unknown history format {fmt!r}: expected trace, msgtrace or openchaos")
+        return stream_trace(path, h)
+    if h.format == "msgtrace":
+        from .msgtrace import stream_msgtrace
+
+        return stream_msgtrace(path, h)
+    from .openchaos import stream_openchaos
+
+    return stream_openchaos(path, h)
 
 
 def declare_groups(h: History, groups: dict, source) -> None:
@@ -64,10 +83,12 @@ def declare_groups(h: History, groups: dict, source) -> None:
                 if v not in GROUP_KEYS[k]:
                     raise UserError(f"expected one of {', '.join(GROUP_KEYS[k])}, got {_short_value(v)}", file=source, field=f)
                 setattr(g, k, v)
+                g.declared.add(k)
             elif k in ("max_reconsume_times", "consume_timeout_ms"):
                 if not isinstance(v, int) or isinstance(v, bool) or v < -1:
                     raise UserError(f"expected an integer >= -1, got {_short_value(v)}", file=source, field=f)
                 setattr(g, k, v)
+                g.declared.add(k)
             elif k == "subscriptions":
                 if not isinstance(v, dict):
                     raise UserError("expected an object of topic -> expression", file=source, field=f)
@@ -82,7 +103,7 @@ def declare_groups(h: History, groups: dict, source) -> None:
                         raise UserError("expected a tag expression or {type: TAG|SQL92, expr}", file=source,
                                         field=f"{f}.{t}")
                 g.subscriptions, g.subscriptions_inferred = subs, False
+                g.declared.add(k)
             else:
                 raise UserError("unknown setting: expected consume_mode, message_model, max_reconsume_times, "
                                 "consume_timeout_ms or subscriptions", file=source, field=f)
-    h._fields.clear()
