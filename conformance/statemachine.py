@@ -364,6 +364,12 @@ class ReferenceMachine(RuleBasedStateMachine):
                 return          # a paused member cannot be shut down gracefully
             for c in stopped:
                 self._step(action="shutdown", client=c)
+            if stopped:
+                # and waits until they are down: shutdown's persistAll is one-way, and a stale
+                # offset still on the wire would land after the write and undo it
+                self._do(self.run.sim.run_until, self.run.sim.now + 2 * self.run.net.latency_ms + 1)
+                if self.done or not b.up:
+                    return
         end = b.store.max_offset("T", queue)
         self._step(action="set_broker_offset", broker="broker-a", group=group, topic="T", queue=queue,
                    offset=end + past_end)
