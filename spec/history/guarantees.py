@@ -482,6 +482,9 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
     **{("orderly-pause-broker-lock", p): ("H-ORDER-1", "the paused client's lease outlives the broker lock: two "
                                           "consumers are inside one orderly queue at once")
        for p in ("rocketmq-4.9.8", "rocketmq-5.3.3")},
+    ("orderly-long-call-handover", "rocketmq-5.3.3"): (
+        "H-ORDER-1", "5.x unlocks an orderly queue 20 s after the last renewal even while a listener call runs: "
+        "the new owner is inside the queue while the old call goes on"),
     ("bug-5481", "rocketmq-4.9.8"): ("H-RETRY-2", "4.9.8 has #5481 too: an expired delivery that also failed is "
                                      "sent back twice"),
     ("real-orderly-pause", "rocketmq-4.9.8"): (
