@@ -189,22 +189,54 @@ class Run:
             for _ in range(st["count"]):
                 p.send_one(tags=st.get("tags"), keys=st.get("keys"), props=st.get("props"))
 
-    def reset_offset(self, group: str, topic: str, timestamp: int) -> None:
-        """An operator resets the group's offsets of topic to a time (mqadmin resetOffsetByTime):
-        the broker commits the offset of the first message stored at or after it and tells
-        every live consumer of the group to reset too."""
+    def reset_offset(self, group: str, topic: str, timestamp: int | None, offsets: dict | None = None) -> None:
+        """An operator resets the group's offsets of topic to a time (mqadmin resetOffsetByTime),
+        or to the given offsets ({queue: offset}, e.g. restored from another cluster): the broker
+        commits the offset of the first message stored at or after the time (or the given one)
+        and tells every live consumer of the group to reset too."""
         table = {}
         for mq in self.net.route(topic):
             b = self.net.brokers[mq[1]]
-            if not b.up:
+            if not b.up or (offsets is not None and mq[2] not in offsets):
                 continue
-            offset = b.search_offset(topic, mq[2], timestamp)
+            offset = b.search_offset(topic, mq[2], timestamp) if offsets is None else offsets[mq[2]]
             b.offsets.commit(group, topic, mq[2], offset, source="reset")
             table[mq] = offset
         for cid in sorted(self.consumers):
             c = self.consumers[cid]
             if c.group == group and c.running and c.proc.alive:
                 self.sim.schedule(self.net.latency_ms, c.reset_offset, topic, table, owner=c.proc)
+
+    # ------------------------------------------------------------------ faults that strike
+    def inject(self, kind: str, target: str, arg=None) -> None:
+        """A fault armed on the simulator (Simulator.arm) strikes before a task the chooser
+        picks: the explorer's faults (model_checks/world.py), as data: (kind, target, arg).
+        crash / pause a client (arg: crash mode / pause length), clean_expired (the client's
+        listener calls are slower than consumeTimeout: cleanExpiredMsg sends back what they
+        hold), reset (an operator writes queue `target` of the topic `arg` past its end and
+        tells the group's clients), route_lost (queue `target` of topic `arg` leaves the
+        route for a while)."""
+        if kind in ("crash", "pause", "clean_expired"):
+            c = self.consumers.get(target)
+            if c is None or not c.running or not c.proc.alive:
+                return
+            if kind == "crash":
+                c.crash(arg or CRASH_MODES[0])
+            elif kind == "pause":
+                if c.proc.paused_until <= self.sim.now:
+                    c.pause(arg)
+            elif not c.orderly and not c.proc.paused_until > self.sim.now:
+                c.consume_service.clean_expired_messages(timeout=0)
+        elif kind == "reset":
+            topic, group = arg
+            b = self.net.brokers[self.scenario["brokers"][0]]
+            q = int(target)
+            self.reset_offset(group, topic, None, {q: b.store.max_offset(topic, q) + 1})
+        elif kind == "route_lost":
+            topic, broker, duration = arg
+            self.net.lose_route(topic, broker, int(target), duration)
+        else:
+            raise ValueError(f"unknown fault kind {kind!r}")
 
     # ------------------------------------------------------------------ quiescence
     def quiescent(self) -> bool:
