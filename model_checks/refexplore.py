@@ -32,13 +32,14 @@ from .explorer import Result, Violation, _numbered
 
 class RefExplorer:
     def __init__(self, scope, profile=None, *, progress=None, max_states=None, stop_at_first=False,
-                 liveness=False):
+                 liveness=False, deadline=None):
         self.scope = scope
         self.profile = get_profile(profile)
         self.progress = progress
         self.max_states = max_states or scope.max_states
         self.stop_at_first = stop_at_first
         self.liveness = liveness
+        self.deadline = deadline        # time.monotonic() after which the search ends, incomplete
 
     # ------------------------------------------------------------------ one step
     def _root(self):
@@ -134,6 +135,9 @@ class RefExplorer:
                     frontier.clear()
                     break
             if not res.complete:
+                break
+            if self.deadline is not None and not (nid & 15) and time.monotonic() > self.deadline:
+                res.complete = False
                 break
             if bar is not None and not (nid & 255):
                 bar.set(len(parents), generated, d, len(found))

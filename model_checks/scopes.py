@@ -49,6 +49,7 @@ class Scope:
     consume_ms: tuple = (1,)            # listener call durations the explorer tries (ms)
     crash_modes: tuple = ("silent",)    # how a crash looks to the broker (reference.scenario.CRASH_MODES)
     horizon_ms: int = 300_000           # a run of the reference not quiescent by then ends (not judged)
+    start_gap_ms: int = 0               # client i starts at i * start_gap_ms (a late joiner takes queues over)
     max_states: int = 5_000_000         # safety cap on distinct states
     max_depth: int = 10_000
 
@@ -140,6 +141,8 @@ REFERENCE_BUG_SCOPES = {
     "#4215": ("tiny", {"faults": 1, "failures": 0, "fault_kinds": ["reset"]}),
     "#2724": ("tiny", {"faults": 0, "failures": 1, "max_reconsume_times": 0}),
     "#5481": ("tiny", {"faults": 1, "failures": 1, "fault_kinds": ["clean_expired"]}),
+    "#6163": ("tiny", {"mode": "ORDERLY", "queues": 1, "messages": 1, "faults": 0, "failures": 2}),
+    "#4016": ("tiny", {"message_model": "BROADCASTING", "faults": 1, "failures": 0, "fault_kinds": ["route_lost"]}),
 }
 
 

@@ -55,7 +55,7 @@ def scenario(scope) -> dict:
     if scope.messages:
         steps.append({"at_ms": 0, "action": "produce", "topic": TOPIC, "count": scope.messages})
     for i in range(scope.consumers):
-        steps.append({"at_ms": 0, "action": "start", "client": client_id(i), "group": GROUP})
+        steps.append({"at_ms": i * scope.start_gap_ms, "action": "start", "client": client_id(i), "group": GROUP})
     return validate({"name": f"scope-{scope.name}", "duration_ms": 0, "drain_limit_ms": scope.horizon_ms,
                      "brokers": [BROKER], "topics": [{"name": TOPIC, "queues": scope.queues}],
                      "groups": [group], "steps": steps}, f"scope:{scope.name}")

@@ -247,6 +247,8 @@ class Run:
         for b in self.net.brokers.values():
             if not b.up or b.schedule.pending():
                 return False
+        if self.net.faults.lost_routes:
+            return False          # a queue out of the route comes back: its messages are owed
         live = [c for c in self.consumers.values() if c.running and c.proc.alive]
         if any(c.proc.paused_until > self.sim.now for c in live):
             return False
