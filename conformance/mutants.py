@@ -566,6 +566,8 @@ def kill_by_simulation(m: Mutant, *, scenarios=None, profiles=RELEASES, seeds=(1
 # no violation (bench/explore_reference.py), so any violation is the mutant's.
 EXHAUSTIVE_SCOPES = (
     ("tiny", {"faults": 0}),
+    ("tiny", {"faults": 0, "max_reconsume_times": 0}),
+    ("tiny", {"faults": 0, "failures": 2}),
     ("tiny", {"mode": "ORDERLY", "faults": 0}),
     ("tiny", {"message_model": "BROADCASTING", "faults": 0}),
     ("tiny", {"fault_kinds": ["persist_lost"]}),
