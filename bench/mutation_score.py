@@ -1,6 +1,6 @@
 """Mutation score of the conformance checks, and each mutant's time to be killed, per method.
 
-    python -m bench.mutation_score [--seeds 1,2,3] [--budget S] [--methods simulate,hypothesis]
+    python -m bench.mutation_score [--seeds 1,2,3] [--budget S] [--methods simulate,hypothesis,exhaustive]
                                    [--only ID,ID] [--json] [--witness]
 
 Methods, each searched blind (no known witness):
@@ -9,9 +9,11 @@ Methods, each searched blind (no known witness):
   is the wall time until the first run with a finding the scenario does not declare.
 - hypothesis: the Hypothesis state machine on the mutated reference
   (conformance.statemachine.check_reference, derandomized); "n/a" while it is not in the tree.
-- exhaustive: not available: `rocketspec explore` searches model_checks/generator.py, a second
-  model of the broker and client, not the reference, so a change to reference/ cannot be seen by
-  it (issue 15 moves the explorer onto the reference).
+- exhaustive: the explorer of the reference itself (model_checks/refexplore.py,
+  conformance.mutants.kill_by_exhaustion) on the mutated reference, over the small scopes of
+  conformance.mutants.EXHAUSTIVE_SCOPES (each exhausted without a violation on the unmutated
+  reference) and both release profiles, stopping at the first violation; the time to kill is the
+  wall time to it.
 
 `--witness` prints the WITNESS table for conformance/mutants.py from the simulate kills.
 """
@@ -23,8 +25,6 @@ import time
 
 from rocketspec.conformance import mutants as M
 
-EXHAUSTIVE_NA = ("n/a: the explorer searches model_checks/generator.py (a second model), not reference/; "
-                 "a mutant of the reference is invisible to it")
 
 
 def main(argv=None) -> None:
@@ -66,7 +66,8 @@ def main(argv=None) -> None:
                     hyp_available = False
             if not hyp_available:
                 row["hypothesis"] = None
-        row["exhaustive"] = None
+        if "exhaustive" in methods:
+            row["exhaustive"] = M.kill_by_exhaustion(m, budget_s=a.budget).to_dict()
         rows.append(row)
         if not a.json:
             print(_line(row), flush=True)
@@ -128,9 +129,11 @@ Methods (`python -m bench.mutation_score`, which wrote this page):
   time to the first failing example, before shrinking, and *examples* the examples run up to it;
   the CPU time includes a short shrink (`--shrink-budget`). An example that runs away (the state
   machine's event caps) ends without a finding: it is counted ("ran away"), never a kill.
-- **exhaustive**: not available. `rocketspec explore` searches `model_checks/generator.py`, a
-  second model of the broker and client, not `reference/`: a mutant of the reference is
-  invisible to it until the explorer drives the reference itself (issue 15).
+- **exhaustive**: the explorer of the reference itself (`explore --engine reference`,
+  `conformance.mutants.kill_by_exhaustion`) on the mutated reference, breadth-first over the
+  small scopes of `EXHAUSTIVE_SCOPES` (variants of `tiny`, each exhausted without a violation on
+  the unmutated reference) under both release profiles, stopping at the first violation (a
+  shortest trace); the time to kill is the wall time to it, within `--budget`.
 
 What the mutants found in the spec (fixed with them):
 
@@ -222,8 +225,7 @@ def markdown(rows, score, seeds, budget, total) -> str:
     out.append("|---|---|---|---|---|")
     for r in rows:
         cells = [f"`{r['mutant']}`", " ".join(r["targets"])]
-        cells += [cell(method, r.get(method)) for method in ("simulate", "hypothesis")]
-        cells.append("n/a")
+        cells += [cell(method, r.get(method)) for method in ("simulate", "hypothesis", "exhaustive")]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     out.append("## The catalogue")
@@ -274,7 +276,7 @@ def cell(method: str, k: dict | None) -> str:
 def scores(rows, methods) -> dict:
     """The mutation score of each method, and the median and longest CPU time to kill."""
     score: dict = {}
-    for method in ("simulate", "hypothesis"):
+    for method in ("simulate", "hypothesis", "exhaustive"):
         measured = [r for r in rows if r.get(method) is not None]
         if method in methods and measured:
             killed = [r for r in measured if r[method]["killed"]]
@@ -285,7 +287,6 @@ def scores(rows, methods) -> dict:
                              "max_kill_s": times[-1] if times else None}
         elif method in methods:
             score[method] = "n/a: conformance/statemachine.py is not in this tree"
-    score["exhaustive"] = EXHAUSTIVE_NA
     return score
 
 
@@ -300,8 +301,8 @@ def merge(paths) -> dict:
         meta["seeds"] = meta["seeds"] or d["seeds"]
         meta["budget"] = meta["budget"] or d["budget"]
         for r in d["rows"]:
-            row = rows.setdefault(r["mutant"], {"mutant": r["mutant"], "targets": r["targets"], "exhaustive": None})
-            for m in ("simulate", "hypothesis"):
+            row = rows.setdefault(r["mutant"], {"mutant": r["mutant"], "targets": r["targets"]})
+            for m in ("simulate", "hypothesis", "exhaustive"):
                 if r.get(m) is not None:
                     row[m] = r[m]
                     methods.add(m)
@@ -311,14 +312,15 @@ def merge(paths) -> dict:
 
 def _line(row) -> str:
     parts = [f"{row['mutant']:38s}"]
-    for method in ("simulate", "hypothesis"):
+    for method in ("simulate", "hypothesis", "exhaustive"):
         if method not in row:
             continue
         k = row[method]
         if k is None:
             parts.append(f"{method}: n/a")
         elif k["killed"]:
-            where = f" on {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
+            where = (f" on {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate"
+                     else f" on {k['scenario']} [{k['profile']}]" if method == "exhaustive" else "")
             n = k.get("examples_to_kill")
             runs = f"{n} examples to the kill, {k['runs']} with shrinking" if n is not None else f"{k['runs']} runs"
             parts.append(f"{method}: killed in {k['seconds']:.2f} s wall, {k['cpu_seconds']:.2f} s CPU ({runs}) by "
@@ -327,7 +329,6 @@ def _line(row) -> str:
             parts.append(f"{method}: {'budget out' if k['incomplete'] else 'SURVIVED'} after {k['runs']} runs, "
                          f"{k['seconds']:.1f} s" + (f" ({k['crashes']} crashes)" if k["crashes"] else "")
                          + (f" ({k['runaway']} ran away: cut at an event cap)" if k.get("runaway") else ""))
-    parts.append("exhaustive: n/a")
     return " | ".join(parts)
 
 

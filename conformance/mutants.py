@@ -544,6 +544,61 @@ def kill_by_simulation(m: Mutant, *, scenarios=None, profiles=RELEASES, seeds=(1
     return res
 
 
+# The scopes the explorer of the reference (model_checks/refexplore.py) searches for a mutant,
+# smallest first: each is exhausted on the unmutated reference, under both release profiles, with
+# no violation (bench/explore_reference.py), so any violation is the mutant's.
+EXHAUSTIVE_SCOPES = (
+    ("tiny", {"faults": 0}),
+    ("tiny", {"faults": 0, "max_reconsume_times": 0}),
+    ("tiny", {"faults": 0, "failures": 2}),
+    ("tiny", {"mode": "ORDERLY", "faults": 0}),
+    ("tiny", {"message_model": "BROADCASTING", "faults": 0}),
+    ("tiny", {"fault_kinds": ["persist_lost"]}),
+    ("tiny", {"fault_kinds": ["query_failure"]}),
+    ("tiny", {"failures": 0, "fault_kinds": ["crash"]}),
+)
+
+
+def kill_by_exhaustion(m: Mutant, *, scopes=EXHAUSTIVE_SCOPES, profiles=RELEASES,
+                       budget_s: float | None = None) -> Kill:
+    """Exhaustive search of the mutated reference itself (model_checks/refexplore.py), scope by
+    scope and profile by profile, until one reports a spec violation (breadth-first: with a
+    shortest trace). A crash of the mutated reference is not a kill."""
+    from rocketspec.model_checks.refexplore import RefExplorer
+    from rocketspec.model_checks.scopes import load_scope
+
+    res = Kill(m.id, "exhaustive", False)
+    t0, c0 = time.perf_counter(), time.process_time()
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    with applied(m):
+        for name, over in scopes:
+            for p in profiles:
+                if deadline is not None and time.monotonic() > deadline:
+                    res.incomplete = True
+                    break
+                res.runs += 1
+                try:
+                    r = RefExplorer(load_scope(name, **over), p, stop_at_first=True, deadline=deadline).run()
+                except Exception as exc:  # the mutated reference crashed: not a kill
+                    res.crashes += 1
+                    res.note = f"crash on {name} {over} {p}: {type(exc).__name__}: {exc}"[:300]
+                    continue
+                bad = [v for v in r.violations if _is_spec_finding(v.invariant)]
+                if bad:
+                    v = bad[0]
+                    res.killed, res.invariants = True, sorted({x.invariant for x in bad})
+                    res.message = f"{v.invariant} ({v.kind}) at depth {v.depth}: {v.message}"[:500]
+                    res.scenario, res.profile = f"{name} {over}", p
+                    break
+                if not r.complete:
+                    res.incomplete = True
+            if res.killed or res.incomplete and deadline is not None and time.monotonic() > deadline:
+                break
+    res.seconds = round(time.perf_counter() - t0, 3)
+    res.cpu_seconds = round(time.process_time() - c0, 3)
+    return res
+
+
 def write_events(path: Path, events) -> str:
     import orjson
 

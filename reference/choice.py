@@ -40,6 +40,9 @@ POINTS = {p.name: p for p in (
     ChoicePoint("listener_status", "the status the application's listener returns for a batch"),
     ChoicePoint("consume_duration", "how long a listener call takes, in ms"),
     ChoicePoint("retry_queue", "which queue of %RETRY%group the broker puts a sent-back message in"),
+    ChoicePoint("send_back_fails", "whether a send-back finds no broker (consumerSendMessageBack and the "
+                                   "producer fallback both fail)"),
+    ChoicePoint("offset_query_fails", "whether a client's offset query to the broker times out"),
     ChoicePoint("route_broker", "which broker of the topic findConsumerIdList asks"),
     ChoicePoint("producer_tags", "the tag a scenario producer gives a message"),
     ChoicePoint("producer_key", "the sharding key a scenario producer gives a message"),
@@ -170,15 +173,16 @@ class DataChooser(Chooser):
         return self.data.draw(s, label=point)
 
 
-def enumerate_scripts(run: Callable[[ScriptChooser], object], max_runs: int | None = None):
+def enumerate_scripts(run: Callable[[ScriptChooser], object], max_runs: int | None = None,
+                      chooser: Callable[[list], ScriptChooser] = ScriptChooser):
     """Every run of `run(chooser)` over every combination of choices, depth first, by replay
     (stateless search: no state is stored, each run starts from the beginning). Yields
     (script, trail, result) per run; stops after max_runs runs. `run` must be deterministic
-    given its chooser's answers."""
+    given its chooser's answers. `chooser` makes the chooser of a script (a ScriptChooser)."""
     script: list[int] = []
     runs = 0
     while True:
-        ch = ScriptChooser(script)
+        ch = chooser(script)
         result = run(ch)
         runs += 1
         yield [i for _, _, i in ch.trail], ch.trail, result

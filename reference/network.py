@@ -17,9 +17,17 @@ class Faults:
         self.offset_query_failures: dict[str, int] = {}   # client -> failures still to inject
         self.offset_query_failure_kind: dict[str, str] = {}  # client -> "timeout" | "broker_error"
         self.offset_query_skip: dict[str, int] = {}       # client -> queries that succeed first
+        # a send-back (consumerSendMessageBack and the producer fallback) that finds no broker:
+        # the probability of the choice point send_back_fails (0: never asked)
+        self.send_back_failure = 0.0
+        self.offset_query_failure_rate = 0.0   # choice point offset_query_fails (0: never asked)
+        self.lost_routes: set = set()   # (topic, broker, queue) out of the name server's route
 
-    def take_offset_query_failure(self, client: str) -> str | None:
+    def take_offset_query_failure(self, client: str, chooser=None) -> str | None:
         """The kind of failure the client's next offset query meets, or None."""
+        if self.offset_query_failure_rate and chooser is not None and chooser.chance(
+                "offset_query_fails", self.offset_query_failure_rate):
+            return "timeout"
         skip = self.offset_query_skip.get(client, 0)
         if skip > 0:
             self.offset_query_skip[client] = skip - 1
@@ -78,9 +86,20 @@ class Network:
                 if now > expiry:
                     continue
                 valid_until = min(valid_until, expiry + 1)
-            out.extend((topic, name, q) for q in range(n))
+            out.extend((topic, name, q) for q in range(n) if (topic, name, q) not in self.faults.lost_routes)
         self._routes[topic] = (out, valid_until)
         return out
+
+    def lose_route(self, topic: str, broker: str, queue: int, duration_ms: int) -> None:
+        """A queue drops out of the name server's route (its broker's registration of the topic
+        lapsed) and comes back duration_ms later: clients see it at their next rebalance."""
+        self.faults.lost_routes.add((topic, broker, queue))
+        self._routes.clear()
+        self.sim.schedule(duration_ms, self.restore_route, topic, broker, queue)
+
+    def restore_route(self, topic: str, broker: str, queue: int) -> None:
+        self.faults.lost_routes.discard((topic, broker, queue))
+        self._routes.clear()
 
     def find_consumer_ids(self, topic: str, group: str):
         """Asks one random broker that hosts the topic, as findConsumerIdList does."""
@@ -171,9 +190,9 @@ class Network:
 
         req.respond = answered
 
-        def arrive():
-            if not b.up:
-                return
-            b.pull(req)
+        self.sim.schedule(self.latency_ms, self._pull_arrives, b, req, owner=b.proc)
 
-        self.sim.schedule(self.latency_ms, arrive, owner=b.proc)
+    @staticmethod
+    def _pull_arrives(b, req) -> None:
+        if b.up:
+            b.pull(req)

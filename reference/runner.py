@@ -190,9 +190,11 @@ class Run:
             for _ in range(st["count"]):
                 p.send_one(tags=st.get("tags"), keys=st.get("keys"), props=st.get("props"))
 
-    def reset_offset(self, group: str, topic: str, timestamp: int) -> None:
+    def reset_offset(self, group: str, topic: str, timestamp: int | None, offsets: dict | None = None) -> None:
         """An operator resets the group's offsets of topic to a time (mqadmin resetOffsetByTime,
-        force by default), broker by broker as 4.9.8's Broker2Client.resetOffset does it:
+        force by default), or of some queues to given offsets ({queue: offset}: the explorer's
+        reset fault, an offset restored from another cluster), broker by broker as 4.9.8's
+        Broker2Client.resetOffset does it:
         - a queue of the topic for which the group has no committed offset fails the call ("the
           consumer group not exist"), and the failure ends the command;
         - otherwise each queue's target is the offset of the first message stored at or after
@@ -204,7 +206,8 @@ class Run:
         A broadcasting group has no broker offsets, so its reset always fails."""
         by_broker: dict = {}
         for mq in self.net.route(topic):
-            by_broker.setdefault(mq[1], []).append(mq)
+            if offsets is None or mq[2] in offsets:
+                by_broker.setdefault(mq[1], []).append(mq)
         for name in sorted(by_broker):
             b = self.net.brokers[name]
             if not b.up:
@@ -212,7 +215,8 @@ class Run:
             mqs = by_broker[name]
             if any(b.offsets.query(group, topic, mq[2]) < 0 for mq in mqs):
                 return          # SYSTEM_ERROR "THe consumer group <g> not exist"
-            table = {mq: b.search_offset(topic, mq[2], timestamp) for mq in mqs}
+            table = {mq: b.search_offset(topic, mq[2], timestamp) if offsets is None else offsets[mq[2]]
+                     for mq in mqs}
             online = [cid for cid in sorted(b.consumers.get(group, {})) if cid in self.consumers]
             if not online:
                 for mq, offset in sorted(table.items()):
@@ -223,6 +227,37 @@ class Run:
                 if c.running and c.proc.alive:
                     self.sim.schedule(self.net.latency_ms, c.reset_offset, topic, table, owner=c.proc)
 
+    # ------------------------------------------------------------------ faults that strike
+    def inject(self, kind: str, target: str, arg=None) -> None:
+        """A fault armed on the simulator (Simulator.arm) strikes before a task the chooser
+        picks: the explorer's faults (model_checks/world.py), as data: (kind, target, arg).
+        crash / pause a client (arg: crash mode / pause length), clean_expired (the client's
+        listener calls are slower than consumeTimeout: cleanExpiredMsg sends back what they
+        hold), reset (an operator writes queue `target` of the topic `arg` past its end and
+        tells the group's clients), route_lost (queue `target` of topic `arg` leaves the
+        route for a while)."""
+        if kind in ("crash", "pause", "clean_expired"):
+            c = self.consumers.get(target)
+            if c is None or not c.running or not c.proc.alive:
+                return
+            if kind == "crash":
+                c.crash(arg or CRASH_MODES[0])
+            elif kind == "pause":
+                if c.proc.paused_until <= self.sim.now:
+                    c.pause(arg)
+            elif not c.orderly and not c.proc.paused_until > self.sim.now:
+                c.consume_service.clean_expired_messages(timeout=0)
+        elif kind == "reset":
+            topic, group = arg
+            b = self.net.brokers[self.scenario["brokers"][0]]
+            q = int(target)
+            self.reset_offset(group, topic, None, {q: b.store.max_offset(topic, q) + 1})
+        elif kind == "route_lost":
+            topic, broker, duration = arg
+            self.net.lose_route(topic, broker, int(target), duration)
+        else:
+            raise ValueError(f"unknown fault kind {kind!r}")
+
     # ------------------------------------------------------------------ quiescence
     def quiescent(self) -> bool:
         """Nothing left to do: producers and steps done, no delayed message pending, and every
@@ -232,6 +267,8 @@ class Run:
         for b in self.net.brokers.values():
             if not b.up or b.schedule.pending():
                 return False
+        if self.net.faults.lost_routes:
+            return False          # a queue out of the route comes back: its messages are owed
         live = [c for c in self.consumers.values() if c.running and c.proc.alive]
         if any(c.proc.paused_until > self.sim.now for c in live):
             return False

@@ -42,6 +42,23 @@ class Timer:
         self.cancelled = True
 
 
+class Periodic(Timer):
+    """A periodic task as data (its period, the bound method it runs, its owner), not a
+    closure: the simulator's heap, and so a snapshot of the whole world, stays plain data that
+    can be copied and compared (the explorer, model_checks/explorer.py, relies on it)."""
+
+    __slots__ = ("sim", "period", "fn", "owner")
+
+    def __init__(self, sim, period: int, fn: Callable, owner):
+        super().__init__()
+        self.sim, self.period, self.fn, self.owner = sim, period, fn, owner
+
+    def tick(self) -> None:
+        self.fn()
+        if not self.cancelled:
+            self.sim.schedule(self.period, self.tick, owner=self.owner, timer=self)
+
+
 class Simulator:
     def __init__(self, seed: int, sink: Callable[[dict], None], chooser: Chooser | None = None):
         self.now = 0
@@ -80,14 +97,8 @@ class Simulator:
 
     def every(self, initial: int, period: int, fn: Callable, owner: Process | None = None) -> Timer:
         """fn() at initial, then every period ms (fixed rate, as scheduleAtFixedRate)."""
-        timer = Timer()
-
-        def tick():
-            fn()
-            if not timer.cancelled:
-                self.schedule(period, tick, owner=owner, timer=timer)
-
-        self.schedule(initial, tick, owner=owner, timer=timer)
+        timer = Periodic(self, period, fn, owner)
+        self.schedule(initial, timer.tick, owner=owner, timer=timer)
         return timer
 
     def next_due(self) -> int | None:
@@ -135,13 +146,24 @@ class Simulator:
 
     def _run_choosing(self, t_end: int, stop) -> None:
         """run_until, asking the chooser which of the runnable tasks due in the same millisecond
-        runs first (task_order) and whether an armed fault strikes before it (fault_strike).
+        runs first (task_order) and whether an armed fault strikes before it (fault_strike)."""
+        while self.step(t_end) is not None:
+            if stop is not None and stop():
+                return
+        if t_end > self.now:
+            self.now = t_end
+
+    def step(self, t_end: int | None = None):
+        """One boundary of the run: the chooser picks which runnable task due first runs
+        (task_order) and whether an armed fault strikes before it (fault_strike); then that
+        task or fault runs. Returns "task", "fault", or None when nothing is due by t_end.
         The candidates are gathered afresh before every task: the one before may have
-        cancelled, killed, paused or added some."""
+        cancelled, killed, paused or added some. The explorer (model_checks/explorer.py) takes
+        the run one step at a time from copies of the world."""
         heap = self._heap
         pop, push = heapq.heappop, heapq.heappush
         ch = self.chooser
-        while heap and heap[0][0] <= t_end:
+        while heap and (t_end is None or heap[0][0] <= t_end):
             due = heap[0][0]
             batch = []
             while heap and heap[0][0] == due:
@@ -161,13 +183,11 @@ class Simulator:
                     _, fire = self.armed.pop(j - 1)
                     push(heap, item)     # reconsidered: the fault may have killed its owner
                     fire()
-                    continue
+                    return "fault"
             self.tasks_run += 1
             item[2](*item[3])
-            if stop is not None and stop():
-                return
-        if t_end > self.now:
-            self.now = t_end
+            return "task"
+        return None
 
     def arm(self, name: str, fire: Callable[[], None]) -> None:
         """A fault (a crash, a pause) that strikes before a task the chooser picks (fault_strike)."""

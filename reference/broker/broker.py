@@ -22,6 +22,10 @@ CHANNEL_SCAN_PERIOD_MS = 10000
 PERM_READ_WRITE = 6
 
 
+def _nothing() -> None:
+    pass
+
+
 class BrokerUnavailable(Exception):
     pass
 
@@ -63,7 +67,7 @@ class Broker:
         self.index: dict[str, Message] = {}                  # msg_id -> stored copy (lookMessageByOffset)
         self.commitlog_offset = 0
         self.notify_group = None                             # set by the network: group -> notify clients
-        self.on_topology_change = lambda: None               # set by the network: routes changed
+        self.on_topology_change = _nothing                   # set by the network: routes changed
         self.down_since = 0
         self.up = True
         self._matchers: dict = {}   # one compiled filter per subscription, not per pull

@@ -50,7 +50,7 @@ class ConsumeMessageConcurrentlyService:
         reset_retry_topic(msgs, c.group)
         for m in msgs:
             m.consume_start_ts = self.sim.now
-        cid = c.next_consume_id()
+        cid = c.next_consume_id(mq)
         c.emit_pq("consume_started", mq, consume_id=cid, offsets=[m.offset for m in msgs],
                   msg_ids=[m.msg_id for m in msgs], origin_msg_ids=[m.origin_msg_id for m in msgs],
                   reconsume_list=[m.reconsume_times for m in msgs])
@@ -98,11 +98,14 @@ class ConsumeMessageConcurrentlyService:
         if offset >= 0 and not pq.dropped:
             c.offset_store.update_offset(mq, offset, increase_only=True)
 
-    def clean_expired_messages(self) -> None:
+    def clean_expired_messages(self, timeout: int | None = None) -> None:
         """Every consumeTimeout minutes, ProcessQueue.cleanExpiredMsg on every queue of the
-        table, dropped or not (cleanExpireMsg iterates processQueueTable without a check)."""
+        table, dropped or not (cleanExpireMsg iterates processQueueTable without a check).
+        `timeout` overrides consumeTimeout (the explorer's fault clean_expired: 0, a listener
+        call slower than consumeTimeout, whatever its length)."""
         c = self.c
-        timeout = c.consume_timeout_min * 60000
+        if timeout is None:
+            timeout = c.consume_timeout_min * 60000
         for mq, pq in list(c.rebalance.pq_table.items()):
             pq.clean_expired_msg(
                 self.sim.now, timeout, False, lambda m, level, mq=mq: c.send_message_back(m, level, mq),

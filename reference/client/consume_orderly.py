@@ -256,12 +256,11 @@ class ConsumeMessageOrderlyService:
 
     def _later(self, delay: int, fn, *args) -> None:
         self.scheduled += 1
+        self.sim.schedule(delay, self._fire_later, fn, args, owner=self.c.proc)
 
-        def fire():
-            self.scheduled -= 1
-            fn(*args)
-
-        self.sim.schedule(delay, fire, owner=self.c.proc)
+    def _fire_later(self, fn, args) -> None:
+        self.scheduled -= 1
+        fn(*args)
 
     def submit_consume_request_later(self, pq, mq, suspend_ms: int, reason: str) -> None:
         t = self.c.config["suspend_current_queue_time_millis"] if suspend_ms == -1 else suspend_ms
@@ -271,13 +270,12 @@ class ConsumeMessageOrderlyService:
 
     def try_lock_later_and_reconsume(self, pq, mq, delay: int, reason: str) -> None:
         self.c.emit_pq("consume_suspended", mq, delay=delay, reason=reason)
+        self._later(delay, self._lock_retry, pq, mq)
 
-        def retry():
-            ok = self.lock_one_mq(mq)
-            self.submit_consume_request_later(pq, mq, RESUBMIT_AFTER_LOCK_OK_MS if ok else RESUBMIT_AFTER_LOCK_FAILED_MS,
-                                              "lock_retry")
-
-        self._later(delay, retry)
+    def _lock_retry(self, pq, mq) -> None:
+        ok = self.lock_one_mq(mq)
+        self.submit_consume_request_later(pq, mq, RESUBMIT_AFTER_LOCK_OK_MS if ok else RESUBMIT_AFTER_LOCK_FAILED_MS,
+                                          "lock_retry")
 
     # ================================================================== ConsumeRequest.run
     def _lease_ok(self, pq) -> bool:
@@ -339,7 +337,7 @@ class ConsumeMessageOrderlyService:
         # messages in the consuming map (no rollback), as RocketMQ does.
         if pq.dropped:
             return self._exit(req)
-        cid = c.next_consume_id()
+        cid = c.next_consume_id(mq)
         pq.consume_lock_holder = cid
         for m in msgs:
             m.consume_start_ts = now

@@ -91,7 +91,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
         """-1: the broker has no offset (QUERY_NOT_FOUND); -2: the query failed otherwise."""
         topic, broker, queue = mq
         p = self.profile
-        failure = self.consumer.faults.take_offset_query_failure(self.consumer.client_id)
+        failure = self.consumer.faults.take_offset_query_failure(self.consumer.client_id, self.consumer.sim.chooser)
         try:
             if failure is not None:
                 raise OffsetQueryError(f"queryConsumerOffset failed ({failure})")

@@ -6,6 +6,8 @@ process, so a pause freezes all of it and a crash ends all of it.
 """
 from __future__ import annotations
 
+from functools import partial
+
 from rocketspec.spec import filter as filter_language
 from rocketspec.spec.filter import build_subscription, client_tag_match
 from rocketspec.spec.profiles import CLIENT_TIMING_KEYS
@@ -21,6 +23,9 @@ from .offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 from .rebalance import RebalanceImpl
 
 MIB = 1024 * 1024
+
+
+MAX_QUEUE_ID = 1024     # queue ids per topic and broker (reference.scenario.MAX_QUEUES)
 
 
 class ConsumerConfig:
@@ -97,9 +102,12 @@ class PushConsumer:
         self.max_reconsume_times = cfg["max_reconsume_times"]
         self.listener = ListenerSpec(listener, self.orderly)
         self.proc = Process(f"client:{client_id}")
-        self._consume_ids = 0
+        # pull and consume ids number each queue's pulls and listener calls (a trace correlates
+        # them per client and queue): a counter per queue, so that the ids one queue gets do not
+        # depend on how its tasks interleave with other queues' (the explorer compares worlds)
+        self._consume_ids: dict = {}
         self._mq_keys: dict = {}
-        self._pull_ids = 0
+        self._pull_ids: dict = {}
         # subscriptionInner: topic -> (SubscriptionData, compiled SQL or None); clustering adds %RETRY%group with "*".
         self.subscriptions: dict[str, tuple] = {}
         for topic, sub in subscriptions.items():
@@ -134,9 +142,21 @@ class PushConsumer:
         sim.seq += 1
         sim._sink(ev)
 
-    def next_consume_id(self) -> int:
-        self._consume_ids += 1
-        return self._consume_ids
+    def next_consume_id(self, mq) -> int:
+        n = self._consume_ids[mq] = self._consume_ids.get(mq, 0) + 1
+        return self._client_unique(mq, n)
+
+    def _client_unique(self, mq, n: int) -> int:
+        """The n-th id of a queue as an id unique in the client (traces correlate ids per
+        client): the queue's slot among (subscribed topic, broker, queue id), plus n - 1 strides.
+        A counter per queue, so the ids a queue gets do not depend on how its tasks interleave
+        with other queues' (the explorer compares worlds reached by different interleavings)."""
+        topics = sorted(self.subscriptions)
+        brokers = sorted(self.net.brokers)
+        stride = max(1, len(topics)) * max(1, len(brokers)) * MAX_QUEUE_ID
+        ti = topics.index(mq[0]) if mq[0] in topics else 0
+        bi = brokers.index(mq[1]) if mq[1] in brokers else 0
+        return (n - 1) * stride + (ti * len(brokers) + bi) * MAX_QUEUE_ID + mq[2] + 1
 
     def max_reconsume(self) -> int:
         """getMaxReconsumeTimes: -1 means 16 for concurrent consumers (orderly: Integer.MAX_VALUE)."""
@@ -280,6 +300,11 @@ class PushConsumer:
         self.sim.emit("send_back_requested", client=self.client_id, group=self.group, msg_id=msg.msg_id,
                       origin_msg_id=msg.origin_msg_id, reconsume_times=msg.reconsume_times, delay_level=delay_level,
                       topic=mq[0], broker=mq[1], queue=mq[2], offset=msg.offset, via="consumer_send_back")
+        if self.sim.chooser.chance("send_back_fails", self.net.faults.send_back_failure):
+            # the broker cannot be reached for the send-back nor for the producer fallback
+            self.sim.emit("send_back_failed", client=self.client_id, group=self.group, msg_id=msg.msg_id,
+                          origin_msg_id=msg.origin_msg_id, reason="broker_unavailable")
+            return False
         try:
             self.net.broker(msg.broker).consumer_send_msg_back(self.group, msg.msg_id, delay_level,
                                                                self.max_reconsume(), self.client_id)
@@ -345,9 +370,9 @@ class PullService:
         if not c.broadcasting:
             mem = c.offset_store.read_memory(req.mq)
             commit = mem if mem > 0 else -1
-        c._pull_ids += 1
-        pull_id = c._pull_ids
         mq = req.mq
+        n = c._pull_ids[mq] = c._pull_ids.get(mq, 0) + 1
+        pull_id = c._client_unique(mq, n)
         c.emit_pq("pull_issued", mq, offset=req.next_offset, pull_id=pull_id, max_nums=c.pull_batch_size,
                   commit_offset=commit, expr=data.sub_string, expr_type=data.expression_type)
         data_req = PullRequestData(client=c.client_id, group=c.group, topic=topic, queue=mq[2], offset=req.next_offset,
@@ -355,12 +380,15 @@ class PullService:
                                    commit_offset=commit if commit > 0 else None, pull_id=pull_id, suspend=True,
                                    expr_type=data.expression_type, respond=None)
 
-        def respond(result, status):
-            # The answer travels back to the client.
-            self.sim.schedule(c.net.latency_ms, self.on_pull_result, req, pull_id, result, status, owner=c.proc)
+        # callbacks as bound methods with their arguments (data), not closures: a held pull
+        # stays part of a world the explorer can copy and compare
+        data_req.respond = partial(self._respond, req, pull_id)
+        c.net.pull_async(c, mq[1], data_req, partial(self._pull_failed, req, pull_id, "exception"))
 
-        data_req.respond = respond
-        c.net.pull_async(c, mq[1], data_req, lambda: self._pull_failed(req, pull_id, "exception"))
+    def _respond(self, req, pull_id: int, result, status) -> None:
+        """The broker's answer travels back to the client."""
+        c = self.c
+        self.sim.schedule(c.net.latency_ms, self.on_pull_result, req, pull_id, result, status, owner=c.proc)
 
     def _pull_failed(self, req, pull_id: int, reason: str, response_code: int | None = None) -> None:
         """The pull ended without messages (PullCallback.onException, or the exception pullKernelImpl

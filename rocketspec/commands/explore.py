@@ -128,9 +128,15 @@ def _render(res, files, live, live_skipped=None) -> str:
 @click.option("--continue", "keep_going", is_flag=True,
               help="Search on after the first violation: report the first (shortest) counterexample of every "
                    "invariant, liveness included. Without it the search stops at the first violation, as TLC does.")
+@click.option("--engine", type=click.Choice(["model", "reference"]), default="model", show_default=True,
+              help="What is searched: `model`, the explorer's own moves (model_checks/generator.py); "
+                   "`reference`, the reference broker and client themselves, one simulator task at a time with "
+                   "every choice of the scope (model_checks/refexplore.py; exhaustive within the scope's "
+                   "horizon_ms; no symmetry or partial-order reduction, no liveness graph: the spec judges "
+                   "each run's end).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_depth, persistent_sets, keep_going,
-            quiet):
+            quiet, engine):
     """Explore every behaviour of a small deployment through the spec, breadth-first.
 
     Without --scope it explores `tiny` (one consumer, two queues, two messages, one retry,
@@ -168,7 +174,15 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
         live_skipped = "the graph is reduced (persistent sets)"
     liveness = liveness and live_skipped is None
     bar = _Bar(not quiet and not as_json, max_states or scope.max_states)
-    ex = Explorer(scope, prof, liveness=liveness, progress=bar, max_states=max_states, stop_at_first=not keep_going)
+    if engine == "reference":
+        from rocketspec.model_checks.refexplore import RefExplorer
+
+        if liveness:
+            live_skipped, liveness = "the reference engine judges each run's end instead (trace_ended)", False
+        ex = RefExplorer(scope, prof, progress=bar, max_states=max_states, stop_at_first=not keep_going)
+    else:
+        ex = Explorer(scope, prof, liveness=liveness, progress=bar, max_states=max_states,
+                      stop_at_first=not keep_going)
     res = ex.run()
     live = None
     # liveness is about infinite runs of the whole graph: states the search did not expand (the cap

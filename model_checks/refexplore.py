@@ -1,0 +1,199 @@
+"""Breadth-first search of the reference itself (model_checks/world.py), through the spec.
+
+A node is a snapshot of the whole reference world (simulator heap, broker, clients) with the
+spec's state of its trace so far and the budgets left. Its successors: the simulator takes one
+step (`Simulator.step`: which due task runs first, whether an armed fault strikes before it,
+then that task), and every choice the step makes (task order, fault strike, listener status,
+consume duration, lost one-way call, failed send-back or offset query, retry queue) is
+enumerated by re-running the step from the snapshot with each script
+(`reference.choice.enumerate_scripts`). The events the step emits go through the spec
+(`spec.step`); an error is a violation with its invariant id (the profile's broker or client
+took a step the spec forbids). A run ends when the reference's own quiescence check holds
+(`Run.quiescent`: everything consumed and committed) or at the scope's horizon; the trace then
+ends (`trace_ended`) and the spec's end rules (INV-LIVE-1) judge it. Faults strike only before
+the run ends.
+
+States are deduplicated by a 96-bit digest of the snapshot (tie-break counters and event
+numbers left out, the heap in canonical order). Time is absolute: the search is exhaustive
+within the horizon.
+"""
+from __future__ import annotations
+
+import time
+from array import array
+from collections import deque
+
+from rocketspec.reference.choice import enumerate_scripts
+from rocketspec.spec import check_end, check_state, get_profile, step
+
+from . import world as W
+from .explorer import Result, Violation, _numbered
+
+
+class RefExplorer:
+    def __init__(self, scope, profile=None, *, progress=None, max_states=None, stop_at_first=False,
+                 liveness=False, deadline=None):
+        self.scope = scope
+        self.profile = get_profile(profile)
+        self.progress = progress
+        self.max_states = max_states or scope.max_states
+        self.stop_at_first = stop_at_first
+        self.liveness = liveness
+        self.deadline = deadline        # time.monotonic() after which the search ends, incomplete
+
+    # ------------------------------------------------------------------ one step
+    def _root(self):
+        evs = []
+        w = W.build(self.scope, self.profile, evs.append)
+        for ev in evs:
+            errs = [f for f in step(w.spec, ev) if f.severity == "error"]
+            if errs:
+                raise RuntimeError(f"setup event {ev['kind']} rejected: {errs[0].inv}: {errs[0].message}")
+        return w, evs
+
+    def _advance(self, snap: bytes, ch, evs: list):
+        """Run one step of the world in `snap` with chooser `ch`; events go to `evs`.
+        Returns (world, finding): finding is ("guard", Finding) for an event the spec rejects,
+        ("end", Finding) for a run that ends badly, or None."""
+        w = W.load(snap, evs.append, ch)
+        run, sim = w.run, w.run.sim
+        limit = self.horizon
+        what = sim.step(limit)
+        if what is None:
+            sim.now = limit
+        end = None
+        if what is None or sim.now >= limit:
+            end = "duration"
+        elif run.steps_done and run.quiescent():
+            end = "quiescent"
+        n = 0
+        for ev in evs:
+            n += 1
+            for f in step(w.spec, ev):
+                if f.severity == "error":
+                    del evs[n:]
+                    return w, ("guard", f)
+        if end is not None:
+            w.ended = end
+            sim.emit("trace_ended", reason=end)
+            for f in step(w.spec, evs[-1]):
+                if f.severity == "error":
+                    return w, ("end", f)
+        return w, None
+
+    # ------------------------------------------------------------------ search
+    def run(self) -> Result:
+        scope = self.scope
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = Result(scope=scope.name, profile=self.profile.name, symmetries=1)
+        root, setup = self._root()
+        self.horizon = root.run.scenario["drain_limit_ms"]
+        self.setup = setup
+        snap0 = W.snapshot(root)
+        seen = {W.digest(snap0): 0}
+        parents = array("q", [-1])
+        depths = array("i", [0])
+        scripts = [None]               # the step's script from the parent (node id -> list)
+        frontier = deque([(0, snap0)])
+        found = {}
+        generated = 1
+        stop_depth = None
+        bar = self.progress
+        while frontier:
+            nid, snap = frontier.popleft()
+            d = depths[nid]
+            if stop_depth is not None and d >= stop_depth:
+                res.stopped = True
+                break
+            for script, trail, out in enumerate_scripts(lambda ch: self._try(snap, ch), chooser=W.BudgetChooser):
+                w, finding, evs = out
+                generated += 1
+                if finding is not None:
+                    kind, f = finding
+                    if f.inv not in found:
+                        found[f.inv] = (kind, f, nid, list(script), d + 1)
+                    continue
+                for inv, key, msg in check_state(w.spec):
+                    if inv not in found:
+                        found[inv] = ("state", (inv, key, msg), nid, list(script), d + 1)
+                if w.ended is not None:
+                    res.quiescent += w.ended == "quiescent"
+                    continue
+                s = W.snapshot(w)
+                fp = W.digest(s)
+                if fp in seen:
+                    continue
+                cid = len(parents)
+                seen[fp] = cid
+                parents.append(nid)
+                depths.append(d + 1)
+                scripts.append(list(script))
+                res.depth = max(res.depth, d + 1)
+                frontier.append((cid, s))
+                if len(parents) >= self.max_states:
+                    res.complete = False
+                    frontier.clear()
+                    break
+            if not res.complete:
+                break
+            if self.deadline is not None and not (nid & 15) and time.monotonic() > self.deadline:
+                res.complete = False
+                break
+            if bar is not None and not (nid & 255):
+                bar.set(len(parents), generated, d, len(found))
+            if self.stop_at_first and found:
+                stop_depth = min(v[4] for v in found.values())
+        if stop_depth is not None and frontier:
+            res.stopped = True
+        res.generated = generated
+        res.distinct = len(parents)
+        res.seconds = time.perf_counter() - t0
+        res.cpu_seconds = time.process_time() - c0
+        self._parents, self._scripts = parents, scripts
+        for inv, (kind, f, nid, script, depth) in found.items():
+            res.violations.append(self._violation(kind, f, nid, script, depth))
+        res.violations.sort(key=lambda v: (v.depth, v.invariant))
+        if bar is not None:
+            bar.close()
+        return res
+
+    def _try(self, snap, ch):
+        evs = []
+        w, finding = self._advance(snap, ch, evs)
+        return w, finding, evs
+
+    # ------------------------------------------------------------------ counterexamples
+    def trace_of(self, nid: int, last_script=None) -> list:
+        """The events from the root to node `nid` (then one step more with `last_script`),
+        by replaying the scripts from the root."""
+        path = []
+        while nid > 0:
+            path.append(self._scripts[nid])
+            nid = self._parents[nid]
+        path.reverse()
+        if last_script is not None:
+            path.append(last_script)
+        root, setup = self._root()
+        evs = list(setup)
+        snap = W.snapshot(root)
+        for script in path:
+            ch = W.BudgetChooser(script)
+            step_evs = []
+            w, finding = self._advance(snap, ch, step_evs)
+            evs.extend(step_evs)
+            if finding is not None:
+                break
+            snap = W.snapshot(w)
+        return _numbered(evs)
+
+    def _violation(self, kind, f, nid, script, depth):
+        evs = self.trace_of(nid, script)
+        if kind == "state":
+            inv, key, msg = f
+            return Violation(inv, msg, "state", depth, evs, key)
+        return Violation(f.inv, f.message, "guard" if kind == "guard" else "end", depth, evs, f.key,
+                         {"rejected_event": evs[-1]["kind"]})
+
+
+def explore(scope, profile=None, **kw) -> Result:
+    return RefExplorer(scope, profile, **kw).run()

@@ -1,0 +1,296 @@
+"""The reference's world as the explorer's state: a scope's deployment built on the reference
+(`reference.runner.Run`), copied, compared and advanced one task at a time.
+
+- `scenario(scope)`: the scope as a reference scenario: one broker, a topic `T` of `queues`
+  queues holding `messages` messages (stored at time 0, round-robin), one group `G` of
+  `consumers` clients started at time 0, a listener that may fail (`failures`).
+- `World`: the run (simulator, broker, clients, ProcessQueues, offset stores: the whole
+  reference) plus the spec's state of the trace so far and the budgets left. Every task on
+  the simulator's heap is data (a bound method and its arguments, `reference.sim.Periodic`
+  for periodic services), so a world pickles: `snapshot` gives its bytes (a node of the
+  search), `load` a fresh copy to advance.
+- `BudgetChooser`: the script chooser of one step with the scope's budgets: a choice that
+  costs a fault (a fault striking, a lost one-way call, a failed send-back or offset query) or a
+  listener failure is offered only while the budget lasts.
+- Faults are armed on the simulator as data (`Run.inject`), one per kind and target: the
+  chooser's `fault_strike` decides before which task one strikes.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import pickle
+from functools import partial
+
+from rocketspec.reference.choice import ScriptChooser
+from rocketspec.reference.runner import Run
+from rocketspec.reference.scenario import validate
+from rocketspec.spec import initial_state
+
+GROUP = "G"
+TOPIC = "T"
+BROKER = "broker-a"
+# how long a queue lost from the route stays out: past one rebalance (20 s), so clients see it go
+ROUTE_LOST_MS = 25_000
+# faults that exist for a broadcasting consumer (no broker offsets, no send-back)
+BROADCAST_FAULTS = {"crash", "pause", "route_lost"}
+# choice points whose non-default answers cost a fault / a listener failure
+FAULT_POINTS = {"fault_strike", "oneway_loss", "send_back_fails", "offset_query_fails"}
+FAILURE_POINTS = {"listener_status"}
+
+
+def scenario(scope) -> dict:
+    """The scope's deployment as a validated reference scenario."""
+    broadcast = scope.message_model == "BROADCASTING"
+    listener = {"duration_ms": list(scope.consume_ms) if len(scope.consume_ms) > 1 else scope.consume_ms[0]}
+    if scope.failures:
+        listener["fail_rate"] = 0.5     # only declares the failure possible: the chooser decides
+    group = {"name": GROUP, "consume_mode": scope.mode, "message_model": scope.message_model,
+             "strategy": scope.strategy, "max_reconsume_times": scope.max_reconsume_times,
+             "consume_from_where": "CONSUME_FROM_FIRST_OFFSET", "pull_batch_size": scope.pull_batch,
+             "consume_thread_max": scope.threads, "subscriptions": {TOPIC: "*"}, "listener": listener}
+    if "clean_expired" in scope.fault_kinds and not broadcast:
+        group["consume_timeout"] = 1
+    steps = []
+    if scope.messages:
+        steps.append({"at_ms": 0, "action": "produce", "topic": TOPIC, "count": scope.messages})
+    for i in range(scope.consumers):
+        steps.append({"at_ms": i * scope.start_gap_ms, "action": "start", "client": client_id(i), "group": GROUP})
+    return validate({"name": f"scope-{scope.name}", "duration_ms": 0, "drain_limit_ms": scope.horizon_ms,
+                     "brokers": [BROKER], "topics": [{"name": TOPIC, "queues": scope.queues}],
+                     "groups": [group], "steps": steps}, f"scope:{scope.name}")
+
+
+def client_id(i: int) -> str:
+    return f"c{i}"
+
+
+def fault_kinds(scope) -> list[str]:
+    kinds = list(scope.fault_kinds) if scope.faults else []
+    if scope.message_model == "BROADCASTING":
+        kinds = [k for k in kinds if k in BROADCAST_FAULTS]
+    else:
+        kinds = [k for k in kinds if k != "route_lost"]
+    return kinds
+
+
+class World:
+    """One state of the search (see the module doc)."""
+
+    __slots__ = ("run", "spec", "faults_left", "failures_left", "ended")
+
+    def __init__(self, run, spec, faults_left, failures_left):
+        self.run, self.spec = run, spec
+        self.faults_left, self.failures_left = faults_left, failures_left
+        self.ended = None         # the trace_ended reason once the run is over
+
+    def __getstate__(self):
+        return (self.run, self.spec, self.faults_left, self.failures_left, self.ended)
+
+    def __setstate__(self, s):
+        self.run, self.spec, self.faults_left, self.failures_left, self.ended = s
+
+
+def build(scope, profile, sink) -> World:
+    """The world at time 0, after setup (trace_started, topics, the steps scheduled), with the
+    scope's faults armed and its choice points declared."""
+    kinds = fault_kinds(scope)
+    run = Run(copy.deepcopy(scenario(scope)), 0, profile, sink, BudgetChooser())
+    w = World(run, initial_state(run.profile), scope.faults if kinds else 0, scope.failures)
+    run.sim.chooser.world = w
+    faults = run.net.faults
+    clients = [client_id(i) for i in range(scope.consumers)]
+    if "persist_lost" in kinds:
+        faults.oneway_loss = 0.5
+    if "send_back_failed" in kinds:
+        faults.send_back_failure = 0.5
+    if "query_failure" in kinds:
+        faults.offset_query_failure_rate = 0.5
+    for c in clients:
+        if "crash" in kinds:
+            for mode in scope.crash_modes:
+                run.sim.arm(f"crash {c} {mode}", partial(run.inject, "crash", c, mode))
+        if "pause" in kinds:
+            for ms in scope.pause_ms:
+                run.sim.arm(f"pause {c} {ms}", partial(run.inject, "pause", c, ms))
+        if "clean_expired" in kinds:
+            run.sim.arm(f"clean_expired {c}", partial(run.inject, "clean_expired", c))
+    for q in range(scope.queues):
+        if "reset" in kinds:
+            run.sim.arm(f"reset q{q}", partial(run.inject, "reset", str(q), (TOPIC, GROUP)))
+        if "route_lost" in kinds:
+            run.sim.arm(f"route_lost q{q}", partial(run.inject, "route_lost", str(q), (TOPIC, BROKER, ROUTE_LOST_MS)))
+    run.setup()
+    return w
+
+
+class BudgetChooser(ScriptChooser):
+    """A ScriptChooser that offers a costly option only while the world's budget lasts (a choice
+    whose only affordable option is the default is no choice: it is not in the trail)."""
+
+    world = None
+
+    def index(self, point, n):
+        w = self.world
+        if point in FAULT_POINTS:
+            if w.faults_left <= 0:
+                return 0
+            i = super().index(point, n)
+            if i:
+                w.faults_left -= 1
+            return i
+        if point in FAILURE_POINTS:
+            if w.failures_left <= 0:
+                return 0
+            i = super().index(point, n)
+            if i:
+                w.failures_left -= 1
+            return i
+        return super().index(point, n)
+
+
+def detach(w: World):
+    """Take out what is not state (the sink, the chooser) and the counters that only number
+    events and tasks; put the heap in a canonical order (the order numbers of tasks due at the
+    same time only break ties, and the explorer chooses every tie's order). Returns what
+    `attach` needs."""
+    sim = w.run.sim
+    heap = sorted(sim._heap, key=_task_key)
+    sim._heap = [(it[0], i) + it[2:] for i, it in enumerate(heap)]
+    sim._order = len(heap)
+    w.run.net._routes.clear()        # caches: route() recomputes the same answer, and the
+    for b in w.run.net.brokers.values():   # broker compiles the same filter again (its key
+        b._matchers.clear()                # holds ids, which a copy changes)
+    saved = (sim._sink, sim.chooser)
+    sim._sink = None
+    sim.chooser = None
+    normalize(w)
+    sim.seq = 0
+    sim.tasks_run = 0
+    return saved
+
+
+_ATOMIC = (int, str, bool, float, bytes, type(None))
+_SKIP = {"Profile", "function", "builtin_function_or_method", "type"}
+
+
+def _skey(kv):
+    return repr(kv[0])
+
+
+def normalize(root) -> None:
+    """Put every dict and set of the world in a canonical order (dicts by key, sets by value),
+    in place, so that worlds reached by different interleavings that hold the same content
+    pickle to the same bytes. Iteration order is then the keys' order, as with the hash maps of
+    RocketMQ (ConcurrentHashMap iterates in hash order, not in insertion order); lists, deques
+    and tuples keep their order, which means something."""
+    seen = set()
+    stack = [root]
+    push = stack.append
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t in _ATOMIC or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if t is dict:
+            if len(x) > 1:
+                try:
+                    items = sorted(x.items())
+                except TypeError:
+                    items = sorted(x.items(), key=_skey)
+                x.clear()
+                x.update(items)
+            for v in x.values():
+                if type(v) not in _ATOMIC:
+                    push(v)
+            for k in x:
+                if type(k) is tuple:
+                    push(k)
+        elif t is set:
+            if len(x) > 1:
+                try:
+                    items = sorted(x)
+                except TypeError:
+                    items = sorted(x, key=repr)
+                x.clear()
+                x.update(items)
+        elif t is list or t is tuple or t.__name__ == "deque":
+            for v in x:
+                if type(v) not in _ATOMIC:
+                    push(v)
+        elif isinstance(x, dict):          # a SortedDict: ordered already
+            for v in x.values():
+                if type(v) not in _ATOMIC:
+                    push(v)
+            d = getattr(x, "__dict__", None)
+            if d:
+                push(d)
+        elif t.__name__ in _SKIP or t is frozenset:
+            continue
+        elif t.__name__ == "method":
+            push(x.__self__)
+        elif t.__name__ == "partial":
+            push(x.func)
+            push(x.args)
+        else:
+            d = getattr(x, "__dict__", None)
+            if d is not None:
+                for v in d.values():
+                    if type(v) not in _ATOMIC:
+                        push(v)
+            for klass in t.__mro__:
+                for k in getattr(klass, "__slots__", ()):
+                    v = getattr(x, k, None)
+                    if type(v) not in _ATOMIC:
+                        push(v)
+
+
+def _shallow(x, depth=0):
+    """A cheap, history-free description of a task argument (for ordering tasks due at the same
+    time: what they are, not when they were scheduled)."""
+    t = type(x)
+    if t in (int, str, bool, float) or x is None:
+        return x
+    if t in (tuple, list):
+        return tuple(_shallow(v, depth + 1) for v in x) if depth < 4 else len(x)
+    for attr in ("client_id", "name"):
+        v = getattr(x, attr, None)
+        if type(v) is str:
+            return (t.__name__, v)
+    slots = getattr(t, "__slots__", None)
+    if slots and depth < 3:
+        return (t.__name__,) + tuple(_shallow(getattr(x, k, None), depth + 1) for k in slots)
+    return t.__name__
+
+
+def _task_key(item):
+    due, order, fn, args, owner, inc, timer = item
+    f = getattr(fn, "func", None)        # a functools.partial
+    if f is not None:
+        args = tuple(fn.args) + tuple(args)
+        fn = f
+    target = getattr(fn, "__self__", None)
+    name = getattr(fn, "__qualname__", type(fn).__name__)
+    return (due, name, _shallow(target), owner.name if owner is not None else "", inc,
+            repr(_shallow(args)), order)
+
+
+def snapshot(w: World) -> bytes:
+    saved = detach(w)
+    try:
+        return pickle.dumps(w, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        w.run.sim._sink, w.run.sim.chooser = saved
+
+
+def load(snap: bytes, sink, chooser: BudgetChooser) -> World:
+    w = pickle.loads(snap)
+    w.run.sim._sink = sink
+    w.run.sim.chooser = chooser
+    chooser.world = w
+    return w
+
+
+def digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=12).digest()
