@@ -7,6 +7,8 @@ probability `oneway_loss`; a loss is recorded as an event, so a trace explains i
 """
 from __future__ import annotations
 
+import functools
+
 from .sim import Timer
 from .broker.broker import Broker, BrokerUnavailable
 
@@ -182,15 +184,14 @@ class Network:
         inflight = self._pulls.setdefault(broker_name, {})
         key = (consumer.client_id, req.pull_id)
         inflight[key] = (consumer, on_error)
-        respond = req.respond
-
-        def answered(result, status):
-            inflight.pop(key, None)
-            respond(result, status)
-
-        req.respond = answered
+        # a partial, not a closure: the explorer pickles the world (tasks are data)
+        req.respond = functools.partial(self._pull_answered, broker_name, key, req.respond)
 
         self.sim.schedule(self.latency_ms, self._pull_arrives, b, req, owner=b.proc)
+
+    def _pull_answered(self, broker_name: str, key, respond, result, status) -> None:
+        self._pulls.get(broker_name, {}).pop(key, None)
+        respond(result, status)
 
     @staticmethod
     def _pull_arrives(b, req) -> None:
