@@ -252,10 +252,11 @@ def _cli(args):
 
 
 @spark_test
-def test_cli_json_has_check_fields_and_out_dir_has_dataset_report_and_witnesses(spark, tmp_path):
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])      # the exact path, the Arrow path
+def test_cli_json_has_check_fields_and_out_dir_has_dataset_report_and_witnesses(spark, tmp_path, fmt):
     import pyarrow.parquet as pq
 
-    trace = tmp_path / "bug.jsonl"
+    trace = tmp_path / f"bug.{fmt}"
     write_trace(str(trace), run_to_list(load_scenario("bug-4215"), 1, "bug-4215-rocketmq-4.9.3"))
     chk = _cli(["check", str(trace), "--json", "--quiet"])
     out = tmp_path / "out"
@@ -263,6 +264,7 @@ def test_cli_json_has_check_fields_and_out_dir_has_dataset_report_and_witnesses(
     assert rep.exit_code == chk.exit_code == 1
     c, r = orjson.loads(chk.stdout), orjson.loads(rep.stdout)
     assert set(c) <= set(r)
+    assert r["spark"]["path"] == ("arrow" if fmt == "parquet" else "exact")
     assert (r["verdict"], r["counts"], r["errors"]) == (c["verdict"], c["counts"], c["errors"])
     table = pq.read_table(out / "violations.parquet").to_pylist()
     assert {x["invariant"] for x in table} >= {v["invariant"] for v in c["violations"]}
