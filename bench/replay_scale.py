@@ -2,6 +2,8 @@
 
     python -m bench.replay_scale [--events 1e7] [--dir DIR] [--workers 2] [--no-check] [--exact]
 
+(replays on the Arrow path, `replay --arrow`; --exact: on replay's default path)
+
 The data: one trace of N events made of independent deployments (the `basic` scenario, four
 seeds; each copy with its own brokers, topics, groups, clients and message ids), at most
 SLOTS deployments live at a time: copy k runs in generation k // SLOTS, shifted in time by
@@ -266,7 +268,8 @@ def main(argv=None):
     ap.add_argument("--dir", default=None, help="data directory (default /tmp/rocketspec-replay-bench-N)")
     ap.add_argument("--workers", type=int, default=None, help="processes generating the data (default: cores)")
     ap.add_argument("--no-check", action="store_true", help="skip check (one process: the slowest part at 1e8)")
-    ap.add_argument("--exact", action="store_true", help="replay on the exact path (no Arrow), for comparison")
+    ap.add_argument("--exact", action="store_true", help="replay on the exact path (replay's default) instead of "
+                                                         "the Arrow path (--arrow)")
     ap.add_argument("--cores", default="1,2", help="local[N] runs, e.g. 2 (default 1,2)")
     ap.add_argument("--partitions", type=int, default=None, help="replay partitions (default: 2 x cores)")
     args = ap.parse_args(argv)

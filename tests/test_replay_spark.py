@@ -153,7 +153,7 @@ def replayed(spark, tmp_path_factory):
     for what, paths in _formats(d, basic).items():
         cases[("format", what)] = paths
     keys = list(cases)
-    reps = replay_many([cases[k] for k in keys], spark, max_listed=ALL, partitions=3)
+    reps = replay_many([cases[k] for k in keys], spark, max_listed=ALL, partitions=3, arrow=True)
     return {k: (cases[k], r) for k, r in zip(keys, reps)}
 
 
@@ -260,7 +260,7 @@ def test_cli_json_has_check_fields_and_out_dir_has_dataset_report_and_witnesses(
     write_trace(str(trace), run_to_list(load_scenario("bug-4215"), 1, "bug-4215-rocketmq-4.9.3"))
     chk = _cli(["check", str(trace), "--json", "--quiet"])
     out = tmp_path / "out"
-    rep = _cli(["replay", str(trace), "--json", "--quiet", "--out", str(out)])
+    rep = _cli(["replay", str(trace), "--json", "--quiet", "--out", str(out), "--arrow"])
     assert rep.exit_code == chk.exit_code == 1
     c, r = orjson.loads(chk.stdout), orjson.loads(rep.stdout)
     assert set(c) <= set(r)

@@ -354,12 +354,12 @@ def spark_session(master: str | None = None, app: str = "rocketspec-replay", pro
 
 
 def replay(paths, spark, profile=None, max_listed: int = 50, partitions: int | None = None,
-           witness_dir: str | None = None):
+           witness_dir: str | None = None, arrow: bool = False):
     """Replay the trace given by `paths` on `spark`; a spec.replay.Report whose findings are
     merged from the partitions (with `.plan`, `.groups`, `.spark` and `.witnesses` for the
     operator outputs). Raises TraceInputError on bad input, as `check` does."""
     rep = replay_many([paths], spark, profile=profile, max_listed=max_listed, partitions=partitions,
-                      witness_dirs=[witness_dir])[0]
+                      witness_dirs=[witness_dir], arrow=arrow)[0]
     if isinstance(rep, Exception):
         raise rep
     return rep
@@ -385,11 +385,12 @@ def _header(sums, files, profile):
 
 
 def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: int | None = None,
-                witness_dirs=None, arrow: bool = True) -> list:
+                witness_dirs=None, arrow: bool = False) -> list:
     """Replay several traces (each a list of paths) in one Spark job: a Report, or the
-    TraceInputError of its bad input, per trace. Traces whose files are all Parquet as the
-    writer makes them take the Arrow path (traces.spark_arrow) unless `arrow` is false; the
-    others, and those it cannot vouch for, the exact path here."""
+    TraceInputError of its bad input, per trace. With `arrow`, traces whose files are all
+    Parquet as the writer makes them take the Arrow path (traces.spark_arrow); the others, and
+    those it cannot vouch for, the exact path here. (Not the default: on 10^6 events the exact
+    path took 36 CPU-s, the Arrow path 57, most of it in the JVM; docs/replay.md.)"""
     files, trace_of = [], []
     out: list = [None] * len(traces)
     for t, paths in enumerate(traces):
