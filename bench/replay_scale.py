@@ -1,27 +1,44 @@
 """Replay at scale: `rocketspec replay` on local[1] and local[2] against `check`, same data.
 
-    python -m bench.replay_scale [--events 1e7] [--dir DIR] [--no-check]   (default 1e6)
+    python -m bench.replay_scale [--events 1e7] [--dir DIR] [--workers 2] [--no-check] [--exact]
 
-The data: one trace of N events made of independent deployments (the `basic` scenario, a few
-seeds, each copy with its own brokers, topics, groups, clients and message ids), merged by
-time and renumbered: what an operator's cluster with many groups records. It is written as
-Parquet files of consecutive seq ranges (a partitioned Parquet directory) and reused when it
-exists. Prints events per second of check (one process, the files in order) and of replay on
-local[1] and local[2] (wall time of the job, without the Spark session's start), the scaling
-from 1 to 2 cores, the ratio to check, and the partition skew (most loaded partition over its
-fair share).
+(replays on the Arrow path, `replay --arrow`; --exact: on replay's default path)
+
+The data: one trace of N events made of independent deployments (the `basic` scenario, four
+seeds; each copy with its own brokers, topics, groups, clients and message ids), at most
+SLOTS deployments live at a time: copy k runs in generation k // SLOTS, shifted in time by
+SPAN_MS per generation (every time field moves with ts). That is an operator's cluster over
+hours: many groups, each living a while. One generation is one Parquet file of consecutive
+seqs (a partitioned Parquet directory); the files are written by --workers processes (default:
+one per core), with a progress line, and the data is reused when it exists.
+
+Prints, each with the load average (`uptime`) when it was measured:
+- `check`: one process over the files in order (its CPU seconds too);
+- `replay` on local[1] and local[2]: the job's wall time without the session's start, its CPU
+  seconds (the Spark JVM and its Python workers), events per second of each, the path taken
+  (arrow or exact), the partition skew (most loaded partition over its fair share), the peak
+  memory of a Python worker and of the JVM;
+- the scaling from 1 to 2 cores and the ratio to check.
+
+On a machine that other work keeps busy the wall times are stretched by the load; events per
+CPU-second are not, and CPU seconds / cores is what the wall time is on free cores.
 """
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import os
 import time
 
-import orjson
+SLOTS = 64              # deployments live at once
+SPAN_MS = 240_000       # one generation: longer than any base run
+SAME_TS = 64            # events of one copy at one ts, at most
+SEEDS = (1, 2, 3, 4)
+TIME_FIELDS = ("ts", "deliver_ts", "last_lock_ts", "expires_at")
 
-FILE_ROWS = 250_000     # one read task per file: a few files per core
+
+def load() -> str:
+    return "load %.1f" % os.getloadavg()[0]
 
 
 def _names(events) -> set:
@@ -46,60 +63,158 @@ def _renamer(names: set, suffix: str):
     return ren
 
 
-def generate(n: int, out_dir: str, seeds=(1, 2, 3, 4)) -> int:
-    """Write about n events into out_dir as part-00000.parquet, ...; return the count."""
-    from rocketspec.reference.runner import run_to_list
-    from rocketspec.reference.scenario import load_scenario
+_RUNS = None
+
+
+def _runs():
+    global _RUNS
+    if _RUNS is None:
+        from rocketspec.reference.runner import run_to_list
+        from rocketspec.reference.scenario import load_scenario
+
+        _RUNS = [run_to_list(load_scenario("basic"), s, "rocketmq-5.3.3") for s in SEEDS]
+        _RUNS = [(r, _names(r)) for r in _RUNS]
+        for r, _ in _RUNS:
+            assert r[-1]["ts"] < SPAN_MS, "a base run longer than a generation"
+        _RUNS = [(r, names, [_template(e, names) for e in r]) for r, names in _RUNS]
+    return _RUNS
+
+
+def _template(e: dict, names: set) -> tuple:
+    """An event of a base run as (the fields no copy changes, the name fields, the nested
+    fields that hold names, the time fields): a copy only appends its suffix and shifts."""
+    fixed, flat, deep, times = {}, [], [], []
+    for f, v in e.items():
+        if f in TIME_FIELDS and v is not None:
+            times.append(f)
+        if isinstance(v, str) and v in names:
+            flat.append(f)
+        elif isinstance(v, (list, dict)) and _renamer(names, "\0")(v) != v:
+            deep.append(f)
+        fixed[f] = v
+    return fixed, flat, deep, times
+
+
+def _copy_size(k: int) -> int:
+    return len(_runs()[k % len(SEEDS)][0]) - 2     # without its trace_started and trace_ended
+
+
+def _generation(out_dir: str, g: int, copies: int, first_seq: int, last: bool) -> int:
+    """Write generation g (copies g*SLOTS ...) as one file, seqs from first_seq; return its size."""
     from rocketspec.traces.io import open_writer
 
-    runs = [run_to_list(load_scenario("basic"), s, "rocketmq-5.3.3") for s in seeds]
-    per = sum(len(r) for r in runs) / len(runs)
-    copies = max(1, int(n / per))
-    head = runs[0][0]
-    tail = runs[0][-1]
-
-    def stream(k):
-        evs = runs[k % len(runs)]
-        ren = _renamer(_names(evs), f"-{k}")
-        for e in evs[1:-1]:                       # one trace_started and trace_ended for all
-            d = {f: (v if f in ("seq", "ts", "kind") else ren(v)) for f, v in e.items()}
-            yield (e["ts"], k, e["seq"], d)
-
-    os.makedirs(out_dir, exist_ok=True)
-    seq = 0
-    part = 0
-    w = None
-    rows = 0
-
-    def emit(ev):
-        nonlocal seq, w, part, rows
-        if w is None or rows >= FILE_ROWS:
-            if w is not None:
-                w.close()
-            w = open_writer(os.path.join(out_dir, f"part-{part:05d}.parquet"))
-            part += 1
-            rows = 0
-        ev["seq"] = seq
-        seq += 1
-        rows += 1
-        w.write(ev)
-
-    emit(dict(head))
-    last_ts = head["ts"]
-    for ts, _, _, ev in heapq.merge(*(stream(k) for k in range(copies))):
-        last_ts = ts
-        emit(ev)
-    end = dict(tail)
-    end["ts"] = max(last_ts, tail["ts"])
-    emit(end)
+    runs = _runs()
+    shift = g * SPAN_MS
+    rows = []
+    if g == 0:
+        rows.append(((-1, 0, 0), dict(runs[0][0][0])))     # the one trace_started
+    end_ts = 0
+    for k in range(g * SLOTS, min(copies, (g + 1) * SLOTS)):
+        evs, names, templates = runs[k % len(SEEDS)]
+        suffix = f"-{k}"
+        ren = _renamer(names, suffix)
+        j, last_ts = 0, None
+        for fixed, flat, deep, times in templates[1:-1]:
+            ts = fixed["ts"]
+            j = j + 1 if ts == last_ts else 0
+            last_ts = ts
+            assert j < SAME_TS
+            d = fixed.copy()
+            for f in flat:
+                d[f] += suffix
+            for f in deep:
+                d[f] = ren(d[f])
+            for f in times:
+                d[f] += shift
+            rows.append(((d["ts"], k % SLOTS, j), d))
+        end_ts = max(end_ts, evs[-1]["ts"] + shift)
+    rows.sort(key=lambda r: r[0])
+    if last:
+        tail = dict(runs[0][0][-1])
+        tail["ts"] = max(end_ts, rows[-1][1]["ts"])
+        rows.append((None, tail))
+    w = open_writer(os.path.join(out_dir, f"part-{g:05d}.parquet"))
+    for i, (_, d) in enumerate(rows):
+        d["seq"] = first_seq + i
+        w.write(d)
     w.close()
+    return len(rows)
+
+
+def generate(n: int, out_dir: str, workers: int | None = None) -> int:
+    """Write about n events into out_dir as part-00000.parquet, ... (one file per generation),
+    on `workers` processes; return the count."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    runs = _runs()
+    per = sum(len(r[0]) - 2 for r in runs) / len(runs)
+    copies = max(1, round(n / per))
+    gens = (copies + SLOTS - 1) // SLOTS
+    firsts, s = [], 0
+    for g in range(gens):
+        firsts.append(s)
+        s += sum(_copy_size(k) for k in range(g * SLOTS, min(copies, (g + 1) * SLOTS))) + (1 if g == 0 else 0)
+    os.makedirs(out_dir, exist_ok=True)
+    workers = workers or os.cpu_count() or 1
+    t0 = time.perf_counter()
+    done = events = 0
+    last_print = 0.0
+    with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+        futs = [pool.submit(_generation, out_dir, g, copies, firsts[g], g == gens - 1) for g in range(gens)]
+        for f in futs:
+            events += f.result()
+            done += 1
+            now = time.perf_counter()
+            if now - last_print > 5 or done == gens:
+                last_print = now
+                print(f"  generating: {done}/{gens} files, {events:,} events, {events / (now - t0):,.0f} events/s "
+                      f"on {workers} workers ({load()})", flush=True)
     with open(os.path.join(out_dir, "_meta.json"), "w") as fh:
-        json.dump({"events": seq, "copies": copies}, fh)
-    return seq
+        json.dump({"events": events, "copies": copies, "slots": SLOTS}, fh)
+    return events
 
 
-def run_check(files) -> tuple[float, object]:
-    """check's replay (one process) over the files in order."""
+def _cpu_tree(pid: int) -> tuple[float, float]:
+    """CPU seconds of a process (with its reaped children) and of its live descendants (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    kids: dict = {}
+    stats: dict = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                f = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(d)] = f
+        kids.setdefault(int(f[1]), []).append(int(d))
+    own, total, todo = None, 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        f = stats.get(p)
+        if f is None:
+            continue
+        c = (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / tick
+        if own is None:
+            own = c
+        else:
+            total += c
+        todo.extend(kids.get(p, ()))
+    return own or 0.0, total
+
+
+def _hwm_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def run_check(files) -> tuple[float, float, object]:
+    """check's replay (one process) over the files in order: (wall s, CPU s, report)."""
     import gc
 
     from rocketspec.spec.replay import FastValidator, check_events, resolve_profile
@@ -121,22 +236,28 @@ def run_check(files) -> tuple[float, object]:
         yield from it
 
     gc.disable()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rep = check_events(chained(), prof, files[0], validate=FastValidator())
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     gc.enable()
-    return dt, rep
+    return dt, cpu, rep
 
 
-def run_replay(path, cores: int, partitions: int | None):
-    from rocketspec.traces.spark_replay import replay, spark_session
+def run_replay(path, cores: int, partitions: int | None, arrow: bool):
+    from rocketspec.traces.spark_replay import replay_many, spark_session
 
-    spark = spark_session(f"local[{cores}]", app=f"replay-bench-{cores}", conf={"spark.ui.enabled": "false",
-                                                                               "spark.driver.memory": "4g"})
+    spark = spark_session(f"local[{cores}]", app=f"replay-bench-{cores}",
+                          conf={"spark.ui.enabled": "false", "spark.driver.memory": "4g",
+                                "spark.sql.execution.arrow.maxRecordsPerBatch": "10000"})
     try:
+        pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        c0 = _cpu_tree(pid)
         t0 = time.perf_counter()
-        rep = replay([path], spark, partitions=partitions)
-        return time.perf_counter() - t0, rep
+        rep = replay_many([[path]], spark, partitions=partitions, arrow=arrow)[0]
+        if isinstance(rep, Exception):
+            raise rep
+        c1 = _cpu_tree(pid)
+        return time.perf_counter() - t0, (c1[0] - c0[0], c1[1] - c0[1]), _hwm_mb(pid), rep
     finally:
         spark.stop()
 
@@ -144,8 +265,12 @@ def run_replay(path, cores: int, partitions: int | None):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=float, default=1e6, help="events to generate (the issue asks 1e7 and 1e8)")
-    ap.add_argument("--dir", default=None)
-    ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--dir", default=None, help="data directory (default /tmp/rocketspec-replay-bench-N)")
+    ap.add_argument("--workers", type=int, default=None, help="processes generating the data (default: cores)")
+    ap.add_argument("--no-check", action="store_true", help="skip check (one process: the slowest part at 1e8)")
+    ap.add_argument("--exact", action="store_true", help="replay on the exact path (replay's default) instead of "
+                                                         "the Arrow path (--arrow)")
+    ap.add_argument("--cores", default="1,2", help="local[N] runs, e.g. 2 (default 1,2)")
     ap.add_argument("--partitions", type=int, default=None, help="replay partitions (default: 2 x cores)")
     args = ap.parse_args(argv)
     n = int(args.events)
@@ -154,27 +279,34 @@ def main(argv=None):
     t0 = time.perf_counter()
     if os.path.exists(meta):
         total = json.load(open(meta))["events"]
-        print(f"data: {d} ({total} events, reused)")
+        print(f"data: {d} ({total:,} events, reused)")
     else:
-        total = generate(n, d)
-        print(f"data: {d} ({total} events, generated in {time.perf_counter() - t0:.1f} s)")
+        total = generate(n, d, args.workers)
+        print(f"data: {d} ({total:,} events, generated in {time.perf_counter() - t0:.1f} s, {load()})")
     files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+    size = sum(os.path.getsize(f) for f in files)
+    print(f"      {len(files)} files, {size / 2**30:.2f} GiB on disk")
+    dt = None
     if not args.no_check:
-        dt, crep = run_check(files)
-        print(f"check:          {dt:8.1f} s  {total / dt:10,.0f} events/s  verdict {'holds' if crep.ok else 'violated'}")
-    else:
-        dt = None
+        dt, cpu, crep = run_check(files)
+        print(f"check:          {dt:8.1f} s  {total / dt:10,.0f} events/s  CPU {cpu:7.1f} s = {total / cpu:9,.0f} "
+              f"events/CPU-s  verdict {'holds' if crep.ok else 'violated'}  ({load()})", flush=True)
     res = {}
-    for cores in (1, 2):
-        t, rep = run_replay(d, cores, args.partitions)
+    for cores in [int(c) for c in args.cores.split(",")]:
+        t, (jvm, py), hwm, rep = run_replay(d, cores, args.partitions, not args.exact)
+        cpu = jvm + py
         res[cores] = t
         sp = rep.spark
-        print(f"replay local[{cores}]: {t:8.1f} s  {total / t:10,.0f} events/s  verdict "
-              f"{'holds' if rep.ok else 'violated'}  partitions {sp['partitions']}  components {sp['components']}  "
-              f"skew {sp['skew']:.2f}  partition replay s {sp['replay_seconds']}")
-    print(f"scaling 1 -> 2 cores: {res[1] / res[2]:.2f}x")
+        print(f"replay local[{cores}]: {t:8.1f} s  {total / t:10,.0f} events/s  CPU {cpu:7.1f} s = "
+              f"{total / cpu:9,.0f} events/CPU-s  verdict {'holds' if rep.ok else 'violated'}  path {sp['path']}  "
+              f"partitions {sp['partitions']}  components {sp['components']}  skew {sp['skew']:.2f}  "
+              f"worker peak {sp['worker_maxrss_mb']:.0f} MiB  JVM peak {hwm:.0f} MiB  ({load()})", flush=True)
+        print(f"                CPU s: JVM {jvm:.1f}, Python workers {py:.1f} (replaying {sum(sp['replay_cpu_seconds']):.1f})"
+              f"  partition events {sp['partition_events']}  replay s {sp['replay_seconds']}")
+    if 1 in res and 2 in res:
+        print(f"scaling 1 -> 2 cores: {res[1] / res[2]:.2f}x")
     if dt is not None:
-        print(f"replay / check (events/s): local[1] {dt / res[1]:.2f}, local[2] {dt / res[2]:.2f}")
+        print("replay / check (events/s): " + ", ".join(f"local[{c}] {dt / t:.2f}" for c, t in res.items()))
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ _SLOTTED: dict = {}
 _SHAPES = {
     "Client": {"subs": "share", "config": "share"},
     "Directory": {"topics": "share", "brokers": "dict", "clients": "dict_of:Client", "registered": "dict_of_sets",
-                  "alloc": "dict"},
+                  "alloc": "dict", "queue_keys": "dict_of_sets"},
     "PQ": {"tree": "set", "heap": "list", "consuming": "list", "batches": "dict", "failed": "dict",
            "pending_upd": "list", "expired": "set", "dup_seen": "set", "unheard": "share"},
     "Progress": {"done": "set"},

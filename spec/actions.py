@@ -40,6 +40,7 @@ def _q(st: SpecState, ev) -> QueueState:
     qs = st.queues.get(key)
     if qs is None:
         qs = st.queues[key] = QueueState(key)
+        st.dir.queue_keys.setdefault(key[:2], set()).add(key)
     return qs
 
 
@@ -358,9 +359,10 @@ def allocation_computed(st, ev, out):
     st.dir.alloc[(cid, topic)] = alloc
     # its store reads of newly allocated queues are issued after this: older table values are
     # no longer answers
-    for key, qs in st.queues.items():
-        if qs.held and key[1] == topic and key[0] == group:
-            qs.held.pop(cid, None)
+    queues = st.queues
+    for key in st.dir.queue_keys.get((group, topic), ()):
+        if queues[key].held:
+            queues[key].held.pop(cid, None)
 
 
 def pq_created(st, ev, out):

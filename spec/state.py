@@ -73,7 +73,7 @@ def _cfg(config, *names):
 
 class Directory:
     __slots__ = ("brokers", "topics", "clients", "groups", "registered", "alloc", "started", "profile_name",
-                 "scenario", "seed", "broker_limits", "client_default")
+                 "scenario", "seed", "broker_limits", "client_default", "queue_keys")
 
     def __init__(self):
         self.brokers: dict[str, int] = {}                 # broker -> restart count
@@ -82,6 +82,9 @@ class Directory:
         self.groups: dict[str, dict] = {}                 # group -> {"mode", "model", "clients": set}
         self.registered: dict[tuple, set] = {}            # (broker, group) -> client ids
         self.alloc: dict[tuple, frozenset] = {}           # (client, topic) -> allocated queues (latest)
+        # (group, topic) -> the keys of SpecState.queues of that group and topic: an index, so that
+        # an allocation visits its own queues, not every queue of the deployment
+        self.queue_keys: dict[tuple, set] = {}
         self.started = False
         self.profile_name = None
         self.scenario = None

@@ -82,6 +82,26 @@ def _bad_inputs(d: Path, good: str) -> dict:
     return out
 
 
+def _bad_parquet(d: Path, good: str) -> dict:
+    """Bad Parquet traces (the Arrow path must leave them to the exact path, which says what
+    check says), named by what is wrong."""
+    evs = [orjson.loads(x) for x in Path(good).read_bytes().splitlines()]
+    out = {}
+
+    def put(what, es):
+        write_trace(str(d / f"{what}.parquet"), es)
+        out[what] = d / f"{what}.parquet"
+
+    put("unknown-kind", evs[:7] + [{**evs[7], "kind": "no_such_kind"}] + evs[8:])
+    put("out-of-order", evs[:9] + [evs[10], evs[9]] + evs[11:])
+    put("no-header", evs[1:])
+    put("unknown-profile", [{**evs[0], "profile": "rocketmq-0.0.1"}] + evs[1:])
+    put("after-end", evs + [{**evs[-2], "seq": evs[-1]["seq"] + 1}])
+    put("missing-field", evs[:12] + [{k: v for k, v in evs[12].items() if k != "topic"}] + evs[13:])
+    put("ts-back", evs[:20] + [{**evs[20], "ts": evs[19]["ts"] - 1}] + evs[21:])
+    return out
+
+
 def _formats(d: Path, good: str) -> dict:
     """The same trace as Parquet, gzip and zstd JSON Lines, and a partitioned Parquet directory
     of three files (events spread by kind: each file in seq order, their seqs interleaved)."""
@@ -118,17 +138,22 @@ def replayed(spark, tmp_path_factory):
     cases = {}
     for name, seed, prof in SCENARIOS + BUGS:
         path = d / f"{name}-{seed}-{prof}.jsonl"
-        write_trace(str(path), run_to_list(load_scenario(name), seed, prof))
+        evs = run_to_list(load_scenario(name), seed, prof)
+        write_trace(str(path), evs)
         cases[("scenario", name, seed, prof)] = [str(path)]
+        write_trace(str(d / f"{name}-{seed}-{prof}.parquet"), evs)      # the Arrow path
+        cases[("parquet", name, seed, prof)] = [str(d / f"{name}-{seed}-{prof}.parquet")]
     for p in REAL:
         cases[("real", Path(p).name)] = [p]
     basic = cases[("scenario", "basic", 1, "rocketmq-5.3.3")][0]
     for what, path in _bad_inputs(d, basic).items():
         cases[("bad", what)] = [str(path)]
+    for what, path in _bad_parquet(d, basic).items():
+        cases[("bad-parquet", what)] = [str(path)]
     for what, paths in _formats(d, basic).items():
         cases[("format", what)] = paths
     keys = list(cases)
-    reps = replay_many([cases[k] for k in keys], spark, max_listed=ALL, partitions=3)
+    reps = replay_many([cases[k] for k in keys], spark, max_listed=ALL, partitions=3, arrow=True)
     return {k: (cases[k], r) for k, r in zip(keys, reps)}
 
 
@@ -177,6 +202,30 @@ def test_bad_input_fails_as_check_fails(replayed, what):
 
 
 @spark_test
+@pytest.mark.parametrize("case", SCENARIOS + BUGS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_arrow_path_equals_check_on_parquet(replayed, case):
+    """Parquet as the writer makes it takes the Arrow path (Spark reads the files, the JVM
+    shuffles), with check's results."""
+    paths, r = replayed[("parquet",) + case]
+    c = _check(paths)
+    assert r.spark["path"] == "arrow"
+    assert same(c, r), (dict(c.findings.counts), dict(r.findings.counts),
+                        set(findings(c)) ^ set(findings(r)))
+
+
+@spark_test
+@pytest.mark.parametrize("what", ["unknown-kind", "out-of-order", "no-header", "unknown-profile", "after-end",
+                                  "missing-field", "ts-back"])
+def test_bad_parquet_fails_as_check_fails(replayed, what):
+    paths, r = replayed[("bad-parquet", what)]
+    c = _check(paths)
+    assert isinstance(c, TraceInputError) and isinstance(r, TraceInputError), (c, r)
+    assert (r.file, r.line) == (c.file, c.line)
+    if what != "no-header":     # replay names the lowest event, check the first line
+        assert r.message == c.message
+
+
+@spark_test
 @pytest.mark.parametrize("what", ["parquet", "gzip", "zstd", "partitioned-dir", "two-paths"])
 def test_every_input_format_gives_the_same_result(replayed, what):
     paths, r = replayed[("format", what)]
@@ -203,17 +252,19 @@ def _cli(args):
 
 
 @spark_test
-def test_cli_json_has_check_fields_and_out_dir_has_dataset_report_and_witnesses(spark, tmp_path):
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])      # the exact path, the Arrow path
+def test_cli_json_has_check_fields_and_out_dir_has_dataset_report_and_witnesses(spark, tmp_path, fmt):
     import pyarrow.parquet as pq
 
-    trace = tmp_path / "bug.jsonl"
+    trace = tmp_path / f"bug.{fmt}"
     write_trace(str(trace), run_to_list(load_scenario("bug-4215"), 1, "bug-4215-rocketmq-4.9.3"))
     chk = _cli(["check", str(trace), "--json", "--quiet"])
     out = tmp_path / "out"
-    rep = _cli(["replay", str(trace), "--json", "--quiet", "--out", str(out)])
+    rep = _cli(["replay", str(trace), "--json", "--quiet", "--out", str(out), "--arrow"])
     assert rep.exit_code == chk.exit_code == 1
     c, r = orjson.loads(chk.stdout), orjson.loads(rep.stdout)
     assert set(c) <= set(r)
+    assert r["spark"]["path"] == ("arrow" if fmt == "parquet" else "exact")
     assert (r["verdict"], r["counts"], r["errors"]) == (c["verdict"], c["counts"], c["errors"])
     table = pq.read_table(out / "violations.parquet").to_pylist()
     assert {x["invariant"] for x in table} >= {v["invariant"] for v in c["violations"]}

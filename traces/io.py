@@ -505,6 +505,30 @@ def _batch_events(path, batch, row: int, jf) -> tuple[list[dict], list[str]]:
     return events, json_cols
 
 
+def json_column_value(path, row: int, n: str, v):
+    """The value of a json-typed field stored as JSON text in a Parquet column (the writer's
+    form), or TraceInputError at its row: not text, not JSON, nested too deeply, a duplicate key."""
+    if not isinstance(v, (str, bytes)):
+        raise TraceInputError(path, row, f"column {n!r} must hold JSON text, got {v!r}"[:200])
+    text = v.encode() if isinstance(v, str) else v
+    try:
+        v = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        why = _line_problem(text, exc) if isinstance(text, bytes) else str(exc)
+        raise TraceInputError(path, row, f"field {n!r} is not valid JSON text: {why}") from None
+    try:
+        differs = isinstance(v, (dict, list)) and orjson.dumps(v) != text
+    except TypeError:  # orjson writes at most 255 levels
+        raise TraceInputError(path, row, f"field {n!r}: a value nested too deeply (more than "
+                                         "255 levels)") from None
+    if differs:
+        dup = duplicate_key(text)
+        if dup is not None:
+            raise TraceInputError(path, row, f"field {n!r}: duplicate key {dup!r} in one "
+                                             "JSON object: each field appears once")
+    return v
+
+
 def _footer_place(source) -> str:
     """Where a Parquet file that does not open went wrong: opening reads only its footer, the
     last 8 bytes (the footer's length, PAR1) and the metadata before them."""
@@ -547,25 +571,7 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
                 for n in json_cols:
                     v = ev.get(n)
                     if v is not None:
-                        if not isinstance(v, (str, bytes)):
-                            raise TraceInputError(path, row, f"column {n!r} must hold JSON text, got {v!r}"[:200])
-                        text = v.encode() if isinstance(v, str) else v
-                        try:
-                            v = orjson.loads(text)
-                        except orjson.JSONDecodeError as exc:
-                            why = _line_problem(text, exc) if isinstance(text, bytes) else str(exc)
-                            raise TraceInputError(path, row, f"field {n!r} is not valid JSON text: {why}") from None
-                        try:
-                            differs = isinstance(v, (dict, list)) and orjson.dumps(v) != text
-                        except TypeError:  # orjson writes at most 255 levels
-                            raise TraceInputError(path, row, f"field {n!r}: a value nested too deeply (more than "
-                                                             "255 levels)") from None
-                        if differs:
-                            dup = duplicate_key(text)
-                            if dup is not None:
-                                raise TraceInputError(path, row, f"field {n!r}: duplicate key {dup!r} in one "
-                                                                 "JSON object: each field appears once")
-                        ev[n] = v
+                        ev[n] = json_column_value(path, row, n, v)
                 rules.check(row, ev)
                 yield row, ev
             if progress is not None:

@@ -25,8 +25,11 @@ import click
               help="List at most this many errors.")
 @click.option("--partitions", default=None, type=click.IntRange(1, 100_000),
               help="Replay partitions (default: twice Spark's default parallelism).")
+@click.option("--arrow", is_flag=True, help="Parquet traces as rocketspec writes them: let Spark read and shuffle "
+                                           "them (Arrow batches to Python) instead of reading them in Python "
+                                           "(docs/replay.md: not faster yet on 10^6 events).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
-def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partitions, quiet):
+def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partitions, arrow, quiet):
     """Replay the trace given by PATHS through the spec on Spark: JSON Lines (gzip or zstd
     compressed or not), Parquet files, partitioned Parquet directories; several paths are
     parts of one trace.
@@ -49,7 +52,7 @@ def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partiti
         if show:
             click.echo(f"Spark UI (stages, tasks, executors): {spark.sparkContext.uiWebUrl}", err=True)
         rep = replay(paths, spark, profile=profile, max_listed=max_violations, partitions=partitions,
-                     witness_dir=None if out_dir is None else os.path.join(out_dir, "witnesses"))
+                     witness_dir=None if out_dir is None else os.path.join(out_dir, "witnesses"), arrow=arrow)
     finally:
         if active is None:
             spark.stop()
