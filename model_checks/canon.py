@@ -274,7 +274,7 @@ _KNOWN = {
                 "sampled_stores"},
     QueueState: {"key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch", "pqs",
                  "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans", "resets",
-                 "reset_ahead", "overlaps", "batch_max", "held", "lost_entry"},
+                 "reset_ahead", "overlaps", "batch_max", "held", "lost_entry", "orphan_outcome", "reset_drops"},
     PQ: {"client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull", "pull_id",
          "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd", "created_ts", "orderly", "broadcast",
          "retry_topic", "expired", "dup_seen", "commit_due", "sampled", "unheard"},
@@ -373,6 +373,10 @@ class Canon:
             tuple(getattr(qs, "resets", ())), getattr(qs, "reset_ahead", None),
             tuple(sorted((rn(c), k) for c, k in qs.overlaps)) if qs.overlaps else (), qs.batch_max,
             tuple(sorted((rn(c), h) for c, h in qs.held.items())) if qs.held else (), qs.lost_entry,
+            # client -> (orphan orderly batch's offsets, ts); clients whose ProcessQueue a reset dropped
+            tuple(sorted((rn(c), b, tpast(t)) for c, (b, t) in qs.orphan_outcome.items()))
+            if qs.orphan_outcome else (),
+            tuple(sorted(rn(c) for c in qs.reset_drops)) if qs.reset_drops else (),
             _extra(qs, xqs)))
 
     def stored(self, tkey, sq, im: "Image"):
