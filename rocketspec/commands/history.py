@@ -70,21 +70,13 @@ def history(paths, fmt, complete, groups_file, profile, strict, as_json, max_lis
     queues, not its length. Each PATH is judged on its own."""
     import orjson
 
-    from rocketspec.commands.options import progress_bar
+    from rocketspec.commands.options import progress_bar, read_groups_file
     from rocketspec.errors import UserError
     from rocketspec.spec.history import check_path
     from rocketspec.spec.history.judge import WINDOW_MS
     from rocketspec.spec.profiles import get_profile
 
-    groups = None
-    if groups_file is not None:
-        try:
-            with open(groups_file, "rb") as fh:
-                groups = orjson.loads(fh.read())
-        except OSError as exc:
-            raise UserError(f"cannot read: {exc.strerror}", file=groups_file) from None
-        except orjson.JSONDecodeError as exc:
-            raise UserError(f"not JSON: {exc}", file=groups_file) from None
+    groups = read_groups_file(groups_file)
     prof = get_profile(profile) if profile else None
     reps = []
     for path in paths:

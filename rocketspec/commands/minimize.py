@@ -230,8 +230,7 @@ def render_history_text(res, out, read_back) -> str:
 def _minimize_history(path, out, invariant, profile, match, fmt, complete, groups_file, as_json, quiet):
     import orjson
 
-    from rocketspec.commands.options import progress_bar
-    from rocketspec.errors import UserError
+    from rocketspec.commands.options import progress_bar, read_groups_file
     from rocketspec.spec.history.sources import detect_format
     from rocketspec.spec.profiles import get_profile
     from rocketspec.traces.minimize_history import default_output as history_output
@@ -241,15 +240,7 @@ def _minimize_history(path, out, invariant, profile, match, fmt, complete, group
     if path == "-":
         raise click.UsageError("a history is read from a file, not standard input")
     out = out or history_output(path, fmt)
-    groups = None
-    if groups_file is not None:
-        try:
-            with open(groups_file, "rb") as fh:
-                groups = orjson.loads(fh.read())
-        except OSError as exc:
-            raise UserError(f"cannot read: {exc.strerror}", file=groups_file) from None
-        except orjson.JSONDecodeError as exc:
-            raise UserError(f"not JSON: {exc}", file=groups_file) from None
+    groups = read_groups_file(groups_file)
     prof = get_profile(profile) if profile else None
     bar = progress_bar(enabled=not quiet, unit=" checks", desc="minimizing")
 

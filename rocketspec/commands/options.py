@@ -30,3 +30,20 @@ def _stderr_is_terminal() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def read_groups_file(path):
+    """The JSON of a history's `--groups` file (group -> subscriptions and settings), or None."""
+    import orjson
+
+    from rocketspec.errors import UserError
+
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            return orjson.loads(fh.read())
+    except OSError as exc:
+        raise UserError(f"cannot read: {exc.strerror}", file=path) from None
+    except orjson.JSONDecodeError as exc:
+        raise UserError(f"not JSON: {exc}", file=path) from None
