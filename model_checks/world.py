@@ -131,22 +131,16 @@ class BudgetChooser(ScriptChooser):
     world = None
 
     def index(self, point, n):
-        w = self.world
-        if point in FAULT_POINTS:
-            if w.faults_left <= 0:
-                return 0
-            i = super().index(point, n)
-            if i:
-                w.faults_left -= 1
-            return i
-        if point in FAILURE_POINTS:
-            if w.failures_left <= 0:
-                return 0
-            i = super().index(point, n)
-            if i:
-                w.failures_left -= 1
-            return i
-        return super().index(point, n)
+        budget = "faults_left" if point in FAULT_POINTS else "failures_left" if point in FAILURE_POINTS else None
+        if budget is None:
+            return super().index(point, n)
+        left = getattr(self.world, budget)
+        if left <= 0:
+            return 0
+        i = super().index(point, n)
+        if i:
+            setattr(self.world, budget, left - 1)
+        return i
 
 
 def detach(w: World):
