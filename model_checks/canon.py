@@ -60,7 +60,7 @@ _SHAPES = {
     "Progress": {"done": "set"},
     "QueueState": {"pqs": "dict_of:PQ", "stores": "dict_of_lists", "local": "dict_of_lists", "persists": "dict",
                    "units": "dict_of:Progress", "busy": "dict", "reads": "dict", "pull_commit": "dict",
-                   "orphans": "dict", "resets": "list", "held": "dict"},
+                   "orphans": "dict", "resets": "list", "held": "dict", "illegal": "dict_of_lists"},
     "StoredQueue": {"msgs": "dict"},
     "Chain": {"requests": "dict", "entries": "list_of_lists", "accepted": "set"},
     "View": {"mqs": "share", "cids": "share", "alloc": "dict", "owner": "dict"},
@@ -274,7 +274,8 @@ _KNOWN = {
                 "sampled_stores"},
     QueueState: {"key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch", "pqs",
                  "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans", "resets",
-                 "reset_ahead", "overlaps", "batch_max", "held", "lost_entry", "orphan_outcome", "reset_drops"},
+                 "reset_ahead", "overlaps", "batch_max", "held", "lost_entry", "orphan_outcome", "reset_drops",
+                 "illegal"},
     PQ: {"client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull", "pull_id",
          "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd", "created_ts", "orderly", "broadcast",
          "retry_topic", "expired", "dup_seen", "commit_due", "sampled", "unheard"},
@@ -377,6 +378,8 @@ class Canon:
             tuple(sorted((rn(c), b, tpast(t)) for c, (b, t) in qs.orphan_outcome.items()))
             if qs.orphan_outcome else (),
             tuple(sorted(rn(c) for c in qs.reset_drops)) if qs.reset_drops else (),
+            # client -> illegal-offset corrections still to run
+            tuple(sorted((rn(c), tuple(v)) for c, v in qs.illegal.items())) if qs.illegal else (),
             _extra(qs, xqs)))
 
     def stored(self, tkey, sq, im: "Image"):

@@ -19,6 +19,8 @@ within the horizon.
 """
 from __future__ import annotations
 
+import multiprocessing
+import resource
 import time
 from array import array
 from collections import deque
@@ -32,7 +34,7 @@ from .explorer import Result, Violation, _numbered
 
 class RefExplorer:
     def __init__(self, scope, profile=None, *, progress=None, max_states=None, stop_at_first=False,
-                 liveness=False, deadline=None):
+                 liveness=False, deadline=None, workers=1):
         self.scope = scope
         self.profile = get_profile(profile)
         self.progress = progress
@@ -40,6 +42,7 @@ class RefExplorer:
         self.stop_at_first = stop_at_first
         self.liveness = liveness
         self.deadline = deadline        # time.monotonic() after which the search ends, incomplete
+        self.workers = max(1, workers)  # processes expanding a level's nodes in parallel
 
     # ------------------------------------------------------------------ one step
     def _root(self):
@@ -82,9 +85,30 @@ class RefExplorer:
         return w, None
 
     # ------------------------------------------------------------------ search
+    def expand(self, snap: bytes) -> list:
+        """Every successor of the node `snap`: (script, findings, ended, digest, snapshot) per
+        script of one step. findings: [(kind, finding)], kind "guard" or "end" (the step was
+        rejected: no state follows) or "state" (a state predicate fails in the new state).
+        An ended run, or a rejected step, has no digest and no snapshot."""
+        out = []
+        for script, trail, (w, finding, evs) in enumerate_scripts(lambda ch: self._try(snap, ch),
+                                                                   chooser=W.BudgetChooser):
+            script = list(script)
+            if finding is not None:
+                out.append((script, [finding], None, None, None))
+                continue
+            found = [("state", (inv, key, msg)) for inv, key, msg in check_state(w.spec)]
+            if w.ended is not None:
+                out.append((script, found, w.ended, None, None))
+                continue
+            s = W.snapshot(w)
+            out.append((script, found, None, W.digest(s), s))
+        return out
+
     def run(self) -> Result:
         scope = self.scope
         t0, c0 = time.perf_counter(), time.process_time()
+        kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         res = Result(scope=scope.name, profile=self.profile.name, symmetries=1)
         root, setup = self._root()
         self.horizon = root.run.scenario["drain_limit_ms"]
@@ -94,61 +118,62 @@ class RefExplorer:
         parents = array("q", [-1])
         depths = array("i", [0])
         scripts = [None]               # the step's script from the parent (node id -> list)
-        frontier = deque([(0, snap0)])
         found = {}
         generated = 1
-        stop_depth = None
         bar = self.progress
-        while frontier:
-            nid, snap = frontier.popleft()
-            d = depths[nid]
-            if stop_depth is not None and d >= stop_depth:
-                res.stopped = True
-                break
-            for script, trail, out in enumerate_scripts(lambda ch: self._try(snap, ch), chooser=W.BudgetChooser):
-                w, finding, evs = out
-                generated += 1
-                if finding is not None:
-                    kind, f = finding
-                    if f.inv not in found:
-                        found[f.inv] = (kind, f, nid, list(script), d + 1)
-                    continue
-                for inv, key, msg in check_state(w.spec):
-                    if inv not in found:
-                        found[inv] = ("state", (inv, key, msg), nid, list(script), d + 1)
-                if w.ended is not None:
-                    res.quiescent += w.ended == "quiescent"
-                    continue
-                s = W.snapshot(w)
-                fp = W.digest(s)
-                if fp in seen:
-                    continue
-                cid = len(parents)
-                seen[fp] = cid
-                parents.append(nid)
-                depths.append(d + 1)
-                scripts.append(list(script))
-                res.depth = max(res.depth, d + 1)
-                frontier.append((cid, s))
-                if len(parents) >= self.max_states:
-                    res.complete = False
-                    frontier.clear()
+        pool = _pool(self) if self.workers > 1 else None
+        try:
+            level = [(0, snap0)]
+            d = 0
+            while level:
+                nxt = []
+                for nid, succs in self._expansions(level, pool):
+                    for script, findings, ended, fp, s in succs:
+                        generated += 1
+                        for kind, f in findings:
+                            inv = f[0] if kind == "state" else f.inv
+                            if inv not in found:
+                                found[inv] = (kind, f, nid, script, d + 1)
+                        if ended is not None:
+                            res.quiescent += ended == "quiescent"
+                            continue
+                        if fp is None or fp in seen:
+                            continue
+                        cid = len(parents)
+                        seen[fp] = cid
+                        parents.append(nid)
+                        depths.append(d + 1)
+                        scripts.append(script)
+                        res.depth = max(res.depth, d + 1)
+                        nxt.append((cid, s))
+                        if len(parents) >= self.max_states:
+                            res.complete = False
+                            break
+                    if not res.complete:
+                        break
+                    if self.deadline is not None and time.monotonic() > self.deadline:
+                        res.complete = False
+                        break
+                    if bar is not None and not (nid & 255):
+                        bar.set(len(parents), generated, d, len(found))
+                if not res.complete:
                     break
-            if not res.complete:
-                break
-            if self.deadline is not None and not (nid & 15) and time.monotonic() > self.deadline:
-                res.complete = False
-                break
-            if bar is not None and not (nid & 255):
-                bar.set(len(parents), generated, d, len(found))
-            if self.stop_at_first and found:
-                stop_depth = min(v[4] for v in found.values())
-        if stop_depth is not None and frontier:
-            res.stopped = True
+                d += 1
+                if self.stop_at_first and found:
+                    # breadth-first: every violation of this level is a shortest one
+                    res.stopped = bool(nxt)
+                    break
+                level = nxt
+        finally:
+            if pool is not None:
+                pool.close()
+                pool.join()
         res.generated = generated
         res.distinct = len(parents)
         res.seconds = time.perf_counter() - t0
-        res.cpu_seconds = time.process_time() - c0
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        res.cpu_seconds = (time.process_time() - c0 + (kids.ru_utime - kids0.ru_utime)
+                           + (kids.ru_stime - kids0.ru_stime))
         self._parents, self._scripts = parents, scripts
         for inv, (kind, f, nid, script, depth) in found.items():
             res.violations.append(self._violation(kind, f, nid, script, depth))
@@ -156,6 +181,20 @@ class RefExplorer:
         if bar is not None:
             bar.close()
         return res
+
+    def _expansions(self, level, pool):
+        """(node id, successors) for every node of one breadth-first level, in the level's
+        order whatever the number of workers (so node ids, and the first violation found, do
+        not depend on it)."""
+        if pool is None:
+            for nid, snap in level:
+                yield nid, self.expand(snap)
+            return
+        size = max(1, min(64, len(level) // (self.workers * 8)))
+        chunks = [level[i:i + size] for i in range(0, len(level), size)]
+        for chunk, results in zip(chunks, pool.imap(_expand_chunk, [[s for _, s in c] for c in chunks])):
+            for (nid, _), succs in zip(chunk, results):
+                yield nid, succs
 
     def _try(self, snap, ch):
         evs = []
@@ -193,6 +232,25 @@ class RefExplorer:
             return Violation(inv, msg, "state", depth, evs, key)
         return Violation(f.inv, f.message, "guard" if kind == "guard" else "end", depth, evs, f.key,
                          {"rejected_event": evs[-1]["kind"]})
+
+
+# The worker processes' explorer (set in each worker by the pool's initializer; with the fork
+# start method the parent's explorer is inherited, not pickled).
+_WORKER = None
+
+
+def _init_worker(ex):
+    global _WORKER
+    _WORKER = ex
+
+
+def _expand_chunk(snaps):
+    return [_WORKER.expand(s) for s in snaps]
+
+
+def _pool(ex):
+    ctx = multiprocessing.get_context("fork")
+    return ctx.Pool(ex.workers, initializer=_init_worker, initargs=(ex,))
 
 
 def explore(scope, profile=None, **kw) -> Result:

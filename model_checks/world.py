@@ -149,7 +149,15 @@ def detach(w: World):
     same time only break ties, and the explorer chooses every tie's order). Returns what
     `attach` needs."""
     sim = w.run.sim
-    heap = sorted(sim._heap, key=_task_key)
+    heap = sorted(sim._heap, key=_due)
+    i, n = 0, len(heap)
+    while i < n:                 # only tasks due at the same time need the content key
+        j = i + 1
+        while j < n and heap[j][0] == heap[i][0]:
+            j += 1
+        if j - i > 1:
+            heap[i:j] = sorted(heap[i:j], key=_task_key)
+        i = j
     sim._heap = [(it[0], i) + it[2:] for i, it in enumerate(heap)]
     sim._order = len(heap)
     w.run.net._routes.clear()        # caches: route() recomputes the same answer, and the
@@ -165,7 +173,40 @@ def detach(w: World):
 
 
 _ATOMIC = (int, str, bool, float, bytes, type(None))
+_ATOMIC_SET = frozenset(_ATOMIC)
 _SKIP = {"Profile", "function", "builtin_function_or_method", "type"}
+
+# How normalize walks each type: computed once per type (the walk is the explorer's hottest
+# loop, so the per-object work is a dict lookup, not a walk of the class's MRO).
+_ATOM, _DICT, _SET, _SEQ, _MAPPING, _NONE, _METHOD, _PARTIAL, _OBJ = range(9)
+_PLANS: dict = {}
+
+
+def _plan(t):
+    p = _PLANS.get(t)
+    if p is not None:
+        return p
+    if t in _ATOMIC_SET:
+        p = (_ATOM, ())
+    elif t is dict:
+        p = (_DICT, ())
+    elif t is set:
+        p = (_SET, ())
+    elif t is list or t is tuple or t.__name__ == "deque":
+        p = (_SEQ, ())
+    elif issubclass(t, dict):              # a SortedDict: ordered already
+        p = (_MAPPING, ())
+    elif t.__name__ in _SKIP or t is frozenset:
+        p = (_NONE, ())
+    elif t.__name__ == "method":
+        p = (_METHOD, ())
+    elif t.__name__ == "partial":
+        p = (_PARTIAL, ())
+    else:
+        slots = tuple(k for klass in t.__mro__ for k in getattr(klass, "__slots__", ()) if k != "__dict__")
+        p = (_OBJ, slots)
+    _PLANS[t] = p
+    return p
 
 
 def _skey(kv):
@@ -179,29 +220,58 @@ def normalize(root) -> None:
     RocketMQ (ConcurrentHashMap iterates in hash order, not in insertion order); lists, deques
     and tuples keep their order, which means something."""
     seen = set()
+    mark = seen.add
     stack = [root]
     push = stack.append
+    pop = stack.pop
+    plans = _PLANS
+    atomic = _ATOMIC_SET
     while stack:
-        x = stack.pop()
+        x = pop()
         t = type(x)
-        if t in _ATOMIC or id(x) in seen:
+        if t in atomic:
             continue
-        seen.add(id(x))
-        if t is dict:
+        i = id(x)
+        if i in seen:
+            continue
+        mark(i)
+        kind, slots = plans.get(t) or _plan(t)
+        if kind == _DICT:
             if len(x) > 1:
+                keys = list(x)
                 try:
-                    items = sorted(x.items())
+                    ordered = sorted(keys)
                 except TypeError:
-                    items = sorted(x.items(), key=_skey)
-                x.clear()
-                x.update(items)
+                    ordered = sorted(keys, key=repr)
+                if ordered != keys:
+                    items = [(k, x[k]) for k in ordered]
+                    x.clear()
+                    x.update(items)
+                for k in keys:
+                    if type(k) not in atomic:
+                        push(k)
+            elif x:
+                for k in x:
+                    if type(k) not in atomic:
+                        push(k)
             for v in x.values():
-                if type(v) not in _ATOMIC:
+                if type(v) not in atomic:
                     push(v)
-            for k in x:
-                if type(k) is tuple:
-                    push(k)
-        elif t is set:
+        elif kind == _SEQ:
+            for v in x:
+                if type(v) not in atomic:
+                    push(v)
+        elif kind == _OBJ:
+            d = getattr(x, "__dict__", None)
+            if d is not None:
+                for v in d.values():
+                    if type(v) not in atomic:
+                        push(v)
+            for k in slots:
+                v = getattr(x, k, None)
+                if type(v) not in atomic:
+                    push(v)
+        elif kind == _SET:
             if len(x) > 1:
                 try:
                     items = sorted(x)
@@ -209,35 +279,18 @@ def normalize(root) -> None:
                     items = sorted(x, key=repr)
                 x.clear()
                 x.update(items)
-        elif t is list or t is tuple or t.__name__ == "deque":
-            for v in x:
-                if type(v) not in _ATOMIC:
-                    push(v)
-        elif isinstance(x, dict):          # a SortedDict: ordered already
+        elif kind == _MAPPING:
             for v in x.values():
-                if type(v) not in _ATOMIC:
+                if type(v) not in atomic:
                     push(v)
             d = getattr(x, "__dict__", None)
             if d:
                 push(d)
-        elif t.__name__ in _SKIP or t is frozenset:
-            continue
-        elif t.__name__ == "method":
+        elif kind == _METHOD:
             push(x.__self__)
-        elif t.__name__ == "partial":
+        elif kind == _PARTIAL:
             push(x.func)
             push(x.args)
-        else:
-            d = getattr(x, "__dict__", None)
-            if d is not None:
-                for v in d.values():
-                    if type(v) not in _ATOMIC:
-                        push(v)
-            for klass in t.__mro__:
-                for k in getattr(klass, "__slots__", ()):
-                    v = getattr(x, k, None)
-                    if type(v) not in _ATOMIC:
-                        push(v)
 
 
 def _shallow(x, depth=0):
@@ -256,6 +309,10 @@ def _shallow(x, depth=0):
     if slots and depth < 3:
         return (t.__name__,) + tuple(_shallow(getattr(x, k, None), depth + 1) for k in slots)
     return t.__name__
+
+
+def _due(item):
+    return item[0]
 
 
 def _task_key(item):

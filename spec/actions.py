@@ -280,6 +280,7 @@ def _drop_all(st, cid, reason):
         if reason == "crash":
             qs.stores.pop(cid, None)
             qs.reads.pop(cid, None)
+            qs.illegal.pop(cid, None)      # a killed client's scheduled tasks never run
 
 
 def client_stopped(st, ev, out):
@@ -614,7 +615,10 @@ def pull_answered(st, ev, out):
                            f"stored meanwhile are skipped", key)
             qs.reset_ahead = None
         pq.next_pull = nxt
-        pq.pending_upd.append(("illegal", nxt))
+        # DefaultMQPushConsumerImpl (OFFSET_ILLEGAL): drop the ProcessQueue, and 10 s later
+        # updateOffset(mq, nextBeginOffset, false), persist, removeProcessQueue. That task is the
+        # client's, not the ProcessQueue's: it runs even if the queue was removed meanwhile.
+        qs.illegal.setdefault(pq.client, []).append(nxt)
         return
     if nxt < req:
         out.report("INV-PULL-2", f"nextBeginOffset {nxt} goes back from the request offset {req}", key)
@@ -1324,14 +1328,15 @@ def offset_updated(st, ev, out):
     prev = s[0] if s is not None else None
     frozen = s[1] if s is not None else False
     source = None
-    if pq is not None and pq.pending_upd:
-        pend = pq.pending_upd
-        if off in pend:
-            pend.remove(off)
-            source = "pq"
-        elif ("illegal", off) in pend:
-            pend.remove(("illegal", off))
-            source = "illegal"
+    if pq is not None and pq.pending_upd and off in pq.pending_upd:
+        pq.pending_upd.remove(off)
+        source = "pq"
+    elif not inc and off in qs.illegal.get(cid, ()):
+        fixes = qs.illegal[cid]
+        fixes.remove(off)
+        if not fixes:
+            del qs.illegal[cid]
+        source = "illegal"
     if source is None:
         # READ_FROM_STORE: the client adopts the store's value with updateOffset(..., false)
         committed = _committed_for(st, qs, c)

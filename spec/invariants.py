@@ -138,7 +138,9 @@ CATALOGUE: tuple[Invariant, ...] = (
         "removeMessage returns -1 if the tree was empty before, else the tree minimum after "
         "removal, else queueOffsetMax + 1 (queueOffsetMax = the last *new* offset put); orderly "
         "commit returns lastKey + 1; correctTagsOffset uses nextBeginOffset only when the "
-        "ProcessQueue holds no message; OFFSET_ILLEGAL uses nextBeginOffset. The store applies "
+        "ProcessQueue holds no message; OFFSET_ILLEGAL uses nextBeginOffset (its correction is "
+        "a task of the client, 10 s later, that runs even if the ProcessQueue was removed "
+        "meanwhile, unless the client crashed). The store applies "
         "increaseOnly as max, ignores updates while frozen (5.x), and a persist sends the "
         "value the store holds.",
         "ProcessQueue.removeMessage / commit, RemoteBrokerOffsetStore.updateOffset / "

@@ -234,7 +234,8 @@ class Progress:
 class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
                  "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
-                 "orphan_outcome", "reset_drops", "resets", "reset_ahead", "overlaps", "batch_max", "held", "lost_entry")
+                 "orphan_outcome", "reset_drops", "illegal", "resets", "reset_ahead", "overlaps", "batch_max", "held",
+                 "lost_entry")
 
     def __init__(self, key):
         self.key = key
@@ -257,6 +258,9 @@ class QueueState:
         self.orphan_outcome: dict[str, tuple] = {}  # orderly: client -> (orphan batch, ts): its commit/rollback may follow at ts
         self.resets: list[int] = []             # recent operator resets of the group's offset (newest last)
         self.reset_drops: set = set()           # clients whose ProcessQueue an operator's reset dropped (until removed)
+        # client -> the offsets of its illegal-offset corrections still to run: the pull answer's
+        # task (executeTaskLater, 10 s) runs updateOffset whether or not the ProcessQueue is still there
+        self.illegal: dict[str, list] = {}
         self.reset_ahead = None                 # a reset past the queue's end, not yet corrected
         self.overlaps: frozenset = frozenset()  # orderly: (client, consume_id) batches already reported overlapped
         self.batch_max = 1                      # orderly: the largest batch committed on the queue

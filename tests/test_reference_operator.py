@@ -138,3 +138,44 @@ def test_an_orderly_call_that_outlives_a_reset_commits_nothing_and_misleads_noth
         assert later, profile
         rep = _check(ev, profile)
         assert _errors(rep) == [], (profile, [f.message for f in rep.findings.errors][:2])
+
+
+def _illegal_correction_after_removal():
+    """bug-4215's run under 4.9.8, changed so that the ProcessQueue the OFFSET_ILLEGAL answer
+    dropped is removed (persist, removeOffset, remove: RebalanceImpl's removal path) before the
+    correction task runs. DefaultMQPushConsumerImpl schedules that task on the client
+    (executeTaskLater, 10 s): it runs updateOffset(mq, nextBeginOffset, false) and persist
+    whether or not the ProcessQueue is still there, and updateOffset puts the entry back."""
+    ev = run_to_list(load_scenario("bug-4215"), 1, PROFILE)
+    i = next(i for i, e in enumerate(ev) if e["kind"] == "offset_updated" and e["client"] == "c2"
+             and not e["increase_only"] and e["offset"] < 5000 and e["topic"] == "Ledger")
+    upd, fix, rm_persist, removed, pq_removed, commit_fix, commit_rm = ev[i:i + 7]
+    assert [e["kind"] for e in (upd, fix, rm_persist, removed, pq_removed, commit_fix, commit_rm)] == [
+        "offset_updated", "offset_persisted", "offset_persisted", "offset_removed", "pq_removed",
+        "offset_committed", "offset_committed"]
+    held = 5000                                   # what the store held before the correction
+    rm_persist = dict(rm_persist, offset=held)
+    commit_rm = dict(commit_rm, offset=held, previous=held)
+    commit_fix = dict(commit_fix, previous=held)
+    out = ev[:i] + [rm_persist, removed, pq_removed, upd, fix, commit_rm, commit_fix] + ev[i + 7:]
+    for n, e in enumerate(out):
+        e["seq"] = n
+    return out, upd["offset"]
+
+
+def test_illegal_offset_correction_runs_after_the_process_queue_is_gone():
+    events, fixed = _illegal_correction_after_removal()
+    assert fixed == next(e["next_offset"] for e in events if e["kind"] == "pull_answered"
+                         and e["status"] == "OFFSET_ILLEGAL")
+    assert "INV-OFFSET-1" not in _errors(_check(events))
+
+
+def test_a_crashed_client_runs_no_illegal_offset_correction():
+    events, _ = _illegal_correction_after_removal()
+    j = next(n for n, e in enumerate(events) if e["kind"] == "offset_updated" and e["offset"] < 5000
+             and not e["increase_only"] and e["client"] == "c2")
+    crash = {"seq": 0, "ts": events[j]["ts"], "kind": "client_crashed", "client": "c2"}
+    out = events[:j] + [crash] + events[j:]
+    for n, e in enumerate(out):
+        e["seq"] = n
+    assert "INV-OFFSET-1" in _errors(_check(out))

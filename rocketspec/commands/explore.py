@@ -134,9 +134,12 @@ def _render(res, files, live, live_skipped=None) -> str:
                    "every choice of the scope (model_checks/refexplore.py; exhaustive within the scope's "
                    "horizon_ms; no symmetry or partial-order reduction, no liveness graph: the spec judges "
                    "each run's end).")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="`--engine reference`: processes that expand a breadth-first level in parallel (the same "
+                   "search, the same states and counterexamples, whatever the number).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_depth, persistent_sets, keep_going,
-            quiet, engine):
+            quiet, engine, workers):
     """Explore every behaviour of a small deployment through the spec, breadth-first.
 
     Without --scope it explores `tiny` (one consumer, two queues, two messages, one retry,
@@ -156,6 +159,8 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
     from rocketspec.model_checks.scopes import Scope, load_scope
     from rocketspec.spec.profiles import get_profile
 
+    if workers > 1 and engine != "reference":
+        raise click.UsageError("--workers is for --engine reference (the model engine runs in one process)")
     over = {}
     if persistent_sets:
         over["persistent_sets"] = True
@@ -179,7 +184,8 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
 
         if liveness:
             live_skipped, liveness = "the reference engine judges each run's end instead (trace_ended)", False
-        ex = RefExplorer(scope, prof, progress=bar, max_states=max_states, stop_at_first=not keep_going)
+        ex = RefExplorer(scope, prof, progress=bar, max_states=max_states, stop_at_first=not keep_going,
+                         workers=workers)
     else:
         ex = Explorer(scope, prof, liveness=liveness, progress=bar, max_states=max_states,
                       stop_at_first=not keep_going)
