@@ -41,6 +41,8 @@ DEFAULTS: dict = {
     "budget_s": 540,
     "scopes": [
         {"name": "tiny", "profiles": RELEASES, "budget_s": 120},
+        # the reference broker and client themselves (explore --engine reference)
+        {"name": "tiny-choices", "engine": "reference", "workers": 2, "profiles": RELEASES, "budget_s": 150},
     ],
     "statemachine": {"profiles": RELEASES, "max_examples": 40, "budget_s": 110, "bounded": False},
     "traces": {
@@ -101,7 +103,8 @@ class GateResult:
 # ---------------------------------------------------------------------------- configuration
 
 _TOP = {"budget_s", "scopes", "statemachine", "traces", "mutants", "out_dir"}
-_SCOPE = {"name", "profiles", "budget_s", "bounded", "liveness", "max_depth", "persistent_sets", "max_states"}
+_SCOPE = {"name", "profiles", "budget_s", "bounded", "liveness", "max_depth", "persistent_sets", "max_states",
+          "engine", "workers"}
 _SM = {"profiles", "max_examples", "budget_s", "bounded", "enabled", "seed"}
 _TRACES = {"dirs", "expect", "profile"}
 _MUT = {"seeds", "profiles", "budget_s", "methods", "only", "scenarios", "hypothesis_max_examples", "include_survivors"}
@@ -183,9 +186,20 @@ def validate(cfg: dict, source: str) -> dict:
         for b in ("bounded", "liveness", "persistent_sets"):
             if b in s and not isinstance(s[b], bool):
                 _bad(f"expected true or false, got {s[b]!r}", source, f"{at}.{b}")
-        for n in ("max_depth", "max_states"):
+        for n in ("max_depth", "max_states", "workers"):
             if n in s:
                 _num(s[n], source, f"{at}.{n}", 1)
+        engine = s.setdefault("engine", "model")
+        if engine not in ("model", "reference"):
+            _bad(f"expected \"model\" (the explorer's own moves) or \"reference\" (the reference broker and "
+                 f"client themselves), got {engine!r}", source, f"{at}.engine")
+        if engine == "reference":
+            for n in ("persistent_sets", "max_depth"):
+                if s.get(n):
+                    _bad(f"{n} is for engine \"model\": the reference engine searches every run to its end",
+                         source, f"{at}.{n}")
+        elif s.get("workers", 1) > 1:
+            _bad("workers is for engine \"reference\" (the model engine runs in one process)", source, f"{at}.workers")
     sm = cfg["statemachine"]
     _keys(sm, _SM, source, "statemachine")
     profiles(sm.setdefault("profiles", RELEASES), "statemachine.profiles")
@@ -256,11 +270,15 @@ def run_scope(scope: dict, profile: str, budget_s: float, out_dir: Path) -> Case
     import orjson
 
     name = scope["name"]
-    label = f"{Path(name).stem if name.endswith('.toml') else name} [{profile}]"
+    engine = scope.get("engine", "model")
+    label = (f"{Path(name).stem if name.endswith('.toml') else name}"
+             f"{' (reference)' if engine == 'reference' else ''} [{profile}]")
     case = Case("exhaustive", label)
-    cex_dir = out_dir / "explore" / f"{Path(name).stem}-{profile}"
+    cex_dir = out_dir / "explore" / f"{Path(name).stem}{'-reference' if engine == 'reference' else ''}-{profile}"
     cmd = [sys.executable, "-c", "from rocketspec.cli import main; main()", "explore", "--scope", name, "--profile", profile, "--json",
            "--quiet", "--out-dir", str(cex_dir)]
+    if engine == "reference":
+        cmd += ["--engine", "reference", "--workers", str(int(scope.get("workers", 1)))]
     if scope.get("liveness") is False:
         cmd.append("--no-liveness")
     if scope.get("persistent_sets"):

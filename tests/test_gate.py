@@ -132,6 +132,30 @@ budget_s = 60
     assert cases["bug-5481.jsonl"].is_passed and cases["clean.jsonl"].is_passed
 
 
+def test_a_reference_engine_scope_searches_the_reference_itself(tmp_path, traces):
+    # the same two scopes on the reference broker and client (explore --engine reference): the
+    # clean one passes, and the #2724 profile's DLQ copy is found with its shortest trace
+    scopes = """[[scopes]]
+name = "micro.toml"
+profiles = ["rocketmq-5.3.3"]
+engine = "reference"
+workers = 2
+budget_s = 60
+[[scopes]]
+name = "dlq.toml"
+profiles = ["bug-2724-rocketmq-4.9.1"]
+engine = "reference"
+budget_s = 60
+"""
+    junit = tmp_path / "out.xml"
+    r = gate("--config", config(tmp_path, traces, scopes), "--junit", junit, "--out-dir", tmp_path / "o")
+    assert r.returncode == 1, r.stdout + r.stderr
+    cases = {c.name: c for s in junitparser.JUnitXml.fromfile(str(junit)) for c in s if s.name == "exhaustive"}
+    assert cases["micro (reference) [rocketmq-5.3.3]"].is_passed
+    (failure,) = cases["dlq (reference) [bug-2724-rocketmq-4.9.1]"].result
+    assert "INV-DLQ-1" in failure.message and "counterexample:" in failure.text
+
+
 def test_a_scope_out_of_budget_is_incomplete_unless_declared_bounded(tmp_path, traces):
     (traces / "declares-loss.jsonl").rename(tmp_path / "declares-loss.jsonl")
     try:
@@ -157,6 +181,9 @@ budget_s = 1
     ('[mutants]\nonly = ["no-such-mutant"]', "mutants.only[0]"),
     ('[traces]\ndirs = ["/no/such/dir"]', "traces.dirs"),
     ('colour = 1', None),
+    ('[[scopes]]\nname = "tiny"\nengine = "tlc"', "scopes[0].engine"),
+    ('[[scopes]]\nname = "tiny"\nworkers = 2', "scopes[0].workers"),
+    ('[[scopes]]\nname = "tiny"\nengine = "reference"\npersistent_sets = true', "scopes[0].persistent_sets"),
 ])
 def test_bad_configuration_exits_2_naming_the_field(tmp_path, text, field):
     p = tmp_path / "gate.toml"

@@ -161,6 +161,9 @@ def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_dep
 
     if workers > 1 and engine != "reference":
         raise click.UsageError("--workers is for --engine reference (the model engine runs in one process)")
+    if engine == "reference" and (persistent_sets or max_depth is not None):
+        raise click.UsageError("--persistent-sets and --max-depth are for --engine model: the reference engine "
+                               "searches every run of the scope to its end (quiescence or horizon_ms)")
     over = {}
     if persistent_sets:
         over["persistent_sets"] = True
