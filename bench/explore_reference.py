@@ -3,6 +3,11 @@ the time to exhaust each scope, under both release profiles, and where a scope i
 far a state cap got.
 
     python -m bench.explore_reference [--scopes tiny-quiet,tiny-crash,small] [--max-states 20000] [--workers 2]
+    python -m bench.explore_reference --bugs all [--max-states 20000]
+
+`--bugs` searches each known bug's scope (REFERENCE_BUG_SCOPES) breadth-first under the bug's
+profile until the first violation (a shortest trace), then the same scope under the release
+the profile reverts (rocketmq-4.9.8 or 5.3.3) to the end or the state cap.
 
 Scopes: a named scope, or one of the variants below (tiny with fewer fault kinds). For the
 comparison with TLC (about 160,000 generated states/s with 2 workers on this machine for a
@@ -31,7 +36,10 @@ def main(argv=None) -> int:
     ap.add_argument("--profiles", default="rocketmq-4.9.8,rocketmq-5.3.3")
     ap.add_argument("--max-states", type=int, default=20000)
     ap.add_argument("--workers", type=int, default=1, help="processes expanding each level (RefExplorer workers)")
+    ap.add_argument("--bugs", default=None, help="all, or known bugs (#4215,#2449): search each bug's scope")
     args = ap.parse_args(argv)
+    if args.bugs:
+        return _bugs(args)
     print("| scope | profile | distinct | generated | depth | CPU s | wall s | generated/s CPU | exhausted | violations |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.scopes.split(","):
@@ -43,6 +51,28 @@ def main(argv=None) -> int:
             viol = ", ".join(f"{v.invariant}@{v.depth}" for v in r.violations) or "-"
             print(f"| {name} | {prof} | {r.distinct:,} | {r.generated:,} | {r.depth} | {r.cpu_seconds:.1f} | "
                   f"{r.seconds:.1f} | {rate:,.0f} | {'yes' if r.complete else 'NO (cap)'} | {viol} |", flush=True)
+    return 0
+
+
+def _bugs(args) -> int:
+    from rocketspec.model_checks.refexplore import RefExplorer
+    from rocketspec.model_checks.scopes import REFERENCE_BUG_SCOPES, load_scope
+    from rocketspec.spec.profiles import PROFILES
+
+    bugs = sorted(REFERENCE_BUG_SCOPES) if args.bugs == "all" else args.bugs.split(",")
+    print("| bug | profile | finding (depth) | distinct | generated | CPU s | release | release: distinct | "
+          "release: CPU s | release: exhausted, findings |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for bug in bugs:
+        name, over = REFERENCE_BUG_SCOPES[bug]
+        prof = next(p for p in PROFILES.values() if p.known_bug == bug)
+        r = RefExplorer(load_scope(name, **over), prof.name, stop_at_first=True, workers=args.workers).run()
+        found = ", ".join(f"{v.invariant} ({v.depth})" for v in r.violations) or "none"
+        base = "rocketmq-4.9.8" if prof.release.startswith("4") else "rocketmq-5.3.3"
+        r2 = RefExplorer(load_scope(name, **over), base, max_states=args.max_states, workers=args.workers).run()
+        found2 = ", ".join(f"{v.invariant} ({v.depth})" for v in r2.violations) or "none"
+        print(f"| {bug} | {prof.name} | {found} | {r.distinct:,} | {r.generated:,} | {r.cpu_seconds:.1f} | {base} | "
+              f"{r2.distinct:,} | {r2.cpu_seconds:.1f} | {'yes' if r2.complete else 'NO (cap)'}, {found2} |", flush=True)
     return 0
 
 

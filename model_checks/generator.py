@@ -128,6 +128,7 @@ class Generator:
             faults &= BROADCAST_FAULTS
         else:
             faults.discard("route_lost")     # clustering views would need the route in their id
+        faults.discard("reset_by_time")      # the reference engine's only: the clients' resetOffset
         self.faults = faults
         self._alloc_cache: dict = {}
         # Time moves on a grid: every constant the model compares ages with (lease, broker lock,

@@ -15,7 +15,7 @@ from rocketspec.errors import UserError
 SCOPE_DIR = Path(__file__).with_name("scopes")
 
 FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
-               "route_lost")
+               "route_lost", "reset_by_time")
 
 
 class ScopeError(UserError, ValueError):
@@ -134,16 +134,29 @@ BUG_SCOPES = {
 
 
 # Known bug -> the scope (and overrides) in which the explorer of the reference itself
-# (model_checks/refexplore.py, `explore --engine reference`) finds it: the fault kinds the bug
-# needs, one consumer. The known bugs not listed are not found on the reference yet (see
-# docs/model-checking.md).
+# (model_checks/refexplore.py, `explore --engine reference`) finds it: a variant of `tiny` with
+# the fewest queues, messages, fault kinds and failures that show it (docs/model-checking.md).
 REFERENCE_BUG_SCOPES = {
-    "#4215": ("tiny", {"faults": 1, "failures": 0, "fault_kinds": ["reset"]}),
+    "#4215": ("tiny", {"queues": 1, "messages": 1, "faults": 1, "failures": 0, "fault_kinds": ["reset"]}),
+    "#2708": ("tiny", {"queues": 1, "messages": 1, "faults": 2, "failures": 0,
+                       "fault_kinds": ["reset", "query_failure"]}),
+    "#1825": ("tiny", {"mode": "ORDERLY", "queues": 1, "messages": 1, "faults": 1, "failures": 0,
+                       "fault_kinds": ["query_failure"]}),
+    # one pull per message, so the pull after the first one commits an offset (commitOffset) and
+    # the group can be reset while the run goes on
+    "#2449": ("tiny", {"queues": 1, "messages": 2, "pull_batch": 1, "faults": 2, "failures": 0,
+                       "fault_kinds": ["reset_by_time"]}),
     "#2724": ("tiny", {"faults": 0, "failures": 1, "max_reconsume_times": 0}),
     "#5481": ("tiny", {"faults": 1, "failures": 1, "fault_kinds": ["clean_expired"]}),
     "#6163": ("tiny", {"mode": "ORDERLY", "queues": 1, "messages": 1, "faults": 0, "failures": 2}),
     "#4016": ("tiny", {"message_model": "BROADCASTING", "faults": 1, "failures": 0, "fault_kinds": ["route_lost"]}),
 }
+
+# The invariant the reference's shortest trace of a bug breaks, where that is not the profile's
+# expected_violation. #2449: the second reset removes the ProcessQueue that the first one's
+# resume created without dropping it (INV-PQ-1); its pull loop goes on, and the second puller
+# (INV-PULL-1) follows in the same millisecond, one step further on the path.
+REFERENCE_BUG_FIRST = {"#2449": "INV-PQ-1"}
 
 
 def named_scopes() -> list[str]:
@@ -173,4 +186,4 @@ def scope_from_dict(d: dict) -> Scope:
     return _validate(dict(d), "<dict>")
 
 
-__all__ = ["Scope", "ScopeError", "load_scope", "BUG_SCOPES", "REFERENCE_BUG_SCOPES", "scope_from_dict", "named_scopes", "FAULT_KINDS", "field"]
+__all__ = ["Scope", "ScopeError", "load_scope", "BUG_SCOPES", "REFERENCE_BUG_SCOPES", "REFERENCE_BUG_FIRST", "scope_from_dict", "named_scopes", "FAULT_KINDS", "field"]

@@ -115,13 +115,30 @@ def build(scope, profile, sink) -> World:
                 run.sim.arm(f"pause {c} {ms}", partial(run.inject, "pause", c, ms))
         if "clean_expired" in kinds:
             run.sim.arm(f"clean_expired {c}", partial(run.inject, "clean_expired", c))
+    # an operator's offset moves (Run.inject): a queue's committed offset written on the broker
+    # past its end (updateConsumeOffset), and mqadmin resetOffsetByTime to the beginning (an
+    # offset each queue has; the group's online clients take it, or the broker when none is)
+    # offset moves (Run.inject); an operator may make each again (two resets that overlap are
+    # #2449), so they are armed again once they strike, as often as the fault budget allows
+    if "reset_by_time" in kinds:
+        _arm_operator(run, f"reset_by_time {TOPIC}", "reset_by_time", TOPIC, (0, GROUP))
     for q in range(scope.queues):
         if "reset" in kinds:
-            run.sim.arm(f"reset q{q}", partial(run.inject, "reset", str(q), (TOPIC, GROUP)))
+            _arm_operator(run, f"reset q{q}", "reset", str(q), (TOPIC, GROUP))
         if "route_lost" in kinds:
             run.sim.arm(f"route_lost q{q}", partial(run.inject, "route_lost", str(q), (TOPIC, BROKER, ROUTE_LOST_MS)))
     run.setup()
     return w
+
+
+def _arm_operator(run, name, kind, target, arg) -> None:
+    run.sim.arm(name, partial(_operator_move, run, name, kind, target, arg))
+
+
+def _operator_move(run, name, kind, target, arg) -> None:
+    """An operator's move strikes (Run.inject) and stays possible (armed again)."""
+    run.inject(kind, target, arg)
+    _arm_operator(run, name, kind, target, arg)
 
 
 class BudgetChooser(ScriptChooser):
@@ -160,6 +177,7 @@ def detach(w: World):
         i = j
     sim._heap = [(it[0], i) + it[2:] for i, it in enumerate(heap)]
     sim._order = len(heap)
+    sim.armed.sort(key=_armed_key)   # an operator's move armed again goes last: order by name
     w.run.net._routes.clear()        # caches: route() recomputes the same answer, and the
     for b in w.run.net.brokers.values():   # broker compiles the same filter again (its key
         b._matchers.clear()                # holds ids, which a copy changes)
@@ -291,6 +309,10 @@ def normalize(root) -> None:
         elif kind == _PARTIAL:
             push(x.func)
             push(x.args)
+
+
+def _armed_key(item):
+    return item[0]
 
 
 def _shallow(x, depth=0):

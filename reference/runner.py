@@ -175,10 +175,7 @@ class Run:
             self.net.faults.offset_query_failure_kind[st["client"]] = st.get("kind", "timeout")
             self.net.faults.offset_query_skip[st["client"]] = int(st.get("skip", 0))
         elif a == "set_broker_offset":
-            # An operator writes the broker's consumer offset table (e.g. restoring a group's
-            # offsets from another cluster); the broker stores it as any commit: overwrite.
-            self.net.brokers[st["broker"]].offsets.commit(st["group"], st["topic"], int(st["queue"]),
-                                                          int(st["offset"]), source="reset")
+            self.set_broker_offset(st["broker"], st["group"], st["topic"], int(st["queue"]), int(st["offset"]))
         elif a == "reset_offset":
             self.reset_offset(st["group"], st["topic"], int(st["timestamp_ms"]))
         elif a == "delete_messages":
@@ -190,11 +187,9 @@ class Run:
             for _ in range(st["count"]):
                 p.send_one(tags=st.get("tags"), keys=st.get("keys"), props=st.get("props"))
 
-    def reset_offset(self, group: str, topic: str, timestamp: int | None, offsets: dict | None = None) -> None:
+    def reset_offset(self, group: str, topic: str, timestamp: int) -> None:
         """An operator resets the group's offsets of topic to a time (mqadmin resetOffsetByTime,
-        force by default), or of some queues to given offsets ({queue: offset}: the explorer's
-        reset fault, an offset restored from another cluster), broker by broker as 4.9.8's
-        Broker2Client.resetOffset does it:
+        force by default), broker by broker as 4.9.8's Broker2Client.resetOffset does it:
         - a queue of the topic for which the group has no committed offset fails the call ("the
           consumer group not exist"), and the failure ends the command;
         - otherwise each queue's target is the offset of the first message stored at or after
@@ -203,11 +198,11 @@ class Run:
           and persists them as it removes its ProcessQueues (MQClientInstance.resetOffset);
         - with none registered (CONSUMER_NOT_ONLINE), mqadmin falls back to the old way
           (resetOffsetByTimestampOld) and writes the broker's offsets itself.
+        A target is always an offset the queue has (getOffsetInQueueByTime lies in [min, max]).
         A broadcasting group has no broker offsets, so its reset always fails."""
         by_broker: dict = {}
         for mq in self.net.route(topic):
-            if offsets is None or mq[2] in offsets:
-                by_broker.setdefault(mq[1], []).append(mq)
+            by_broker.setdefault(mq[1], []).append(mq)
         for name in sorted(by_broker):
             b = self.net.brokers[name]
             if not b.up:
@@ -215,8 +210,7 @@ class Run:
             mqs = by_broker[name]
             if any(b.offsets.query(group, topic, mq[2]) < 0 for mq in mqs):
                 return          # SYSTEM_ERROR "THe consumer group <g> not exist"
-            table = {mq: b.search_offset(topic, mq[2], timestamp) if offsets is None else offsets[mq[2]]
-                     for mq in mqs}
+            table = {mq: b.search_offset(topic, mq[2], timestamp) for mq in mqs}
             online = [cid for cid in sorted(b.consumers.get(group, {})) if cid in self.consumers]
             if not online:
                 for mq, offset in sorted(table.items()):
@@ -227,15 +221,26 @@ class Run:
                 if c.running and c.proc.alive:
                     self.sim.schedule(self.net.latency_ms, c.reset_offset, topic, table, owner=c.proc)
 
+    def set_broker_offset(self, broker: str, group: str, topic: str, queue: int, offset: int) -> None:
+        """An operator writes one queue's committed offset on the broker (DefaultMQAdminExt
+        .updateConsumeOffset: UPDATE_CONSUMER_OFFSET, which ConsumerManageProcessor commits
+        unchecked), e.g. a group's offsets restored from another cluster. The broker stores it
+        as any commit (overwrite); the group's clients read it when they next create the queue's
+        ProcessQueue, and a client holding the queue overwrites it at its next persist."""
+        self.net.brokers[broker].offsets.commit(group, topic, queue, offset, source="reset")
+
     # ------------------------------------------------------------------ faults that strike
     def inject(self, kind: str, target: str, arg=None) -> None:
         """A fault armed on the simulator (Simulator.arm) strikes before a task the chooser
         picks: the explorer's faults (model_checks/world.py), as data: (kind, target, arg).
         crash / pause a client (arg: crash mode / pause length), clean_expired (the client's
         listener calls are slower than consumeTimeout: cleanExpiredMsg sends back what they
-        hold), reset (an operator writes queue `target` of the topic `arg` past its end and
-        tells the group's clients), route_lost (queue `target` of topic `arg` leaves the
-        route for a while)."""
+        hold), an operator's offset moves on a group: reset (the committed offset of queue
+        `target`, arg (topic, group), written on the broker one past the queue's end:
+        set_broker_offset, e.g. an offset restored from a cluster whose queue was longer) and
+        reset_by_time (mqadmin resetOffsetByTime of topic `target`, arg (timestamp, group):
+        reset_offset), and route_lost (queue `target` of topic `arg` leaves the route for a
+        while)."""
         if kind in ("crash", "pause", "clean_expired"):
             c = self.consumers.get(target)
             if c is None or not c.running or not c.proc.alive:
@@ -247,11 +252,16 @@ class Run:
                     c.pause(arg)
             elif not c.orderly and not c.proc.paused_until > self.sim.now:
                 c.consume_service.clean_expired_messages(timeout=0)
+        elif kind == "reset_by_time":
+            timestamp, group = arg
+            self.reset_offset(group, target, timestamp)
         elif kind == "reset":
             topic, group = arg
-            b = self.net.brokers[self.scenario["brokers"][0]]
-            q = int(target)
-            self.reset_offset(group, topic, None, {q: b.store.max_offset(topic, q) + 1})
+            name = self.scenario["brokers"][0]
+            b = self.net.brokers[name]
+            if b.up:
+                q = int(target)
+                self.set_broker_offset(name, group, topic, q, b.store.max_offset(topic, q) + 1)
         elif kind == "route_lost":
             topic, broker, duration = arg
             self.net.lose_route(topic, broker, int(target), duration)

@@ -241,9 +241,11 @@ class PushConsumer:
     def reset_offset(self, topic: str, table: dict) -> None:
         """MQClientInstance.resetOffset, asked by the broker for an operator's offset reset:
         suspend, drop and clear the topic's ProcessQueues, wait 10 s, set each offset and
-        remove the queues now in the table, resume. Since 4.9.0 (#2449) resets are serialized;
-        before, two resets could interleave and remove a queue created in between without
-        dropping it, leaving two pull loops on one queue."""
+        remove the queues now in the table, resume (DefaultMQPushConsumerImpl.resume rebalances
+        at once, so the queues are created again there). Since 4.9.0 (#2449) resets are
+        serialized; before, two resets could interleave: the first one's resume created a queue
+        again, and the second removed it without dropping it, leaving two pull loops on one
+        queue once the second one's resume created it a third time."""
         if self._resetting and not self.profile.reset_offset_duplicates_pull:
             self._resets_waiting.append((topic, table))   # synchronized: wait for the running reset
             return
@@ -269,6 +271,8 @@ class PushConsumer:
             self.emit_pq("pq_removed", mq)
         self.paused = False
         self._resetting = False
+        if self.running:                   # (a shut-down client's factory answers nothing)
+            self.rebalance.do_rebalance()  # resume(): doRebalance() on the resetting thread
         if self._resets_waiting:
             self.reset_offset(*self._resets_waiting.pop(0))
 
