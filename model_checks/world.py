@@ -117,9 +117,9 @@ def build(scope, profile, sink) -> World:
             run.sim.arm(f"clean_expired {c}", partial(run.inject, "clean_expired", c))
     # an operator's offset moves (Run.inject): a queue's committed offset written on the broker
     # past its end (updateConsumeOffset), and mqadmin resetOffsetByTime to the beginning (an
-    # offset each queue has; the group's online clients take it, or the broker when none is)
-    # offset moves (Run.inject); an operator may make each again (two resets that overlap are
-    # #2449), so they are armed again once they strike, as often as the fault budget allows
+    # offset each queue has; the group's online clients take it, or the broker when none is).
+    # An operator may make each again (two resets that overlap are #2449), so they are armed
+    # again once they strike, as often as the fault budget allows
     if "reset_by_time" in kinds:
         _arm_operator(run, f"reset_by_time {TOPIC}", "reset_by_time", TOPIC, (0, GROUP))
     for q in range(scope.queues):
