@@ -226,8 +226,8 @@ def validate(cfg: dict, source: str) -> dict:
     if not isinstance(mu.setdefault("include_survivors", False), bool):
         _bad(f"expected true or false, got {mu['include_survivors']!r}", source, "mutants.include_survivors")
     for m in _strs(mu.setdefault("methods", ["simulate"]), source, "mutants.methods"):
-        if m not in ("simulate", "hypothesis"):
-            _bad(f"unknown method {m!r}; known: ['hypothesis', 'simulate']", source, "mutants.methods")
+        if m not in ("simulate", "hypothesis", "exhaustive"):
+            _bad(f"unknown method {m!r}; known: ['exhaustive', 'hypothesis', 'simulate']", source, "mutants.methods")
     if "only" in mu:
         from rocketspec.conformance.mutants import BY_ID
 
@@ -481,6 +481,9 @@ def run_mutant(mid: str, mu: dict, budget_s: float, out_dir: Path) -> Case:
             kill = M.kill_by_simulation(m, scenarios=mu.get("scenarios"), profiles=tuple(mu["profiles"]),
                                         seeds=tuple(mu["seeds"]), budget_s=left, out_dir=str(out_dir / "mutants"),
                                         first=M.WITNESS.get(mid))
+        elif method == "exhaustive":
+            kill = M.kill_by_exhaustion(m, profiles=tuple(mu["profiles"]), budget_s=left,
+                                        out_dir=str(out_dir / "mutants"))
         else:
             try:
                 kill = M.kill_by_hypothesis(m, profile=mu["profiles"][0], budget_s=left,

@@ -14,6 +14,7 @@ junitparser = pytest.importorskip("junitparser")
 from rocketspec.conformance import gate as G  # noqa: E402
 from rocketspec.reference import runner  # noqa: E402
 from rocketspec.reference.scenario import load_scenario  # noqa: E402
+from rocketspec.spec.replay import check_trace  # noqa: E402
 
 MICRO = """name = "micro"
 consumers = 1
@@ -238,6 +239,19 @@ def test_mutants_in_process_a_known_survivor_is_skipped_with_its_reason(tmp_path
     skipped = by["orderly-commit-first-key"]
     assert skipped.status == "skipped" and "known survivor" in skipped.message and "equivalent" in skipped.message
     assert res.exit_code == 0
+
+
+def test_a_mutant_killed_by_exhaustive_search_of_the_mutated_reference(tmp_path):
+    # the explorer of the reference, on the mutated reference: a shortest trace check rejects
+    cfg = G.validate({"budget_s": 120, "scopes": [], "statemachine": {"enabled": False}, "traces": {"dirs": []},
+                      "mutants": {"only": ["rebalance-duplicate-pq"], "methods": ["exhaustive"],
+                                  "profiles": ["rocketmq-5.3.3"]}}, "test")
+    res = G.run_gate(cfg, mutants=True, out_dir=str(tmp_path))
+    (case,) = res.cases
+    assert case.status == "passed" and "(exhaustive" in case.message and "INV-PQ-1" in case.message
+    (trace,) = case.artifacts
+    rep = check_trace(trace)
+    assert not rep.ok and "INV-PQ-1" in {f.inv for f in rep.findings.errors}
 
 
 def test_the_state_machine_case_runs_the_reference_under_hypothesis():
