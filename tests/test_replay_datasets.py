@@ -75,6 +75,28 @@ def test_a_bad_run_is_named_and_the_others_still_judged(spark, dataset, tmp_path
     assert "run=2: VIOLATED" in res.output
 
 
+def test_check_of_a_dataset_judges_each_run(dataset, tmp_path):
+    res = _cli(["check", str(dataset), "--json", "--quiet"])
+    assert res.exit_code == 1, res.output
+    d = orjson.loads(res.stdout)
+    assert [(r["run"], r["report"]["verdict"]) for r in d["runs"]] == [("1", "holds"), ("2", "violated"),
+                                                                        ("10", "holds")]
+    for r in d["runs"]:
+        assert r["report"]["counts"] == check_trace(str(Path(r["path"]) / "part-0.parquet")).to_dict()["counts"]
+    # a run that is not one readable trace file is bad input, named, and the others are judged
+    import shutil
+
+    bad = tmp_path / "ds"
+    shutil.copytree(dataset, bad)
+    (bad / "run=10" / "part-0.parquet").write_bytes(b"not parquet")
+    (bad / "run=1" / "part-1.parquet").write_bytes(b"")
+    res = _cli(["check", str(bad), "--quiet"])
+    assert res.exit_code == 2
+    assert "run=1: BAD INPUT" in res.output and "2 files in this run" in res.output
+    assert "run=10: BAD INPUT" in res.output and str(bad / "run=10" / "part-0.parquet") in res.output
+    assert "run=2: VIOLATED" in res.output
+
+
 def test_a_dataset_with_other_paths_is_refused(dataset):
     res = _cli(["replay", str(dataset), str(dataset / "run=1" / "part-0.parquet"), "--quiet"])
     assert res.exit_code == 2 and "replayed alone" in res.output

@@ -88,6 +88,25 @@ def _shell_word(path: str) -> str:
     return shlex.quote(path) if path != "<stdin>" else "TRACE"
 
 
+def _check_run(run_dir, profile, max_listed):
+    """One run of a dataset (its one trace file, as `simulate --events` writes it): a Report, or
+    the bad input as an exception (reported with the run, not raised: the other runs go on)."""
+    from pathlib import Path
+
+    from rocketspec.errors import UserError
+    from rocketspec.spec.replay import check_trace
+
+    files = sorted(str(f) for f in Path(run_dir).rglob("*")
+                   if f.is_file() and not any(p.startswith((".", "_")) for p in f.relative_to(run_dir).parts))
+    if len(files) != 1:
+        return UserError(f"{len(files)} files in this run; `check` reads one trace file per run (`replay` reads "
+                         "runs of several files)", file=run_dir)
+    try:
+        return check_trace(files[0], profile, max_listed=max_listed)
+    except UserError as exc:
+        return exc
+
+
 @click.command("check")
 @click.argument("path")
 @click.option("--profile", "profile", default=None,
@@ -98,7 +117,9 @@ def _shell_word(path: str) -> str:
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def check(path, profile, as_json, max_violations, quiet):
     """Replay the trace at PATH through the spec: JSON Lines (- for standard input) or Parquet,
-    gzip or zstd compressed or not (told by the file's first bytes).
+    gzip or zstd compressed or not (told by the file's first bytes). A directory of run=<id>
+    partitions (what `simulate --events` writes) is a dataset of runs: each run is checked as its
+    own trace, one line per run, then the reports of those that fail.
 
     Progress is shown on standard error when it is a terminal. Exit 0 when it holds, 1 on a
     violation, 2 on bad input."""
@@ -106,7 +127,14 @@ def check(path, profile, as_json, max_violations, quiet):
 
     from rocketspec.commands.options import progress_bar, progress_shown
     from rocketspec.spec.replay import check_trace
+    from rocketspec.traces.datasets import dataset_runs
     from rocketspec.traces.io import input_size
+
+    runs = dataset_runs(path) if path != "-" else None
+    if runs:
+        from rocketspec.commands.runs import report_runs
+
+        sys.exit(report_runs(path, runs, [_check_run(d, profile, max_violations) for _, d in runs], None, as_json))
 
     # the total only for a bar that is shown: for Parquet it reads the footer a second time
     total, unit = input_size(path) if progress_shown(not quiet) else (None, "B")
