@@ -140,7 +140,10 @@ CATALOGUE: tuple[Invariant, ...] = (
         "commit returns lastKey + 1; correctTagsOffset uses nextBeginOffset only when the "
         "ProcessQueue holds no message; OFFSET_ILLEGAL uses nextBeginOffset (its correction is "
         "a task of the client, 10 s later, that runs even if the ProcessQueue was removed "
-        "meanwhile, unless the client crashed). The store applies "
+        "meanwhile, unless the client crashed). An update to an offset in [minOffset, "
+        "maxOffset] on a ProcessQueue an OFFSET_ILLEGAL answer dropped is taken as an operator's "
+        "resetOffsetByTime that reached the client then (its second drop shows in no trace). "
+        "The store applies "
         "increaseOnly as max, ignores updates while frozen (5.x), and a persist sends the "
         "value the store holds.",
         "ProcessQueue.removeMessage / commit, RemoteBrokerOffsetStore.updateOffset / "
