@@ -35,6 +35,7 @@ from ..spec.kinds import key_atom
 from .io import TraceInputError, out_of_order
 
 WITNESS_CAP = 200_000
+ROUTE_CACHE = 1 << 20      # distinct places whose partitions one routing task remembers
 
 
 # ---------------------------------------------------------------- inputs
@@ -59,6 +60,21 @@ def expand_paths(paths) -> list[str]:
     if not out:
         raise TraceInputError(None, None, "no input: give one or more trace paths")
     return out
+
+
+def _without_gc(it):
+    """`it`, with Python's cyclic garbage collector off while it runs (as `check` replays): the
+    rows, events and spec state hold no cycles worth collecting, and the collector's passes over
+    millions of live rows cost more than the work itself."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield from it
+    finally:
+        if was:
+            gc.enable()
 
 
 def _read_file(idx: int, path: str):
@@ -446,7 +462,7 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
     # one read task per file, up to four per core (small files share a task)
     slices = max(1, min(len(mine), 4 * sc.defaultParallelism))
     rows = (sc.parallelize(mine, slices)
-            .flatMap(lambda x: ((x[2], r) for r in _read_file(x[0], x[1])))
+            .flatMap(lambda x: _without_gc((x[2], r) for r in _read_file(x[0], x[1])))
             .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         per: dict = {}
@@ -474,23 +490,41 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
         b = sc.broadcast((plans, base, {t: profs[t].name for t in plans}, files, owner))
         mx = max_listed
 
-        def route(tr):
-            t, r = tr
+        def route(it):
+            return _without_gc(_route(it))
+
+        def _route(it):
+            # the partitions of an event follow from its places alone: computed once per
+            # distinct places (a queue's, a chain's), not per event
             plans_, base_ = b.value[0], b.value[1]
-            if t not in plans_:
-                return []
-            tg = plans_[t].targets(r[3])
-            val = (r[3] is None, tg[0], r[1], r[4], r[5], r[6])
-            return [((base_[t] + p, r[0]), val) for p in tg]
+            cache: dict = {}
+            for t, r in it:
+                plan = plans_.get(t)
+                if plan is None:
+                    continue
+                places = r[3]
+                hit = cache.get((t, places))
+                if hit is None:
+                    if len(cache) > ROUTE_CACHE:
+                        cache.clear()
+                    tg = plan.targets(places)
+                    hit = cache[(t, places)] = (tuple(base_[t] + p for p in tg), places is None, tg[0])
+                val = (hit[1], hit[2], r[1], r[4], r[5], r[6])
+                seq = r[0]
+                for p in hit[0]:
+                    yield (p, seq), val
 
         def run(gpid, it):
+            return _without_gc(_run(gpid, it))
+
+        def _run(gpid, it):
             plans_, base_, names, files_, owner_ = b.value
             t, pid = owner_[gpid]
             res = _replay_partition(pid, it, names[t], files_, mx, plans_[t])
             res["trace"] = t
             yield res
 
-        results = (rows.flatMap(route)
+        results = (rows.mapPartitions(route)
                    .repartitionAndSortWithinPartitions(n_all, partitionFunc=lambda k: k[0])
                    .mapPartitionsWithIndex(run).collect())
         for t, plan in plans.items():
