@@ -461,12 +461,13 @@ def _iter_jsonl(path, stream, raw_fh, comp, progress) -> Iterator[tuple[int, dic
         raise TraceInputError(path, lineno + 1, f"cannot read: {exc}") from None
 
 
-def _column_values(path, batch, i: int, row: int) -> list:
-    """Column i of a record batch as Python values; text that is not UTF-8 is bad input at its row."""
-    col = batch.column(i)
+def _column_values(path, batch, i: int, row: int, col=None) -> list:
+    """Column i of a record batch as Python values (or `col`, taken from it: e.g. its non-null
+    cells); text that is not UTF-8 is bad input at its row."""
     try:
-        return col.to_pylist()
+        return (batch.column(i) if col is None else col).to_pylist()
     except UnicodeDecodeError:
+        col = batch.column(i)
         for j in range(len(col)):
             try:
                 col[j].as_py()
@@ -497,15 +498,16 @@ def _batch_events(path, batch, row: int, jf) -> tuple[list[dict], list[str]]:
         col = batch.column(i)
         if col.null_count == len(col):
             continue
-        values = _column_values(path, batch, i, row)
         if n in jf and n not in json_cols:
             json_cols.append(n)
         if col.null_count == 0:
-            for ev, v in zip(events, values):
+            for ev, v in zip(events, _column_values(path, batch, i, row)):
                 ev[n] = v
         else:
-            for j in pc.indices_nonzero(col.is_valid()).to_pylist():
-                events[j][n] = values[j]
+            # only the cells that hold a value become Python objects (a null costs as much)
+            for j, v in zip(pc.indices_nonzero(col.is_valid()).to_pylist(),
+                            _column_values(path, batch, i, row, col.drop_null())):
+                events[j][n] = v
     return events, json_cols
 
 

@@ -77,9 +77,29 @@ def _without_gc(it):
             gc.enable()
 
 
+def _pack_places(places) -> bytes:
+    """An event's places (spec.kinds.atoms) as the rows carry them: JSON text, one object to
+    pickle instead of a dozen nested tuples and strings (rows are pickled three times)."""
+    return orjson.dumps(places)
+
+
+def _places(packed: bytes):
+    """The places `_pack_places` packed (keys are tuples again)."""
+    v = orjson.loads(packed)
+    return None if v is None else tuple(tuple(tuple(k) for k in place) for place in v)
+
+
+class _Unpacked(dict):
+    """Packed places -> places, each unpacked once."""
+
+    def __missing__(self, packed):
+        v = self[packed] = _places(packed)
+        return v
+
+
 def _read_file(idx: int, path: str):
-    """Rows of one file: (seq, ts, kind, atoms, file index, line, event JSON), or one error row
-    ("error", file index, line, message, seq) at the first bad event."""
+    """Rows of one file: (seq, ts, kind, packed places, file index, line, event JSON), or one
+    error row ("error", file index, line, message, seq) at the first bad event."""
     from ..spec.replay import fast_validator
     from .io import read_events
 
@@ -97,7 +117,7 @@ def _read_file(idx: int, path: str):
                 raise TraceInputError(path, line, out_of_order(seq, ts, last_seq, last_ts))
             last_seq, last_ts = seq, ts
             n += 1
-            yield (seq, ts, ev["kind"], event_atoms(ev), idx, line, dumps(ev))
+            yield (seq, ts, ev["kind"], dumps(event_atoms(ev)), idx, line, dumps(ev))
         if n == 0:
             raise TraceInputError(path, 1, "empty trace (no event): expected a trace_started event first")
     except TraceInputError as exc:
@@ -106,7 +126,7 @@ def _read_file(idx: int, path: str):
 
 def _summarize_traces(trows):
     """One summary per trace and read partition, of (trace, row) pairs: event count per key
-    set, the first event, the trace_started headers, the bad input."""
+    set (packed places), the first event, the trace_started headers, the bad input."""
     by: dict = {}
     for t, r in trows:
         s = by.get(t)
@@ -480,6 +500,7 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
             counts: dict = {}
             for x in per[t]:
                 for a, c in x["counts"].items():
+                    a = _places(a)
                     counts[a] = counts.get(a, 0) + c
             plans[t] = Plan(counts, partitions or max(2, 2 * sc.defaultParallelism))
             base[t] = n_all
@@ -502,13 +523,14 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
                 plan = plans_.get(t)
                 if plan is None:
                     continue
-                places = r[3]
-                hit = cache.get((t, places))
+                packed = r[3]
+                hit = cache.get((t, packed))
                 if hit is None:
                     if len(cache) > ROUTE_CACHE:
                         cache.clear()
+                    places = _places(packed)
                     tg = plan.targets(places)
-                    hit = cache[(t, places)] = (tuple(base_[t] + p for p in tg), places is None, tg[0])
+                    hit = cache[(t, packed)] = (tuple(base_[t] + p for p in tg), places is None, tg[0])
                 val = (hit[1], hit[2], r[1], r[4], r[5], r[6])
                 seq = r[0]
                 for p in hit[0]:
@@ -562,12 +584,14 @@ def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4)
     rows = [r for i, f in enumerate(files) for r in _read_file(i, f)]
     s = dict(_summarize_traces((0, r) for r in rows))[0]
     prof = _header([s], files, profile)
-    plan = Plan(s["counts"], partitions)
+    plan = Plan({_places(a): c for a, c in s["counts"].items()}, partitions)
     parts: dict = {p: [] for p in range(plan.n)}
+    unpacked = _Unpacked()
     for r in rows:
-        t = plan.targets(r[3])
+        places = unpacked[r[3]]
+        t = plan.targets(places)
         for p in t:
-            parts[p].append(((p, r[0]), (r[3] is None, t[0], r[1], r[4], r[5], r[6])))
+            parts[p].append(((p, r[0]), (places is None, t[0], r[1], r[4], r[5], r[6])))
     results = []
     for p in range(plan.n):
         res = _replay_partition(p, iter(sorted(parts[p], key=lambda x: x[0])), prof.name, files, max_listed, plan)
@@ -654,11 +678,13 @@ def write_witnesses(rows, plan, rep, prof, out_dir, limit: int = 20) -> list[dic
     wide = sum(plan.loads) <= 4 * WITNESS_CAP
     b = rows.context.broadcast(([(v.seq, nb, part if wide else None) for v, nb, part in wanted], plan))
 
+    unpacked = _Unpacked()
+
     def pick(r):
         if r[0] == "error":
             return []
         ws, pl = b.value
-        places = r[3]
+        places = unpacked[r[3]]
         out = []
         for i, (seq, nb, part) in enumerate(ws):
             if r[0] > seq:
