@@ -124,26 +124,59 @@ def _read_file(idx: int, path: str):
         yield ("error", idx, exc.line, exc.message, exc.event)
 
 
+def _summary() -> dict:
+    """What the plan needs of some rows: event count per key set (packed places), the first
+    event, the trace_started headers, the bad input (`_summarize`)."""
+    return {"n": 0, "counts": {}, "first": None, "starts": [], "errors": []}
+
+
+def _summarize(s: dict, r) -> None:
+    if r[0] == "error":
+        s["errors"].append(r)
+        return
+    s["n"] += 1
+    a = r[3]
+    c = s["counts"]
+    c[a] = c.get(a, 0) + 1
+    if s["first"] is None or r[0] < s["first"][0]:
+        s["first"] = (r[0], r[2], r[4], r[5])
+    if r[2] == "trace_started":
+        s["starts"].append((r[0], r[4], r[5], r[6]))
+
+
 def _summarize_traces(trows):
-    """One summary per trace and read partition, of (trace, row) pairs: event count per key
-    set (packed places), the first event, the trace_started headers, the bad input."""
+    """One summary per trace, of (trace, row) pairs."""
     by: dict = {}
     for t, r in trows:
         s = by.get(t)
         if s is None:
-            s = by[t] = {"n": 0, "counts": {}, "first": None, "starts": [], "errors": []}
-        if r[0] == "error":
-            s["errors"].append(r)
-            continue
-        s["n"] += 1
-        a = r[3]
-        c = s["counts"]
-        c[a] = c.get(a, 0) + 1
-        if s["first"] is None or r[0] < s["first"][0]:
-            s["first"] = (r[0], r[2], r[4], r[5])
-        if r[2] == "trace_started":
-            s["starts"].append((r[0], r[4], r[5], r[6]))
+            s = by[t] = _summary()
+        _summarize(s, r)
     yield from by.items()
+
+
+class _FileSummaries:
+    """An accumulator (pyspark's AccumulatorParam protocol) of one summary per input file,
+    keyed by the file's index. A file's summary is the same however often its task runs (a
+    retry, a recomputed cache block), so adding it again changes nothing."""
+
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, a, b):
+        a.update(b)
+        return a
+
+
+def _read_summarized(idx: int, path: str, t: int, acc):
+    """(trace, row) pairs of one file, as `_read_file` reads them; its summary goes to `acc`
+    once every row is read. The read stage summarizes as it reads: no second pass over the
+    rows (they would be moved from the JVM back to Python and unpickled once more)."""
+    s = _summary()
+    for r in _read_file(idx, path):
+        _summarize(s, r)
+        yield t, r
+    acc.add({idx: s})
 
 
 # ---------------------------------------------------------------- plan
@@ -481,13 +514,16 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
     mine = [(i, f, trace_of[i]) for i, f in enumerate(files) if trace_of[i] in todo]
     # one read task per file, up to four per core (small files share a task)
     slices = max(1, min(len(mine), 4 * sc.defaultParallelism))
+    acc = sc.accumulator({}, _FileSummaries())
     rows = (sc.parallelize(mine, slices)
-            .flatMap(lambda x: _without_gc((x[2], r) for r in _read_file(x[0], x[1])))
+            .flatMap(lambda x: _without_gc(_read_summarized(x[0], x[1], x[2], acc)))
             .persist(StorageLevel.MEMORY_AND_DISK))
     try:
+        # reading fills the cache (a JVM action: the rows stay pickled) and the summaries
+        rows._jrdd.count()
         per: dict = {}
-        for t, summary in rows.mapPartitions(_summarize_traces).collect():
-            per.setdefault(t, []).append(summary)
+        for i, summary in sorted(acc.value.items()):
+            per.setdefault(trace_of[i], []).append(summary)
         plans, profs, base, n_all = {}, {}, {}, 0
         for t in sorted(todo):
             if out[t] is not None or t not in per:
