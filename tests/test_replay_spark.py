@@ -368,3 +368,20 @@ def test_a_finding_of_a_directory_event_is_counted_once(tmp_path):
     r = replay_local([path], max_listed=ALL, partitions=6)
     assert r.plan.n == 6 and c.findings.counts.get("INV-CLIENT-1") == 1
     assert same(c, r)
+
+
+def test_packed_places_unpack_to_the_places_of_every_event():
+    """Rows carry an event's places packed (one object to pickle); unpacked, they are
+    spec.kinds.atoms of the event again (tuples, so they key the plan), for every event of the
+    built-in scenarios."""
+    from rocketspec.spec.kinds import atoms
+    from rocketspec.traces.spark_replay import _pack_places, _places
+
+    seen = set()
+    for name in builtin_names():
+        for ev in run_to_list(load_scenario(name), 1, "rocketmq-5.3.3"):
+            a = atoms(ev)
+            back = _places(_pack_places(a))
+            assert back == a and type(back) is type(a), (name, ev)
+            seen.add(ev["kind"])
+    assert len(seen) > 30

@@ -1,4 +1,5 @@
 """The trace contract: schema validation, readers and writers, bad-input reports."""
+import functools
 import json
 
 import pytest
@@ -137,6 +138,65 @@ def test_parquet_rows_are_read_column_by_column_as_the_rows_they_are(tmp_path):
     pq.write_table(t.set_column(6, "config", pa.array([None, "{", None])), p)
     with pytest.raises(TraceInputError, match=r"t.parquet:2: field 'config' is not valid JSON"):
         list(read_events(p))
+
+
+@functools.lru_cache(maxsize=1)
+def _basic_events():
+    return run_to_list(load_scenario("basic"), 1, "rocketmq-5.3.3")[:260]
+
+
+def _outcome(path):
+    out = []
+    try:
+        for line, ev in read_events(path, validate=False):
+            out.append((line, ev))
+    except TraceInputError as exc:
+        out.append(("error", exc.line, exc.message))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_parquet_batches_read_as_every_row_through_the_stream_rules(tmp_path, monkeypatch, seed):
+    """A batch whose kind column tells which rows the stream's rules judge (a trace_started, a
+    trace_ended, the row after one) yields only those through the rules; the result (events,
+    lines, and the first error with its row) is what checking every row gives, whatever the
+    batch boundaries: a trace_ended in the middle or at a batch's end, a second header with a
+    bad schema_version, a JSON cell that does not parse, a missing kind."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rocketspec.traces import io as tio
+
+    base = _basic_events()
+    rnd = random.Random(seed)
+    for trial in range(15):
+        rows = [dict(e) for e in base[:rnd.randint(1, len(base))]]
+        m = trial % 5
+        if m == 1:
+            rows.insert(rnd.randrange(len(rows)), dict(base[-1], kind="trace_ended"))
+        elif m == 2:
+            rows.insert(rnd.randrange(len(rows)), dict(base[0], schema_version=rnd.choice([1, 2, 99])))
+        p = tmp_path / f"t{trial}.parquet"
+        write_trace(p, rows)
+        t = pq.read_table(p)
+        if m == 3 and "mqs" in t.column_names:
+            col = t.column("mqs").to_pylist()
+            cells = [i for i, v in enumerate(col) if v is not None]
+            if cells:
+                col[rnd.choice(cells)] = rnd.choice(["{bad", '{"a":1,"a":2}'])
+                t = t.set_column(t.column_names.index("mqs"), "mqs", pa.array(col, pa.string()))
+        if m == 4:
+            col = t.column("kind").to_pylist()
+            col[rnd.randrange(len(col))] = None
+            t = t.set_column(t.column_names.index("kind"), "kind", pa.array(col, pa.string()))
+        pq.write_table(t, p)
+        monkeypatch.setattr(tio, "PARQUET_BATCH_ROWS", rnd.choice([3, 16, 65536]))
+        fast = _outcome(p)
+        with monkeypatch.context() as mp:
+            mp.setattr(tio, "_stream_rows", lambda batch, rules: None)     # every row through the rules
+            assert _outcome(p) == fast, (trial, m)
 
 
 def test_simulate_cli_writes_and_reports_errors(tmp_path):

@@ -461,12 +461,13 @@ def _iter_jsonl(path, stream, raw_fh, comp, progress) -> Iterator[tuple[int, dic
         raise TraceInputError(path, lineno + 1, f"cannot read: {exc}") from None
 
 
-def _column_values(path, batch, i: int, row: int) -> list:
-    """Column i of a record batch as Python values; text that is not UTF-8 is bad input at its row."""
-    col = batch.column(i)
+def _column_values(path, batch, i: int, row: int, col=None) -> list:
+    """Column i of a record batch as Python values (or `col`, taken from it: e.g. its non-null
+    cells); text that is not UTF-8 is bad input at its row."""
     try:
-        return col.to_pylist()
+        return (batch.column(i) if col is None else col).to_pylist()
     except UnicodeDecodeError:
+        col = batch.column(i)
         for j in range(len(col)):
             try:
                 col[j].as_py()
@@ -474,6 +475,13 @@ def _column_values(path, batch, i: int, row: int) -> list:
                 raise TraceInputError(path, row + j + 1, f"column {batch.schema.names[i]!r}: not valid UTF-8 text "
                                                          f"(byte 0x{exc.object[exc.start]:02x})") from None
         raise
+
+
+def _check_names(path, names, row: int) -> None:
+    if len(set(names)) < len(names):
+        i = next(i for i, n in enumerate(names) if n in names[:i])
+        raise TraceInputError(path, row + 1, f"column {i} ({names[i]!r}) has the name of column {names.index(names[i])}: "
+                                             "each field is one column")
 
 
 def _batch_events(path, batch, row: int, jf) -> tuple[list[dict], list[str]]:
@@ -485,24 +493,40 @@ def _batch_events(path, batch, row: int, jf) -> tuple[list[dict], list[str]]:
     events: list[dict] = [{} for _ in range(batch.num_rows)]
     json_cols: list[str] = []
     names = batch.schema.names
-    if len(set(names)) < len(names):
-        i = next(i for i, n in enumerate(names) if n in names[:i])
-        raise TraceInputError(path, row + 1, f"column {i} ({names[i]!r}) has the name of column {names.index(names[i])}: "
-                                             "each field is one column")
+    _check_names(path, names, row)
     for i, n in enumerate(names):
         col = batch.column(i)
         if col.null_count == len(col):
             continue
-        values = _column_values(path, batch, i, row)
         if n in jf and n not in json_cols:
             json_cols.append(n)
         if col.null_count == 0:
-            for ev, v in zip(events, values):
+            for ev, v in zip(events, _column_values(path, batch, i, row)):
                 ev[n] = v
         else:
-            for j in pc.indices_nonzero(col.is_valid()).to_pylist():
-                events[j][n] = values[j]
+            # only the cells that hold a value become Python objects (a null costs as much)
+            for j, v in zip(pc.indices_nonzero(col.is_valid()).to_pylist(),
+                            _column_values(path, batch, i, row, col.drop_null())):
+                events[j][n] = v
     return events, json_cols
+
+
+def _json_rows(batch, json_cols) -> dict[int, list[str]]:
+    """The JSON-typed columns that hold a value, by row index in the batch."""
+    import pyarrow.compute as pc
+
+    out: dict[int, list[str]] = {}
+    names = batch.schema.names
+    for n in json_cols:
+        col = batch.column(names.index(n))
+        rows = range(len(col)) if col.null_count == 0 else pc.indices_nonzero(col.is_valid()).to_pylist()
+        for j in rows:
+            js = out.get(j)
+            if js is None:
+                out[j] = [n]
+            else:
+                js.append(n)
+    return out
 
 
 def json_column_value(path, row: int, n: str, v):
@@ -548,6 +572,30 @@ def _footer_place(source) -> str:
     return f"the Parquet footer (metadata from byte {size - 8 - n} to byte {size - 9})"
 
 
+def _stream_rows(batch, rules: _Stream) -> list[int] | None:
+    """The rows of this batch (indices) that `_Stream.check` may have something to say about:
+    a trace_started or trace_ended, and the row after a trace_ended. None when that cannot be
+    told from the kind column alone (something came after trace_ended already, or a kind that
+    is missing or not text): then every row goes through the check."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = batch.schema.names
+    if rules.ended is not None or "kind" not in names:
+        return None
+    col = batch.column(names.index("kind"))
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) or col.null_count:
+        return None
+    started = pc.equal(col, "trace_started").to_numpy(zero_copy_only=False)
+    ended = pc.equal(col, "trace_ended").to_numpy(zero_copy_only=False)
+    if not started.any() and not ended.any():
+        return []
+    out = set(np.flatnonzero(started | ended).tolist())
+    out.update(j + 1 for j in np.flatnonzero(ended).tolist() if j + 1 < len(col))
+    return sorted(out)
+
+
 def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -565,20 +613,49 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
         # threads decode a big file's columns in parallel; on a small one they cost more than they save
         threads = pf.metadata.num_rows > PARQUET_BATCH_ROWS
         for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=threads):
+            marked = _stream_rows(batch, rules)
             events, json_cols = _batch_events(path, batch, row, jf)
-            for ev in events:
-                row += 1
-                for n in json_cols:
-                    v = ev.get(n)
-                    if v is not None:
-                        ev[n] = json_column_value(path, row, n, v)
-                rules.check(row, ev)
-                yield row, ev
+            if marked is None:
+                # every row through the stream's rules
+                for ev in events:
+                    row += 1
+                    for n in json_cols:
+                        v = ev.get(n)
+                        if v is not None:
+                            ev[n] = json_column_value(path, row, n, v)
+                    rules.check(row, ev)
+                    yield row, ev
+            else:
+                yield from _plain_rows(path, row, events, json_cols, marked, batch, rules)
+                row += len(events)
             if progress is not None:
                 progress(row)
     except (OSError, pa.ArrowException) as exc:
         raise TraceInputError(path, row + 1, f"corrupted Parquet data after row {row}: "
                                              f"{' '.join(str(exc).split())}"[:300]) from None
+
+
+def _plain_rows(path, row, events, json_cols, marked, batch, rules):
+    """The batch's rows as `_iter_parquet` yields them when `_stream_rows` told which rows the
+    stream's rules judge: the same steps, for the few rows that need more than yielding (those
+    with a JSON value to decode, and `marked`)."""
+    more = _json_rows(batch, json_cols) if json_cols else {}
+    for j in marked:
+        more.setdefault(j, [])
+    if not more:
+        for ev in events:
+            row += 1
+            yield row, ev
+        return
+    get = more.get
+    for j, ev in enumerate(events):
+        row += 1
+        js = get(j)
+        if js is not None:
+            for n in js:
+                ev[n] = json_column_value(path, row, n, ev[n])
+            rules.check(row, ev)
+        yield row, ev
 
 
 def out_of_order(seq, ts, last_seq, last_ts) -> str | None:

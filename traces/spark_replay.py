@@ -35,6 +35,7 @@ from ..spec.kinds import key_atom
 from .io import TraceInputError, out_of_order
 
 WITNESS_CAP = 200_000
+ROUTE_CACHE = 1 << 20      # distinct places whose partitions one routing task remembers
 
 
 # ---------------------------------------------------------------- inputs
@@ -61,9 +62,44 @@ def expand_paths(paths) -> list[str]:
     return out
 
 
+def _without_gc(it):
+    """`it`, with Python's cyclic garbage collector off while it runs (as `check` replays): the
+    rows, events and spec state hold no cycles worth collecting, and the collector's passes over
+    millions of live rows cost more than the work itself."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield from it
+    finally:
+        if was:
+            gc.enable()
+
+
+def _pack_places(places) -> bytes:
+    """An event's places (spec.kinds.atoms) as the rows carry them: JSON text, one object to
+    pickle instead of a dozen nested tuples and strings (rows are pickled three times)."""
+    return orjson.dumps(places)
+
+
+def _places(packed: bytes):
+    """The places `_pack_places` packed (keys are tuples again)."""
+    v = orjson.loads(packed)
+    return None if v is None else tuple(tuple(tuple(k) for k in place) for place in v)
+
+
+class _Unpacked(dict):
+    """Packed places -> places, each unpacked once."""
+
+    def __missing__(self, packed):
+        v = self[packed] = _places(packed)
+        return v
+
+
 def _read_file(idx: int, path: str):
-    """Rows of one file: (seq, ts, kind, atoms, file index, line, event JSON), or one error row
-    ("error", file index, line, message, seq) at the first bad event."""
+    """Rows of one file: (seq, ts, kind, packed places, file index, line, event JSON), or one
+    error row ("error", file index, line, message, seq) at the first bad event."""
     from ..spec.replay import fast_validator
     from .io import read_events
 
@@ -81,33 +117,66 @@ def _read_file(idx: int, path: str):
                 raise TraceInputError(path, line, out_of_order(seq, ts, last_seq, last_ts))
             last_seq, last_ts = seq, ts
             n += 1
-            yield (seq, ts, ev["kind"], event_atoms(ev), idx, line, dumps(ev))
+            yield (seq, ts, ev["kind"], dumps(event_atoms(ev)), idx, line, dumps(ev))
         if n == 0:
             raise TraceInputError(path, 1, "empty trace (no event): expected a trace_started event first")
     except TraceInputError as exc:
         yield ("error", idx, exc.line, exc.message, exc.event)
 
 
+def _summary() -> dict:
+    """What the plan needs of some rows: event count per key set (packed places), the first
+    event, the trace_started headers, the bad input (`_summarize`)."""
+    return {"n": 0, "counts": {}, "first": None, "starts": [], "errors": []}
+
+
+def _summarize(s: dict, r) -> None:
+    if r[0] == "error":
+        s["errors"].append(r)
+        return
+    s["n"] += 1
+    a = r[3]
+    c = s["counts"]
+    c[a] = c.get(a, 0) + 1
+    if s["first"] is None or r[0] < s["first"][0]:
+        s["first"] = (r[0], r[2], r[4], r[5])
+    if r[2] == "trace_started":
+        s["starts"].append((r[0], r[4], r[5], r[6]))
+
+
 def _summarize_traces(trows):
-    """One summary per trace and read partition, of (trace, row) pairs: event count per key
-    set, the first event, the trace_started headers, the bad input."""
+    """One summary per trace, of (trace, row) pairs."""
     by: dict = {}
     for t, r in trows:
         s = by.get(t)
         if s is None:
-            s = by[t] = {"n": 0, "counts": {}, "first": None, "starts": [], "errors": []}
-        if r[0] == "error":
-            s["errors"].append(r)
-            continue
-        s["n"] += 1
-        a = r[3]
-        c = s["counts"]
-        c[a] = c.get(a, 0) + 1
-        if s["first"] is None or r[0] < s["first"][0]:
-            s["first"] = (r[0], r[2], r[4], r[5])
-        if r[2] == "trace_started":
-            s["starts"].append((r[0], r[4], r[5], r[6]))
+            s = by[t] = _summary()
+        _summarize(s, r)
     yield from by.items()
+
+
+class _FileSummaries:
+    """An accumulator (pyspark's AccumulatorParam protocol) of one summary per input file,
+    keyed by the file's index. A file's summary is the same however often its task runs (a
+    retry, a recomputed cache block), so adding it again changes nothing."""
+
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, a, b):
+        a.update(b)
+        return a
+
+
+def _read_summarized(idx: int, path: str, t: int, acc):
+    """(trace, row) pairs of one file, as `_read_file` reads them; its summary goes to `acc`
+    once every row is read. The read stage summarizes as it reads: no second pass over the
+    rows (they would be moved from the JVM back to Python and unpickled once more)."""
+    s = _summary()
+    for r in _read_file(idx, path):
+        _summarize(s, r)
+        yield t, r
+    acc.add({idx: s})
 
 
 # ---------------------------------------------------------------- plan
@@ -445,13 +514,16 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
     mine = [(i, f, trace_of[i]) for i, f in enumerate(files) if trace_of[i] in todo]
     # one read task per file, up to four per core (small files share a task)
     slices = max(1, min(len(mine), 4 * sc.defaultParallelism))
+    acc = sc.accumulator({}, _FileSummaries())
     rows = (sc.parallelize(mine, slices)
-            .flatMap(lambda x: ((x[2], r) for r in _read_file(x[0], x[1])))
+            .flatMap(lambda x: _without_gc(_read_summarized(x[0], x[1], x[2], acc)))
             .persist(StorageLevel.MEMORY_AND_DISK))
     try:
+        # reading fills the cache (a JVM action: the rows stay pickled) and the summaries
+        rows._jrdd.count()
         per: dict = {}
-        for t, summary in rows.mapPartitions(_summarize_traces).collect():
-            per.setdefault(t, []).append(summary)
+        for i, summary in sorted(acc.value.items()):
+            per.setdefault(trace_of[i], []).append(summary)
         plans, profs, base, n_all = {}, {}, {}, 0
         for t in sorted(todo):
             if out[t] is not None or t not in per:
@@ -464,6 +536,7 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
             counts: dict = {}
             for x in per[t]:
                 for a, c in x["counts"].items():
+                    a = _places(a)
                     counts[a] = counts.get(a, 0) + c
             plans[t] = Plan(counts, partitions or max(2, 2 * sc.defaultParallelism))
             base[t] = n_all
@@ -474,23 +547,42 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
         b = sc.broadcast((plans, base, {t: profs[t].name for t in plans}, files, owner))
         mx = max_listed
 
-        def route(tr):
-            t, r = tr
+        def route(it):
+            return _without_gc(_route(it))
+
+        def _route(it):
+            # the partitions of an event follow from its places alone: computed once per
+            # distinct places (a queue's, a chain's), not per event
             plans_, base_ = b.value[0], b.value[1]
-            if t not in plans_:
-                return []
-            tg = plans_[t].targets(r[3])
-            val = (r[3] is None, tg[0], r[1], r[4], r[5], r[6])
-            return [((base_[t] + p, r[0]), val) for p in tg]
+            cache: dict = {}
+            for t, r in it:
+                plan = plans_.get(t)
+                if plan is None:
+                    continue
+                packed = r[3]
+                hit = cache.get((t, packed))
+                if hit is None:
+                    if len(cache) > ROUTE_CACHE:
+                        cache.clear()
+                    places = _places(packed)
+                    tg = plan.targets(places)
+                    hit = cache[(t, packed)] = (tuple(base_[t] + p for p in tg), places is None, tg[0])
+                val = (hit[1], hit[2], r[1], r[4], r[5], r[6])
+                seq = r[0]
+                for p in hit[0]:
+                    yield (p, seq), val
 
         def run(gpid, it):
+            return _without_gc(_run(gpid, it))
+
+        def _run(gpid, it):
             plans_, base_, names, files_, owner_ = b.value
             t, pid = owner_[gpid]
             res = _replay_partition(pid, it, names[t], files_, mx, plans_[t])
             res["trace"] = t
             yield res
 
-        results = (rows.flatMap(route)
+        results = (rows.mapPartitions(route)
                    .repartitionAndSortWithinPartitions(n_all, partitionFunc=lambda k: k[0])
                    .mapPartitionsWithIndex(run).collect())
         for t, plan in plans.items():
@@ -528,12 +620,14 @@ def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4)
     rows = [r for i, f in enumerate(files) for r in _read_file(i, f)]
     s = dict(_summarize_traces((0, r) for r in rows))[0]
     prof = _header([s], files, profile)
-    plan = Plan(s["counts"], partitions)
+    plan = Plan({_places(a): c for a, c in s["counts"].items()}, partitions)
     parts: dict = {p: [] for p in range(plan.n)}
+    unpacked = _Unpacked()
     for r in rows:
-        t = plan.targets(r[3])
+        places = unpacked[r[3]]
+        t = plan.targets(places)
         for p in t:
-            parts[p].append(((p, r[0]), (r[3] is None, t[0], r[1], r[4], r[5], r[6])))
+            parts[p].append(((p, r[0]), (places is None, t[0], r[1], r[4], r[5], r[6])))
     results = []
     for p in range(plan.n):
         res = _replay_partition(p, iter(sorted(parts[p], key=lambda x: x[0])), prof.name, files, max_listed, plan)
@@ -620,11 +714,13 @@ def write_witnesses(rows, plan, rep, prof, out_dir, limit: int = 20) -> list[dic
     wide = sum(plan.loads) <= 4 * WITNESS_CAP
     b = rows.context.broadcast(([(v.seq, nb, part if wide else None) for v, nb, part in wanted], plan))
 
+    unpacked = _Unpacked()
+
     def pick(r):
         if r[0] == "error":
             return []
         ws, pl = b.value
-        places = r[3]
+        places = unpacked[r[3]]
         out = []
         for i, (seq, nb, part) in enumerate(ws):
             if r[0] > seq:
