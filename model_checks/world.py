@@ -190,8 +190,7 @@ def detach(w: World):
     return saved
 
 
-_ATOMIC = (int, str, bool, float, bytes, type(None))
-_ATOMIC_SET = frozenset(_ATOMIC)
+_ATOMIC_SET = frozenset((int, str, bool, float, bytes, type(None)))
 _SKIP = {"Profile", "function", "builtin_function_or_method", "type"}
 
 # How normalize walks each type: computed once per type (the walk is the explorer's hottest
@@ -201,9 +200,6 @@ _PLANS: dict = {}
 
 
 def _plan(t):
-    p = _PLANS.get(t)
-    if p is not None:
-        return p
     if t in _ATOMIC_SET:
         p = (_ATOM, ())
     elif t is dict:

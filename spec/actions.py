@@ -1317,6 +1317,14 @@ def _sampled_store(st, qs, ev, out):
     st.sampled_stores.add((key, cid))
 
 
+def _note_reset(qs, off) -> None:
+    """An operator's reset of the queue's offset to `off`: the recent ones (newest last) are
+    what a client's later persist of it may carry."""
+    qs.resets.append(off)
+    if len(qs.resets) > 4:
+        del qs.resets[0]
+
+
 def _reset_target(st, key, off) -> bool:
     """Whether `off` is an offset resetOffsetByTime could set on the queue: in [min, max]."""
     sq = st.stored.get((key[1], key[2], key[3]))
@@ -1354,24 +1362,18 @@ def offset_updated(st, ev, out):
             source = "read"
         elif not inc and off in qs.resets:
             source = "reset"        # MQClientInstance.resetOffset: updateOffset(mq, reset, false)
-        elif not inc and off >= 0 and cid in qs.reset_drops:
+        elif not inc and off >= 0 and (cid in qs.reset_drops or (
+                pq is not None and pq.status == "dropped" and c is not None
+                and c.status in ("running", "paused") and _reset_target(st, key, off))):
             # the operator's offset, which the broker handed this client (Broker2Client.resetOffset
-            # commits nothing while the group's consumers are online): not the client's to judge
+            # commits nothing while the group's consumers are online): not the client's to judge.
+            # The reset shows by the ProcessQueue it dropped, or not at all when an OFFSET_ILLEGAL
+            # answer dropped it already: MQClientInstance.resetOffset drops it again, which no
+            # trace shows (a drop is reported once), and 10 s later sets the operator's offset;
+            # then an offset the reset could set (in [minOffset, maxOffset]:
+            # getOffsetInQueueByTime) is taken as one.
             source = "reset"
-            qs.resets.append(off)
-            if len(qs.resets) > 4:
-                del qs.resets[0]
-        elif (not inc and pq is not None and pq.status == "dropped" and c is not None
-              and c.status in ("running", "paused") and _reset_target(st, key, off)):
-            # resetOffsetByTime reaching a client whose ProcessQueue an OFFSET_ILLEGAL answer
-            # dropped already: MQClientInstance.resetOffset drops it again, which no trace shows
-            # (a drop is reported once), and 10 s later sets the operator's offset. The trace
-            # cannot tell it from the client's own write, so an offset the reset could set (in
-            # [minOffset, maxOffset]: getOffsetInQueueByTime) is taken as one.
-            source = "reset"
-            qs.resets.append(off)
-            if len(qs.resets) > 4:
-                del qs.resets[0]
+            _note_reset(qs, off)
         else:
             out.report("INV-OFFSET-1", f"offset update to {off} that the ProcessQueue did not produce "
                        f"(pending {pq.pending_upd[-4:] if pq else []}, committed {committed})", key)
@@ -1516,9 +1518,7 @@ def offset_committed(st, ev, out):
         _offset_back(st, qs, g, unit, off, src, cid, ev["ts"], out)
     if reset:
         if src == "reset":
-            qs.resets.append(off)
-            if len(qs.resets) > 4:
-                del qs.resets[0]
+            _note_reset(qs, off)
         sq = st.stored.get((key[1], key[2], key[3]))
         qs.reset_ahead = off if sq is not None and off > sq.next else None
         if unit is not None:
