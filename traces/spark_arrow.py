@@ -377,11 +377,7 @@ def replay_arrow(traces, files, trace_of, rows_of, spark, profile, max_listed, p
         rep.plan = plan
         rep.witnesses = []
         rep.seconds = time.perf_counter() - t0
-        rep.spark = {"master": sc.master, "path": "arrow", "partitions": plan.n, "components": plan.components,
-                     "directory_events": plan.directory_events, "partition_events": plan.loads,
-                     "skew": round(plan.skew(), 3), "replay_seconds": [round(r["seconds"], 3) for r in res],
-                     "replay_cpu_seconds": [round(r["cpu_seconds"], 3) for r in res],
-                     "worker_maxrss_mb": round(max(r["maxrss_kb"] for r in res) / 1024, 1)}
+        rep.spark = sr.spark_info(sc, "arrow", plan, res)
         out[t] = rep
     return sorted(fallback)
 

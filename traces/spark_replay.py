@@ -601,14 +601,20 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
                 rep.witnesses = write_witnesses(rows.filter(lambda tr, t=t: tr[0] == t).map(lambda tr: tr[1]),
                                                 plan, rep, profs[t], wd)
             rep.seconds = time.perf_counter() - t0
-            rep.spark = {"master": sc.master, "path": "exact", "partitions": plan.n, "components": plan.components,
-                         "directory_events": plan.directory_events, "partition_events": plan.loads,
-                         "skew": round(plan.skew(), 3), "replay_seconds": [round(r["seconds"], 3) for r in res],
-                         "replay_cpu_seconds": [round(r["cpu_seconds"], 3) for r in res],
-                         "worker_maxrss_mb": round(max(r["maxrss_kb"] for r in res) / 1024, 1)}
+            rep.spark = spark_info(sc, "exact", plan, res)
             out[t] = rep
     finally:
         rows.unpersist()
+
+
+def spark_info(sc, path: str, plan, res) -> dict:
+    """What `replay --json` reports of the job (`spark`): the path taken, the plan's partitions
+    and skew, and each partition's replay figures."""
+    return {"master": sc.master, "path": path, "partitions": plan.n, "components": plan.components,
+            "directory_events": plan.directory_events, "partition_events": plan.loads,
+            "skew": round(plan.skew(), 3), "replay_seconds": [round(r["seconds"], 3) for r in res],
+            "replay_cpu_seconds": [round(r["cpu_seconds"], 3) for r in res],
+            "worker_maxrss_mb": round(max(r["maxrss_kb"] for r in res) / 1024, 1)}
 
 
 def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4):
