@@ -195,14 +195,13 @@ _SKIP = {"Profile", "function", "builtin_function_or_method", "type"}
 
 # How normalize walks each type: computed once per type (the walk is the explorer's hottest
 # loop, so the per-object work is a dict lookup, not a walk of the class's MRO).
-_ATOM, _DICT, _SET, _SEQ, _MAPPING, _NONE, _METHOD, _PARTIAL, _OBJ = range(9)
+_DICT, _SET, _SEQ, _MAPPING, _NONE, _METHOD, _PARTIAL, _OBJ = range(8)
 _PLANS: dict = {}
 
 
 def _plan(t):
-    if t in _ATOMIC_SET:
-        p = (_ATOM, ())
-    elif t is dict:
+    """(How normalize walks objects of type t, their slots); t is not atomic (skipped before)."""
+    if t is dict:
         p = (_DICT, ())
     elif t is set:
         p = (_SET, ())
@@ -221,10 +220,6 @@ def _plan(t):
         p = (_OBJ, slots)
     _PLANS[t] = p
     return p
-
-
-def _skey(kv):
-    return repr(kv[0])
 
 
 def normalize(root) -> None:
@@ -261,13 +256,9 @@ def normalize(root) -> None:
                     items = [(k, x[k]) for k in ordered]
                     x.clear()
                     x.update(items)
-                for k in keys:
-                    if type(k) not in atomic:
-                        push(k)
-            elif x:
-                for k in x:
-                    if type(k) not in atomic:
-                        push(k)
+            for k in x:
+                if type(k) not in atomic:
+                    push(k)
             for v in x.values():
                 if type(v) not in atomic:
                     push(v)
