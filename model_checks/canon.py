@@ -358,7 +358,7 @@ class Canon:
                                 tuple(sorted(pq.dup_seen)) if pq.dup_seen else (), pq.commit_due, pq.sampled,
                                 pq.unheard, _extra(pq, xpq))))
         pqs.sort()
-        units = tuple(sorted((rn(u), p.start, p.wm, tuple(sorted(p.done)), p.skipped) for u, p in qs.units.items()))
+        units = tuple(sorted((rn(u), p.start, p.wm, tuple(sorted(p.done)), p.skipped, p.had_offset) for u, p in qs.units.items()))
         return (mk(key), (
             qs.committed, qs.flushed, qs.lock_state, rn(qs.holder) if qs.holder is not None else None,
             (qs.lock_exp - now if qs.lock_exp - now > -1 else -1) if qs.holder is not None else None,

@@ -427,7 +427,7 @@ def pq_created(st, ev, out):
     if p is None:
         # messages below minOffset were deleted by retention: not expected any more
         qs.units[unit] = Progress(max(off, sq.min) if sq is not None else off)
-    elif off > p.wm and qs.reset_ahead is not None and not broadcast:
+    elif off > p.wm and qs.reset_ahead is not None and off <= qs.reset_ahead and not broadcast:
         n = _skip_to(p, off, sq)
         if n:
             out.report("ANOM-RESET-SKIP", f"the group's offset was reset to {qs.reset_ahead}, past the queue's end: "
@@ -439,8 +439,8 @@ def pq_created(st, ev, out):
             n = p.unhandled_count(p.wm, hi)
             if read == -1 and committed is None:
                 out.report("INV-LOSS-1", f"new ProcessQueue of {cid} starts at {off} (no committed offset: "
-                           f"computePullFromWhere of -1); {n} messages the group has not consumed are skipped, "
-                           f"first {gap}; cause: {_unpersisted_cause(st, qs, cid)}", key)
+                           f"computePullFromWhere of -1); {n} messages {'it' if broadcast else 'the group'} has not consumed are skipped, "
+                           f"first {gap}; cause: {_unpersisted_cause(st, qs, cid, p)}", key)
             elif not reported:
                 out.report("INV-START-1", f"ProcessQueue of {cid} starts at {off}, skipping {n} unconsumed offsets, "
                            f"first {gap}", key)
@@ -449,8 +449,16 @@ def pq_created(st, ev, out):
         p.start = off
 
 
-def _unpersisted_cause(st, qs, cid):
-    """Why a group that consumed a queue has no committed offset for it."""
+def _unpersisted_cause(st, qs, cid, unit):
+    """Why a unit that started on a queue before has no committed offset for it."""
+    c = st.dir.clients.get(cid)
+    if c is not None and c.broadcast:
+        if not unit.had_offset:
+            return (f"{cid} stopped or crashed before its offset table had an entry for the queue (no batch "
+                    f"consumed, no pull answered): its offsets file has none, and its restart reads -1, a first "
+                    f"start to computePullFromWhere (A-OFFSET-ENTRY)")
+        return (f"{cid} crashed before its offsets file got the queue's offset (LocalFileOffsetStore.persistAll "
+                f"runs every {limits.client(st, cid).persist_interval_ms} ms and at shutdown)")
     if qs.lost_entry is not None:
         return (f"the broker's offset table lost the queue's committed offset {qs.lost_entry} (offset_erased: "
                 f"ConsumerOffsetManager.commitOffset's get-then-put race replaced the topic@group's map)")
@@ -462,6 +470,9 @@ def _unpersisted_cause(st, qs, cid):
         st_ = cl.status if cl is not None else "unknown"
         parts.append(f"{c} ({st_})")
     who = ", ".join(parts) if parts else "the previous owner"
+    if not unit.had_offset:
+        return (f"{who} held the queue but its offset table never had an entry for it (no batch consumed, no "
+                f"pull answered), so no offset reached the broker (A-OFFSET-ENTRY)")
     return (f"{who} consumed the queue but no offset reached the broker (a crash or lost persist before the "
             f"first persist; persist interval {limits.client(st, prev[0] if prev else cid).persist_interval_ms} ms)")
 
@@ -617,7 +628,8 @@ def pull_answered(st, ev, out):
             if n:
                 out.report("ANOM-RESET-SKIP", f"the reset past the end is corrected to maxOffset {nxt}: {n} messages "
                            f"stored meanwhile are skipped", key)
-            qs.reset_ahead = None
+            # reset_ahead stays until a commit replaces the reset: the correction below is the
+            # client's, 10 s later, and a crash before it leaves the broker at the reset's offset
         pq.next_pull = nxt
         # DefaultMQPushConsumerImpl (OFFSET_ILLEGAL): drop the ProcessQueue, and 10 s later
         # updateOffset(mq, nextBeginOffset, false), persist, removeProcessQueue. That task is the
@@ -1334,6 +1346,10 @@ def _reset_target(st, key, off) -> bool:
 def offset_updated(st, ev, out):
     qs = _q(st, ev)
     _settle(st, qs, qs.pqs.get(ev["client"]), out)
+    cl = st.dir.clients.get(ev["client"])
+    unit = qs.units.get(ev["client"] if cl is not None and cl.broadcast else "")
+    if unit is not None:
+        unit.had_offset = True      # the client's offset table has an entry for the queue now
     if ev.get("obs") == "sampled":
         _sampled_store(st, qs, ev, out)
         return
@@ -1526,6 +1542,8 @@ def offset_committed(st, ev, out):
             if left:
                 out.report("ANOM-RESET-SKIP", f"operator reset to {off} skips {left} messages the group had "
                            f"not consumed", key)
+    elif qs.reset_ahead is not None and off != qs.reset_ahead:
+        qs.reset_ahead = None       # the reset's offset is replaced (the illegal-offset correction landed)
     _set_committed(st, qs, off)
     qs.lost_entry = None
     m = broker_offset_passes(st, qs)

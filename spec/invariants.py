@@ -291,16 +291,25 @@ CATALOGUE: tuple[Invariant, ...] = (
         "INV-LOSS-1", "No message skipped outside the skips by design",
         "A consumer unit (the group, or one broadcasting client) passes over a stored message it "
         "has not handled only by design: an operator's offset reset (ANOM-RESET-SKIP), retention "
-        "(ANOM-RETENTION), or CONSUME_FROM_LAST_OFFSET on the group's first start on the queue. "
-        "A new ProcessQueue of a group that consumed the queue before and finds no committed "
-        "offset starts at maxOffset and skips what the previous owner had not persisted: a loss.",
-        "RemoteBrokerOffsetStore.readOffset (-1 when nothing was persisted) and "
-        "computePullFromWhere (LAST -> maxOffset).",
+        "(ANOM-RETENTION), or CONSUME_FROM_LAST_OFFSET on the unit's first start on the queue. "
+        "A new ProcessQueue of a unit that started on the queue before and finds no committed "
+        "offset starts at maxOffset and skips what was stored since and not consumed: a loss.",
+        "RemoteBrokerOffsetStore / LocalFileOffsetStore.readOffset (-1 when nothing was "
+        "persisted) and computePullFromWhere (LAST -> maxOffset). An offset table gets an entry "
+        "for a queue only from updateOffset (a consumed batch, a store read, a reset), and "
+        "persistAll writes only the table's entries.",
         "Owners persist their offset before they lose a queue (persistConsumerOffset on "
         "shutdown and in removeUnnecessaryMessageQueue) and at least every "
-        "persist_consumer_offset_interval_ms; a crash or a lost persist breaks it.",
+        "persist_consumer_offset_interval_ms; a crash or a lost persist breaks it. "
+        "A-OFFSET-ENTRY: a unit stops or loses a queue only once its offset table has an entry "
+        "for it (from the first consumed batch, or correctTagsOffset when a pull finds nothing "
+        "new, which long polling delays up to 15 s), so there is an offset to persist; a "
+        "consumer (a broadcasting one in particular, which has no broker answering 0, #334) that "
+        "stops sooner restarts there as on a first start and skips what was stored meanwhile. "
+        "The report names the assumption.",
         "error", False, "step", "queue",
-        "A crash before the first persist; #2708 / #4016 (the committed offset is not found).",
+        "A crash before the first persist; a stop before the queue's first offset entry (A-OFFSET-ENTRY); "
+        "#2708 / #4016 (the committed offset is not found).",
         "at-least-once: every message a subscribed group should consume is consumed"),
     Invariant(
         "INV-SUB-1", "A group's consumers subscribe alike",

@@ -165,13 +165,16 @@ class Progress:
     """A consumer unit's progress over one queue: the group (clustering) or one client
     (broadcasting). Offsets below `wm` are handled; `done` holds handled offsets >= wm."""
 
-    __slots__ = ("start", "wm", "done", "skipped")
+    __slots__ = ("start", "wm", "done", "skipped", "had_offset")
 
     def __init__(self, start):
         self.start = start
         self.wm = start
         self.done: set[int] = set()
         self.skipped = 0
+        # a client of the unit had an offset for the queue in its offset table (updateOffset ran);
+        # names the cause when a later start finds none (INV-LOSS-1)
+        self.had_offset = False
 
     def handle(self, off) -> bool:
         """Mark off handled; False if it already was (a duplicate)."""

@@ -111,13 +111,18 @@ def test_machine_class_is_cached_per_profile_for_the_printed_code():
     assert machine_class("rocketmq-4.9.8").profile == "rocketmq-4.9.8"
 
 
-@pytest.mark.parametrize("name", ["restarted-client-sends-back-again.jsonl", "restarted-client-consume-ids.jsonl"])
+@pytest.mark.parametrize("name", ["restarted-client-sends-back-again.jsonl", "restarted-client-consume-ids.jsonl",
+                                  "reset-past-end-crash-before-correction.jsonl"])
 def test_traces_the_machine_found_against_the_spec_hold_now(name):
     # Reference runs the state machine reported, where the spec was wrong: a client restarted
     # under the same id re-consumed a message its crashed incarnation had sent back, and failed
     # it again (a second copy for a second failure, not INV-RETRY-3); a restarted client's
     # consume ids start at 1 again (not a batch of the old incarnation's removed ProcessQueue,
-    # INV-DROP-1). Each declares "holds" (trace_started.config.expect).
+    # INV-DROP-1); an operator reset past the queue's end (all consumers stopped), whose
+    # OFFSET_ILLEGAL correction (10 s after the answer) never ran because the client crashed, so a
+    # later owner starts at the reset's offset and skips a message stored below it meanwhile (by
+    # design of the reset, ANOM-RESET-SKIP, not INV-START-1). Each declares "holds"
+    # (trace_started.config.expect).
     from pathlib import Path
 
     from rocketspec.conformance.verdicts import judge_trace
@@ -169,3 +174,65 @@ def test_a_runaway_mutant_is_killed_by_a_finding_not_stalled():
 
     k = M.kill_by_hypothesis(M.BY_ID["pull-offset-not-advanced"], budget_s=60, max_examples=200, shrink_budget_s=2)
     assert k.killed and k.invariants == ["INV-PULL-1"], k.to_dict()
+
+
+# The state machine's shrunk example (5.3.3, example 782 of a derandomized run): broadcasting b1
+# (CONSUME_FROM_LAST_OFFSET) creates its ProcessQueues on empty queues and is shut down before any
+# pull answers (long polling holds an empty pull up to 15 s), so its offset table has no entry and
+# persistAll writes nothing; a message is stored; b1 starts again, reads -1 from its offsets file
+# and starts at maxOffset (computePullFromWhere: "first start"), skipping the message. Real
+# RocketMQ does this (4.9.8: LocalFileOffsetStore.persistAll, RebalancePushImpl.computePullFromWhere),
+# so the reference is right and the spec reports the loss naming A-OFFSET-ENTRY; a machine that
+# respects the assumptions does not play that stop.
+BROADCAST_RESTART = """\
+from rocketspec.conformance.statemachine import machine_class
+ReferenceMachine = machine_class('rocketmq-5.3.3'{attrs})
+state = ReferenceMachine()
+state.begin(clients=['b1'], count=0)
+state.advance(choices=[0], ms=1)
+state.shutdown(client='b1')
+state.start(client='b1')
+state.produce(count=1, tags='A')
+state.start(client='b1')
+state.teardown()
+"""
+
+
+def test_a_broadcast_restart_before_the_first_offset_entry_loses_what_was_stored_between():
+    from pathlib import Path
+
+    from rocketspec.conformance.verdicts import judge_trace
+
+    j = judge_trace(Path(__file__).parent / "fixtures" / "statemachine" / "broadcast-restart-before-first-offset.jsonl")
+    assert j.declared and j.ok, j.describe()
+    [f] = j.report.findings.errors
+    assert "A-OFFSET-ENTRY" in f.message and "b1 stopped or crashed before its offset table had an entry" in f.message
+
+
+def test_the_machine_plays_that_stop_only_when_it_may_break_assumptions(tmp_path):
+    exec(compile(BROADCAST_RESTART.format(attrs=""), "<respecting>", "exec"), {})     # b1's stop is not played
+    code = BROADCAST_RESTART.format(attrs=f", respect_assumptions=False, trace_path={str(tmp_path / 't.jsonl')!r}")
+    with pytest.raises(SpecViolation) as info:
+        exec(compile(code, "<everything>", "exec"), {})
+    assert info.value.finding.inv == "INV-LOSS-1"
+
+
+def test_a_persist_on_its_way_when_the_broker_restarts_a_second_time_is_lost():
+    # The machine's shrunk example (5.3.3, example 395): the broker's restart made a fresh process
+    # with incarnation 0, so after a second restart a one-way persist sent to the previous process
+    # matched again and was committed on the client's next offset query (INV-OFFSET-1: a commit
+    # no persist in flight carries). A restarted broker has lost what was on its way to it.
+    code = """\
+from rocketspec.conformance.statemachine import machine_class
+ReferenceMachine = machine_class('rocketmq-5.3.3')
+state = ReferenceMachine()
+state.begin(clients=['c1'], count=2)
+state.advance(choices=[], ms=20000)
+state.listener_fails(failure='fail', group='GID_B', tags='A', until=None)
+state.restart_broker(downtime_ms=10000)
+state.start(client='c2')
+state.restart_broker(downtime_ms=1000)
+state.teardown()
+"""
+    exec(compile(code, "<broker restarts>", "exec"), {})
+

@@ -96,7 +96,11 @@ class Broker:
 
     def restart(self) -> None:
         """Store and flushed offsets survive; memory (offsets, locks, consumer table, held pulls) does not."""
-        self.proc = Process(self.proc.name)
+        old = self.proc
+        self.proc = Process(old.name)
+        # incarnations only grow: a request sent to the old process (a one-way persist on its way,
+        # network.deliver_persists) must stay stale after the restart, not match a fresh 0
+        self.proc.incarnation = old.incarnation
         self.up = True
         self.on_topology_change()
         self.sim.emit("broker_restarted", broker=self.name)
