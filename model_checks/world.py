@@ -167,7 +167,10 @@ def detach(w: World):
     same time only break ties, and the explorer chooses every tie's order). Returns what
     `attach` needs."""
     sim = w.run.sim
-    heap = sorted(sim._heap, key=_due)
+    # a task that can never run is no state: a cancelled timer's, or one of a process that
+    # died since it was scheduled (Simulator._runnable drops them unseen; a dead process never
+    # lives again: a restart is a new Process, and incarnations only grow)
+    heap = sorted((it for it in sim._heap if _live(it)), key=_due)
     i, n = 0, len(heap)
     while i < n:                 # only tasks due at the same time need the content key
         j = i + 1
@@ -194,7 +197,6 @@ def detach(w: World):
 # Immutable values pickle never shares (it memoizes no int, bool, float or None) and those it
 # does share by identity (str, bytes, tuple, frozenset): normalize makes equal ones one object.
 _PLAIN = frozenset((int, bool, float, type(None)))
-_SHARED = frozenset((str, bytes, tuple, frozenset))
 # (a Profile is walked: its strings, e.g. its name, are values the spec state holds too)
 _SKIP = {"function", "builtin_function_or_method", "type"}
 
@@ -202,6 +204,13 @@ _SKIP = {"function", "builtin_function_or_method", "type"}
 # loop, so the per-object work is a dict lookup, not a walk of the class's MRO).
 _DICT, _SET, _SEQ, _MAPPING, _NONE, _METHOD, _PARTIAL, _OBJ = range(8)
 _PLANS: dict = {}
+# The names pickle writes as strings of its own: attribute and slot names (keys of the state
+# dicts it makes), method, class and module names: name -> the (interned) object pickle
+# writes. A value is never that object: a value equal to a name is a copy, so whether pickle
+# writes the two once or twice does not depend on whether the value was made by code (the
+# interned literal) or loaded from a snapshot (a copy). Names are learnt as types and
+# attributes are met; normalize walks again when it met new ones.
+_NAMES: dict = {}
 
 
 def _plan(t):
@@ -223,6 +232,10 @@ def _plan(t):
     else:
         slots = tuple(k for klass in t.__mro__ for k in getattr(klass, "__slots__", ()) if k != "__dict__")
         p = (_OBJ, slots)
+        for name in slots:
+            _NAMES.setdefault(name, name)
+    for name in (t.__qualname__, t.__module__):
+        _NAMES.setdefault(name, name)
     _PLANS[t] = p
     return p
 
@@ -234,12 +247,13 @@ def normalize(root) -> None:
     - every dict in key order and every set in value order. Iteration order is then the keys'
       order, as with RocketMQ's hash maps (ConcurrentHashMap iterates in hash order, not in
       insertion order); lists, deques and tuples keep their order, which means something;
-    - equal immutable values made one object: a str the interpreter's interned one (which is
-      also what attribute and slot names are), equal tuples and frozensets one of them. Pickle
-      writes a value it has met before, by identity, as a back-reference, so two worlds equal
-      in value would otherwise pickle differently when they differ in which equal strings are
-      one object (a dict key made by this step against the same key loaded from a snapshot):
-      about a quarter of `small`'s states at depth 7 were such copies of another.
+    - equal immutable values made one object (strings, bytes, tuples, frozensets), and a string
+      value never the object of an equal name pickle writes (see _NAMES). Pickle writes a value
+      it has met before, by identity, as a back-reference, so two worlds equal in value would
+      otherwise pickle differently when they differ in which equal strings are one object (a
+      dict key made by this step against the same key loaded from a snapshot): about a quarter
+      of `small`'s states at depth 7 were such copies of another. After a load the values are
+      canonical already (pickle keeps the sharing), so only what a step made is replaced.
     """
     seen = set()
     mark = seen.add
@@ -248,52 +262,58 @@ def normalize(root) -> None:
     pop = stack.pop
     plans = _PLANS
     plain = _PLAIN
-    shared = _SHARED
-    strs: dict = {}
+    names = len(_NAMES)
+    strs: dict = {}             # str -> its canonical object
     sget = strs.get
-    intern = sys.intern
-    values: dict = {}           # (type, element types, element parts) -> the canonical tuple
+    nget = _NAMES.get
+    values: dict = {}           # tuple, frozenset or bytes -> the canonical one of its value
+    vget = values.get
+
+    def cstr(v):
+        """The canonical object of a string not met before in this walk."""
+        if nget(v) is v:                # a name's own object, held as a value: use a copy
+            v = (v + " ")[:-1]
+        strs[v] = v
+        return v
 
     def canon(v, tv):
-        """The canonical object for an immutable value v of type tv (in _SHARED)."""
-        c = sget(v) if tv is str or tv is bytes else None
+        """The canonical object of an immutable value v of type tv: tuple, frozenset, bytes."""
+        try:
+            c = vget(v)
+        except TypeError:               # holds something unhashable: walked, kept as it is
+            for e in v:
+                if type(e) not in plain and id(e) not in seen:
+                    push(e)
+            return v
         if c is not None:
-            return c
-        if tv is str:
-            c = strs[v] = intern(v)
-            return c
-        if tv is bytes:
-            c = strs[v] = v
-            return c
-        types = []
-        parts = []
+            if c is v or _same_shape(c, v):
+                return c
+            c = None                    # equal but not alike (1 and True, objects equal by
+                                        # __eq__): kept apart, walked below
         elems = []
         changed = False
         for e in v:
             te = type(e)
-            if te in plain:
+            if te is str:
+                ce = sget(e)
+                if ce is None:
+                    ce = cstr(e)
+            elif te in plain:
                 ce = e
-                parts.append(e)
-            elif te in shared:
+            elif te is tuple or te is frozenset or te is bytes:
                 ce = canon(e, te)
-                parts.append(id(ce))
             else:                       # a mutable object the tuple holds: by identity
                 ce = e
-                parts.append(id(e))
                 if id(e) not in seen:
                     push(e)
             if ce is not e:
                 changed = True
-            types.append(te)
             elems.append(ce)
-        if tv is frozenset:             # iteration order is the set's own: by content
-            key = (tv, frozenset(zip(types, parts)))
-        else:
-            key = (tv, tuple(types), tuple(parts))
-        c = values.get(key)
-        if c is None:
-            c = values[key] = tv(elems) if changed else v
-        return c
+        if changed:
+            v = tv(elems)
+        if c is None and vget(v) is None:
+            values[v] = v
+        return v
 
     while stack:
         x = pop()
@@ -309,26 +329,38 @@ def normalize(root) -> None:
             d = getattr(x, "__dict__", None)
             if d is not None:
                 for k, v in d.items():
+                    if k not in _NAMES:     # an attribute name: pickle writes it as a state dict key
+                        _NAMES[k] = k
                     tv = type(v)
-                    if tv in plain:
+                    if tv is str:
+                        cv = sget(v)
+                        if cv is None:
+                            cv = cstr(v)
+                    elif tv in plain:
                         continue
-                    if tv in shared:
+                    elif tv is tuple or tv is frozenset or tv is bytes:
                         cv = canon(v, tv)
-                        if cv is not v:
-                            d[k] = cv
                     else:
                         push(v)
+                        continue
+                    if cv is not v:
+                        d[k] = cv
             for k in slots:
                 v = getattr(x, k, None)
                 tv = type(v)
-                if tv in plain:
+                if tv is str:
+                    cv = sget(v)
+                    if cv is None:
+                        cv = cstr(v)
+                elif tv in plain:
                     continue
-                if tv in shared:
+                elif tv is tuple or tv is frozenset or tv is bytes:
                     cv = canon(v, tv)
-                    if cv is not v:
-                        setattr(x, k, cv)
                 else:
                     push(v)
+                    continue
+                if cv is not v:
+                    setattr(x, k, cv)
         elif kind == _DICT:
             items = list(x.items())
             rebuild = False
@@ -342,16 +374,25 @@ def normalize(root) -> None:
                     items = ordered
             for n, (k, v) in enumerate(items):
                 tk = type(k)
-                if tk in shared:
+                if tk is str:
+                    ck = sget(k)
+                    if ck is None:
+                        ck = cstr(k)
+                elif tk in plain:
+                    ck = k
+                elif tk is tuple or tk is frozenset or tk is bytes:
                     ck = canon(k, tk)
                 else:
                     ck = k
-                    if tk not in plain:
-                        push(k)
+                    push(k)
                 tv = type(v)
-                if tv in plain:
+                if tv is str:
+                    cv = sget(v)
+                    if cv is None:
+                        cv = cstr(v)
+                elif tv in plain:
                     cv = v
-                elif tv in shared:
+                elif tv is tuple or tv is frozenset or tv is bytes:
                     cv = canon(v, tv)
                 else:
                     cv = v
@@ -368,20 +409,28 @@ def normalize(root) -> None:
                 continue
             for n, v in enumerate(x):
                 tv = type(v)
-                if tv in plain:
+                if tv is str:
+                    cv = sget(v)
+                    if cv is None:
+                        cv = cstr(v)
+                elif tv in plain:
                     continue
-                if tv in shared:
+                elif tv is tuple or tv is frozenset or tv is bytes:
                     cv = canon(v, tv)
-                    if cv is not v:
-                        x[n] = cv
                 else:
                     push(v)
+                    continue
+                if cv is not v:
+                    x[n] = cv
         elif kind == _SET:
             if x:
                 elems = []
                 for v in x:
                     tv = type(v)
-                    if tv in shared:
+                    if tv is str:
+                        cv = sget(v)
+                        v = cstr(v) if cv is None else cv
+                    elif tv is tuple or tv is frozenset or tv is bytes:
                         v = canon(v, tv)
                     elif tv not in plain:
                         push(v)
@@ -397,8 +446,19 @@ def normalize(root) -> None:
             rebuild = False
             for n, (k, v) in enumerate(items):
                 tk, tv = type(k), type(v)
-                ck = canon(k, tk) if tk in shared else k
-                if tv in shared:
+                if tk is str:
+                    ck = sget(k)
+                    if ck is None:
+                        ck = cstr(k)
+                elif tk is tuple or tk is frozenset or tk is bytes:
+                    ck = canon(k, tk)
+                else:
+                    ck = k
+                if tv is str:
+                    cv = sget(v)
+                    if cv is None:
+                        cv = cstr(v)
+                elif tv is tuple or tv is frozenset or tv is bytes:
                     cv = canon(v, tv)
                 else:
                     cv = v
@@ -415,6 +475,9 @@ def normalize(root) -> None:
                 push(d)
         elif kind == _METHOD:
             push(x.__self__)
+            name = x.__func__.__name__
+            if name not in _NAMES:      # pickle writes a bound method as getattr(obj, name)
+                _NAMES[name] = name
         elif kind == _PARTIAL:
             push(x.func)
             args = x.args
@@ -422,6 +485,31 @@ def normalize(root) -> None:
                 cargs = canon(args, tuple)
                 if cargs is not args:
                     x.__setstate__((x.func, cargs, x.keywords or None, getattr(x, "__dict__", None) or None))
+    if len(_NAMES) != names:
+        # names met for the first time (a type or an attribute never seen before) came after
+        # values equal to them: walk again, now that they are known
+        normalize(root)
+
+
+_ALIKE = frozenset((str, bytes, int, float, bool, type(None)))
+
+
+def _same_shape(a, b) -> bool:
+    """Equal immutable values a and b are alike: the same types throughout (1 == True == 1.0)
+    and the same objects where they hold mutable ones, so one may stand for the other."""
+    if type(a) is frozenset:
+        return all(type(e) in _ALIKE for e in a) and all(type(e) in _ALIKE for e in b) and \
+            {(type(e), e) for e in a} == {(type(e), e) for e in b}
+    for x, y in zip(a, b):
+        tx = type(x)
+        if tx is not type(y):
+            return False
+        if x is y or tx in _ALIKE:
+            continue
+        if (tx is tuple or tx is frozenset) and _same_shape(x, y):
+            continue
+        return False
+    return True
 
 
 def _first(item):
@@ -456,6 +544,13 @@ def _shallow(x, depth=0):
 
 def _due(item):
     return item[0]
+
+
+def _live(item):
+    _due_, _order, _fn, _args, owner, inc, timer = item
+    if timer is not None and timer.cancelled:
+        return False
+    return owner is None or (owner.alive and owner.incarnation == inc)
 
 
 def _task_key(item):
