@@ -154,9 +154,9 @@ class Simulator:
             self.now = t_end
 
     def step(self, t_end: int | None = None):
-        """One boundary of the run: the chooser picks which runnable task due first runs
-        (task_order) and whether an armed fault strikes before it (fault_strike); then that
-        task or fault runs. Returns "task", "fault", or None when nothing is due by t_end.
+        """One boundary of the run: the chooser picks whether an armed fault strikes before the
+        next task (fault_strike), else which runnable task due first runs (task_order); then
+        that fault or task runs. Returns "task", "fault", or None when nothing is due by t_end.
         The candidates are gathered afresh before every task: the one before may have
         cancelled, killed, paused or added some. The explorer (model_checks/explorer.py) takes
         the run one step at a time from copies of the world."""
@@ -172,18 +172,21 @@ class Simulator:
                     batch.append(item)
             if not batch:
                 continue
-            i = ch.order("task_order", len(batch)) if len(batch) > 1 else 0
-            item = batch.pop(i)
-            for other in batch:
-                push(heap, other)
             self.now = due
+            # a fault strikes before whichever task would run next: asked first, so a fault is
+            # one choice, not one per order of the tasks it comes before
             if self.armed:
                 j = ch.strike("fault_strike", [name for name, _ in self.armed])
                 if j:
                     _, fire = self.armed.pop(j - 1)
-                    push(heap, item)     # reconsidered: the fault may have killed its owner
+                    for item in batch:   # reconsidered: the fault may have killed an owner
+                        push(heap, item)
                     fire()
                     return "fault"
+            i = ch.order("task_order", len(batch)) if len(batch) > 1 else 0
+            item = batch.pop(i)
+            for other in batch:
+                push(heap, other)
             self.tasks_run += 1
             item[2](*item[3])
             return "task"
