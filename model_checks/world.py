@@ -362,45 +362,68 @@ def normalize(root) -> None:
                 if cv is not v:
                     setattr(x, k, cv)
         elif kind == _DICT:
-            items = list(x.items())
             rebuild = False
-            if len(items) > 1:
+            if len(x) > 1:
+                keys = list(x)
                 try:
-                    ordered = sorted(items, key=_first)
+                    rebuild = sorted(keys) != keys
                 except TypeError:
-                    ordered = sorted(items, key=_first_repr)
-                if ordered != items:
-                    rebuild = True
-                    items = ordered
-            for n, (k, v) in enumerate(items):
+                    rebuild = sorted(keys, key=repr) != keys
+            for k, v in x.items():      # at a fixed point (a loaded world) nothing is replaced
                 tk = type(k)
                 if tk is str:
                     ck = sget(k)
                     if ck is None:
                         ck = cstr(k)
+                    if ck is not k:
+                        rebuild = True
                 elif tk in plain:
-                    ck = k
+                    pass
                 elif tk is tuple or tk is frozenset or tk is bytes:
-                    ck = canon(k, tk)
+                    if canon(k, tk) is not k:
+                        rebuild = True
                 else:
-                    ck = k
                     push(k)
                 tv = type(v)
                 if tv is str:
                     cv = sget(v)
                     if cv is None:
                         cv = cstr(v)
+                    if cv is not v:
+                        rebuild = True
                 elif tv in plain:
-                    cv = v
+                    pass
                 elif tv is tuple or tv is frozenset or tv is bytes:
-                    cv = canon(v, tv)
+                    if canon(v, tv) is not v:
+                        rebuild = True
                 else:
-                    cv = v
                     push(v)
-                if ck is not k or cv is not v:
-                    items[n] = (ck, cv)
-                    rebuild = True
             if rebuild:
+                items = []
+                for k, v in x.items():
+                    tk = type(k)
+                    if tk is str:
+                        ck = sget(k)
+                        if ck is None:
+                            ck = cstr(k)
+                    elif tk in plain:
+                        ck = k
+                    elif tk is tuple or tk is frozenset or tk is bytes:
+                        ck = canon(k, tk)
+                    else:
+                        ck = k
+                    tv = type(v)
+                    if tv is str:
+                        cv = sget(v)
+                    elif tv is tuple or tv is frozenset or tv is bytes:
+                        cv = canon(v, tv)
+                    else:
+                        cv = v
+                    items.append((ck, cv))
+                try:
+                    items.sort(key=_first)
+                except TypeError:
+                    items.sort(key=_first_repr)
                 x.clear()
                 x.update(items)
         elif kind == _SEQ:
