@@ -170,3 +170,51 @@ def key_atom(key) -> tuple | None:
     if len(key) == 3 and isinstance(key[2], int):
         return ("S",) + tuple(key)
     return None
+
+
+# An event's names (`names`): the fields that name a group ("g"), a topic ("t"), a broker ("b")
+# or a client ("c"). Every state key an action reads or writes is made of names its event or an
+# earlier event naming one of them gave (a queue's pq of a client: pq_created names both), so
+# names that events mention together are one deployment for the replay's lifetimes
+# (traces.scopes). message_scheduled's topic is the schedule's own (SCHEDULE_TOPIC_XXXX, shared
+# by every group): no state is keyed by it.
+_NAME_FIELDS = (("group", "g"), ("broker", "b"), ("client", "c"), ("holder", "c"), ("previous_holder", "c"))
+_TOPIC_FIELDS = ("topic", "real_topic", "retry_topic")
+_QUEUE_LISTS = ("mqs", "allocated", "queues")
+
+
+def _topic_names(t, out) -> None:
+    if type(t) is not str:
+        return
+    out.add(("t", t))
+    for p in (RETRY_PREFIX, DLQ_PREFIX):
+        if t.startswith(p):
+            out.add(("g", t[len(p):]))
+
+
+def names(ev) -> tuple:
+    """The names (kind letter, name) an event mentions, sorted: () for the trace's own events."""
+    out: set = set()
+    for f, k in _NAME_FIELDS:
+        v = ev.get(f)
+        if type(v) is str:
+            out.add((k, v))
+    for f in _TOPIC_FIELDS:
+        if f != "topic" or ev["kind"] != "message_scheduled":
+            _topic_names(ev.get(f), out)
+    subs = ev.get("subscriptions")
+    if isinstance(subs, dict):
+        for t in subs:
+            _topic_names(t, out)
+    for f in _QUEUE_LISTS:
+        v = ev.get(f)
+        if isinstance(v, list):
+            for mq in v:
+                if isinstance(mq, list) and len(mq) >= 2:
+                    _topic_names(mq[0], out)
+                    if type(mq[1]) is str:
+                        out.add(("b", mq[1]))
+    cids = ev.get("cids")
+    if isinstance(cids, list):
+        out.update(("c", c) for c in cids if type(c) is str)
+    return tuple(sorted(out))
