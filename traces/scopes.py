@@ -18,7 +18,7 @@ a scope ends when the last of its groups does.
 from __future__ import annotations
 
 
-class _UnionFind:
+class UnionFind:
     def __init__(self):
         self.parent: dict = {}
 
@@ -43,7 +43,7 @@ class Scopes:
     event); `plan`: its traces.spark_replay.Plan, whose partitions hold the components."""
 
     def __init__(self, combos: dict, plan):
-        uf = _UnionFind()
+        uf = UnionFind()
         for _, names in combos:
             for x in names:
                 uf.find(x)
@@ -73,6 +73,11 @@ class Scopes:
                     last[(p, r)] = seq
         self.count = len(members)
         self.ends = sorted((p, seq, tuple(sorted(members[r]))) for (p, r), seq in last.items())
+
+    def __getstate__(self):
+        # the ends are the driver's (it sends each partition its own, in its rows): the plan
+        # broadcast to every executor does not carry them
+        return {k: v for k, v in self.__dict__.items() if k != "ends"}
 
     def targets(self, names) -> tuple:
         """The partitions a directory event goes to (its scope's owner first)."""

@@ -32,9 +32,9 @@ import orjson
 
 from ..spec.kinds import atoms as event_atoms
 from ..spec.kinds import key_atom
-from ..spec.kinds import names as event_names
+from ..spec.kinds import names_packer
 from .io import TraceInputError, out_of_order
-from .scopes import Scopes, _UnionFind
+from .scopes import Scopes, UnionFind
 
 WITNESS_CAP = 200_000
 ROUTE_CACHE = 1 << 20      # distinct places whose partitions one routing task remembers
@@ -117,6 +117,7 @@ def _read_file(idx: int, path: str):
     validate = fast_validator()
     last_seq = last_ts = None
     dumps = orjson.dumps
+    pack_names = names_packer(dumps)
     n = 0
     try:
         for line, ev in read_events(path, validate=False):
@@ -128,7 +129,7 @@ def _read_file(idx: int, path: str):
                 raise TraceInputError(path, line, out_of_order(seq, ts, last_seq, last_ts))
             last_seq, last_ts = seq, ts
             n += 1
-            yield (seq, ts, ev["kind"], dumps(event_atoms(ev)), idx, line, dumps(ev), dumps(event_names(ev)))
+            yield (seq, ts, ev["kind"], dumps(event_atoms(ev)), idx, line, dumps(ev), pack_names(ev))
         if n == 0:
             raise TraceInputError(path, 1, "empty trace (no event): expected a trace_started event first")
     except TraceInputError as exc:
@@ -228,7 +229,7 @@ class Plan:
             counts = {}
             for (places, _), (c, _) in combos.items():
                 counts[places] = counts.get(places, 0) + c
-        uf = _UnionFind()
+        uf = UnionFind()
         self.directory_events = counts.get(None, 0)
         for places, c in counts.items():
             for place in places or ():
@@ -255,7 +256,6 @@ class Plan:
             comp_part[r] = p
             heapq.heappush(heap, (load + c, p))
         self.part_of = {x: comp_part[uf.find(x)] for x in list(uf.parent)}
-        self.comp_of = {x: uf.find(x) for x in list(uf.parent)}
         self.group_parts: dict = {}
         for x, p in self.part_of.items():
             if x[0] == "Q":
