@@ -43,6 +43,8 @@ def main(argv=None):
     ap.add_argument("--events", default="1e6,3e6", help="trace lengths, comma-separated")
     ap.add_argument("--cores", type=int, default=2, help="local[N] (default 2)")
     ap.add_argument("--arrow", action="store_true", help="the Arrow path (default: the exact path)")
+    ap.add_argument("--rows-per-partition", type=float, default=None,
+                    help="replay partitions: the events over this (default: 2 x cores, whatever the length)")
     ap.add_argument("--worker-memory", default=None,
                     help="spark.python.worker.memory (the Python sort's spill threshold; default Spark's)")
     args = ap.parse_args(argv)
@@ -51,15 +53,18 @@ def main(argv=None):
     for n in [int(float(x)) for x in args.events.split(",")]:
         d, total = _data(n)
         before = _load()
-        t, (jvm, py), hwm, rep = run_replay(d, args.cores, None, args.arrow, conf)
+        parts = None if args.rows_per_partition is None else max(1, -(-total // int(args.rows_per_partition)))
+        t, (jvm, py), hwm, rep = run_replay(d, args.cores, parts, args.arrow, conf)
         sp = rep.spark
         plan_mb = len(pickle.dumps(rep.plan)) / 2 ** 20
         peaks.append((total, sp["worker_maxrss_mb"]))
         print(f"{total:>11,} events  local[{args.cores}] {sp['path']}: wall {t:6.1f} s  CPU {jvm + py:6.1f} s "
               f"(JVM {jvm:.1f} + Python {py:.1f})  worker peak {sp['worker_maxrss_mb']:.0f} MiB  JVM peak {hwm:.0f} MiB"
               f"  verdict {'holds' if rep.ok else 'violated'}  ({before} before, {_load()} after)", flush=True)
-        print(f"{'':>19}live keys of a partition at its peak {getattr(rep, 'live_keys_peak', None)}  scopes dropped "
-              f"{getattr(rep, 'scopes_dropped', 0)} of {rep.plan.scopes.count if rep.plan.scopes else '?'}  "
+        print(f"{'':>19}live keys at the end (all partitions) {rep.live_keys}", flush=True)
+        print(f"{'':>19}live keys of a partition at its peak {getattr(rep, 'live_keys_peak', None)}  scope drops "
+              f"{getattr(rep, 'scopes_dropped', 0)} (summed over partitions; scopes "
+              f"{rep.plan.scopes.count if getattr(rep.plan, 'scopes', None) else '?'})  "
               f"plan shipped {plan_mb:.1f} MiB  partitions {sp['partitions']}", flush=True)
     if len(peaks) > 1:
         (n0, m0), (n1, m1) = peaks[0], peaks[-1]

@@ -11,10 +11,13 @@ The job (`replay(paths, spark, ...)`):
    action reads state outside its component. Components are packed onto partitions by their
    event counts (largest first onto the lightest partition).
 3. **Replay.** Each partition replays its components' events in seq order through
-   `spec.actions` in one `SpecState`; directory events (clients, brokers, topics, allocations,
-   the end of the trace) go to every partition. A finding is kept by exactly one partition: the
-   one its event went to, or for a directory event, the partition of its key's component
-   (partition 0 for the directory's own findings), so each finding is counted once.
+   `spec.actions` in one `SpecState`; directory events (clients, brokers, topics, allocations)
+   go to the partitions of their scope (traces.scopes: the names events mention together, a
+   deployment), the trace's own events to every partition. After the last event of a scope in
+   a partition, the partition drops that scope's state (spec.evict), so its memory holds the
+   scopes still live. A finding is kept by exactly one partition: the one its event went to,
+   or for a directory event, the partition of its key's component (the scope's owner for the
+   directory's own findings), so each finding is counted once.
 4. **Merge.** Counts add up; the listed findings are the first by seq, as `check` lists them.
 
 A partition's result depends only on its events, so a retried task (a lost executor) gives the
@@ -686,7 +689,7 @@ def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4)
     unpacked = _Unpacked()
     for r in rows:
         places = unpacked[r[3]]
-        t = plan.route(places, _names(r[7]))
+        t = plan.route(places, _names(r[7]) if places is None else None)
         for p in t:
             parts[p].append(((p, r[0]), (places is None, t[0], r[1], r[4], r[5], r[6])))
     for p, seq, names in plan.scopes.ends:
