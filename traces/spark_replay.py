@@ -672,7 +672,10 @@ def spark_info(sc, path: str, plan, res) -> dict:
             "directory_events": plan.directory_events, "partition_events": plan.loads,
             "skew": round(plan.skew(), 3), "replay_seconds": [round(r["seconds"], 3) for r in res],
             "replay_cpu_seconds": [round(r["cpu_seconds"], 3) for r in res],
-            "worker_maxrss_mb": round(max(r["maxrss_kb"] for r in res) / 1024, 1)}
+            "worker_maxrss_mb": round(max(r["maxrss_kb"] for r in res) / 1024, 1),
+            # traces.scopes (exact path): the deployments found, and how many each partition dropped
+            "scopes": plan.scopes.count if getattr(plan, "scopes", None) else None,
+            "scopes_dropped": [r.get("scopes_dropped", 0) for r in res]}
 
 
 def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4):
