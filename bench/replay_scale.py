@@ -243,12 +243,12 @@ def run_check(files) -> tuple[float, float, object]:
     return dt, cpu, rep
 
 
-def run_replay(path, cores: int, partitions: int | None, arrow: bool):
+def run_replay(path, cores: int, partitions: int | None, arrow: bool, conf: dict | None = None):
     from rocketspec.traces.spark_replay import replay_many, spark_session
 
     spark = spark_session(f"local[{cores}]", app=f"replay-bench-{cores}",
                           conf={"spark.ui.enabled": "false", "spark.driver.memory": "4g",
-                                "spark.sql.execution.arrow.maxRecordsPerBatch": "10000"})
+                                "spark.sql.execution.arrow.maxRecordsPerBatch": "10000", **(conf or {})})
     try:
         pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
         c0 = _cpu_tree(pid)

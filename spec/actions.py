@@ -203,9 +203,12 @@ def trace_started(st, ev, out):
     d.seed = ev.get("seed")
 
 
+QUIESCENT = "quiescent"     # the trace_ended reason after which nothing may be pending
+
+
 def trace_ended(st, ev, out):
     st.ended = ev["reason"]
-    if ev["reason"] == "quiescent":
+    if ev["reason"] == QUIESCENT:
         check_quiescent(st, out)
 
 

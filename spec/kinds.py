@@ -170,3 +170,88 @@ def key_atom(key) -> tuple | None:
     if len(key) == 3 and isinstance(key[2], int):
         return ("S",) + tuple(key)
     return None
+
+
+# An event's names (`names`): the fields that name a group ("g"), a topic ("t"), a broker ("b")
+# or a client ("c"). Every state key an action reads or writes is made of names its event or an
+# earlier event naming one of them gave (a queue's pq of a client: pq_created names both), so
+# names that events mention together are one deployment for the replay's lifetimes
+# (traces.scopes). message_scheduled's topic is the schedule's own (SCHEDULE_TOPIC_XXXX, shared
+# by every group): no state is keyed by it.
+_NAME_FIELDS = {"group": "g", "broker": "b", "client": "c", "holder": "c", "previous_holder": "c",
+                "topic": "t", "real_topic": "t", "retry_topic": "t"}
+_NESTED = ("subscriptions", "mqs", "allocated", "queues", "cids")     # (directory kinds only)
+_PLAIN = ("group", "topic", "broker", "client")
+_BY_KIND: dict = {}
+
+
+def _fields_of(kind: str) -> tuple:
+    """(the name fields, the nested fields holding names) of a kind's schema, computed once."""
+    from ..traces.schema import kinds
+
+    kd = kinds()[kind]
+    fs = (*kd["required"], *kd["optional"])
+    flat = tuple((f, _NAME_FIELDS[f]) for f in fs if f in _NAME_FIELDS
+                 and not (f == "topic" and kind == "message_scheduled"))
+    nested = tuple(f for f in fs if f in _NESTED)
+    v = _BY_KIND[kind] = (flat, nested, not nested and all(f in _PLAIN for f, _ in flat))
+    return v
+
+
+def _add_topic(t, out) -> None:
+    if type(t) is not str:
+        return
+    out.append(("t", t))
+    if t[:1] == "%":
+        for p in (RETRY_PREFIX, DLQ_PREFIX):
+            if t.startswith(p):
+                out.append(("g", t[len(p):]))
+
+
+def names(ev) -> tuple:
+    """The names (kind letter, name) an event mentions, sorted: () for the trace's own events."""
+    kind = ev["kind"]
+    flat, nested, _ = _BY_KIND.get(kind) or _fields_of(kind)
+    out: list = []
+    for f, k in flat:
+        v = ev.get(f)
+        if type(v) is str:
+            if k == "t":
+                _add_topic(v, out)
+            else:
+                out.append((k, v))
+    for f in nested:
+        v = ev.get(f)
+        if f == "subscriptions":
+            for t in (v if isinstance(v, dict) else ()):
+                _add_topic(t, out)
+        elif f == "cids":
+            out.extend(("c", c) for c in (v if isinstance(v, list) else ()) if type(c) is str)
+        else:
+            for mq in (v if isinstance(v, list) else ()):
+                if isinstance(mq, list) and len(mq) >= 2:
+                    _add_topic(mq[0], out)
+                    if type(mq[1]) is str:
+                        out.append(("b", mq[1]))
+    return tuple(sorted(set(out)))
+
+
+
+def names_packer(pack, size: int = 1 << 16):
+    """`pack(names(ev))`, remembered per (kind, group, topic, broker, client) for the kinds that
+    name nothing else (most events: reading a trace computes each distinct one once)."""
+    cache: dict = {}
+
+    def packed(ev):
+        kind = ev["kind"]
+        if not (_BY_KIND.get(kind) or _fields_of(kind))[2]:
+            return pack(names(ev))
+        key = (kind, ev.get("group"), ev.get("topic"), ev.get("broker"), ev.get("client"))
+        v = cache.get(key)
+        if v is None:
+            if len(cache) >= size:
+                cache.clear()
+            v = cache[key] = pack(names(ev))
+        return v
+
+    return packed

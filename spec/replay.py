@@ -23,6 +23,7 @@ from .profiles import Profile, UnknownProfile, get_profile
 from .state import SpecState, compact_chain, compact_queue
 
 PRUNE_EVERY = 1 << 16
+LIVE = object()     # a finding's state: the snapshot of the live state (else the one given)
 
 
 @dataclass
@@ -76,7 +77,7 @@ class Findings:
         self.ev = None
         self.line = None
 
-    def report(self, inv: str, message: str, key=None) -> None:
+    def report(self, inv: str, message: str, key=None, state=LIVE) -> None:
         sev = _inv.severity(inv)
         self.counts[inv] = self.counts.get(inv, 0) + 1
         if sev == "error":
@@ -87,16 +88,18 @@ class Findings:
             return
         ev = self.ev
         f = Finding(inv, sev, message, key, ev.get("seq") if ev else None, self.line,
-                    ev.get("kind") if ev else None, dict(ev) if ev else None, self._snapshot(key))
+                    ev.get("kind") if ev else None, dict(ev) if ev else None,
+                    self._snapshot(key) if state is LIVE else state)
         (self.errors if sev == "error" else self.warnings).append(f)
 
-    def example(self, inv: str, message: str, key=None) -> None:
+    def example(self, inv: str, message: str, key=None, state=LIVE) -> None:
         """Keep an example of a warning counted elsewhere (st.counts), up to `warn_examples`."""
         if sum(1 for w in self.warnings if w.inv == inv) >= self.warn_examples:
             return
         ev = self.ev
         self.warnings.append(Finding(inv, _inv.severity(inv), message, key, ev.get("seq") if ev else None, self.line,
-                                     ev.get("kind") if ev else None, dict(ev) if ev else None, self._snapshot(key)))
+                                     ev.get("kind") if ev else None, dict(ev) if ev else None,
+                                     self._snapshot(key) if state is LIVE else state))
 
     def _snapshot(self, key):
         st = self.st

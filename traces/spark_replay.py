@@ -11,10 +11,13 @@ The job (`replay(paths, spark, ...)`):
    action reads state outside its component. Components are packed onto partitions by their
    event counts (largest first onto the lightest partition).
 3. **Replay.** Each partition replays its components' events in seq order through
-   `spec.actions` in one `SpecState`; directory events (clients, brokers, topics, allocations,
-   the end of the trace) go to every partition. A finding is kept by exactly one partition: the
-   one its event went to, or for a directory event, the partition of its key's component
-   (partition 0 for the directory's own findings), so each finding is counted once.
+   `spec.actions` in one `SpecState`; directory events (clients, brokers, topics, allocations)
+   go to the partitions of their scope (traces.scopes: the names events mention together, a
+   deployment), the trace's own events to every partition. After the last event of a scope in
+   a partition, the partition drops that scope's state (spec.evict), so its memory holds the
+   scopes still live. A finding is kept by exactly one partition: the one its event went to,
+   or for a directory event, the partition of its key's component (the scope's owner for the
+   directory's own findings), so each finding is counted once.
 4. **Merge.** Counts add up; the listed findings are the first by seq, as `check` lists them.
 
 A partition's result depends only on its events, so a retried task (a lost executor) gives the
@@ -32,10 +35,16 @@ import orjson
 
 from ..spec.kinds import atoms as event_atoms
 from ..spec.kinds import key_atom
+from ..spec.kinds import names_packer
 from .io import TraceInputError, out_of_order
+from .scopes import Scopes, UnionFind
 
 WITNESS_CAP = 200_000
 ROUTE_CACHE = 1 << 20      # distinct places whose partitions one routing task remembers
+# A partition forgets ended scopes (a sweep walks its live state) once this many have ended, or
+# this many events after the first of them: its memory holds the live scopes and a few more.
+SWEEP_SCOPES, SWEEP_EVENTS = 16, 1 << 12
+DIRECTORY = b"null"        # the packed places of a directory event
 
 
 # ---------------------------------------------------------------- inputs
@@ -89,6 +98,11 @@ def _places(packed: bytes):
     return None if v is None else tuple(tuple(tuple(k) for k in place) for place in v)
 
 
+def _names(packed: bytes) -> tuple:
+    """The names (spec.kinds.names) a row carries packed, as tuples again."""
+    return tuple(tuple(x) for x in orjson.loads(packed))
+
+
 class _Unpacked(dict):
     """Packed places -> places, each unpacked once."""
 
@@ -98,14 +112,15 @@ class _Unpacked(dict):
 
 
 def _read_file(idx: int, path: str):
-    """Rows of one file: (seq, ts, kind, packed places, file index, line, event JSON), or one
-    error row ("error", file index, line, message, seq) at the first bad event."""
+    """Rows of one file: (seq, ts, kind, packed places, file index, line, event JSON, packed
+    names), or one error row ("error", file index, line, message, seq) at the first bad event."""
     from ..spec.replay import fast_validator
     from .io import read_events
 
     validate = fast_validator()
     last_seq = last_ts = None
     dumps = orjson.dumps
+    pack_names = names_packer(dumps)
     n = 0
     try:
         for line, ev in read_events(path, validate=False):
@@ -117,7 +132,7 @@ def _read_file(idx: int, path: str):
                 raise TraceInputError(path, line, out_of_order(seq, ts, last_seq, last_ts))
             last_seq, last_ts = seq, ts
             n += 1
-            yield (seq, ts, ev["kind"], dumps(event_atoms(ev)), idx, line, dumps(ev))
+            yield (seq, ts, ev["kind"], dumps(event_atoms(ev)), idx, line, dumps(ev), pack_names(ev))
         if n == 0:
             raise TraceInputError(path, 1, "empty trace (no event): expected a trace_started event first")
     except TraceInputError as exc:
@@ -125,8 +140,8 @@ def _read_file(idx: int, path: str):
 
 
 def _summary() -> dict:
-    """What the plan needs of some rows: event count per key set (packed places), the first
-    event, the trace_started headers, the bad input (`_summarize`)."""
+    """What the plan needs of some rows: per (packed places, packed names), the event count and
+    the last seq; the first event, the trace_started headers, the bad input (`_summarize`)."""
     return {"n": 0, "counts": {}, "first": None, "starts": [], "errors": []}
 
 
@@ -135,13 +150,29 @@ def _summarize(s: dict, r) -> None:
         s["errors"].append(r)
         return
     s["n"] += 1
-    a = r[3]
-    c = s["counts"]
-    c[a] = c.get(a, 0) + 1
+    a = (r[3], r[7])
+    c = s["counts"].get(a)
+    if c is None:
+        s["counts"][a] = [1, r[0]]
+    else:
+        c[0] += 1
+        if c[1] < r[0]:
+            c[1] = r[0]
     if s["first"] is None or r[0] < s["first"][0]:
         s["first"] = (r[0], r[2], r[4], r[5])
     if r[2] == "trace_started":
         s["starts"].append((r[0], r[4], r[5], r[6]))
+
+
+def _combos(sums) -> dict:
+    """{(places, names): (events, last seq)} of a trace's summaries, for the plan."""
+    out: dict = {}
+    for s in sums:
+        for (p, nm), (c, last) in s["counts"].items():
+            k = (_places(p), _names(nm))
+            o = out.get(k)
+            out[k] = (c, last) if o is None else (o[0] + c, max(o[1], last))
+    return out
 
 
 def _summarize_traces(trows):
@@ -175,31 +206,12 @@ def _read_summarized(idx: int, path: str, t: int, acc):
     s = _summary()
     for r in _read_file(idx, path):
         _summarize(s, r)
-        yield t, r
+        # the names route a directory event (traces.scopes); the others' are in the summary
+        yield t, (r if r[0] == "error" or r[3] == DIRECTORY else r[:7] + (None,))
     acc.add({idx: s})
 
 
 # ---------------------------------------------------------------- plan
-
-class _UnionFind:
-    def __init__(self):
-        self.parent: dict = {}
-
-    def find(self, x):
-        p = self.parent
-        p.setdefault(x, x)
-        root = x
-        while p[root] != root:
-            root = p[root]
-        while p[x] != root:
-            p[x], x = root, p[x]
-        return root
-
-    def union(self, a, b):
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
 
 def _is_marker(place) -> bool:
     """("Q", group) alone: every queue of the group; ("T", topic): the chains of every group
@@ -210,10 +222,17 @@ def _is_marker(place) -> bool:
 class Plan:
     """Which partition replays which key: components of the keys that events read together
     (each place of spec.kinds.atoms), packed onto `n` partitions by event count (largest
-    first, onto the lightest)."""
+    first, onto the lightest). `counts`: {places: events}. With `combos` ({(places, names):
+    (events, last seq)}, instead of `counts`), the plan also has `scopes` (traces.scopes):
+    a directory event goes to its scope's partitions, not to every one, and each partition
+    learns when a scope's events are over."""
 
-    def __init__(self, counts: dict, n_wanted: int):
-        uf = _UnionFind()
+    def __init__(self, counts: dict | None, n_wanted: int, combos: dict | None = None):
+        if combos is not None:
+            counts = {}
+            for (places, _), (c, _) in combos.items():
+                counts[places] = counts.get(places, 0) + c
+        uf = UnionFind()
         self.directory_events = counts.get(None, 0)
         for places, c in counts.items():
             for place in places or ():
@@ -240,7 +259,6 @@ class Plan:
             comp_part[r] = p
             heapq.heappush(heap, (load + c, p))
         self.part_of = {x: comp_part[uf.find(x)] for x in list(uf.parent)}
-        self.comp_of = {x: uf.find(x) for x in list(uf.parent)}
         self.group_parts: dict = {}
         for x, p in self.part_of.items():
             if x[0] == "Q":
@@ -251,10 +269,19 @@ class Plan:
             if x[0] == "Q" and ("C", x[1]) in self.part_of:
                 topic_parts.setdefault(x[2], set()).add(self.part_of[("C", x[1])])
         self.topic_parts = {t: tuple(sorted(ps)) for t, ps in topic_parts.items()}
+        self.scopes = None if combos is None else Scopes(combos, self)
         self.loads = [0] * self.n
-        for places, c in counts.items():
-            for p in self.targets(places):
+        items = combos.items() if combos is not None else (((k, ()), (c, None)) for k, c in counts.items())
+        for (places, names), (c, _) in items:
+            for p in self.route(places, names):
                 self.loads[p] += c
+
+    def route(self, places, names) -> tuple:
+        """The partitions an event goes to, its home first; with scopes, a directory event to its
+        scope's partitions only."""
+        if places is None and self.scopes is not None:
+            return self.scopes.targets(names)
+        return self.targets(places)
 
     def targets(self, places) -> tuple:
         """The partitions an event goes to, its home first."""
@@ -295,31 +322,31 @@ class Plan:
 
 def _findings_class():
     from ..spec.kinds import HOME_FINDINGS
-    from ..spec.replay import Findings, _inv
+    from ..spec.replay import LIVE, Findings, _inv
 
     class PartitionFindings(Findings):
         """Findings of one partition. A finding is kept by exactly one partition: the one that
-        owns its key (for a directory event: partition 0 for the directory's own keys), or the
-        event's home for the kinds whose findings judge their home's state (spec.kinds
-        .HOME_FINDINGS) and for findings without a key. Every kept finding is also aggregated
-        by (invariant, key) for the violations dataset."""
+        owns its key (for a directory event: its home, the scope's owner (traces.scopes), for
+        the directory's own keys), or the event's home for the kinds whose findings judge their
+        home's state (spec.kinds.HOME_FINDINGS) and for findings without a key. Every kept
+        finding is also aggregated by (invariant, key) for the violations dataset."""
 
         def __init__(self, st, pid, plan, **kw):
             super().__init__(st, **kw)
             self.pid, self.plan = pid, plan
-            self.broadcast, self.home = False, True
+            self.broadcast, self.home, self.owner = False, True, 0
             self.groups: dict = {}
 
         def _keep(self, key) -> bool:
             if self.broadcast:
                 p = self.plan.key_partition(key)
-                return self.pid == (0 if p is None else p)
+                return self.pid == (self.owner if p is None else p)
             if self.ev["kind"] in HOME_FINDINGS:
                 return self.home
             p = self.plan.key_partition(key)
             return self.home if p is None else p == self.pid
 
-        def report(self, inv, message, key=None):
+        def report(self, inv, message, key=None, state=LIVE):
             if not self._keep(key):
                 return
             ev = self.ev
@@ -330,11 +357,11 @@ def _findings_class():
             else:
                 g[0] += 1
                 g[2], g[4] = seq, ts
-            super().report(inv, message, key)
+            super().report(inv, message, key, state)
 
-        def example(self, inv, message, key=None):
+        def example(self, inv, message, key=None, state=LIVE):
             if self._keep(key):
-                super().example(inv, message, key)
+                super().example(inv, message, key, state)
 
     return PartitionFindings
 
@@ -342,8 +369,11 @@ def _findings_class():
 def _replay_partition(pid, rows, profile_name, files, max_listed, plan, decode=None):
     """Replay one partition's rows ((part, seq), (broadcast, home, ts, file index, line, payload)),
     in seq order, through spec.actions; `decode(payload, file index, line)` makes the event
-    (default: the payload is the event's JSON, read and validated already)."""
+    (default: the payload is the event's JSON, read and validated already). A row
+    ((part, seq, 1), names) after the event of that seq says that the scope of these names has
+    no more events here (traces.scopes): its state is dropped (spec.evict)."""
     from ..spec.actions import HANDLERS
+    from ..spec.evict import Deferred, live_sizes, take
     from ..spec.limits import BadConfig
     from ..spec.profiles import get_profile
     from ..spec.replay import PRUNE_EVERY, prune
@@ -351,12 +381,35 @@ def _replay_partition(pid, rows, profile_name, files, max_listed, plan, decode=N
 
     st = SpecState(get_profile(profile_name))
     out = _findings_class()(st, pid, plan, max_listed=max_listed)
+    deferred = Deferred(max_listed=max_listed)
+    ended: list = []
+    peak: dict = {}
+    dropped = due = 0
+
+    def sweep(drop=True):
+        nonlocal dropped
+        for k, v in live_sizes(st).items():
+            peak[k] = max(peak.get(k, 0), v)
+        if ended and drop:
+            deferred.judge(take(st, {x for names in ended for x in names}))
+            dropped += len(ended)
+            ended.clear()
+
     loads = orjson.loads
     n = 0
     last_seq = last_ts = None
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        for (_, seq), (bcast, home, ts, fidx, line, payload) in rows:
+        for k, v in rows:
+            if len(k) == 3:         # the end of a scope here: forgotten with the next few
+                if not ended:
+                    due = n + SWEEP_EVENTS
+                ended.append(v)
+                if len(ended) >= SWEEP_SCOPES:
+                    sweep()
+                continue
+            seq = k[1]
+            bcast, home, ts, fidx, line, payload = v
             if last_seq is not None and (seq <= last_seq or ts < last_ts):
                 if seq == last_seq:
                     raise TraceInputError(files[fidx], line, f"seq {seq} appears twice in the input")
@@ -364,27 +417,33 @@ def _replay_partition(pid, rows, profile_name, files, max_listed, plan, decode=N
                                                          f"(seq {seq}), across input files")
             last_seq, last_ts = seq, ts
             ev = loads(payload) if decode is None else decode(payload, fidx, line)
-            out.ev, out.line, out.broadcast = ev, line, bcast
+            out.ev, out.line, out.broadcast, out.owner = ev, line, bcast, home
             out.home = here = bcast or home == pid
             counts = None if here else dict(st.counts)
+            kind = ev["kind"]
             try:
-                HANDLERS[ev["kind"]](st, ev, out)
+                HANDLERS[kind](st, ev, out)
             except BadConfig as exc:
-                raise TraceInputError(files[fidx], line, f"{ev['kind']}.config.{exc}") from None
+                raise TraceInputError(files[fidx], line, f"{kind}.config.{exc}") from None
+            if kind == "trace_ended":   # the end-of-trace rule on the scopes dropped before it
+                deferred.hand_on(st, out)
             if counts is not None:
                 st.counts = counts      # counted once, at the event's home
             n += 1
+            if ended and n >= due:
+                sweep()
             if not n & (PRUNE_EVERY - 1):
+                sweep()
                 prune(st)
     except TraceInputError as exc:
         return {"pid": pid, "error": (exc.file, exc.line, exc.message, exc.event)}
+    sweep(drop=False)       # (the scopes still here were judged by trace_ended itself)
     for k, v in st.counts.items():
         out.counts[k] = out.counts.get(k, 0) + v
     return {"pid": pid, "events": n, "ended": st.ended, "errors": out.errors, "warnings": out.warnings,
             "counts": out.counts, "error_count": out.error_count, "groups": out.groups,
             "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, "maxrss_kb": _maxrss_kb(),
-            "live_keys": {"queues": len(st.queues), "stored_queues": len(st.stored), "chains": len(st.chains),
-                          "views": len(st.views), "messages_kept": sum(len(s.msgs) for s in st.stored.values())}}
+            "live_keys": live_sizes(st), "live_keys_peak": peak, "scopes_dropped": dropped}
 
 
 def _maxrss_kb() -> int:
@@ -533,12 +592,7 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
             except TraceInputError as exc:
                 out[t] = exc
                 continue
-            counts: dict = {}
-            for x in per[t]:
-                for a, c in x["counts"].items():
-                    a = _places(a)
-                    counts[a] = counts.get(a, 0) + c
-            plans[t] = Plan(counts, partitions or max(2, 2 * sc.defaultParallelism))
+            plans[t] = Plan(None, partitions or max(2, 2 * sc.defaultParallelism), combos=_combos(per[t]))
             base[t] = n_all
             n_all += plans[t].n
         if not plans:
@@ -551,22 +605,22 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
             return _without_gc(_route(it))
 
         def _route(it):
-            # the partitions of an event follow from its places alone: computed once per
-            # distinct places (a queue's, a chain's), not per event
+            # the partitions of an event follow from its places (and a directory event's names)
+            # alone: computed once per distinct places (a queue's, a chain's), not per event
             plans_, base_ = b.value[0], b.value[1]
             cache: dict = {}
             for t, r in it:
                 plan = plans_.get(t)
                 if plan is None:
                     continue
-                packed = r[3]
-                hit = cache.get((t, packed))
+                packed = (t, r[3], r[7])
+                hit = cache.get(packed)
                 if hit is None:
                     if len(cache) > ROUTE_CACHE:
                         cache.clear()
-                    places = _places(packed)
-                    tg = plan.targets(places)
-                    hit = cache[(t, packed)] = (tuple(base_[t] + p for p in tg), places is None, tg[0])
+                    places = _places(r[3])
+                    tg = plan.route(places, None if r[7] is None else _names(r[7]))
+                    hit = cache[packed] = (tuple(base_[t] + p for p in tg), places is None, tg[0])
                 val = (hit[1], hit[2], r[1], r[4], r[5], r[6])
                 seq = r[0]
                 for p in hit[0]:
@@ -582,8 +636,12 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
             res["trace"] = t
             yield res
 
-        results = (rows.mapPartitions(route)
-                   .repartitionAndSortWithinPartitions(n_all, partitionFunc=lambda k: k[0])
+        # each scope's end in each partition, right after its last event there (traces.scopes)
+        ends = [((base[t] + p, seq, 1), names) for t in sorted(plans) for p, seq, names in plans[t].scopes.ends]
+        routed = rows.mapPartitions(route)
+        if ends:
+            routed = routed.union(sc.parallelize(ends, max(1, min(len(ends) // 1000, n_all))))
+        results = (routed.repartitionAndSortWithinPartitions(n_all, partitionFunc=lambda k: k[0])
                    .mapPartitionsWithIndex(run).collect())
         for t, plan in plans.items():
             res = sorted((r for r in results if r["trace"] == t), key=lambda r: r["pid"])
@@ -614,7 +672,10 @@ def spark_info(sc, path: str, plan, res) -> dict:
             "directory_events": plan.directory_events, "partition_events": plan.loads,
             "skew": round(plan.skew(), 3), "replay_seconds": [round(r["seconds"], 3) for r in res],
             "replay_cpu_seconds": [round(r["cpu_seconds"], 3) for r in res],
-            "worker_maxrss_mb": round(max(r["maxrss_kb"] for r in res) / 1024, 1)}
+            "worker_maxrss_mb": round(max(r["maxrss_kb"] for r in res) / 1024, 1),
+            # traces.scopes (exact path): the deployments found, and how many each partition dropped
+            "scopes": plan.scopes.count if getattr(plan, "scopes", None) else None,
+            "scopes_dropped": [r.get("scopes_dropped", 0) for r in res]}
 
 
 def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4):
@@ -626,14 +687,16 @@ def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4)
     rows = [r for i, f in enumerate(files) for r in _read_file(i, f)]
     s = dict(_summarize_traces((0, r) for r in rows))[0]
     prof = _header([s], files, profile)
-    plan = Plan({_places(a): c for a, c in s["counts"].items()}, partitions)
+    plan = Plan(None, partitions, combos=_combos([s]))
     parts: dict = {p: [] for p in range(plan.n)}
     unpacked = _Unpacked()
     for r in rows:
         places = unpacked[r[3]]
-        t = plan.targets(places)
+        t = plan.route(places, _names(r[7]) if places is None else None)
         for p in t:
             parts[p].append(((p, r[0]), (places is None, t[0], r[1], r[4], r[5], r[6])))
+    for p, seq, names in plan.scopes.ends:
+        parts[p].append(((p, seq, 1), names))
     results = []
     for p in range(plan.n):
         res = _replay_partition(p, iter(sorted(parts[p], key=lambda x: x[0])), prof.name, files, max_listed, plan)
@@ -667,11 +730,15 @@ def _merge(results, files, profile_name, total, max_listed, Findings, Report):
         groups.update(r["groups"])
     rep = Report(path=files[0] if len(files) == 1 else ", ".join(files), profile=profile_name, events=total,
                  ended=results[0]["ended"], findings=f)
+    # held at the end: summed over partitions (views, replicated with the directory events: the
+    # most); at the peak (taken before each sweep of ended scopes): the most of one partition
     lk: dict = {}
     for r in results:
         for k, v in r["live_keys"].items():
             lk[k] = max(lk.get(k, 0), v) if k == "views" else lk.get(k, 0) + v
     rep.live_keys = lk
+    rep.live_keys_peak = {k: max(r.get("live_keys_peak", {}).get(k, 0) for r in results) for k in lk}
+    rep.scopes_dropped = sum(r.get("scopes_dropped", 0) for r in results)
     rep.groups = groups
     return rep
 
