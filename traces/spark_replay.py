@@ -571,8 +571,10 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
     t0 = time.perf_counter()
     sc = spark.sparkContext
     mine = [(i, f, trace_of[i]) for i, f in enumerate(files) if trace_of[i] in todo]
-    # one read task per file, up to four per core (small files share a task)
-    slices = max(1, min(len(mine), 4 * sc.defaultParallelism))
+    # one read task per file, whatever the trace's length: a read task is also a routing task,
+    # whose Python side (PySpark's partitionBy) buffers rows up to half the worker's memory
+    # limit, so tasks that grow with the trace would make a worker's peak grow with it
+    slices = max(1, len(mine))
     acc = sc.accumulator({}, _FileSummaries())
     rows = (sc.parallelize(mine, slices)
             .flatMap(lambda x: _without_gc(_read_summarized(x[0], x[1], x[2], acc)))
