@@ -197,6 +197,7 @@ def detach(w: World):
 # Immutable values pickle never shares (it memoizes no int, bool, float or None) and those it
 # does share by identity (str, bytes, tuple, frozenset): normalize makes equal ones one object.
 _PLAIN = frozenset((int, bool, float, type(None)))
+_IMMUTABLE = _PLAIN | {str, bytes, tuple, frozenset}
 # (a Profile is walked: its strings, e.g. its name, are values the spec state holds too)
 _SKIP = {"function", "builtin_function_or_method", "type"}
 
@@ -262,6 +263,7 @@ def normalize(root) -> None:
     pop = stack.pop
     plans = _PLANS
     plain = _PLAIN
+    immutable = _IMMUTABLE
     names = len(_NAMES)
     strs: dict = {}             # str -> its canonical object
     sget = strs.get
@@ -274,6 +276,17 @@ def normalize(root) -> None:
         if nget(v) is v:                # a name's own object, held as a value: use a copy
             v = (v + " ")[:-1]
         strs[v] = v
+        return v
+
+    def value(v):
+        """The canonical object of v if it is a string, tuple, frozenset or bytes, else v
+        itself (the slow paths' form of what the hot loops below write out inline)."""
+        tv = type(v)
+        if tv is str:
+            c = sget(v)
+            return cstr(v) if c is None else c
+        if tv is tuple or tv is frozenset or tv is bytes:
+            return canon(v, tv)
         return v
 
     def canon(v, tv):
@@ -398,28 +411,8 @@ def normalize(root) -> None:
                         rebuild = True
                 else:
                     push(v)
-            if rebuild:
-                items = []
-                for k, v in x.items():
-                    tk = type(k)
-                    if tk is str:
-                        ck = sget(k)
-                        if ck is None:
-                            ck = cstr(k)
-                    elif tk in plain:
-                        ck = k
-                    elif tk is tuple or tk is frozenset or tk is bytes:
-                        ck = canon(k, tk)
-                    else:
-                        ck = k
-                    tv = type(v)
-                    if tv is str:
-                        cv = sget(v)
-                    elif tv is tuple or tv is frozenset or tv is bytes:
-                        cv = canon(v, tv)
-                    else:
-                        cv = v
-                    items.append((ck, cv))
+            if rebuild:                 # (the loop above pushed the mutable keys and values)
+                items = [(value(k), value(v)) for k, v in x.items()]
                 try:
                     items.sort(key=_first)
                 except TypeError:
@@ -449,15 +442,10 @@ def normalize(root) -> None:
             if x:
                 elems = []
                 for v in x:
-                    tv = type(v)
-                    if tv is str:
-                        cv = sget(v)
-                        v = cstr(v) if cv is None else cv
-                    elif tv is tuple or tv is frozenset or tv is bytes:
-                        v = canon(v, tv)
-                    elif tv not in plain:
+                    cv = value(v)
+                    if type(v) not in immutable:
                         push(v)
-                    elems.append(v)
+                    elems.append(cv)
                 try:
                     elems.sort()
                 except TypeError:
@@ -468,25 +456,9 @@ def normalize(root) -> None:
             items = list(x.items())
             rebuild = False
             for n, (k, v) in enumerate(items):
-                tk, tv = type(k), type(v)
-                if tk is str:
-                    ck = sget(k)
-                    if ck is None:
-                        ck = cstr(k)
-                elif tk is tuple or tk is frozenset or tk is bytes:
-                    ck = canon(k, tk)
-                else:
-                    ck = k
-                if tv is str:
-                    cv = sget(v)
-                    if cv is None:
-                        cv = cstr(v)
-                elif tv is tuple or tv is frozenset or tv is bytes:
-                    cv = canon(v, tv)
-                else:
-                    cv = v
-                    if tv not in plain:
-                        push(v)
+                ck, cv = value(k), value(v)
+                if type(v) not in immutable:
+                    push(v)
                 if ck is not k or cv is not v:
                     items[n] = (ck, cv)
                     rebuild = True
