@@ -34,7 +34,7 @@ from .explorer import Result, Violation, _numbered
 
 class RefExplorer:
     def __init__(self, scope, profile=None, *, progress=None, max_states=None, stop_at_first=False,
-                 liveness=False, deadline=None, workers=1):
+                 liveness=False, deadline=None, workers=1, reduce=True):
         self.scope = scope
         self.profile = get_profile(profile)
         self.progress = progress
@@ -43,6 +43,9 @@ class RefExplorer:
         self.liveness = liveness
         self.deadline = deadline        # time.monotonic() after which the search ends, incomplete
         self.workers = max(1, workers)  # processes expanding a level's nodes in parallel
+        # tasks due together that commute run in one order (reference/footprint.py); their
+        # footprints promise no task for the same millisecond, which needs a network latency
+        self.reduce = reduce
 
     # ------------------------------------------------------------------ one step
     def _root(self):
@@ -92,7 +95,7 @@ class RefExplorer:
         An ended run, or a rejected step, has no digest and no snapshot."""
         out = []
         for script, trail, (w, finding, evs) in enumerate_scripts(lambda ch: self._try(snap, ch),
-                                                                   chooser=W.BudgetChooser):
+                                                                   chooser=self._chooser):
             script = list(script)
             if finding is not None:
                 out.append((script, [finding], None, None, None))
@@ -112,6 +115,8 @@ class RefExplorer:
         res = Result(scope=scope.name, profile=self.profile.name, symmetries=1)
         root, setup = self._root()
         self.horizon = root.run.scenario["drain_limit_ms"]
+        if root.run.net.latency_ms < 1:
+            self.reduce = False
         self.setup = setup
         snap0 = W.snapshot(root)
         seen = {W.digest(snap0): 0}
@@ -196,6 +201,9 @@ class RefExplorer:
             for (nid, _), succs in zip(chunk, results):
                 yield nid, succs
 
+    def _chooser(self, script):
+        return W.BudgetChooser(script, reduce=self.reduce)
+
     def _try(self, snap, ch):
         evs = []
         w, finding = self._advance(snap, ch, evs)
@@ -216,7 +224,7 @@ class RefExplorer:
         evs = list(setup)
         snap = W.snapshot(root)
         for script in path:
-            ch = W.BudgetChooser(script)
+            ch = self._chooser(script)
             step_evs = []
             w, finding = self._advance(snap, ch, step_evs)
             evs.extend(step_evs)

@@ -24,6 +24,7 @@ import sys
 from functools import partial
 
 from rocketspec.reference.choice import ScriptChooser
+from rocketspec.reference.footprint import first_independent
 from rocketspec.reference.runner import Run
 from rocketspec.reference.scenario import validate
 from rocketspec.spec import initial_state
@@ -144,9 +145,25 @@ def _operator_move(run, name, kind, target, arg) -> None:
 
 class BudgetChooser(ScriptChooser):
     """A ScriptChooser that offers a costly option only while the world's budget lasts (a choice
-    whose only affordable option is the default is no choice: it is not in the trail)."""
+    whose only affordable option is the default is no choice: it is not in the trail).
+
+    With `reduce`, tasks due together are not ordered every way when one of them is
+    independent of the others (reference/footprint.py): that one runs first, with no choice.
+    Only once no fault can strike any more: a fault striking between two tasks tells their
+    orders apart (it may kill the owner of the second)."""
 
     world = None
+
+    def __init__(self, script=(), reduce: bool = False):
+        super().__init__(script)
+        self.reduce = reduce
+
+    def task_order(self, batch):
+        if self.reduce and (self.world.faults_left <= 0 or not self.world.run.sim.armed):
+            i = first_independent(batch)
+            if i is not None:
+                return i
+        return super().task_order(batch)
 
     def index(self, point, n):
         budget = "faults_left" if point in FAULT_POINTS else "failures_left" if point in FAILURE_POINTS else None

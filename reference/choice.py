@@ -100,6 +100,11 @@ class Chooser:
         """Which of n runnable tasks (in scheduling order) runs first; default 0."""
         return self._idx(point, n)
 
+    def task_order(self, batch: Sequence) -> int:
+        """Which of the runnable tasks due together (simulator heap items, in scheduling order)
+        runs first. A search that knows which tasks commute overrides it (model_checks/world.py)."""
+        return self.order("task_order", len(batch))
+
     def strike(self, point: str, armed: Sequence[str]) -> int:
         """0: no fault now; i >= 1: the armed fault armed[i - 1] strikes before the next task."""
         return self._idx(point, len(armed) + 1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from .footprint import footprint
 from .sim import Timer
 from .broker.broker import Broker, BrokerUnavailable
 
@@ -129,6 +130,12 @@ class Network:
         self._persists.setdefault((consumer.client_id, broker_name), []).append(item)
         self.sim.schedule(self.latency_ms, self._persist_arrives, broker_name, item, owner=b.proc, timer=item[0])
 
+    # item[1]: (group, topic, queue, offset, client); removing it from the channel's list
+    # commutes with removing another
+    @footprint(lambda self, broker_name, item: (
+        {("up", broker_name)},
+        {("persist", item[1][4], broker_name, item[1][0], item[1][1], item[1][2]),
+         ("offsets", broker_name, item[1][0], item[1][1], item[1][2])}))
     def _persist_arrives(self, broker_name: str, item) -> None:
         pending = self._persists.get((item[1][4], broker_name))
         if pending is not None and item in pending:

@@ -183,7 +183,7 @@ class Simulator:
                         push(heap, item)
                     fire()
                     return "fault"
-            i = ch.order("task_order", len(batch)) if len(batch) > 1 else 0
+            i = ch.task_order(batch) if len(batch) > 1 else 0
             item = batch.pop(i)
             for other in batch:
                 push(heap, other)

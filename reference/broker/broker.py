@@ -7,6 +7,7 @@ that is down raises BrokerUnavailable to synchronous callers.
 """
 from __future__ import annotations
 
+from ..footprint import footprint
 from ..message import DLQ_PREFIX, Message, dlq_topic, is_retry_topic, retry_topic
 from ..sim import Process
 from .lock_manager import RebalanceLockManager
@@ -212,6 +213,8 @@ class Broker:
                               reason="channel_closed")
                 self._ids_changed(group)
 
+    # the group's members are told through the network (a later millisecond)
+    @footprint(lambda self: ({("clients",)}, {("consumers", self.name)}))
     def _scan_channels(self) -> None:
         now = self.sim.now
         for group, members in self.consumers.items():
@@ -317,6 +320,9 @@ class Broker:
                       queue=req.queue, pull_id=req.pull_id, offset=req.offset, duration=wake - self.sim.now)
         self.sim.schedule(wake - self.sim.now, self._hold_timeout, req, owner=self.proc)
 
+    # the answer travels back through the network; the filter cache (_matchers) is no state
+    @footprint(lambda self, req: ({("store", self.name, req.topic, req.queue)},
+                                  {("held", self.name, req.topic, req.queue), ("pull", self.name, req.client, req.pull_id)}))
     def _hold_timeout(self, req: PullRequestData) -> None:
         waiting = self.held.get((req.topic, req.queue), [])
         if req in waiting:

@@ -6,6 +6,8 @@ are lost (digest section 8).
 """
 from __future__ import annotations
 
+from ..footprint import footprint
+
 
 class ConsumerOffsetManager:
     def __init__(self, broker):
@@ -23,6 +25,7 @@ class ConsumerOffsetManager:
     def query(self, group: str, topic: str, queue: int) -> int:
         return self.table.get((group, topic, queue), -1)
 
+    @footprint(lambda self: ({("offsets", self.broker.name)}, {("offsets_disk", self.broker.name)}))
     def flush(self) -> None:
         emit = self.broker.sim.emit
         for key, off in self.table.items():

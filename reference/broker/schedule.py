@@ -8,6 +8,7 @@ gives the same delivery times without simulating idle polls.
 """
 from __future__ import annotations
 
+from ..footprint import footprint
 from ..message import SCHEDULE_TOPIC, Message
 
 FIRST_DELAY_MS = 1000
@@ -54,6 +55,7 @@ class ScheduleMessageService:
         self.offsets = dict(self.flushed_offsets)  # deliveries after the last flush repeat
         self.start()
 
+    @footprint(lambda self: ({("schedule_offsets", self.broker.name)}, {("schedule_disk", self.broker.name)}))
     def _flush(self) -> None:
         self.flushed_offsets = dict(self.offsets)
 

@@ -1,0 +1,88 @@
+"""What a scheduled task of the reference reads and writes: its footprint.
+
+In RocketMQ, work due at the same moment runs on different threads (the broker's flush
+services, its channel scan, its pull-hold service, the remoting threads that apply a one-way
+offset update), so the simulator lets a chooser pick the order of tasks due in the same
+millisecond (`task_order`). When two such tasks touch nothing in common that either writes,
+both orders reach the same state, and an exhaustive search needs only one of them: the
+explorer's chooser (`model_checks/world.py`) runs a task first without branching when it is
+independent of every other task due with it (a persistent set of one task).
+
+A footprint is declared on the method a task runs, beside its code (`@footprint`), as a
+function of the task's receiver and arguments that returns (reads, writes): sets of
+resources, each a tuple naming a piece of state from the coarse to the fine, e.g.
+("offsets", broker) for a broker's whole offset table and ("offsets", broker, group, topic,
+queue) for one entry of it. A resource covers every resource it is a prefix of. A task with
+no footprint conflicts with every task.
+
+A declared task promises two more things, which make one task a persistent set:
+- it schedules nothing at delay 0 (whatever it sends goes through the network, whose latency
+  the explorer requires to be at least 1 ms), so the tasks of a millisecond are the ones due
+  at its start;
+- its footprint holds for every answer the chooser may give inside it (a lost one-way call,
+  the retry queue picked).
+
+What a task emits goes to the spec; that the spec's state after the events of two independent
+tasks does not depend on their order is tested (tests/test_reduction.py), not declared.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .sim import Periodic
+
+Footprint = tuple[frozenset, frozenset]
+
+
+def footprint(fn: Callable[..., tuple]):
+    """Declare the footprint of the decorated method: fn(self, *args) -> (reads, writes)."""
+    def mark(method):
+        method.__footprint__ = fn
+        return method
+    return mark
+
+
+def task_footprint(fn, args) -> Footprint | None:
+    """The footprint of a task that runs fn(*args), or None when it is not declared."""
+    target = getattr(fn, "__self__", None)
+    if isinstance(target, Periodic):    # a periodic service's tick: the service it runs
+        fn = target.fn
+        target = getattr(fn, "__self__", None)
+    func = getattr(fn, "__func__", None)
+    declare = getattr(func, "__footprint__", None)
+    if declare is None or target is None:
+        return None
+    reads, writes = declare(target, *args)
+    return frozenset(reads), frozenset(writes)
+
+
+def _covers(a: tuple, b: tuple) -> bool:
+    """One resource is part of the other (either is a prefix of the other)."""
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+def _meet(xs, ys) -> bool:
+    return any(_covers(x, y) for x in xs for y in ys)
+
+
+def independent(a: Footprint, b: Footprint) -> bool:
+    """Neither writes what the other reads or writes."""
+    (ra, wa), (rb, wb) = a, b
+    return not (_meet(wa, wb) or _meet(wa, rb) or _meet(ra, wb))
+
+
+def first_independent(batch) -> int | None:
+    """The index of the first task of `batch` (simulator heap items, all due now) that is
+    independent of each other one, or None. Every task of the batch must be declared: an
+    undeclared one may write anything, or schedule a task for this same millisecond."""
+    fps = []
+    for item in batch:
+        fp = task_footprint(item[2], item[3])
+        if fp is None:
+            return None
+        fps.append(fp)
+    for i, fp in enumerate(fps):
+        if all(j == i or independent(fp, other) for j, other in enumerate(fps)):
+            return i
+    return None
