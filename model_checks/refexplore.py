@@ -34,7 +34,7 @@ from .explorer import Result, Violation, _numbered
 
 class RefExplorer:
     def __init__(self, scope, profile=None, *, progress=None, max_states=None, stop_at_first=False,
-                 liveness=False, deadline=None, workers=1, reduce=True):
+                 liveness=False, deadline=None, workers=1, reduce=True, chain=True):
         self.scope = scope
         self.profile = get_profile(profile)
         self.progress = progress
@@ -46,6 +46,8 @@ class RefExplorer:
         # tasks due together that commute run in one order (reference/footprint.py); their
         # footprints promise no task for the same millisecond, which needs a network latency
         self.reduce = reduce
+        # a node is a state before a choice: the steps between two choices run as one
+        self.chain = chain
 
     # ------------------------------------------------------------------ one step
     def _root(self):
@@ -58,10 +60,50 @@ class RefExplorer:
         return w, evs
 
     def _advance(self, snap: bytes, ch, evs: list):
-        """Run one step of the world in `snap` with chooser `ch`; events go to `evs`.
+        """Run one step of the world in `snap` with chooser `ch`, then (with `chain`) every
+        following step that makes no choice, up to the next one that does; events go to `evs`.
         Returns (world, finding): finding is ("guard", Finding) for an event the spec rejects,
-        ("end", Finding) for a run that ends badly, or None."""
+        ("end", Finding) for a run that ends badly, or None.
+
+        A step with no choice has one successor, so the states of such a chain need no snapshot
+        of their own: the next node is the state before the next choice, or the run's end, or a
+        state where a state predicate fails (checked after every step). Whether a step chooses
+        is known only once it asks (`BudgetChooser.probe`); the world is then halfway through
+        that step, and the chain is run again from `snap` to the state before it."""
         w = W.load(snap, evs.append, ch)
+        finding = self._step(w, evs, 0)
+        if not self.chain:
+            return w, finding
+        steps = 1
+        while finding is None and w.ended is None:
+            if w.faults_left > 0 and w.run.sim.armed:
+                break                      # a fault may strike before the next task: a choice
+            if check_state(w.spec):
+                break                      # the node where a state predicate fails
+            mark = len(evs)
+            ch.probe = True
+            try:
+                finding = self._step(w, evs, mark)
+            except W.Branch:
+                del evs[mark:]
+                w = self._rerun(snap, [i for _, _, i in ch.trail], steps)
+                break
+            finally:
+                ch.probe = False
+            steps += 1
+        return w, finding
+
+    def _rerun(self, snap, script, steps):
+        """The world `steps` steps of a chain after `snap` (the first with `script`)."""
+        evs = []
+        w = W.load(snap, evs.append, self._chooser(script))
+        for _ in range(steps):
+            if self._step(w, evs, len(evs)) is not None:
+                raise RuntimeError("a chain of the reference ran differently the second time")
+        return w
+
+    def _step(self, w, evs: list, start: int):
+        """One step of the simulator on w; its events (evs[start:]) through the spec."""
         run, sim = w.run, w.run.sim
         limit = self.horizon
         what = sim.step(limit)
@@ -72,40 +114,42 @@ class RefExplorer:
             end = "duration"
         elif run.steps_done and run.quiescent():
             end = "quiescent"
-        n = 0
-        for ev in evs:
+        n = start
+        spec = w.spec
+        for i in range(start, len(evs)):
             n += 1
-            for f in step(w.spec, ev):
+            for f in step(spec, evs[i]):
                 if f.severity == "error":
                     del evs[n:]
-                    return w, ("guard", f)
+                    return ("guard", f)
         if end is not None:
             w.ended = end
             sim.emit("trace_ended", reason=end)
-            for f in step(w.spec, evs[-1]):
+            for f in step(spec, evs[-1]):
                 if f.severity == "error":
-                    return w, ("end", f)
-        return w, None
+                    return ("end", f)
+        return None
 
     # ------------------------------------------------------------------ search
     def expand(self, snap: bytes) -> list:
-        """Every successor of the node `snap`: (script, findings, ended, digest, snapshot) per
-        script of one step. findings: [(kind, finding)], kind "guard" or "end" (the step was
+        """Every successor of the node `snap`: (script, findings, ended, digest, snapshot, steps)
+        per script of one step (and the chain after it: `steps` states). findings: [(kind, finding)], kind "guard" or "end" (the step was
         rejected: no state follows) or "state" (a state predicate fails in the new state).
         An ended run, or a rejected step, has no digest and no snapshot."""
         out = []
         for script, trail, (w, finding, evs) in enumerate_scripts(lambda ch: self._try(snap, ch),
                                                                    chooser=self._chooser):
             script = list(script)
+            steps = max(1, w.run.sim.tasks_run)    # the states a chain passed through
             if finding is not None:
-                out.append((script, [finding], None, None, None))
+                out.append((script, [finding], None, None, None, steps))
                 continue
             found = [("state", (inv, key, msg)) for inv, key, msg in check_state(w.spec)]
             if w.ended is not None:
-                out.append((script, found, w.ended, None, None))
+                out.append((script, found, w.ended, None, None, steps))
                 continue
             s = W.snapshot(w)
-            out.append((script, found, None, W.digest(s), s))
+            out.append((script, found, None, W.digest(s), s, steps))
         return out
 
     def run(self) -> Result:
@@ -133,8 +177,8 @@ class RefExplorer:
             while level:
                 nxt = []
                 for nid, succs in self._expansions(level, pool):
-                    for script, findings, ended, fp, s in succs:
-                        generated += 1
+                    for script, findings, ended, fp, s, steps in succs:
+                        generated += steps
                         for kind, f in findings:
                             inv = f[0] if kind == "state" else f.inv
                             if inv not in found:

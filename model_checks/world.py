@@ -24,7 +24,7 @@ import sys
 from functools import partial
 
 from rocketspec.reference.choice import ScriptChooser
-from rocketspec.reference.footprint import first_independent
+from rocketspec.reference.footprint import independent_tasks
 from rocketspec.reference.runner import Run
 from rocketspec.reference.scenario import validate
 from rocketspec.spec import initial_state
@@ -143,6 +143,10 @@ def _operator_move(run, name, kind, target, arg) -> None:
     _arm_operator(run, name, kind, target, arg)
 
 
+class Branch(Exception):
+    """A step asked a choice while its chooser probed for one (BudgetChooser.probe)."""
+
+
 class BudgetChooser(ScriptChooser):
     """A ScriptChooser that offers a costly option only while the world's budget lasts (a choice
     whose only affordable option is the default is no choice: it is not in the trail).
@@ -153,6 +157,7 @@ class BudgetChooser(ScriptChooser):
     orders apart (it may kill the owner of the second)."""
 
     world = None
+    probe = False     # True: a choice with more than one option raises Branch (a chain's end)
 
     def __init__(self, script=(), reduce: bool = False):
         super().__init__(script)
@@ -160,18 +165,24 @@ class BudgetChooser(ScriptChooser):
 
     def task_order(self, batch):
         if self.reduce and (self.world.faults_left <= 0 or not self.world.run.sim.armed):
-            i = first_independent(batch)
-            if i is not None:
-                return i
+            free = independent_tasks(batch)
+            if free:
+                # the same one whatever order the batch came in (a chain of steps keeps the
+                # scheduling order, a loaded snapshot has its heap in canonical order)
+                return min(free, key=lambda i: _task_key(batch[i])[:-1])
         return super().task_order(batch)
 
     def index(self, point, n):
         budget = "faults_left" if point in FAULT_POINTS else "failures_left" if point in FAILURE_POINTS else None
         if budget is None:
+            if self.probe:
+                raise Branch(point)
             return super().index(point, n)
         left = getattr(self.world, budget)
         if left <= 0:
             return 0
+        if self.probe:
+            raise Branch(point)
         i = super().index(point, n)
         if i:
             setattr(self.world, budget, left - 1)
@@ -306,15 +317,37 @@ def normalize(root) -> None:
             return canon(v, tv)
         return v
 
+    rebuilt: dict = {}          # id of a tuple holding something unhashable -> (it, its canonical form)
+
+    def unhashable(v, tv):
+        """A tuple that holds something unhashable (an object equal by value): its strings and
+        tuples made canonical, its objects walked; one rebuilt tuple however often it is met,
+        so sharing is kept."""
+        r = rebuilt.get(id(v))
+        if r is not None:
+            return r[1]
+        elems = []
+        changed = False
+        for e in v:
+            te = type(e)
+            if te is str or te is tuple or te is frozenset or te is bytes:
+                ce = value(e)
+                changed = changed or ce is not e
+            else:
+                ce = e
+                if te not in plain and id(e) not in seen:
+                    push(e)
+            elems.append(ce)
+        nv = tv(elems) if changed else v
+        rebuilt[id(v)] = (v, nv)        # v held: its id is not reused during the walk
+        return nv
+
     def canon(v, tv):
         """The canonical object of an immutable value v of type tv: tuple, frozenset, bytes."""
         try:
             c = vget(v)
-        except TypeError:               # holds something unhashable: walked, kept as it is
-            for e in v:
-                if type(e) not in plain and id(e) not in seen:
-                    push(e)
-            return v
+        except TypeError:               # holds something unhashable: no value to look up
+            return unhashable(v, tv)
         if c is not None:
             if c is v or _same_shape(c, v):
                 return c

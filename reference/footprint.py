@@ -72,17 +72,15 @@ def independent(a: Footprint, b: Footprint) -> bool:
     return not (_meet(wa, wb) or _meet(wa, rb) or _meet(ra, wb))
 
 
-def first_independent(batch) -> int | None:
-    """The index of the first task of `batch` (simulator heap items, all due now) that is
-    independent of each other one, or None. Every task of the batch must be declared: an
-    undeclared one may write anything, or schedule a task for this same millisecond."""
+def independent_tasks(batch) -> list[int]:
+    """The indices of the tasks of `batch` (simulator heap items, all due now) each independent
+    of every other one. Empty unless every task of the batch is declared: an undeclared one may
+    write anything, or schedule a task for this same millisecond."""
     fps = []
     for item in batch:
         fp = task_footprint(item[2], item[3])
         if fp is None:
-            return None
+            return []
         fps.append(fp)
-    for i, fp in enumerate(fps):
-        if all(j == i or independent(fp, other) for j, other in enumerate(fps)):
-            return i
-    return None
+    return [i for i, fp in enumerate(fps)
+            if all(j == i or independent(fp, other) for j, other in enumerate(fps))]

@@ -13,7 +13,7 @@ from rocketspec.model_checks import world as W
 from rocketspec.model_checks.refexplore import RefExplorer
 from rocketspec.model_checks.scopes import load_scope
 from rocketspec.reference.choice import enumerate_scripts
-from rocketspec.reference.footprint import first_independent, independent, task_footprint
+from rocketspec.reference.footprint import independent_tasks, independent, task_footprint
 from rocketspec.spec import step
 
 names = st.sampled_from(["offsets", "offsets_disk", "consumers", "held"])
@@ -41,7 +41,7 @@ def test_an_undeclared_task_conflicts_with_everything():
     def plain():
         pass
     assert task_footprint(plain, ()) is None
-    assert first_independent([(0, 0, plain, (), None, 0, None)] * 2) is None
+    assert independent_tasks([(0, 0, plain, (), None, 0, None)] * 2) == []
 
 
 class _Forced(W.BudgetChooser):
@@ -83,7 +83,7 @@ def _outcomes(ex, snap, keys):
 
 def _reduced_points(scope, profile, max_states=None):
     """(snapshot, batch keys, index run first) at every node whose step used the reduction."""
-    ex = RefExplorer(scope, profile, max_states=max_states)
+    ex = RefExplorer(scope, profile, max_states=max_states, chain=False)   # a node per step
     points = []
     base = W.BudgetChooser.task_order
     current = {}
@@ -135,9 +135,36 @@ def test_tasks_run_in_one_order_commute(scope, profile, cap):
 def test_the_reduction_keeps_the_outcome_of_a_search():
     # the same scope with and without it: the same verdict, far fewer states
     scope = load_scope("tiny", faults=0)
-    full = RefExplorer(scope, "rocketmq-4.9.8", reduce=False).run()
-    reduced = RefExplorer(scope, "rocketmq-4.9.8").run()
+    full = RefExplorer(scope, "rocketmq-4.9.8", reduce=False, chain=False).run()
+    reduced = RefExplorer(scope, "rocketmq-4.9.8", chain=False).run()
     assert full.complete and reduced.complete
     assert [v.invariant for v in full.violations] == [v.invariant for v in reduced.violations] == []
     assert reduced.quiescent > 0
     assert reduced.distinct < full.distinct * 0.9 and reduced.generated < full.generated * 0.8
+
+
+def _stored(ex):
+    """The digests of every state the search `ex` stores, and its result."""
+    digests = set()
+    expand = ex.expand
+
+    def expanding(snap):
+        out = expand(snap)
+        digests.update(fp for *_, fp, _s, _n in out if fp is not None)
+        return out
+
+    ex.expand = expanding
+    return digests, ex.run()
+
+
+@pytest.mark.parametrize("scope", [load_scope("tiny", failures=0, fault_kinds=["crash"]),
+                                   load_scope("tiny", faults=0)])
+def test_a_chain_of_steps_without_choice_skips_states_not_runs(scope):
+    # a node per choice, not per step: every state the chained search stores is one the
+    # step-by-step search reaches, with the same violations, far fewer nodes
+    steps, by_step = _stored(RefExplorer(scope, "rocketmq-4.9.8", chain=False))
+    chained, by_chain = _stored(RefExplorer(scope, "rocketmq-4.9.8"))
+    assert by_step.complete and by_chain.complete
+    assert chained <= steps
+    assert len(chained) < len(steps) / 2
+    assert [v.invariant for v in by_step.violations] == [v.invariant for v in by_chain.violations]

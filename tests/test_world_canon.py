@@ -18,7 +18,7 @@ def _states(scope, n):
     ex.horizon = root.run.scenario["drain_limit_ms"]
     snaps, seen, i = [W.snapshot(root)], set(), 0
     while len(snaps) < n and i < len(snaps):
-        for _script, _f, _ended, fp, s in ex.expand(snaps[i]):
+        for _script, _f, _ended, fp, s, _steps in ex.expand(snaps[i]):
             if s is not None and fp not in seen:
                 seen.add(fp)
                 snaps.append(s)
