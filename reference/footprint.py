@@ -9,7 +9,8 @@ explorer's chooser (`model_checks/world.py`) runs a task first without branching
 independent of every other task due with it (a persistent set of one task).
 
 A footprint is declared on the method a task runs, beside its code (`@footprint`), as a
-function of the task's receiver and arguments that returns (reads, writes): sets of
+function of the task's receiver and arguments that returns (reads, writes) (or None where it
+makes no promise, e.g. for an orderly client): sets of
 resources, each a tuple naming a piece of state from the coarse to the fine, e.g.
 ("offsets", broker) for a broker's whole offset table and ("offsets", broker, group, topic,
 queue) for one entry of it. A resource covers every resource it is a prefix of. A task with
@@ -52,7 +53,10 @@ def task_footprint(fn, args) -> Footprint | None:
     declare = getattr(func, "__footprint__", None)
     if declare is None or target is None:
         return None
-    reads, writes = declare(target, *args)
+    fp = declare(target, *args)       # None: not declared for these arguments
+    if fp is None:
+        return None
+    reads, writes = fp
     return frozenset(reads), frozenset(writes)
 
 

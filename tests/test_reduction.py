@@ -114,6 +114,7 @@ def _reduced_points(scope, profile, max_states=None):
     (load_scope("tiny", failures=0, fault_kinds=["crash"]), "rocketmq-4.9.8", None),
     (load_scope("tiny"), "rocketmq-5.3.3", 1500),
     (load_scope("tiny", fault_kinds=["persist_lost", "reset"]), "rocketmq-4.9.8", 1500),
+    (load_scope("small", faults=0), "rocketmq-4.9.8", 800),
 ])
 def test_tasks_run_in_one_order_commute(scope, profile, cap):
     ex, r, points = _reduced_points(scope, profile, cap)

@@ -14,6 +14,7 @@ from rocketspec.spec.profiles import CLIENT_TIMING_KEYS
 
 from .. import checks
 from ..allocation import STRATEGIES
+from ..footprint import footprint
 from ..broker.broker import BrokerUnavailable, PullRequestData
 from ..message import retry_topic
 from ..sim import Process
@@ -196,6 +197,8 @@ class PushConsumer:
             except BrokerUnavailable:
                 continue
 
+    # the client's own table, and one-way updates on their way (the broker reads them later)
+    @footprint(lambda self: ({("up",)}, {("client", self.client_id), ("persist", self.client_id)}))
     def persist_all_offsets(self) -> None:
         mqs = set(self.rebalance.pq_table)
         if mqs:
@@ -335,6 +338,10 @@ class PushConsumer:
         return False
 
 
+def _delays_positive(p) -> bool:
+    return min(p.pull_delay_when_exception_ms, p.pull_delay_when_flow_control_ms, p.pull_delay_when_suspend_ms) > 0
+
+
 class PullService:
     """PullMessageService plus DefaultMQPushConsumerImpl.pullMessage and its callback."""
 
@@ -349,6 +356,10 @@ class PullService:
         self.c.emit_pq("pull_flow_controlled", req.mq, reason=reason, delay=delay)
         self.execute_later(req, delay)
 
+    # the client's own state, and a pull on its way to the broker. Not declared for an orderly
+    # client (ready_to_pull may lock at the broker) or for pull delays of 0 (a task this same ms)
+    @footprint(lambda self, req: None if self.c.orderly or not _delays_positive(self.c.profile) else
+               ({("up", req.mq[1])}, {("client", self.c.client_id), ("pull", req.mq[1], self.c.client_id)}))
     def pull_message(self, req) -> None:
         c, pq, p = self.c, req.pq, self.c.profile
         if pq.dropped:

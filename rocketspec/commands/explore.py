@@ -132,7 +132,8 @@ def _render(res, files, live, live_skipped=None) -> str:
               help="What is searched: `model`, the explorer's own moves (model_checks/generator.py); "
                    "`reference`, the reference broker and client themselves, one simulator task at a time with "
                    "every choice of the scope (model_checks/refexplore.py; exhaustive within the scope's "
-                   "horizon_ms; no symmetry or partial-order reduction, no liveness graph: the spec judges "
+                   "horizon_ms; a node is a state before a choice, tasks due together that commute by their "
+                   "declared footprints run in one order; no symmetry, no liveness graph: the spec judges "
                    "each run's end).")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="`--engine reference`: processes that expand a breadth-first level in parallel (the same "
