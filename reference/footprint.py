@@ -36,7 +36,8 @@ Footprint = tuple[frozenset, frozenset]
 
 
 def footprint(fn: Callable[..., tuple]):
-    """Declare the footprint of the decorated method: fn(self, *args) -> (reads, writes)."""
+    """Declare the footprint of the decorated method: fn(self, *args) -> (reads, writes) (a
+    static method's: fn(*args)). Put it under @staticmethod."""
     def mark(method):
         method.__footprint__ = fn
         return method
@@ -50,10 +51,13 @@ def task_footprint(fn, args) -> Footprint | None:
         fn = target.fn
         target = getattr(fn, "__self__", None)
     func = getattr(fn, "__func__", None)
-    declare = getattr(func, "__footprint__", None)
-    if declare is None or target is None:
-        return None
-    fp = declare(target, *args)       # None: not declared for these arguments
+    if func is None:                    # a plain function (a static method)
+        declare = getattr(fn, "__footprint__", None)
+        fp = None if declare is None else declare(*args)
+    else:
+        declare = getattr(func, "__footprint__", None)
+        fp = None if declare is None or target is None else declare(target, *args)
+    # fp None: not declared, or not for these arguments
     if fp is None:
         return None
     reads, writes = fp

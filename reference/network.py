@@ -200,7 +200,11 @@ class Network:
         self._pulls.get(broker_name, {}).pop(key, None)
         respond(result, status)
 
+    # the commit a pull carries, the queue read, and a hold or an answer (on its way back later)
     @staticmethod
+    @footprint(lambda b, req: ({("up", b.name), ("store", b.name, req.topic, req.queue)},
+                               {("offsets", b.name, req.group, req.topic, req.queue),
+                                ("held", b.name, req.topic, req.queue), ("pull", b.name, req.client, req.pull_id)}))
     def _pull_arrives(b, req) -> None:
         if b.up:
             b.pull(req)

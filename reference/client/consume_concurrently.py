@@ -9,10 +9,20 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..footprint import footprint
 from ..message import reset_retry_topic
 
 CONSUME_START_TIME = "CONSUME_START_TIME"
 INT_MAX = 2**31 - 1
+
+
+def _stays_in_client(c, msgs, status) -> bool:
+    """_finish sends nothing back and the batch it may start next ends in a later millisecond."""
+    lis = c.listener
+    acked = status == "CONSUME_SUCCESS" and (lis.ack_index is None or lis.ack_index >= len(msgs) - 1)
+    later = min([lis.duration[0]] + [r["duration_ms"] if isinstance(r["duration_ms"], int) else r["duration_ms"][0]
+                                     for r in lis.rules if "duration_ms" in r]) > 0
+    return (acked or c.broadcasting) and later
 
 
 class ConsumeMessageConcurrentlyService:
@@ -58,6 +68,10 @@ class ConsumeMessageConcurrentlyService:
         self.in_flight += 1
         self.sim.schedule(duration, self._finish, msgs, pq, mq, cid, status, owner=c.proc)
 
+    # a batch wholly acknowledged stays in the client (a failed one is sent back to the broker);
+    # the next batch it starts finishes in a later millisecond
+    @footprint(lambda self, msgs, pq, mq, cid, status: ((), {("client", self.c.client_id)})
+               if _stays_in_client(self.c, msgs, status) else None)
     def _finish(self, msgs, pq, mq, cid, status) -> None:
         self.in_flight -= 1
         self.busy -= 1
