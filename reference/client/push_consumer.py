@@ -338,8 +338,17 @@ class PushConsumer:
         return False
 
 
-def _delays_positive(p) -> bool:
-    return min(p.pull_delay_when_exception_ms, p.pull_delay_when_flow_control_ms, p.pull_delay_when_suspend_ms) > 0
+def pull_footprint(c, mq):
+    """A pull of queue mq (PullService.pull_message): what the client holds for the queue (its
+    ProcessQueue, offset entry, pull ids) and the pull on its way; it reads the client's
+    settings (paused, thresholds, subscriptions). No promise for an orderly client
+    (ready_to_pull may lock at the broker) or for pull delays of 0 (a task this same ms)."""
+    p = c.profile
+    if c.orderly or min(p.pull_delay_when_exception_ms, p.pull_delay_when_flow_control_ms,
+                        p.pull_delay_when_suspend_ms) <= 0:
+        return None
+    return ({("up", mq[1]), ("client", c.client_id, "settings")},
+            {("client", c.client_id, mq), ("pull", mq[1], c.client_id, mq)})
 
 
 class PullService:
@@ -358,8 +367,7 @@ class PullService:
 
     # the client's own state, and a pull on its way to the broker. Not declared for an orderly
     # client (ready_to_pull may lock at the broker) or for pull delays of 0 (a task this same ms)
-    @footprint(lambda self, req: None if self.c.orderly or not _delays_positive(self.c.profile) else
-               ({("up", req.mq[1])}, {("client", self.c.client_id), ("pull", req.mq[1], self.c.client_id)}))
+    @footprint(lambda self, req: pull_footprint(self.c, req.mq))
     def pull_message(self, req) -> None:
         c, pq, p = self.c, req.pq, self.c.profile
         if pq.dropped:

@@ -11,7 +11,8 @@ import hashlib
 
 from ..allocation import AllocationError, allocate
 from ..broker.broker import BrokerUnavailable
-from ..message import is_retry_topic
+from ..footprint import footprint
+from ..message import is_retry_topic, retry_topic
 from ..message_queue import MessageQueue, sort_cids, sort_mqs
 from .offset_store import READ_FROM_STORE
 from ..sim import Timer
@@ -38,6 +39,25 @@ class PullRequest:
         self.previously_locked = False
 
 
+def rebalance_footprint(rb):
+    """A concurrently-consuming client's rebalance: the route and the group's members (read at a
+    broker), its own ProcessQueues and offsets, the queries of new queues' offsets (which first
+    deliver the client's one-way updates still on their way: commits on the broker), a
+    heartbeat when the assignment changed (members, subscriptions, the retry topic), and the
+    pulls it dispatches (at once when dispatch_pull_delay_ms is 0: covered here). No promise
+    for an orderly client (locks at the broker)."""
+    c = rb.c
+    if c.orderly:
+        return None
+    brokers = sorted(c.net.brokers)
+    reads = {("route",), ("topics",), ("consumers",), ("store",), ("up",), ("offsets",), ("subscriptions",)}
+    writes = {("client", c.client_id), ("persist", c.client_id), ("faults", c.client_id), ("topics",)}
+    for b in brokers:
+        writes |= {("offsets", b, c.group), ("consumers", b), ("subscriptions", b), ("store", b, retry_topic(c.group)),
+                   ("pull", b, c.client_id)}
+    return reads, writes
+
+
 class RebalanceImpl:
     def __init__(self, consumer):
         self.c = consumer
@@ -56,9 +76,12 @@ class RebalanceImpl:
             self._timer.cancel()
         self._timer = self.sim.schedule(delay, self._service_run, owner=self.c.proc, timer=Timer())
 
+    # (the run it arms for now is this same millisecond's: its footprint covers it)
+    @footprint(lambda self: rebalance_footprint(self))
     def rebalance_immediately(self) -> None:
         self._arm(0)
 
+    @footprint(lambda self: rebalance_footprint(self))
     def _service_run(self) -> None:
         self._timer = None
         p = self.profile
