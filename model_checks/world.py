@@ -24,7 +24,7 @@ import sys
 from functools import partial
 
 from rocketspec.reference.choice import ScriptChooser
-from rocketspec.reference.footprint import independent_tasks
+from rocketspec.reference.footprint import footprint, independent, independent_tasks, task_footprint
 from rocketspec.reference.runner import Run
 from rocketspec.reference.scenario import validate
 from rocketspec.spec import initial_state
@@ -137,6 +137,7 @@ def _arm_operator(run, name, kind, target, arg) -> None:
     run.sim.arm(name, partial(_operator_move, run, name, kind, target, arg))
 
 
+@footprint(lambda run, name, kind, target, arg: task_footprint(run.inject, (kind, target, arg)))
 def _operator_move(run, name, kind, target, arg) -> None:
     """An operator's move strikes (Run.inject) and stays possible (armed again)."""
     run.inject(kind, target, arg)
@@ -153,8 +154,9 @@ class BudgetChooser(ScriptChooser):
 
     With `reduce`, tasks due together are not ordered every way when one of them is
     independent of the others (reference/footprint.py): that one runs first, with no choice.
-    Only once no fault can strike any more: a fault striking between two tasks tells their
-    orders apart (it may kill the owner of the second)."""
+    While a fault may strike, that task must also be independent of every armed fault: a fault
+    striking between two tasks tells their orders apart when it touches the first (a crash
+    kills its owner)."""
 
     world = None
     probe = False     # True: a choice with more than one option raises Branch (a chain's end)
@@ -164,8 +166,17 @@ class BudgetChooser(ScriptChooser):
         self.reduce = reduce
 
     def task_order(self, batch):
-        if self.reduce and (self.world.faults_left <= 0 or not self.world.run.sim.armed):
+        if self.reduce:
             free = independent_tasks(batch)
+            armed = self.world.run.sim.armed if self.world.faults_left > 0 else ()
+            if free and armed:
+                # a fault that may strike between two tasks must commute with the one run first
+                faults = [task_footprint(fire.func, fire.args) for _, fire in armed]
+                if any(fp is None for fp in faults):
+                    free = []
+                else:
+                    free = [i for i in free
+                            if all(independent(task_footprint(batch[i][2], batch[i][3]), fp) for fp in faults)]
             if free:
                 # the same one whatever order the batch came in (a chain of steps keeps the
                 # scheduling order, a loaded snapshot has its heap in canonical order)

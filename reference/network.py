@@ -133,7 +133,7 @@ class Network:
     # item[1]: (group, topic, queue, offset, client); removing it from the channel's list
     # commutes with removing another
     @footprint(lambda self, broker_name, item: (
-        {("up", broker_name)},
+        {("up", broker_name), ("alive", item[1][4])},
         {("persist", item[1][4], broker_name, item[1][0], item[1][1], item[1][2]),
          ("offsets", broker_name, item[1][0], item[1][1], item[1][2])}))
     def _persist_arrives(self, broker_name: str, item) -> None:
@@ -202,7 +202,7 @@ class Network:
 
     # the commit a pull carries, the queue read, and a hold or an answer (on its way back later)
     @staticmethod
-    @footprint(lambda b, req: ({("up", b.name), ("store", b.name, req.topic, req.queue)},
+    @footprint(lambda b, req: ({("up", b.name), ("store", b.name, req.topic, req.queue), ("alive", req.client)},
                                {("offsets", b.name, req.group, req.topic, req.queue),
                                 ("held", b.name, req.topic, req.queue), ("pull", b.name, req.client, req.pull_id)}))
     def _pull_arrives(b, req) -> None:

@@ -15,6 +15,7 @@ from rocketspec.spec.profiles import CLIENT_TIMING_KEYS, get_profile
 from rocketspec.traces.schema import SCHEMA_VERSION
 
 from .broker.broker import Broker, BrokerUnavailable
+from .footprint import footprint
 from .client.push_consumer import PushConsumer
 from .message import Message
 from .scenario import CRASH_MODES
@@ -231,6 +232,7 @@ class Run:
         self.net.brokers[broker].offsets.commit(group, topic, queue, offset, source="reset")
 
     # ------------------------------------------------------------------ faults that strike
+    @footprint(lambda self, kind, target, arg=None: self._inject_footprint(kind, target, arg))
     def inject(self, kind: str, target: str, arg=None) -> None:
         """A fault armed on the simulator (Simulator.arm) strikes before a task the chooser
         picks: the explorer's faults (model_checks/world.py), as data: (kind, target, arg).
@@ -268,6 +270,20 @@ class Run:
             self.net.lose_route(topic, broker, int(target), duration)
         else:
             raise ValueError(f"unknown fault kind {kind!r}")
+
+    def _inject_footprint(self, kind, target, arg):
+        """What a fault touches (reference/footprint.py): a crash or pause the client's own
+        state (its tasks stop or wait) and, for a crash, its liveness as the broker's channel scan
+        and notifications read it, and as the spec reads it when a request of the client reaches
+        the broker after its crash; a lost route the route. An operator's offset move makes no
+        promise: the spec reads it together with what the clients do with the queue's offset (a
+        client's batch ending after it and before it are told apart), and a fault that sends
+        back neither."""
+        if kind in ("crash", "pause"):
+            return (), {("client", target), ("clients",), ("alive", target)} if kind == "crash" else {("client", target)}
+        if kind == "route_lost":
+            return (), {("route",)}
+        return None
 
     # ------------------------------------------------------------------ quiescence
     def quiescent(self) -> bool:

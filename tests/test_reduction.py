@@ -57,6 +57,11 @@ class _Forced(W.BudgetChooser):
         want = self.keys.pop(0)
         return next(i for i, it in enumerate(batch) if _key(it) == want)
 
+    def strike(self, point, armed):
+        if self.keys and self.keys[0][0] == "fault":
+            return list(armed).index(self.keys.pop(0)[1]) + 1
+        return 0
+
 
 def _key(item):
     return W._task_key(item)[:-1]          # without the tie-break counter
@@ -71,8 +76,8 @@ def _outcomes(ex, snap, keys):
         evs = []
         w = W.load(snap, evs.append, ch)
         errs = []
-        for _ in keys:
-            assert w.run.sim.step(ex.horizon) == "task"
+        for k in keys:
+            assert w.run.sim.step(ex.horizon) == ("fault" if k[0] == "fault" else "task")
         for ev in evs:
             errs += [f.inv for f in step(w.spec, ev) if f.severity == "error"]
         return W.digest(W.snapshot(w)), frozenset(errs)
@@ -121,7 +126,8 @@ def _reduced_points(scope, profile, max_states=None):
         n = len(self.trail)
         i = base(self, batch)
         if len(self.trail) == n:          # ordered without a choice: the reduction's doing
-            points.append((current["snap"], [_key(it) for it in batch], [_name(it) for it in batch], i))
+            armed = [name for name, _ in self.world.run.sim.armed] if self.world.faults_left > 0 else []
+            points.append((current["snap"], [_key(it) for it in batch], [_name(it) for it in batch], i, armed))
         return i
 
     expand = ex.expand
@@ -156,17 +162,21 @@ def test_tasks_run_in_one_order_commute():
         ex, r, points = _reduced_points(scope, profile, cap)
         assert points, f"{scope.name}: the reduction never applied"
         seen = set()
-        for snap, keys, names, i in points:
+        for snap, keys, names, i, armed in points:
             met.update(names)
-            for j in range(len(keys)):
-                if j == i or (snap, i, j) in seen:
+            faults = [("fault", name) for name in armed]
+            for j, other_key in [(j, keys[j]) for j in range(len(keys)) if j != i] + [(f, f) for f in faults]:
+                if (snap, i, j) in seen:
                     continue
                 seen.add((snap, i, j))
-                first = _outcomes(ex, snap, [keys[i], keys[j]])
-                other = _outcomes(ex, snap, [keys[j], keys[i]])
-                assert first == other, f"{names[i]} and {names[j]} do not commute"
-    declared = _declared()
+                first = _outcomes(ex, snap, [keys[i], other_key])
+                other = _outcomes(ex, snap, [other_key, keys[i]])
+                assert first == other, f"{names[i]} and {j if isinstance(j, tuple) else names[j]} do not commute"
+                if isinstance(j, tuple):
+                    met.add(j[1].split()[0])     # a fault kind checked
+    declared = _declared() - {"Run.inject"}       # the faults: checked by kind below
     assert declared and declared <= met, f"never checked: {sorted(declared - met)}"
+    assert {"crash"} <= met, "no fault checked against a task run first"
 
 
 def test_the_reduction_keeps_the_outcome_of_a_search():

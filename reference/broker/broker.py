@@ -321,7 +321,7 @@ class Broker:
         self.sim.schedule(wake - self.sim.now, self._hold_timeout, req, owner=self.proc)
 
     # the answer travels back through the network; the filter cache (_matchers) is no state
-    @footprint(lambda self, req: ({("store", self.name, req.topic, req.queue)},
+    @footprint(lambda self, req: ({("store", self.name, req.topic, req.queue), ("alive", req.client)},
                                   {("held", self.name, req.topic, req.queue), ("pull", self.name, req.client, req.pull_id)}))
     def _hold_timeout(self, req: PullRequestData) -> None:
         waiting = self.held.get((req.topic, req.queue), [])
