@@ -4,6 +4,7 @@ far a state cap got.
 
     python -m bench.explore_reference [--scopes tiny-quiet,tiny-crash,small] [--max-states 20000] [--workers 2]
     python -m bench.explore_reference --bugs all [--max-states 20000]
+    python -m bench.explore_reference --scopes tiny-crash --no-chain --no-reduce   # the search before both
 
 `--bugs` searches each known bug's scope (REFERENCE_BUG_SCOPES) breadth-first under the bug's
 profile until the first violation (a shortest trace), then the same scope under the release
@@ -37,6 +38,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-states", type=int, default=20000)
     ap.add_argument("--workers", type=int, default=1, help="processes expanding each level (RefExplorer workers)")
     ap.add_argument("--bugs", default=None, help="all, or known bugs (#4215,#2449): search each bug's scope")
+    ap.add_argument("--no-chain", action="store_true", help="a node per step (RefExplorer chain=False)")
+    ap.add_argument("--no-reduce", action="store_true", help="every order of tasks due together (reduce=False)")
+    ap.add_argument("--progress", action="store_true", help="states so far on stderr every 30 s")
     args = ap.parse_args(argv)
     if args.bugs:
         return _bugs(args)
@@ -46,12 +50,39 @@ def main(argv=None) -> int:
         base, over = VARIANTS.get(name, (name, {}))
         for prof in args.profiles.split(","):
             r = RefExplorer(load_scope(base, **over), prof, max_states=args.max_states,
-                            workers=args.workers).run()
+                            workers=args.workers, **_engine(args)).run()
             rate = r.generated / r.cpu_seconds if r.cpu_seconds else 0
             viol = ", ".join(f"{v.invariant}@{v.depth}" for v in r.violations) or "-"
             print(f"| {name} | {prof} | {r.distinct:,} | {r.generated:,} | {r.depth} | {r.cpu_seconds:.1f} | "
                   f"{r.seconds:.1f} | {rate:,.0f} | {'yes' if r.complete else 'NO (cap)'} | {viol} |", flush=True)
     return 0
+
+
+def _engine(args) -> dict:
+    return {"chain": not args.no_chain, "reduce": not args.no_reduce,
+            "progress": _Progress() if args.progress else None}
+
+
+class _Progress:
+    """States so far, on stderr, at most every 30 s (RefExplorer's progress interface)."""
+
+    def __init__(self):
+        import time
+
+        self.clock = time.monotonic
+        self.t0 = self.last = self.clock()
+
+    def set(self, distinct, generated, depth, found):
+        import sys
+
+        now = self.clock()
+        if now - self.last >= 30:
+            self.last = now
+            print(f"  {now - self.t0:6.0f} s: {distinct:,} distinct, {generated:,} generated, depth {depth}, "
+                  f"{found} violations", file=sys.stderr, flush=True)
+
+    def close(self):
+        pass
 
 
 def _bugs(args) -> int:
@@ -66,10 +97,12 @@ def _bugs(args) -> int:
     for bug in bugs:
         name, over = REFERENCE_BUG_SCOPES[bug]
         prof = next(p for p in PROFILES.values() if p.known_bug == bug)
-        r = RefExplorer(load_scope(name, **over), prof.name, stop_at_first=True, workers=args.workers).run()
+        r = RefExplorer(load_scope(name, **over), prof.name, stop_at_first=True, workers=args.workers,
+                        **_engine(args)).run()
         found = ", ".join(f"{v.invariant} ({v.depth})" for v in r.violations) or "none"
         base = "rocketmq-4.9.8" if prof.release.startswith("4") else "rocketmq-5.3.3"
-        r2 = RefExplorer(load_scope(name, **over), base, max_states=args.max_states, workers=args.workers).run()
+        r2 = RefExplorer(load_scope(name, **over), base, max_states=args.max_states, workers=args.workers,
+                         **_engine(args)).run()
         found2 = ", ".join(f"{v.invariant} ({v.depth})" for v in r2.violations) or "none"
         print(f"| {bug} | {prof.name} | {found} | {r.distinct:,} | {r.generated:,} | {r.cpu_seconds:.1f} | {base} | "
               f"{r2.distinct:,} | {r2.cpu_seconds:.1f} | {'yes' if r2.complete else 'NO (cap)'}, {found2} |", flush=True)
