@@ -25,6 +25,8 @@ VARIANTS = {
     "tiny-crash": ("tiny", {"failures": 0, "fault_kinds": ["crash"]}),
     "tiny-persist": ("tiny", {"fault_kinds": ["persist_lost"]}),
     "tiny-query": ("tiny", {"fault_kinds": ["query_failure"]}),
+    "small-quiet": ("small", {"faults": 0, "failures": 0}),
+    "small-crash": ("small", {"failures": 0, "fault_kinds": ["crash"]}),
 }
 
 

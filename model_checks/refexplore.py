@@ -80,6 +80,9 @@ class RefExplorer:
                 break                      # a fault may strike before the next task: a choice
             if check_state(w.spec):
                 break                      # the node where a state predicate fails
+            batch = w.run.sim.next_batch(self.horizon)
+            if batch is not None and len(batch) > 1 and ch.reduced(batch) is None:
+                break                      # the next step orders its tasks: a choice, seen ahead
             mark = len(evs)
             ch.probe = True
             try:

@@ -26,6 +26,7 @@ from functools import partial
 from rocketspec.reference.choice import ScriptChooser
 from rocketspec.reference.footprint import footprint, independent, independent_tasks, task_footprint
 from rocketspec.reference.runner import Run
+from rocketspec.reference.sim import live_task
 from rocketspec.reference.scenario import validate
 from rocketspec.spec import initial_state
 
@@ -166,6 +167,11 @@ class BudgetChooser(ScriptChooser):
         self.reduce = reduce
 
     def task_order(self, batch):
+        i = self.reduced(batch)
+        return super().task_order(batch) if i is None else i
+
+    def reduced(self, batch):
+        """The task of `batch` the reduction runs first without a choice, or None."""
         if self.reduce:
             free = independent_tasks(batch)
             armed = self.world.run.sim.armed if self.world.faults_left > 0 else ()
@@ -181,7 +187,7 @@ class BudgetChooser(ScriptChooser):
                 # the same one whatever order the batch came in (a chain of steps keeps the
                 # scheduling order, a loaded snapshot has its heap in canonical order)
                 return min(free, key=lambda i: _task_key(batch[i])[:-1])
-        return super().task_order(batch)
+        return None
 
     def index(self, point, n):
         budget = "faults_left" if point in FAULT_POINTS else "failures_left" if point in FAILURE_POINTS else None
@@ -209,7 +215,7 @@ def detach(w: World):
     # a task that can never run is no state: a cancelled timer's, or one of a process that
     # died since it was scheduled (Simulator._runnable drops them unseen; a dead process never
     # lives again: a restart is a new Process, and incarnations only grow)
-    heap = sorted((it for it in sim._heap if _live(it)), key=_due)
+    heap = sorted((it for it in sim._heap if live_task(it)), key=_due)
     i, n = 0, len(heap)
     while i < n:                 # only tasks due at the same time need the content key
         j = i + 1
@@ -600,13 +606,6 @@ def _shallow(x, depth=0):
 
 def _due(item):
     return item[0]
-
-
-def _live(item):
-    _due_, _order, _fn, _args, owner, inc, timer = item
-    if timer is not None and timer.cancelled:
-        return False
-    return owner is None or (owner.alive and owner.incarnation == inc)
 
 
 def _task_key(item):

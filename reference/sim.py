@@ -192,7 +192,30 @@ class Simulator:
             return "task"
         return None
 
+    def next_batch(self, t_end: int | None = None):
+        """The runnable tasks `step` would choose among next (heap items, in heap order), without
+        running anything; None when a paused owner's task is among them (step moves it first)
+        or nothing is due by t_end."""
+        live = [it for it in self._heap if live_task(it)]
+        if not live:
+            return None
+        due = min(it[0] for it in live)
+        if t_end is not None and due > t_end:
+            return None
+        batch = sorted((it for it in live if it[0] == due), key=lambda it: it[1])
+        if any(it[4] is not None and it[4].paused_until > due for it in batch):
+            return None
+        return batch
+
     def arm(self, name: str, fire: Callable[[], None]) -> None:
         """A fault (a crash, a pause) that strikes before a task the chooser picks (fault_strike)."""
         self.armed.append((name, fire))
 
+
+
+def live_task(item) -> bool:
+    """Not a cancelled timer's task, nor a dead or restarted owner's (Simulator._runnable)."""
+    timer, owner = item[6], item[4]
+    if timer is not None and timer.cancelled:
+        return False
+    return owner is None or (owner.alive and owner.incarnation == item[5])
