@@ -575,7 +575,14 @@ def pull_answered(st, ev, out):
     cid = ev["client"]
     pq = qs.pqs.get(cid)
     if pq is None or pq.pull_id != ev["pull_id"]:
-        return      # the answer of a pull whose ProcessQueue is gone: discarded by the client
+        # the answer of a pull whose ProcessQueue is gone (removed, or replaced by a new one):
+        # PullCallback.onSuccess still runs on the old PullRequest. Its messages go into the old
+        # ProcessQueue, which nothing consumes, but an OFFSET_ILLEGAL answer still schedules the
+        # client's correction (10 s later: updateOffset(mq, nextBeginOffset, false), persist,
+        # removeProcessQueue), for a queue the client may no longer hold
+        if ev["status"] == "OFFSET_ILLEGAL":
+            qs.illegal.setdefault(cid, []).append(ev["next_offset"])
+        return
     pq.pull_id = None
     offsets = ev.get("offsets") or ()
     if pq.status == "dropped":

@@ -219,3 +219,28 @@ def test_both_operator_resets_in_one_scope_hold_on_the_reference():
     for profile in ("rocketmq-4.9.8", "rocketmq-5.3.3"):
         r = RefExplorer(scope, profile, max_states=60000).run()
         assert r.complete and r.violations == [], profile
+
+
+AFTER_REMOVAL = Path(__file__).parent / "fixtures" / "illegal-answer-after-removal.jsonl"
+
+
+def test_an_illegal_answer_to_a_removed_process_queue_still_schedules_the_correction():
+    # The explorer of the reference found this run exhausting `small` under 4.9.8 (a reset past
+    # the end of queue 1, two consumers): c0's pull of queue 1 is on its way when a rebalance
+    # gives the queue to c1 and c0 removes its ProcessQueue; the answer, OFFSET_ILLEGAL, still
+    # runs PullCallback.onSuccess on the old PullRequest, which schedules updateOffset(mq,
+    # nextBeginOffset, false) and persist 10 s later (DefaultMQPushConsumerImpl, 4.9.8: no
+    # dropped check). The spec used to discard an answer whose ProcessQueue was gone, and so
+    # rejected the correction as an offset no ProcessQueue produced (INV-OFFSET-1).
+    ev = [orjson.loads(line) for line in AFTER_REMOVAL.read_text().splitlines()]
+    q1 = [e for e in ev if e.get("client") == "c0" and e.get("topic") == "T" and e.get("queue") == 1]
+    kinds = [e["kind"] for e in q1]
+    removed = kinds.index("pq_removed")
+    answer = next(i for i, e in enumerate(q1) if e["kind"] == "pull_answered" and e["status"] == "OFFSET_ILLEGAL")
+    assert removed < answer
+    fix = q1[-1]
+    assert fix["kind"] == "offset_updated" and fix["offset"] == q1[answer]["next_offset"]
+    assert _errors(_check(ev)) == []
+    # the correction sets nextBeginOffset, nothing else
+    wrong = [dict(e, offset=0) if e is fix else e for e in ev]
+    assert "INV-OFFSET-1" in _errors(_check(wrong))
