@@ -20,9 +20,7 @@ def _stays_in_client(c, msgs, status) -> bool:
     """_finish sends nothing back and the batch it may start next ends in a later millisecond."""
     lis = c.listener
     acked = status == "CONSUME_SUCCESS" and (lis.ack_index is None or lis.ack_index >= len(msgs) - 1)
-    later = min([lis.duration[0]] + [r["duration_ms"] if isinstance(r["duration_ms"], int) else r["duration_ms"][0]
-                                     for r in lis.rules if "duration_ms" in r]) > 0
-    return (acked or c.broadcasting) and later
+    return (acked or c.broadcasting) and lis.min_duration() > 0
 
 
 class ConsumeMessageConcurrentlyService:

@@ -61,6 +61,15 @@ class ListenerSpec:
         self.delay_level_when_next_consume = int(spec.get("delay_level_when_next_consume", 0))
         self.rules = list(spec.get("rules", []))
 
+    def min_duration(self) -> int:
+        """The shortest call the listener may make, in ms (its rules' durations included)."""
+        lows = [self.duration[0]]
+        for rule in self.rules:
+            d = rule.get("duration_ms")
+            if d is not None:
+                lows.append(d if isinstance(d, int) else int(d[0]))
+        return min(lows)
+
     def _rule_for(self, msgs):
         for rule in self.rules:
             tags = rule.get("tags")

@@ -351,6 +351,19 @@ def pull_footprint(c, mq):
             {("client", c.client_id, mq), ("pull", mq[1], c.client_id, mq)})
 
 
+def pull_answer_footprint(c, mq):
+    """The client handles a pull's answer (PullService.on_pull_result): the queue's messages
+    read from the broker's answer, the ProcessQueue, the consume service (client-wide: its
+    threads and queue of batches), and the next pull, which may be at once (covered here). No
+    promise where pull_footprint makes none, or for a listener call of 0 ms (a batch would end,
+    and perhaps be sent back, in this same millisecond)."""
+    fp = pull_footprint(c, mq)
+    if fp is None or c.listener.min_duration() <= 0:
+        return None
+    reads, writes = fp
+    return reads | {("store", mq[1], mq[0], mq[2])}, writes | {("client", c.client_id)}
+
+
 class PullService:
     """PullMessageService plus DefaultMQPushConsumerImpl.pullMessage and its callback."""
 
@@ -420,6 +433,7 @@ class PullService:
         self.c.emit_pq("pull_failed", req.mq, pull_id=pull_id, reason=reason, **extra)
         self._flow(req, "exception", self.c.profile.pull_delay_when_exception_ms)
 
+    @footprint(lambda self, req, pull_id, result, status: pull_answer_footprint(self.c, req.mq))
     def on_pull_result(self, req, pull_id, result, status) -> None:
         c, pq, mq = self.c, req.pq, req.mq
         p = c.profile
