@@ -649,6 +649,13 @@ def pull_answered(st, ev, out):
     if nxt < req:
         out.report("INV-PULL-2", f"nextBeginOffset {nxt} goes back from the request offset {req}", key)
     unit = qs.units.get(pq.client if pq.broadcast else "")
+    if unit is not None and qs.reset_ahead is not None and req == qs.reset_ahead and not pq.broadcast:
+        # the pull at an operator's offset past the end found the queue grown that far: no
+        # OFFSET_ILLEGAL correction comes, and the messages stored meanwhile below it are skipped
+        n = _skip_to(unit, req, sq)
+        if n:
+            out.report("ANOM-RESET-SKIP", f"the group's offset was reset to {req}, past the queue's end: "
+                       f"{n} messages stored meanwhile below it are skipped", key)
     bf = ev.get("broker_filtered") or ()
     cf = ev.get("client_filtered") or ()
     implied = ()

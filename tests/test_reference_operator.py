@@ -244,3 +244,29 @@ def test_an_illegal_answer_to_a_removed_process_queue_still_schedules_the_correc
     # the correction sets nextBeginOffset, nothing else
     wrong = [dict(e, offset=0) if e is fix else e for e in ev]
     assert "INV-OFFSET-1" in _errors(_check(wrong))
+
+
+OUTGROWN = Path(__file__).parent / "fixtures" / "reset-ahead-outgrown.jsonl"
+
+
+def test_a_reset_past_the_end_that_the_queue_outgrows_skips_what_was_stored_below_it():
+    # The state machine (5.3.3, CI) made this run: an operator writes GID_O's offset of T/1 as 3
+    # when the queue ends at 2 (updateConsumeOffset, unchecked). Before the client pulls, the
+    # queue grows past 3 (offsets 2 and 3 stored), so the pull at 3 finds a message and no
+    # OFFSET_ILLEGAL correction comes: offset 2, stored after the reset and below it, is never
+    # consumed. The operator caused that loss; the spec names it (ANOM-RESET-SKIP) when the
+    # pull at the reset's offset is answered, instead of failing the client's later commit of 4
+    # as passing an unconsumed offset (INV-OFFSET-3).
+    ev = [orjson.loads(line) for line in OUTGROWN.read_text().splitlines()]
+    q = [e for e in ev if e.get("topic") == "T" and e.get("queue") == 1 and e.get("group") in (None, "GID_O")]
+    reset = next(e for e in q if e["kind"] == "offset_committed" and e.get("source") == "reset")
+    stored_below = [e for e in q if e["kind"] == "message_stored" and e["seq"] > reset["seq"]
+                    and e["offset"] < reset["offset"]]
+    assert stored_below
+    assert _errors(_check(ev, "rocketmq-5.3.3")) == []
+    from rocketspec.spec import initial_state, step
+    st = initial_state(get_profile("rocketmq-5.3.3"))
+    named = []
+    for e in ev:
+        named += [(e["kind"], f) for f in step(st, e) if f.inv == "ANOM-RESET-SKIP" and f.key[0] == "GID_O"]
+    assert any(kind == "pull_answered" and "stored meanwhile below it" in f.message for kind, f in named)
