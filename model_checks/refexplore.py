@@ -70,16 +70,24 @@ class RefExplorer:
         state where a state predicate fails (checked after every step). Whether a step chooses
         is known only once it asks (`BudgetChooser.probe`); the world is then halfway through
         that step, and the chain is run again from `snap` to the state before it."""
+        w, finding, _found = self._chain(snap, ch, evs)
+        return w, finding
+
+    def _chain(self, snap: bytes, ch, evs: list):
+        """_advance, and the state predicates' findings in the world it returns when the chain
+        already checked them there (else None)."""
         w = W.load(snap, evs.append, ch)
         finding = self._step(w, evs, 0)
         if not self.chain:
-            return w, finding
+            return w, finding, None
         steps = 1
+        found = None
         while finding is None and w.ended is None:
+            found = check_state(w.spec)
+            if found:
+                break                      # the node where a state predicate fails
             if w.faults_left > 0 and w.run.sim.armed:
                 break                      # a fault may strike before the next task: a choice
-            if check_state(w.spec):
-                break                      # the node where a state predicate fails
             batch = w.run.sim.next_batch(self.horizon)
             if batch is not None and len(batch) > 1 and ch.reduced(batch) is None:
                 break                      # the next step orders its tasks: a choice, seen ahead
@@ -87,14 +95,15 @@ class RefExplorer:
             ch.probe = True
             try:
                 finding = self._step(w, evs, mark)
-            except W.Branch:
+            except W.Branch:               # the world rebuilt is the one `found` was checked in
                 del evs[mark:]
                 w = self._rerun(snap, [i for _, _, i in ch.trail], steps)
                 break
             finally:
                 ch.probe = False
+            found = None
             steps += 1
-        return w, finding
+        return w, finding, found
 
     def _rerun(self, snap, script, steps):
         """The world `steps` steps of a chain after `snap` (the first with `script`)."""
@@ -140,14 +149,16 @@ class RefExplorer:
         rejected: no state follows) or "state" (a state predicate fails in the new state).
         An ended run, or a rejected step, has no digest and no snapshot."""
         out = []
-        for script, trail, (w, finding, evs) in enumerate_scripts(lambda ch: self._try(snap, ch),
-                                                                   chooser=self._chooser):
+        for script, trail, (w, finding, checked) in enumerate_scripts(lambda ch: self._try(snap, ch),
+                                                                      chooser=self._chooser):
             script = list(script)
             steps = max(1, w.run.sim.tasks_run)    # the states a chain passed through
             if finding is not None:
                 out.append((script, [finding], None, None, None, steps))
                 continue
-            found = [("state", (inv, key, msg)) for inv, key, msg in check_state(w.spec)]
+            if checked is None:
+                checked = check_state(w.spec)
+            found = [("state", (inv, key, msg)) for inv, key, msg in checked]
             if w.ended is not None:
                 out.append((script, found, w.ended, None, None, steps))
                 continue
@@ -252,9 +263,7 @@ class RefExplorer:
         return W.BudgetChooser(script, reduce=self.reduce)
 
     def _try(self, snap, ch):
-        evs = []
-        w, finding = self._advance(snap, ch, evs)
-        return w, finding, evs
+        return self._chain(snap, ch, [])
 
     # ------------------------------------------------------------------ counterexamples
     def trace_of(self, nid: int, last_script=None) -> list:

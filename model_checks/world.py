@@ -346,14 +346,10 @@ def normalize(root) -> None:
         elems = []
         changed = False
         for e in v:
-            te = type(e)
-            if te is str or te is tuple or te is frozenset or te is bytes:
-                ce = value(e)
-                changed = changed or ce is not e
-            else:
-                ce = e
-                if te not in plain and id(e) not in seen:
-                    push(e)
+            ce = value(e)
+            changed = changed or ce is not e
+            if type(e) not in immutable and id(e) not in seen:
+                push(e)
             elems.append(ce)
         nv = tv(elems) if changed else v
         rebuilt[id(v)] = (v, nv)        # v held: its id is not reused during the walk

@@ -132,16 +132,13 @@ class Simulator:
 
     def _runnable(self, item) -> bool:
         """Drop a cancelled or stale task; move a paused owner's task to its thaw time."""
-        due, order, fn, args, owner, inc, timer = item
-        if timer is not None and timer.cancelled:
+        if not live_task(item):
             return False
-        if owner is not None:
-            if not owner.alive or owner.incarnation != inc:
-                return False
-            if owner.paused_until > due:
-                self._order += 1
-                heapq.heappush(self._heap, (owner.paused_until, self._order, fn, args, owner, inc, timer))
-                return False
+        due, order, fn, args, owner, inc, timer = item
+        if owner is not None and owner.paused_until > due:
+            self._order += 1
+            heapq.heappush(self._heap, (owner.paused_until, self._order, fn, args, owner, inc, timer))
+            return False
         return True
 
     def _run_choosing(self, t_end: int, stop) -> None:
@@ -210,7 +207,6 @@ class Simulator:
     def arm(self, name: str, fire: Callable[[], None]) -> None:
         """A fault (a crash, a pause) that strikes before a task the chooser picks (fault_strike)."""
         self.armed.append((name, fire))
-
 
 
 def live_task(item) -> bool:

@@ -569,6 +569,13 @@ def pull_held(st, ev, out):
 _ILLEGAL = {"OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_BADLY", "NO_MESSAGE_IN_QUEUE", "NO_MATCHED_LOGIC_QUEUE"}
 
 
+def _correction_scheduled(qs, cid, next_offset) -> None:
+    """An OFFSET_ILLEGAL answer schedules the client's correction (DefaultMQPushConsumerImpl:
+    10 s later updateOffset(mq, nextBeginOffset, false), persist, removeProcessQueue). The task
+    is the client's, not the ProcessQueue's: it runs even if the queue was removed meanwhile."""
+    qs.illegal.setdefault(cid, []).append(next_offset)
+
+
 def pull_answered(st, ev, out):
     qs = _q(st, ev)
     key = qs.key
@@ -578,22 +585,20 @@ def pull_answered(st, ev, out):
         # the answer of a pull whose ProcessQueue is gone (removed, or replaced by a new one):
         # PullCallback.onSuccess still runs on the old PullRequest. Its messages go into the old
         # ProcessQueue, which nothing consumes, but an OFFSET_ILLEGAL answer still schedules the
-        # client's correction (10 s later: updateOffset(mq, nextBeginOffset, false), persist,
-        # removeProcessQueue), for a queue the client may no longer hold
+        # correction, for a queue the client may no longer hold
         if ev["status"] == "OFFSET_ILLEGAL":
-            qs.illegal.setdefault(cid, []).append(ev["next_offset"])
+            _correction_scheduled(qs, cid, ev["next_offset"])
         return
     pq.pull_id = None
     offsets = ev.get("offsets") or ()
     if pq.status == "dropped":
         # PullCallback.onSuccess has no dropped check: FOUND messages are put into a dropped
         # ProcessQueue (nothing consumes them: ConsumeRequest checks dropped). Harmless. An
-        # OFFSET_ILLEGAL answer still schedules its correction (10 s later: updateOffset,
-        # persist, removeProcessQueue of whatever ProcessQueue the queue has by then).
+        # OFFSET_ILLEGAL answer still schedules its correction.
         for o in offsets:
             pq.put(o)
         if ev["status"] == "OFFSET_ILLEGAL":
-            qs.illegal.setdefault(cid, []).append(ev["next_offset"])
+            _correction_scheduled(qs, cid, ev["next_offset"])
         return
     req, nxt, gs, status = ev["offset"], ev["next_offset"], ev.get("get_status"), ev["status"]
     sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
@@ -641,10 +646,8 @@ def pull_answered(st, ev, out):
             # reset_ahead stays until a commit replaces the reset: the correction below is the
             # client's, 10 s later, and a crash before it leaves the broker at the reset's offset
         pq.next_pull = nxt
-        # DefaultMQPushConsumerImpl (OFFSET_ILLEGAL): drop the ProcessQueue, and 10 s later
-        # updateOffset(mq, nextBeginOffset, false), persist, removeProcessQueue. That task is the
-        # client's, not the ProcessQueue's: it runs even if the queue was removed meanwhile.
-        qs.illegal.setdefault(pq.client, []).append(nxt)
+        # DefaultMQPushConsumerImpl (OFFSET_ILLEGAL): drop the ProcessQueue, and the correction
+        _correction_scheduled(qs, pq.client, nxt)
         return
     if nxt < req:
         out.report("INV-PULL-2", f"nextBeginOffset {nxt} goes back from the request offset {req}", key)

@@ -77,11 +77,11 @@ class RebalanceImpl:
         self._timer = self.sim.schedule(delay, self._service_run, owner=self.c.proc, timer=Timer())
 
     # (the run it arms for now is this same millisecond's: its footprint covers it)
-    @footprint(lambda self: rebalance_footprint(self))
+    @footprint(rebalance_footprint)
     def rebalance_immediately(self) -> None:
         self._arm(0)
 
-    @footprint(lambda self: rebalance_footprint(self))
+    @footprint(rebalance_footprint)
     def _service_run(self) -> None:
         self._timer = None
         p = self.profile
