@@ -78,6 +78,8 @@ class RefExplorer:
         already checked them there (else None)."""
         w = W.load(snap, evs.append, ch)
         finding = self._step(w, evs, 0)
+        if w.ended is not None and ch.deferred:
+            return self._undeferred(snap, ch, 0, evs, 0)
         if not self.chain:
             return w, finding, None
         steps = 1
@@ -86,13 +88,16 @@ class RefExplorer:
             found = check_state(w.spec)
             if found:
                 break                      # the node where a state predicate fails
-            if w.faults_left > 0 and w.run.sim.armed:
-                break                      # a fault may strike before the next task: a choice
-            batch = w.run.sim.next_batch(self.horizon)
-            if batch is not None and len(batch) > 1 and ch.reduced(batch) is None:
+            sim = w.run.sim
+            batch = sim.next_batch(self.horizon)
+            if w.faults_left > 0 and sim.armed:
+                if batch is None or w.nodefer or ch.plan(batch)[1] != []:
+                    break                  # a fault may strike before the next task: a choice
+            if batch is not None and len(batch) > 1 and ch.plan(batch)[0] is None:
                 break                      # the next step orders its tasks: a choice, seen ahead
             mark = len(evs)
             ch.probe = True
+            ch.deferred = False
             try:
                 finding = self._step(w, evs, mark)
             except W.Branch:               # the world rebuilt is the one `found` was checked in
@@ -101,9 +106,20 @@ class RefExplorer:
                 break
             finally:
                 ch.probe = False
+            if w.ended is not None and ch.deferred:
+                return self._undeferred(snap, ch, steps, evs, mark)
             found = None
             steps += 1
         return w, finding, found
+
+    def _undeferred(self, snap, ch, steps, evs, mark):
+        """A step that left a fault for later ended the run, so no later came: the state before
+        that step (`steps` steps after `snap`), marked to offer every fault at its next step.
+        The step is taken again from there (a new node, or `snap` itself marked)."""
+        del evs[mark:]
+        w = self._rerun(snap, [i for _, _, i in ch.trail], steps)
+        w.nodefer = True
+        return w, None, None
 
     def _rerun(self, snap, script, steps):
         """The world `steps` steps of a chain after `snap` (the first with `script`)."""

@@ -24,7 +24,7 @@ import sys
 from functools import partial
 
 from rocketspec.reference.choice import ScriptChooser
-from rocketspec.reference.footprint import footprint, independent, independent_tasks, task_footprint
+from rocketspec.reference.footprint import CLOCK, footprint, independent, task_footprint
 from rocketspec.reference.runner import Run
 from rocketspec.reference.sim import live_task
 from rocketspec.reference.scenario import validate
@@ -80,18 +80,21 @@ def fault_kinds(scope) -> list[str]:
 class World:
     """One state of the search (see the module doc)."""
 
-    __slots__ = ("run", "spec", "faults_left", "failures_left", "ended")
+    __slots__ = ("run", "spec", "faults_left", "failures_left", "ended", "nodefer")
 
     def __init__(self, run, spec, faults_left, failures_left):
         self.run, self.spec = run, spec
         self.faults_left, self.failures_left = faults_left, failures_left
         self.ended = None         # the trace_ended reason once the run is over
+        # the next step offers every armed fault (BudgetChooser.strike): the step from here
+        # ended the run when a fault was left for later
+        self.nodefer = False
 
     def __getstate__(self):
-        return (self.run, self.spec, self.faults_left, self.failures_left, self.ended)
+        return (self.run, self.spec, self.faults_left, self.failures_left, self.ended, self.nodefer)
 
     def __setstate__(self, s):
-        self.run, self.spec, self.faults_left, self.failures_left, self.ended = s
+        self.run, self.spec, self.faults_left, self.failures_left, self.ended, self.nodefer = s
 
 
 def build(scope, profile, sink) -> World:
@@ -153,11 +156,13 @@ class BudgetChooser(ScriptChooser):
     """A ScriptChooser that offers a costly option only while the world's budget lasts (a choice
     whose only affordable option is the default is no choice: it is not in the trail).
 
-    With `reduce`, tasks due together are not ordered every way when one of them is
-    independent of the others (reference/footprint.py): that one runs first, with no choice.
-    While a fault may strike, that task must also be independent of every armed fault: a fault
-    striking between two tasks tells their orders apart when it touches the first (a crash
-    kills its owner)."""
+    With `reduce`, a step explores a persistent set (reference/footprint.py, `plan`) instead of
+    every order of the tasks due together and every armed fault striking before them: one task
+    independent of the others runs first with no choice, and only the armed faults that touch
+    it are offered to strike before it. A fault left for later (`deferred`) commutes with the
+    task: striking after it reaches the same state, and it is offered again before every task
+    it touches. A fault that reads the clock (a pause) is always offered: later is another time. A step that ends the run leaves no later: the search then goes back to the state
+    before it with every fault offered (World.nodefer, model_checks/refexplore.py)."""
 
     world = None
     probe = False     # True: a choice with more than one option raises Branch (a chain's end)
@@ -165,29 +170,66 @@ class BudgetChooser(ScriptChooser):
     def __init__(self, script=(), reduce: bool = False):
         super().__init__(script)
         self.reduce = reduce
+        self.deferred = False     # this step left an armed fault to strike later
+        self._planned = (None, None, None)
+
+    def plan(self, batch):
+        """(pick, offered) for the runnable tasks `batch` due now: pick, the index of the task
+        that runs first with no choice (None: the order is a choice); offered, the indices (into
+        the simulator's `armed`) of the faults that may strike before it (None: all of them).
+
+        {pick} with its offered faults is a persistent set: every other task due now is
+        independent of the pick and of every offered fault, and every fault not offered is
+        independent of the pick (with a budget of two faults or more, also of the offered ones:
+        a fault that strikes first may be followed by another)."""
+        if not self.reduce:
+            return None, None
+        fps = [task_footprint(it[2], it[3]) for it in batch]
+        if any(fp is None for fp in fps):
+            return None, None
+        w = self.world
+        armed = w.run.sim.armed if w.faults_left > 0 else ()
+        faults = [task_footprint(fire.func, fire.args) for _, fire in armed]
+        best = None
+        for i, fp in enumerate(fps):
+            others = [o for j, o in enumerate(fps) if j != i]
+            if not all(independent(fp, o) for o in others):
+                continue
+            offered = _touching(faults, [fp], w.faults_left > 1)
+            if any(faults[k] is None or not independent(faults[k], o) for k in offered for o in others):
+                continue
+            # the same pick whatever order the batch came in (a chain of steps keeps the
+            # scheduling order, a loaded snapshot has its heap in canonical order)
+            key = (len(offered), _task_key(batch[i])[:-1])
+            if best is None or key < best[0]:
+                best = (key, i, offered)
+        if best is None:
+            return None, None
+        return best[1], best[2]
+
+    def _plan_of(self, batch):
+        if self._planned[0] is not batch:       # Simulator.step asks strike, then task_order
+            self._planned = (batch, *self.plan(batch))
+        return self._planned[1:]
 
     def task_order(self, batch):
-        i = self.reduced(batch)
+        i, _ = self._plan_of(batch)
         return super().task_order(batch) if i is None else i
 
-    def reduced(self, batch):
-        """The task of `batch` the reduction runs first without a choice, or None."""
-        if self.reduce:
-            free = independent_tasks(batch)
-            armed = self.world.run.sim.armed if self.world.faults_left > 0 else ()
-            if free and armed:
-                # a fault that may strike between two tasks must commute with the one run first
-                faults = [task_footprint(fire.func, fire.args) for _, fire in armed]
-                if any(fp is None for fp in faults):
-                    free = []
-                else:
-                    free = [i for i in free
-                            if all(independent(task_footprint(batch[i][2], batch[i][3]), fp) for fp in faults)]
-            if free:
-                # the same one whatever order the batch came in (a chain of steps keeps the
-                # scheduling order, a loaded snapshot has its heap in canonical order)
-                return min(free, key=lambda i: _task_key(batch[i])[:-1])
-        return None
+    def strike(self, point, armed, batch=()):
+        w = self.world
+        if w.faults_left <= 0:
+            return 0
+        _, offered = self._plan_of(batch) if batch else (None, None)
+        if w.nodefer:                           # the state before a step that ended the run
+            w.nodefer = False
+            offered = None
+        if offered is None:
+            return super().strike(point, armed)
+        if len(offered) < len(armed):
+            self.deferred = True
+        j = self._idx(point, len(offered) + 1)
+        return offered[j - 1] + 1 if j else 0
 
     def index(self, point, n):
         budget = "faults_left" if point in FAULT_POINTS else "failures_left" if point in FAILURE_POINTS else None
@@ -206,12 +248,34 @@ class BudgetChooser(ScriptChooser):
         return i
 
 
+def _touching(faults, fps, closed: bool) -> list[int]:
+    """The indices of the faults (footprints, None: undeclared) that touch one of the footprints
+    `fps` or read the clock (striking later is striking at another time); with `closed`, also
+    those that touch a fault taken, and so on."""
+    taken = [k for k, f in enumerate(faults)
+             if f is None or CLOCK in f[0] or any(not independent(f, fp) for fp in fps)]
+    if closed:
+        grew = True
+        while grew:
+            grew = False
+            for k, f in enumerate(faults):
+                if k not in taken and any(not independent(f, faults[t]) for t in taken if faults[t] is not None):
+                    taken.append(k)
+                    grew = True
+            if any(faults[t] is None for t in taken) and len(taken) < len(faults):
+                taken = list(range(len(faults)))
+    return sorted(taken)
+
+
 def detach(w: World):
     """Take out what is not state (the sink, the chooser) and the counters that only number
     events and tasks; put the heap in a canonical order (the order numbers of tasks due at the
     same time only break ties, and the explorer chooses every tie's order). Returns what
     `attach` needs."""
     sim = w.run.sim
+    for c in w.run.consumers.values():
+        if not c.proc.alive:
+            c.forget()           # a dead client's memory is read by nothing
     # a task that can never run is no state: a cancelled timer's, or one of a process that
     # died since it was scheduled (Simulator._runnable drops them unseen; a dead process never
     # lives again: a restart is a new Process, and incarnations only grow)

@@ -105,8 +105,10 @@ class Chooser:
         runs first. A search that knows which tasks commute overrides it (model_checks/world.py)."""
         return self.order("task_order", len(batch))
 
-    def strike(self, point: str, armed: Sequence[str]) -> int:
-        """0: no fault now; i >= 1: the armed fault armed[i - 1] strikes before the next task."""
+    def strike(self, point: str, armed: Sequence[str], batch: Sequence = ()) -> int:
+        """0: no fault now; i >= 1: the armed fault armed[i - 1] strikes before the next task,
+        which is one of `batch` (the runnable tasks due now, as for task_order). A search that
+        knows which faults commute with that task overrides it (model_checks/world.py)."""
         return self._idx(point, len(armed) + 1)
 
 

@@ -34,6 +34,11 @@ from .sim import Periodic
 
 Footprint = tuple[frozenset, frozenset]
 
+# Read by what depends on the time it runs at beyond its own millisecond: a pause lasts from when
+# it strikes. No task writes it; a search never moves such a fault across a later task (a fault
+# strikes at the time of the task it comes before).
+CLOCK = ("clock",)
+
 
 def footprint(fn: Callable[..., tuple]):
     """Declare the footprint of the decorated method: fn(self, *args) -> (reads, writes) (a

@@ -15,7 +15,7 @@ from rocketspec.spec.profiles import CLIENT_TIMING_KEYS, get_profile
 from rocketspec.traces.schema import SCHEMA_VERSION
 
 from .broker.broker import Broker, BrokerUnavailable
-from .footprint import footprint
+from .footprint import CLOCK, footprint
 from .client.push_consumer import PushConsumer
 from .message import Message
 from .scenario import CRASH_MODES
@@ -275,14 +275,26 @@ class Run:
         """What a fault touches (reference/footprint.py): a crash or pause the client's own
         state (its tasks stop or wait) and, for a crash, its liveness as the broker's channel scan
         and notifications read it, and as the spec reads it when a request of the client reaches
-        the broker after its crash; a lost route the route. An operator's offset move makes no
-        promise: the spec reads it together with what the clients do with the queue's offset (a
-        client's batch ending after it and before it are told apart), and a fault that sends
-        back neither."""
-        if kind in ("crash", "pause"):
-            return (), {("client", target), ("clients",), ("alive", target)} if kind == "crash" else {("client", target)}
+        the broker after its crash; a lost route the route. A fault whose effect depends on when
+        it strikes (a pause lasts from then on) reads the clock (CLOCK). An operator's write of one queue's
+        committed offset (reset) reads the queue's end and writes the offset on the broker; the
+        spec judges it together with what each client of the group does with that queue (a batch
+        of the queue ending before it and after it are told apart), so it writes every client's
+        part for the queue. A reset by time and a fault that sends back make no promise."""
+        if kind == "crash":
+            # a crash the broker sees at once (kill) has it close the channel a latency later
+            return ({CLOCK} if arg == "kill" else set()), {("client", target), ("clients",), ("alive", target)}
+        if kind == "pause":
+            return {CLOCK}, {("client", target)}       # it lasts from when it strikes
         if kind == "route_lost":
-            return (), {("route",)}
+            return {CLOCK}, {("route",)}
+        if kind == "reset":
+            topic, group = arg
+            broker, q = self.scenario["brokers"][0], int(target)
+            mq = (topic, broker, q)
+            return ({("up", broker), ("store", broker, topic, q)},
+                    {("offsets", broker, group, topic, q)}
+                    | {("client", cid, mq) for cid, c in self.consumers.items() if c.group == group})
         return None
 
     # ------------------------------------------------------------------ quiescence

@@ -173,7 +173,7 @@ class Simulator:
             # a fault strikes before whichever task would run next: asked first, so a fault is
             # one choice, not one per order of the tasks it comes before
             if self.armed:
-                j = ch.strike("fault_strike", [name for name, _ in self.armed])
+                j = ch.strike("fault_strike", [name for name, _ in self.armed], batch)
                 if j:
                     _, fire = self.armed.pop(j - 1)
                     for item in batch:   # reconsidered: the fault may have killed an owner

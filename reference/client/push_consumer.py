@@ -231,6 +231,32 @@ class PushConsumer:
             for name in sorted(self.net.brokers):
                 self.sim.schedule(self.net.latency_ms, self.net.brokers[name].channel_closed, self.client_id)
 
+    def forget(self) -> None:
+        """Erase what a dead process held (its queues, offsets, batches, counters). Nothing reads
+        it again: its tasks never run, and a restart is a new PushConsumer (what outlives the
+        process, a broadcasting client's offset file, is the run's `local_disks`). A search of the
+        reference calls it (model_checks/world.py) so that runs differing only in what a dead
+        client held meet."""
+        if self.proc.alive:
+            raise RuntimeError(f"{self.client_id} is alive: its state is still read")
+        self.rebalance.pq_table.clear()
+        self.rebalance._timer = self.rebalance._last_run = None
+        self.offset_store.table.clear()
+        for d in (self._consume_ids, self._pull_ids, self._mq_keys):
+            d.clear()
+        cs = self.consume_service
+        cs.pending.clear()
+        cs.busy = cs.in_flight = 0
+        for name in ("mq_lock_owner", "mq_lock_waiters"):
+            if hasattr(cs, name):
+                getattr(cs, name).clear()
+        if hasattr(cs, "scheduled"):
+            cs.scheduled = 0
+            cs._lock_all_timer = None
+        self.paused = self._resetting = False
+        self._resets_waiting.clear()
+        self.proc.paused_until = 0
+
     def pause(self, duration: int) -> None:
         self.sim.emit("client_paused", client=self.client_id, group=self.group, duration=duration)
         self.proc.paused_until = max(self.proc.paused_until, self.sim.now + duration)
