@@ -71,6 +71,7 @@ class Result:
     violations: list = field(default_factory=list)
     graph: object = None       # (edges, labels) when liveness was asked for
     symmetries: int = 1
+    kinds: dict = field(default_factory=dict)   # fault kind -> its own search's Result (RefExplorer.run_split)
 
     @property
     def states_per_second(self):
@@ -83,7 +84,10 @@ class Result:
                 "complete": self.complete, "stopped_at_first_violation": self.stopped, "bounded": self.bounded, "quiescent_states": self.quiescent,
                 "symmetries": self.symmetries, "persistent_sets": self.persistent_sets,
                 "states_reduced": self.reduced,
-                "violations": [v.to_dict() for v in self.violations]}
+                "violations": [v.to_dict() for v in self.violations]} | (
+            {"fault_kinds": {k: {"states_generated": r.generated, "states_distinct": r.distinct, "depth": r.depth,
+                                 "cpu_seconds": round(r.cpu_seconds, 3), "complete": r.complete}
+                             for k, r in self.kinds.items()}} if self.kinds else {})
 
 
 class Node:

@@ -34,7 +34,7 @@ from .explorer import Result, Violation, _numbered
 
 class RefExplorer:
     def __init__(self, scope, profile=None, *, progress=None, max_states=None, stop_at_first=False,
-                 liveness=False, deadline=None, workers=1, reduce=True, chain=True):
+                 liveness=False, deadline=None, workers=1, reduce=True, chain=True, split=True):
         self.scope = scope
         self.profile = get_profile(profile)
         self.progress = progress
@@ -48,6 +48,9 @@ class RefExplorer:
         self.reduce = reduce
         # a node is a state before a choice: the steps between two choices run as one
         self.chain = chain
+        # one fault among several kinds: a search per kind (see run_split)
+        self.split = split
+        self.depth_limit = None   # expand no node this deep (a shallower violation is known)
 
     # ------------------------------------------------------------------ one step
     def _root(self):
@@ -135,13 +138,21 @@ class RefExplorer:
         run, sim = w.run, w.run.sim
         limit = self.horizon
         what = sim.step(limit)
+        w.nodefer = False
         if what is None:
             sim.now = limit
         end = None
         if what is None or sim.now >= limit:
             end = "duration"
-        elif run.steps_done and run.quiescent():
-            end = "quiescent"
+        elif run.steps_done and sim.next_live_due() != sim.now and run.quiescent():
+            # judged once a millisecond's tasks have all run: tasks due together that commute
+            # then end the run in the same state whatever their order (the reduction runs them in
+            # one order; a run cut between two of them would end in a state the other order
+            # passes by). A fault the budget allows may still strike, and the run goes on: a
+            # fault that struck between two tasks of the millisecond, in an order the reduction
+            # does not take, is such a fault after both
+            if not (w.faults_left > 0 and sim.strike_now()):
+                end = "quiescent"
         n = start
         spec = w.spec
         for i in range(start, len(evs)):
@@ -183,6 +194,64 @@ class RefExplorer:
         return out
 
     def run(self) -> Result:
+        if self.split and self.scope.faults == 1 and len(W.fault_kinds(self.scope)) > 1:
+            return self.run_split()
+        return self._run()
+
+    def run_split(self) -> Result:
+        """A scope with a budget of one fault among several kinds, searched as one search per
+        kind. A run of the scope has at most one fault, so it is a run of exactly one kind's
+        scope (or of all of them, when no fault strikes): the union of the kinds' state spaces
+        is the scope's, and each kind's search is exhaustive, reduced and stopped as this one
+        would be. The searches share nothing, so they run in parallel (one per worker). What
+        none of them strikes, the runs with no fault, is searched once per kind: distinct and
+        generated are sums over the kinds."""
+        import dataclasses
+
+        kinds = W.fault_kinds(self.scope)
+        subs = [RefExplorer(dataclasses.replace(self.scope, fault_kinds=(k,)), self.profile,
+                            max_states=self.max_states, stop_at_first=self.stop_at_first, deadline=self.deadline,
+                            reduce=self.reduce, chain=self.chain, split=False) for k in kinds]
+        t0, c0 = time.perf_counter(), time.process_time()
+        kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        res = Result(scope=self.scope.name, profile=self.profile.name, symmetries=1)
+        bar = self.progress
+        if self.workers > 1:
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(min(self.workers, len(subs))) as pool:
+                results = list(pool.imap(_run_sub, subs))
+        else:
+            results = []
+            tally = Result(scope=self.scope.name, profile=self.profile.name)
+            for sub in subs:
+                if bar is not None:
+                    sub.progress = _Offset(bar, tally)
+                if self.stop_at_first:
+                    # a kind searched after one that found a violation need not go deeper
+                    sub.depth_limit = min((v.depth for r in results for v in r.violations), default=None)
+                r = sub._run()
+                _add(tally, r)
+                results.append(r)
+        for k, r in zip(kinds, results):
+            _add(res, r)
+            res.kinds[k] = r
+        found = sorted((v for r in results for v in r.violations), key=lambda v: (v.depth, v.invariant))
+        if self.stop_at_first and found:
+            found = [v for v in found if v.depth == found[0].depth]
+        first = {}
+        for v in found:
+            first.setdefault(v.invariant, v)
+        res.violations = sorted(first.values(), key=lambda v: (v.depth, v.invariant))
+        res.seconds = time.perf_counter() - t0
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        res.cpu_seconds = (time.process_time() - c0 + (kids.ru_utime - kids0.ru_utime)
+                           + (kids.ru_stime - kids0.ru_stime))
+        if bar is not None:
+            bar.set(res.distinct, res.generated, res.depth, len(res.violations))
+            bar.close()
+        return res
+
+    def _run(self) -> Result:
         scope = self.scope
         t0, c0 = time.perf_counter(), time.process_time()
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -205,6 +274,9 @@ class RefExplorer:
             level = [(0, snap0)]
             d = 0
             while level:
+                if self.depth_limit is not None and d >= self.depth_limit:
+                    res.stopped = True     # a violation this shallow was found elsewhere (run_split)
+                    break
                 nxt = []
                 for nid, succs in self._expansions(level, pool):
                     for script, findings, ended, fp, s, steps in succs:
@@ -331,6 +403,36 @@ def _expand_chunk(snaps):
 def _pool(ex):
     ctx = multiprocessing.get_context("fork")
     return ctx.Pool(ex.workers, initializer=_init_worker, initargs=(ex,))
+
+
+def _run_sub(sub):
+    """One kind's search of a split scope, in a worker process (RefExplorer.run_split)."""
+    r = sub._run()
+    r.graph = None
+    return r
+
+
+def _add(res, r) -> None:
+    res.distinct += r.distinct
+    res.generated += r.generated
+    res.quiescent += r.quiescent
+    res.depth = max(res.depth, r.depth)
+    res.complete = res.complete and r.complete
+    res.stopped = res.stopped or r.stopped
+
+
+class _Offset:
+    """The progress of one kind's search shown on top of the kinds searched before it."""
+
+    def __init__(self, bar, done):
+        self.bar, self.done = bar, (done.distinct, done.generated, done.depth)
+
+    def set(self, distinct, generated, depth, found):
+        d, g, dp = self.done
+        self.bar.set(d + distinct, g + generated, max(dp, depth), found)
+
+    def close(self):
+        pass
 
 
 def explore(scope, profile=None, **kw) -> Result:

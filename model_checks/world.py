@@ -86,8 +86,8 @@ class World:
         self.run, self.spec = run, spec
         self.faults_left, self.failures_left = faults_left, failures_left
         self.ended = None         # the trace_ended reason once the run is over
-        # the next step offers every armed fault (BudgetChooser.strike): the step from here
-        # ended the run when a fault was left for later
+        # the next step is taken every way (BudgetChooser._plan_of): taken the reduced way from
+        # here, it ended the run with a fault or a task left for later
         self.nodefer = False
 
     def __getstate__(self):
@@ -161,8 +161,10 @@ class BudgetChooser(ScriptChooser):
     independent of the others runs first with no choice, and only the armed faults that touch
     it are offered to strike before it. A fault left for later (`deferred`) commutes with the
     task: striking after it reaches the same state, and it is offered again before every task
-    it touches. A fault that reads the clock (a pause) is always offered: later is another time. A step that ends the run leaves no later: the search then goes back to the state
-    before it with every fault offered (World.nodefer, model_checks/refexplore.py)."""
+    it touches. A fault that reads the clock (a pause) is always offered: later is another time.
+    A step that ends the run leaves no later, for the faults left and for the tasks run after
+    the one run first: the search then goes back to the state before it and takes that step
+    every way (World.nodefer, model_checks/refexplore.py), so every end of a run is kept."""
 
     world = None
     probe = False     # True: a choice with more than one option raises Branch (a chain's end)
@@ -209,21 +211,24 @@ class BudgetChooser(ScriptChooser):
 
     def _plan_of(self, batch):
         if self._planned[0] is not batch:       # Simulator.step asks strike, then task_order
-            self._planned = (batch, *self.plan(batch))
+            if self.world.nodefer:              # the state before a step that ended the run
+                self._planned = (batch, None, None)
+            else:
+                self._planned = (batch, *self.plan(batch))
         return self._planned[1:]
 
     def task_order(self, batch):
         i, _ = self._plan_of(batch)
-        return super().task_order(batch) if i is None else i
+        if i is None:
+            return super().task_order(batch)
+        self.deferred = True                    # the others run later
+        return i
 
     def strike(self, point, armed, batch=()):
         w = self.world
         if w.faults_left <= 0:
             return 0
         _, offered = self._plan_of(batch) if batch else (None, None)
-        if w.nodefer:                           # the state before a step that ended the run
-            w.nodefer = False
-            offered = None
         if offered is None:
             return super().strike(point, armed)
         if len(offered) < len(armed):

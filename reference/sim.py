@@ -172,14 +172,8 @@ class Simulator:
             self.now = due
             # a fault strikes before whichever task would run next: asked first, so a fault is
             # one choice, not one per order of the tasks it comes before
-            if self.armed:
-                j = ch.strike("fault_strike", [name for name, _ in self.armed], batch)
-                if j:
-                    _, fire = self.armed.pop(j - 1)
-                    for item in batch:   # reconsidered: the fault may have killed an owner
-                        push(heap, item)
-                    fire()
-                    return "fault"
+            if self.armed and self._strike(batch):
+                return "fault"
             i = ch.task_order(batch) if len(batch) > 1 else 0
             item = batch.pop(i)
             for other in batch:
@@ -188,6 +182,24 @@ class Simulator:
             item[2](*item[3])
             return "task"
         return None
+
+    def _strike(self, batch) -> bool:
+        """Ask the chooser whether an armed fault strikes now, before one of `batch` (the tasks
+        due now, taken off the heap); if one does, the batch goes back (the fault may kill an
+        owner: reconsidered) and the fault strikes."""
+        j = self.chooser.strike("fault_strike", [name for name, _ in self.armed], batch)
+        if not j:
+            return False
+        _, fire = self.armed.pop(j - 1)
+        for item in batch:
+            heapq.heappush(self._heap, item)
+        fire()
+        return True
+
+    def strike_now(self) -> bool:
+        """Whether an armed fault strikes now, with no task after it in this millisecond (a
+        search lets one strike when a run would end: model_checks/refexplore.py)."""
+        return bool(self.armed) and self._strike(())
 
     def next_batch(self, t_end: int | None = None):
         """The runnable tasks `step` would choose among next (heap items, in heap order), without
@@ -203,6 +215,10 @@ class Simulator:
         if any(it[4] is not None and it[4].paused_until > due for it in batch):
             return None
         return batch
+
+    def next_live_due(self) -> int | None:
+        """When the next task that can run is due (None: no such task)."""
+        return min((it[0] for it in self._heap if live_task(it)), default=None)
 
     def arm(self, name: str, fire: Callable[[], None]) -> None:
         """A fault (a crash, a pause) that strikes before a task the chooser picks (fault_strike)."""

@@ -126,7 +126,7 @@ def _reduced_points(scope, profile, max_states=None):
     """(snapshot, batch keys, batch names, index run first, offered faults, deferred faults) at
     every node whose step used the reduction: ran a task first with no choice, or left an armed
     fault to strike later."""
-    ex = RefExplorer(scope, profile, max_states=max_states, chain=False)   # a node per step
+    ex = RefExplorer(scope, profile, max_states=max_states, chain=False, split=False)   # a node per step
     points = []
     base = W.BudgetChooser._plan_of
     current = {}
@@ -245,3 +245,54 @@ def test_a_chain_of_steps_without_choice_skips_states_not_runs(scope):
     assert chained <= steps
     assert len(chained) < len(steps) / 2
     assert [v.invariant for v in by_step.violations] == [v.invariant for v in by_chain.violations]
+
+
+def _ends(scope, **kw):
+    """The spec states (digests) every run of the search ends in, with the findings at the end,
+    and the search's result."""
+    import pickle
+
+    ends = set()
+    chain = RefExplorer._chain
+
+    def recording(self, snap, ch, evs):
+        w, finding, found = chain(self, snap, ch, evs)
+        if w.ended is not None:
+            W.normalize(w.spec)
+            ends.add((W.digest(pickle.dumps(w.spec, protocol=pickle.HIGHEST_PROTOCOL)),
+                      None if finding is None else finding[1].inv))
+        return w, finding, found
+
+    RefExplorer._chain = recording
+    try:
+        r = RefExplorer(scope, "rocketmq-4.9.8", **kw).run()
+    finally:
+        RefExplorer._chain = chain
+    return ends, r
+
+
+FAULTY = load_scope("tiny", failures=0, messages=1, fault_kinds=["crash", "reset", "query_failure"])
+
+
+def test_faults_left_for_later_keep_every_end_of_a_run():
+    # a persistent set keeps every terminal state: the runs of the search that leaves commuting
+    # faults for later end in exactly the spec states of the search that offers every fault
+    # before every task, and the first has fewer nodes
+    full, by_full = _ends(FAULTY, reduce=False, split=False)
+    reduced, by_reduced = _ends(FAULTY, split=False)
+    assert by_full.complete and by_reduced.complete
+    assert reduced == full and len(full) > 10
+    assert by_reduced.distinct < by_full.distinct
+
+
+def test_one_fault_among_kinds_is_one_search_per_kind():
+    # a run has at most one fault, so the scope's runs are the union of each kind's: the same
+    # ends of runs, the same verdict, a result per kind
+    scope = load_scope("tiny", failures=0, queues=1, fault_kinds=["crash", "reset", "query_failure"])
+    whole, by_whole = _ends(scope, split=False)
+    split, by_split = _ends(scope)
+    assert by_whole.complete and by_split.complete
+    assert split == whole
+    assert sorted(by_split.kinds) == ["crash", "query_failure", "reset"]
+    assert all(r.complete for r in by_split.kinds.values())
+    assert by_split.distinct == sum(r.distinct for r in by_split.kinds.values())
