@@ -5,6 +5,10 @@ far a state cap got.
     python -m bench.explore_reference [--scopes tiny-quiet,tiny-crash,small] [--max-states 20000] [--workers 2]
     python -m bench.explore_reference --bugs all [--max-states 20000]
     python -m bench.explore_reference --scopes tiny-crash --no-chain --no-reduce   # the search before both
+    python -m bench.explore_reference --scopes small --max-states 3000000 --workers 2   # small, a kind per worker
+
+A scope with one fault among several kinds is searched a kind at a time (RefExplorer.run_split):
+the scope's row sums the kinds', and a row per kind follows.
 
 `--bugs` searches each known bug's scope (REFERENCE_BUG_SCOPES) breadth-first under the bug's
 profile until the first violation (a shortest trace), then the same scope under the release
@@ -57,6 +61,12 @@ def main(argv=None) -> int:
             viol = ", ".join(f"{v.invariant}@{v.depth}" for v in r.violations) or "-"
             print(f"| {name} | {prof} | {r.distinct:,} | {r.generated:,} | {r.depth} | {r.cpu_seconds:.1f} | "
                   f"{r.seconds:.1f} | {rate:,.0f} | {'yes' if r.complete else 'NO (cap)'} | {viol} |", flush=True)
+            for kind, k in r.kinds.items():    # one fault among several kinds: a search per kind
+                krate = k.generated / k.cpu_seconds if k.cpu_seconds else 0
+                kviol = ", ".join(f"{v.invariant}@{v.depth}" for v in k.violations) or "-"
+                print(f"| {name}, {kind} only | {prof} | {k.distinct:,} | {k.generated:,} | {k.depth} | "
+                      f"{k.cpu_seconds:.1f} | {k.seconds:.1f} | {krate:,.0f} | "
+                      f"{'yes' if k.complete else 'NO (cap)'} | {kviol} |", flush=True)
     return 0
 
 

@@ -172,7 +172,7 @@ class BudgetChooser(ScriptChooser):
     def __init__(self, script=(), reduce: bool = False):
         super().__init__(script)
         self.reduce = reduce
-        self.deferred = False     # this step left an armed fault to strike later
+        self.deferred = False     # this step left an armed fault, or a task due now, for later
         self._planned = (None, None, None)
 
     def plan(self, batch):

@@ -136,8 +136,9 @@ def _render(res, files, live, live_skipped=None) -> str:
                    "declared footprints run in one order; no symmetry, no liveness graph: the spec judges "
                    "each run's end).")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="`--engine reference`: processes that expand a breadth-first level in parallel (the same "
-                   "search, the same states and counterexamples, whatever the number).")
+              help="`--engine reference`: processes that search in parallel: with one fault among several "
+                   "kinds, one kind's search each; else a breadth-first level's nodes (the same search, the "
+                   "same states and counterexamples, whatever the number).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def explore(scope_name, profile, as_json, out_dir, liveness, max_states, max_depth, persistent_sets, keep_going,
             quiet, engine, workers):
