@@ -93,10 +93,10 @@ class RefExplorer:
                 break                      # the node where a state predicate fails
             sim = w.run.sim
             batch = sim.next_batch(self.horizon)
-            if w.faults_left > 0 and sim.armed:
-                if batch is None or w.nodefer or ch.plan(batch)[1] != []:
-                    break                  # a fault may strike before the next task: a choice
-            if batch is not None and len(batch) > 1 and ch.plan(batch)[0] is None:
+            pick, offered = (None, None) if batch is None else ch.plan(batch)
+            if w.faults_left > 0 and sim.armed and (batch is None or w.nodefer or offered != []):
+                break                      # a fault may strike before the next task: a choice
+            if batch is not None and len(batch) > 1 and pick is None:
                 break                      # the next step orders its tasks: a choice, seen ahead
             mark = len(evs)
             ch.probe = True
@@ -116,9 +116,9 @@ class RefExplorer:
         return w, finding, found
 
     def _undeferred(self, snap, ch, steps, evs, mark):
-        """A step that left a fault for later ended the run, so no later came: the state before
-        that step (`steps` steps after `snap`), marked to offer every fault at its next step.
-        The step is taken again from there (a new node, or `snap` itself marked)."""
+        """A step that left a fault or a task for later ended the run, so no later came: the
+        state before that step (`steps` steps after `snap`), marked to take its next step every
+        way. The step is taken again from there (a new node, or `snap` itself marked)."""
         del evs[mark:]
         w = self._rerun(snap, [i for _, _, i in ch.trail], steps)
         w.nodefer = True
@@ -219,19 +219,16 @@ class RefExplorer:
         if self.workers > 1:
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(min(self.workers, len(subs))) as pool:
-                results = list(pool.imap(_run_sub, subs))
+                results = list(pool.imap(RefExplorer._run, subs))   # a kind's search per worker
         else:
             results = []
-            tally = Result(scope=self.scope.name, profile=self.profile.name)
             for sub in subs:
                 if bar is not None:
-                    sub.progress = _Offset(bar, tally)
+                    sub.progress = _Offset(bar, results)
                 if self.stop_at_first:
                     # a kind searched after one that found a violation need not go deeper
                     sub.depth_limit = min((v.depth for r in results for v in r.violations), default=None)
-                r = sub._run()
-                _add(tally, r)
-                results.append(r)
+                results.append(sub._run())
         for k, r in zip(kinds, results):
             _add(res, r)
             res.kinds[k] = r
@@ -405,13 +402,6 @@ def _pool(ex):
     return ctx.Pool(ex.workers, initializer=_init_worker, initargs=(ex,))
 
 
-def _run_sub(sub):
-    """One kind's search of a split scope, in a worker process (RefExplorer.run_split)."""
-    r = sub._run()
-    r.graph = None
-    return r
-
-
 def _add(res, r) -> None:
     res.distinct += r.distinct
     res.generated += r.generated
@@ -425,7 +415,8 @@ class _Offset:
     """The progress of one kind's search shown on top of the kinds searched before it."""
 
     def __init__(self, bar, done):
-        self.bar, self.done = bar, (done.distinct, done.generated, done.depth)
+        self.bar = bar
+        self.done = (sum(r.distinct for r in done), sum(r.generated for r in done), max((r.depth for r in done), default=0))
 
     def set(self, distinct, generated, depth, found):
         d, g, dp = self.done

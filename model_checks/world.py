@@ -257,18 +257,18 @@ def _touching(faults, fps, closed: bool) -> list[int]:
     """The indices of the faults (footprints, None: undeclared) that touch one of the footprints
     `fps` or read the clock (striking later is striking at another time); with `closed`, also
     those that touch a fault taken, and so on."""
-    taken = [k for k, f in enumerate(faults)
-             if f is None or CLOCK in f[0] or any(not independent(f, fp) for fp in fps)]
+    taken = {k for k, f in enumerate(faults)
+             if f is None or CLOCK in f[0] or any(not independent(f, fp) for fp in fps)}
     if closed:
+        if any(faults[k] is None for k in taken):
+            return list(range(len(faults)))     # an undeclared fault touches every fault
         grew = True
         while grew:
             grew = False
             for k, f in enumerate(faults):
-                if k not in taken and any(not independent(f, faults[t]) for t in taken if faults[t] is not None):
-                    taken.append(k)
+                if k not in taken and any(not independent(f, faults[t]) for t in taken):
+                    taken.add(k)
                     grew = True
-            if any(faults[t] is None for t in taken) and len(taken) < len(faults):
-                taken = list(range(len(faults)))
     return sorted(taken)
 
 

@@ -32,6 +32,11 @@ class ConsumeMessageConcurrentlyService:
         self.pending = deque()
         self.in_flight = 0
 
+    def forget(self) -> None:
+        """A dead client's batches (PushConsumer.forget)."""
+        self.pending.clear()
+        self.busy = self.in_flight = 0
+
     def start(self) -> None:
         period = self.c.consume_timeout_min * 60000
         self.sim.every(period, period, self.clean_expired_messages, owner=self.c.proc)

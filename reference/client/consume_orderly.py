@@ -90,6 +90,14 @@ class ConsumeMessageOrderlyService:
         if self.clustering:
             self.unlock_all(oneway=False)
 
+    def forget(self) -> None:
+        """A dead client's requests and queue locks (PushConsumer.forget)."""
+        self.pending.clear()
+        self.mq_lock_owner.clear()
+        self.mq_lock_waiters.clear()
+        self.busy = self.in_flight = self.scheduled = 0
+        self._lock_all_timer = None
+
     def idle(self) -> bool:
         return self.busy == 0 and not self.pending and self.in_flight == 0 and self.scheduled == 0
 

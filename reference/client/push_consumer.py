@@ -244,15 +244,7 @@ class PushConsumer:
         self.offset_store.table.clear()
         for d in (self._consume_ids, self._pull_ids, self._mq_keys):
             d.clear()
-        cs = self.consume_service
-        cs.pending.clear()
-        cs.busy = cs.in_flight = 0
-        for name in ("mq_lock_owner", "mq_lock_waiters"):
-            if hasattr(cs, name):
-                getattr(cs, name).clear()
-        if hasattr(cs, "scheduled"):
-            cs.scheduled = 0
-            cs._lock_all_timer = None
+        self.consume_service.forget()
         self.paused = self._resetting = False
         self._resets_waiting.clear()
         self.proc.paused_until = 0
