@@ -157,6 +157,17 @@ def replayed(spark, tmp_path_factory):
     return {k: (cases[k], r) for k, r in zip(keys, reps)}
 
 
+@pytest.fixture(scope="module")
+def replayed_whole(spark, replayed):
+    """The same traces on replay's default path for small traces (traces.spark_whole: each trace
+    whole in one task, several traces per task), in one job."""
+    from rocketspec.traces.spark_replay import replay_many
+
+    keys = list(replayed)
+    reps = replay_many([replayed[k][0] for k in keys], spark, max_listed=ALL)
+    return {k: (replayed[k][0], r) for k, r in zip(keys, reps)}
+
+
 def _check(paths):
     try:
         return check_trace(paths[0], max_listed=ALL)
@@ -222,6 +233,43 @@ def test_arrow_path_equals_check_on_parquet(replayed, case):
                                   "missing-field", "ts-back"])
 def test_bad_parquet_fails_as_check_fails(replayed, what):
     _fails_as_check_fails(replayed[("bad-parquet", what)], what)
+
+
+@spark_test
+@pytest.mark.parametrize("case", [("scenario",) + c for c in SCENARIOS + BUGS] + [("real", Path(p).name) for p in REAL],
+                         ids=lambda c: "-".join(map(str, c)))
+def test_whole_path_equals_check(replayed_whole, case):
+    """A small trace replayed whole in one task (replay's default for it) gives check's verdict,
+    counts and every (invariant, key, seq)."""
+    paths, r = replayed_whole[case]
+    c = _check(paths)
+    assert r.spark["path"] == "whole"
+    assert same(c, r), (dict(c.findings.counts), dict(r.findings.counts), set(findings(c)) ^ set(findings(r)))
+    if not r.ok:        # the violations dataset's groups: one per (invariant, key), counts adding up
+        assert sum(g[0] for (inv, _), g in r.groups.items() if g[6] == "error") == c.findings.error_count
+
+
+@spark_test
+@pytest.mark.parametrize("case", [("bad", w) for w in ("malformed", "unknown-kind", "out-of-order", "no-header",
+                                                       "unknown-profile")]
+                         + [("bad-parquet", w) for w in ("unknown-kind", "out-of-order", "no-header",
+                                                         "unknown-profile", "after-end", "missing-field", "ts-back")],
+                         ids=lambda c: "-".join(c))
+def test_whole_path_sends_bad_input_to_the_exact_path(replayed_whole, case):
+    """Bad input leaves the whole path: the exact path names its file and line as check does."""
+    _fails_as_check_fails(replayed_whole[case], case[1])
+
+
+@spark_test
+@pytest.mark.parametrize("what", ["parquet", "gzip", "zstd", "partitioned-dir", "two-paths"])
+def test_whole_path_reads_every_input_format(replayed_whole, what):
+    """Several files in seq order are one trace whole; files whose seqs interleave (a directory
+    partitioned by kind) go to the exact path, which sorts them."""
+    paths, r = replayed_whole[("format", what)]
+    c = _check(replayed_whole[("scenario", "basic", 1, "rocketmq-5.3.3")][0])
+    assert not isinstance(r, Exception), r
+    assert same(c, r)
+    assert r.spark["path"] == ("exact" if what == "partitioned-dir" else "whole")
 
 
 @spark_test

@@ -482,12 +482,12 @@ def spark_session(master: str | None = None, app: str = "rocketspec-replay", pro
 
 
 def replay(paths, spark, profile=None, max_listed: int = 50, partitions: int | None = None,
-           witness_dir: str | None = None, arrow: bool = False):
+           witness_dir: str | None = None, arrow: bool = False, whole: bool | None = None):
     """Replay the trace given by `paths` on `spark`; a spec.replay.Report whose findings are
     merged from the partitions (with `.plan`, `.groups`, `.spark` and `.witnesses` for the
     operator outputs). Raises TraceInputError on bad input, as `check` does."""
     rep = replay_many([paths], spark, profile=profile, max_listed=max_listed, partitions=partitions,
-                      witness_dirs=[witness_dir], arrow=arrow)[0]
+                      witness_dirs=[witness_dir], arrow=arrow, whole=whole)[0]
     if isinstance(rep, Exception):
         raise rep
     return rep
@@ -513,9 +513,12 @@ def _header(sums, files, profile):
 
 
 def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: int | None = None,
-                witness_dirs=None, arrow: bool = False) -> list:
+                witness_dirs=None, arrow: bool = False, whole: bool | None = None) -> list:
     """Replay several traces (each a list of paths) in one Spark job: a Report, or the
-    TraceInputError of its bad input, per trace. With `arrow`, traces whose files are all
+    TraceInputError of its bad input, per trace. With `whole` (by default: when neither
+    `partitions` nor `arrow` is asked for), a trace of at most spark_whole.WHOLE_EVENTS events
+    is replayed whole in one task, several traces per task (traces.spark_whole); the others,
+    and those it sends back, are partitioned. With `arrow`, traces whose files are all
     Parquet as the writer makes them take the Arrow path (traces.spark_arrow); the others, and
     those it cannot vouch for, the exact path here. (Not the default: on 10^6 events the exact
     path took 36 CPU-s, the Arrow path 57, most of it in the JVM; docs/replay.md.)"""
@@ -529,6 +532,17 @@ def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: i
         except TraceInputError as exc:
             out[t] = exc
     exact = {t for t in range(len(traces)) if out[t] is None}
+    if whole is None:
+        whole = partitions is None and not arrow
+    if whole and exact:
+        from .spark_whole import WHOLE_EVENTS, events_at_most, replay_traces_whole
+
+        small = {t for t in exact
+                 if events_at_most([f for f, tt in zip(files, trace_of) if tt == t]) <= WHOLE_EVENTS}
+        if small:
+            back = replay_traces_whole(small, traces, files, trace_of, out, spark, profile, max_listed,
+                                       witness_dirs)
+            exact = (exact - small) | back
     if arrow:
         from .spark_arrow import fast_files, replay_arrow
 
