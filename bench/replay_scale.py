@@ -1,8 +1,12 @@
 """Replay at scale: `rocketspec replay` on local[1] and local[2] against `check`, same data.
 
     python -m bench.replay_scale [--events 1e7] [--dir DIR] [--workers 2] [--no-check] [--exact]
+                                 [--layout trace|runs] [--cores 1,2]
 
-(replays on the Arrow path, `replay --arrow`; --exact: on replay's default path)
+(one trace: replays on the Arrow path, `replay --arrow`; --exact: on replay's default path for
+a trace that large, the exact path. --layout runs: each generation is a trace of its own, a
+dataset of runs, which replay takes on its default path for small traces: each run whole in a
+task, traces/spark_whole.py.)
 
 The data: one trace of N events made of independent deployments (the `basic` scenario, four
 seeds; each copy with its own brokers, topics, groups, clients and message ids), at most
@@ -99,14 +103,21 @@ def _copy_size(k: int) -> int:
     return len(_runs()[k % len(SEEDS)][0]) - 2     # without its trace_started and trace_ended
 
 
-def _generation(out_dir: str, g: int, copies: int, first_seq: int, last: bool) -> int:
-    """Write generation g (copies g*SLOTS ...) as one file, seqs from first_seq; return its size."""
+def _generation(out_dir: str, g: int, copies: int, first_seq: int, last: bool, own: bool = False) -> int:
+    """Write generation g (copies g*SLOTS ...) as one file, seqs from first_seq; return its size.
+    `own`: the generation is a trace of its own (its trace_started and trace_ended), the run
+    `run=<g>` of a dataset of runs."""
     from rocketspec.traces.io import open_writer
 
     runs = _runs()
     shift = g * SPAN_MS
     rows = []
-    if g == 0:
+    if own:
+        first_seq, last = 0, True
+        head = dict(runs[0][0][0])
+        head["ts"] = shift
+        rows.append(((-1, 0, 0), head))
+    elif g == 0:
         rows.append(((-1, 0, 0), dict(runs[0][0][0])))     # the one trace_started
     end_ts = 0
     for k in range(g * SLOTS, min(copies, (g + 1) * SLOTS)):
@@ -133,7 +144,9 @@ def _generation(out_dir: str, g: int, copies: int, first_seq: int, last: bool) -
         tail = dict(runs[0][0][-1])
         tail["ts"] = max(end_ts, rows[-1][1]["ts"])
         rows.append((None, tail))
-    w = open_writer(os.path.join(out_dir, f"part-{g:05d}.parquet"))
+    path = os.path.join(out_dir, f"run={g}", "part-0.parquet") if own else os.path.join(out_dir, f"part-{g:05d}.parquet")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    w = open_writer(path)
     for i, (_, d) in enumerate(rows):
         d["seq"] = first_seq + i
         w.write(d)
@@ -141,9 +154,10 @@ def _generation(out_dir: str, g: int, copies: int, first_seq: int, last: bool) -
     return len(rows)
 
 
-def generate(n: int, out_dir: str, workers: int | None = None) -> int:
+def generate(n: int, out_dir: str, workers: int | None = None, layout: str = "trace") -> int:
     """Write about n events into out_dir as part-00000.parquet, ... (one file per generation),
-    on `workers` processes; return the count."""
+    on `workers` processes; return the count. Layout "runs": each generation is a trace of its
+    own, run=<g>/part-0.parquet (a dataset of runs, as `simulate --events` writes)."""
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
@@ -161,7 +175,8 @@ def generate(n: int, out_dir: str, workers: int | None = None) -> int:
     done = events = 0
     last_print = 0.0
     with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
-        futs = [pool.submit(_generation, out_dir, g, copies, firsts[g], g == gens - 1) for g in range(gens)]
+        futs = [pool.submit(_generation, out_dir, g, copies, firsts[g], g == gens - 1, layout == "runs")
+                for g in range(gens)]
         for f in futs:
             events += f.result()
             done += 1
@@ -171,7 +186,7 @@ def generate(n: int, out_dir: str, workers: int | None = None) -> int:
                 print(f"  generating: {done}/{gens} files, {events:,} events, {events / (now - t0):,.0f} events/s "
                       f"on {workers} workers ({load()})", flush=True)
     with open(os.path.join(out_dir, "_meta.json"), "w") as fh:
-        json.dump({"events": events, "copies": copies, "slots": SLOTS}, fh)
+        json.dump({"events": events, "copies": copies, "slots": SLOTS, "layout": layout}, fh)
     return events
 
 
@@ -211,6 +226,13 @@ def _hwm_mb(pid: int) -> float:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def run_check_runs(runs) -> tuple[float, float, bool]:
+    """check of a dataset of runs, run by run in one process: (wall s, CPU s, every run holds)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    ok = all(run_check([os.path.join(d, "part-0.parquet")])[2].ok for _, d in runs)
+    return time.perf_counter() - t0, time.process_time() - c0, ok
 
 
 def run_check(files) -> tuple[float, float, object]:
@@ -253,13 +275,35 @@ def run_replay(path, cores: int, partitions: int | None, arrow: bool, conf: dict
         pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
         c0 = _cpu_tree(pid)
         t0 = time.perf_counter()
-        rep = replay_many([[path]], spark, partitions=partitions, arrow=arrow)[0]
-        if isinstance(rep, Exception):
-            raise rep
+        from rocketspec.traces.datasets import dataset_runs
+
+        runs = dataset_runs(path)
+        reps = replay_many([[d] for _, d in runs] if runs else [[path]], spark, partitions=partitions, arrow=arrow)
+        for rep in reps:
+            if isinstance(rep, Exception):
+                raise rep
         c1 = _cpu_tree(pid)
-        return time.perf_counter() - t0, (c1[0] - c0[0], c1[1] - c0[1]), _hwm_mb(pid), rep
+        return time.perf_counter() - t0, (c1[0] - c0[0], c1[1] - c0[1]), _hwm_mb(pid), reps
     finally:
         spark.stop()
+
+
+def _summary(reps) -> dict:
+    """What the bench prints of the job: one trace's Spark figures, or a dataset's (its runs'
+    paths, the tasks of the whole path and their skew, the sums and the peaks)."""
+    if len(reps) == 1:
+        sp = dict(reps[0].spark)
+        sp["ok"] = reps[0].ok
+        return sp
+    sps = [r.spark for r in reps]
+    paths = sorted({sp["path"] for sp in sps})
+    whole = [sp for sp in sps if sp["path"] == "whole"]
+    return {"ok": all(r.ok for r in reps), "path": "+".join(paths),
+            "partitions": whole[0]["tasks"] if whole else sum(sp["partitions"] for sp in sps),
+            "components": len(reps), "skew": whole[0]["task_skew"] if whole else max(sp["skew"] for sp in sps),
+            "worker_maxrss_mb": max(sp["worker_maxrss_mb"] for sp in sps),
+            "replay_cpu_seconds": [sum(sum(sp["replay_cpu_seconds"]) for sp in sps)],
+            "partition_events": f"{len(reps)} runs", "replay_seconds": "-"}
 
 
 def main(argv=None):
@@ -272,33 +316,47 @@ def main(argv=None):
                                                          "the Arrow path (--arrow)")
     ap.add_argument("--cores", default="1,2", help="local[N] runs, e.g. 2 (default 1,2)")
     ap.add_argument("--partitions", type=int, default=None, help="replay partitions (default: 2 x cores)")
+    ap.add_argument("--layout", choices=("trace", "runs"), default="trace",
+                    help="trace: one trace of every generation (partitioned by the exact or Arrow path); runs: each "
+                         "generation a trace of its own, run=<g>/ (a dataset of runs: each replayed whole in a task)")
     args = ap.parse_args(argv)
     n = int(args.events)
-    d = args.dir or f"/tmp/rocketspec-replay-bench-{n}"
+    d = args.dir or (f"/tmp/rocketspec-replay-bench-{n}" if args.layout == "trace"
+                     else f"/tmp/rocketspec-replay-bench-runs-{n}")
     meta = os.path.join(d, "_meta.json")
     t0 = time.perf_counter()
     if os.path.exists(meta):
         total = json.load(open(meta))["events"]
         print(f"data: {d} ({total:,} events, reused)")
     else:
-        total = generate(n, d, args.workers)
+        total = generate(n, d, args.workers, args.layout)
         print(f"data: {d} ({total:,} events, generated in {time.perf_counter() - t0:.1f} s, {load()})")
-    files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet"))
+    from rocketspec.traces.datasets import dataset_runs
+
+    runs = dataset_runs(d)
+    files = ([os.path.join(x, "part-0.parquet") for _, x in runs] if runs else
+             sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".parquet")))
     size = sum(os.path.getsize(f) for f in files)
-    print(f"      {len(files)} files, {size / 2**30:.2f} GiB on disk")
+    print(f"      {len(files)} files{f' ({len(runs)} runs, each a trace)' if runs else ''}, "
+          f"{size / 2**30:.2f} GiB on disk")
     dt = None
     if not args.no_check:
-        dt, cpu, crep = run_check(files)
+        if runs:
+            dt, cpu, ok = run_check_runs(runs)
+        else:
+            dt, cpu, crep = run_check(files)
+            ok = crep.ok
         print(f"check:          {dt:8.1f} s  {total / dt:10,.0f} events/s  CPU {cpu:7.1f} s = {total / cpu:9,.0f} "
-              f"events/CPU-s  verdict {'holds' if crep.ok else 'violated'}  ({load()})", flush=True)
+              f"events/CPU-s  verdict {'holds' if ok else 'violated'}  ({load()})", flush=True)
     res = {}
     for cores in [int(c) for c in args.cores.split(",")]:
-        t, (jvm, py), hwm, rep = run_replay(d, cores, args.partitions, not args.exact)
+        # (the Arrow path is for one trace's Parquet; runs go whole unless --exact or --partitions)
+        t, (jvm, py), hwm, reps = run_replay(d, cores, args.partitions, not args.exact and not runs)
         cpu = jvm + py
         res[cores] = t
-        sp = rep.spark
+        sp = _summary(reps)
         print(f"replay local[{cores}]: {t:8.1f} s  {total / t:10,.0f} events/s  CPU {cpu:7.1f} s = "
-              f"{total / cpu:9,.0f} events/CPU-s  verdict {'holds' if rep.ok else 'violated'}  path {sp['path']}  "
+              f"{total / cpu:9,.0f} events/CPU-s  verdict {'holds' if sp['ok'] else 'violated'}  path {sp['path']}  "
               f"partitions {sp['partitions']}  components {sp['components']}  skew {sp['skew']:.2f}  "
               f"worker peak {sp['worker_maxrss_mb']:.0f} MiB  JVM peak {hwm:.0f} MiB  ({load()})", flush=True)
         print(f"                CPU s: JVM {jvm:.1f}, Python workers {py:.1f} (replaying {sum(sp['replay_cpu_seconds']):.1f})"

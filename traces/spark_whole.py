@@ -30,6 +30,7 @@ from .io import TraceInputError, out_of_order
 # speed (about 10 us per event), faster than the exact path on two cores (about 33 CPU-us per
 # event); above it, a trace is partitioned, so its memory and time are shared by the cores.
 WHOLE_EVENTS = 1 << 20
+TASK_EVENTS = 1 << 21
 _JSON_BYTES = 120           # an event's JSON is at least this long (a lower bound: a high count)
 _COMPRESSED = 12            # and compresses by at most this much
 
@@ -170,7 +171,9 @@ def replay_traces_whole(todo, traces, files, trace_of, out, spark, profile, max_
     sc = spark.sparkContext
     by_trace = {t: [(i, files[i]) for i, tt in enumerate(trace_of) if tt == t] for t in todo}
     sizes = {t: events_at_most([f for _, f in by_trace[t]]) for t in todo}
-    tasks = pack(sizes, 4 * sc.defaultParallelism)
+    # a few tasks per core, and none much over TASK_EVENTS: Spark's progress (and a retried
+    # task's repeated work) moves by the task
+    tasks = pack(sizes, max(4 * sc.defaultParallelism, -(-sum(sizes.values()) // TASK_EVENTS)))
     b = sc.broadcast((by_trace, files, profile, max_listed))
 
     def run(ts):
@@ -181,6 +184,8 @@ def replay_traces_whole(todo, traces, files, trace_of, out, spark, profile, max_
         for t in ts:
             yield replay_whole(t, by[t], fs, prof, mx)
 
+    loads = [sum(sizes[t] for t in ts) for ts in tasks]
+    task_skew = round(max(loads) * len(loads) / sum(loads), 3) if sum(loads) else 1.0
     results = sc.parallelize(tasks, len(tasks)).flatMap(run).collect()
     back = set()
     debug = os.environ.get("ROCKETSPEC_REPLAY_DEBUG")
@@ -200,5 +205,8 @@ def replay_traces_whole(todo, traces, files, trace_of, out, spark, profile, max_
         rep.witnesses = []
         rep.seconds = time.perf_counter() - t0
         rep.spark = spark_info(sc, "whole", rep.plan, [res])
+        # the job's tasks, each a group of whole traces: how many, and the most loaded one's
+        # events (at most: Parquet footers, else file sizes) over the fair share
+        rep.spark.update(tasks=len(tasks), task_skew=task_skew)
         out[t] = rep
     return back
