@@ -176,15 +176,16 @@ def resolve_profile(name, first_event, path) -> Profile:
 
 
 def check_events(events, profile: Profile, path: str = "<events>", max_listed: int = 50,
-                 validate=None) -> Report:
+                 validate=None, findings=None) -> Report:
     """Replay (line, event) pairs. With `validate` (a FastValidator), check each event's schema
     and the envelope order on the way (TraceInputError on bad input); otherwise the events must
-    be valid already."""
+    be valid already. `findings`: the class of the findings' sink (Findings, or a subclass that
+    also aggregates them, as replay's violations dataset does)."""
     import time
 
     t0 = time.perf_counter()
     st = SpecState(profile)
-    out = Findings(st, max_listed=max_listed)
+    out = (findings or Findings)(st, max_listed=max_listed)
     handlers = HANDLERS
     n = 0
     last_seq = last_ts = None
@@ -287,7 +288,7 @@ def fast_validator() -> FastValidator:
 
 
 def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50, progress=None,
-                keep: list | None = None) -> Report:
+                keep: list | None = None, findings=None) -> Report:
     """Validate the trace at `path` against the spec. Raises TraceInputError on bad input.
     The trace is read by traces.io (any format it reads; `progress` as in `read_events`).
     With `keep` (a list), every event is also appended to it, for a caller that needs the
@@ -323,7 +324,7 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
     gc.disable()
     try:
         return check_events(chained() if keep is None else kept(), prof, path, max_listed=max_listed,
-                            validate=validate)
+                            validate=validate, findings=findings)
     finally:
         if was:
             gc.enable()

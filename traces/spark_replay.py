@@ -320,11 +320,35 @@ class Plan:
 
 # ---------------------------------------------------------------- replay of one partition
 
-def _findings_class():
-    from ..spec.kinds import HOME_FINDINGS
+def grouped_findings_class():
+    """Findings that also aggregate every finding by (invariant, key): its count, first and last
+    seq and ts, first message and severity (the violations dataset's rows)."""
     from ..spec.replay import LIVE, Findings, _inv
 
-    class PartitionFindings(Findings):
+    class GroupedFindings(Findings):
+        def __init__(self, st, **kw):
+            super().__init__(st, **kw)
+            self.groups: dict = {}
+
+        def report(self, inv, message, key=None, state=LIVE):
+            ev = self.ev
+            seq, ts = (ev.get("seq"), ev.get("ts")) if ev else (None, None)
+            g = self.groups.get((inv, key))
+            if g is None:
+                self.groups[(inv, key)] = [1, seq, seq, ts, ts, message, _inv.severity(inv)]
+            else:
+                g[0] += 1
+                g[2], g[4] = seq, ts
+            super().report(inv, message, key, state)
+
+    return GroupedFindings
+
+
+def _findings_class():
+    from ..spec.kinds import HOME_FINDINGS
+    from ..spec.replay import LIVE
+
+    class PartitionFindings(grouped_findings_class()):
         """Findings of one partition. A finding is kept by exactly one partition: the one that
         owns its key (for a directory event: its home, the scope's owner (traces.scopes), for
         the directory's own keys), or the event's home for the kinds whose findings judge their
@@ -335,7 +359,6 @@ def _findings_class():
             super().__init__(st, **kw)
             self.pid, self.plan = pid, plan
             self.broadcast, self.home, self.owner = False, True, 0
-            self.groups: dict = {}
 
         def _keep(self, key) -> bool:
             if self.broadcast:
@@ -347,17 +370,8 @@ def _findings_class():
             return self.home if p is None else p == self.pid
 
         def report(self, inv, message, key=None, state=LIVE):
-            if not self._keep(key):
-                return
-            ev = self.ev
-            seq, ts = (ev.get("seq"), ev.get("ts")) if ev else (None, None)
-            g = self.groups.get((inv, key))
-            if g is None:
-                self.groups[(inv, key)] = [1, seq, seq, ts, ts, message, _inv.severity(inv)]
-            else:
-                g[0] += 1
-                g[2], g[4] = seq, ts
-            super().report(inv, message, key, state)
+            if self._keep(key):
+                super().report(inv, message, key, state)
 
         def example(self, inv, message, key=None, state=LIVE):
             if self._keep(key):

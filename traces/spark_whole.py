@@ -2,15 +2,14 @@
 task, with no plan and no shuffle.
 
 A dataset of runs (`simulate --events N`: thousands of runs of a few thousand events each) or a
-directory of small traces is a map-only job: each task reads its traces with `check`'s reader
-and validator and replays them, one after the other, through the same partition replay as the
-exact path (`spark_replay._replay_partition`) with a single partition that owns every key. So
-the result is the exact path's with one partition: the verdict, counts and (invariant, key,
-seq) that `check` gives (the tests compare them), plus the per-(invariant, key) groups of the
-violations dataset. What it saves is the exact path's whole apparatus for such traces: turning
+directory of small traces is a map-only job: each task replays its traces one after the other
+with `check`'s own replay (spec.replay.check_events: its reader, validator, order rules and
+findings), the findings also grouped by (invariant, key) for the violations dataset. So the
+verdict, counts and (invariant, key, seq) are `check`'s by construction (and the tests compare
+them). What it saves is the exact path's apparatus, which such traces do not need: turning
 every event into JSON and pickled rows, the read stage's cache, the routing, the shuffle and
-Python's sort, and a plan per trace (a dataset of 436 runs of 10^6 events in all took 167 s on
-`local[2]` through the exact path, one Spark job per step for every run at once).
+Python's sort, and a plan per trace (a dataset of 436 runs, 10^6 events in all, took 167 s on
+`local[2]` through the exact path and 13 s whole).
 
 Anything unusual sends a trace back to the exact path, which then says what `replay` has always
 said about it: bad input of any kind (its error names the file and line as before), files given
@@ -24,7 +23,7 @@ import itertools
 import os
 import time
 
-from .io import TraceInputError, out_of_order
+from .io import TraceInputError
 
 # A trace goes whole when it has at most this many events: one core replays it at `check`'s
 # speed (about 10 us per event), faster than the exact path on two cores (about 33 CPU-us per
@@ -80,70 +79,47 @@ class WholePlan:
         return 1.0
 
 
-def _rows(files: list[tuple[int, str]], stats: dict):
-    """The trace's events as the partition replay takes them, ((0, seq), (directory?, home, ts,
-    file index, line, event)), validated as `check` validates them; NotWhole for a trace the
-    exact path must judge."""
-    from ..spec.replay import fast_validator
+def _events(paths: list[str]):
+    """(line, event) of the files in turn. One file's reader holds it to one trace_started, the
+    first row (traces.io); across files, a trace_started anywhere but first is for the exact path."""
     from .io import read_events
 
-    validate = fast_validator()
+    if len(paths) == 1:
+        yield from read_events(paths[0], validate=False)
+        return
     first = True
-    for fidx, path in files:
-        last_seq = last_ts = None
-        n = 0
-        try:
-            for line, ev in read_events(path, validate=False):
-                problem = validate(ev)
-                if problem:
-                    raise NotWhole(f"{path}:{line}: {problem}")
-                seq, ts, kind = ev["seq"], ev["ts"], ev["kind"]
-                if last_seq is not None and (seq <= last_seq or ts < last_ts):
-                    raise NotWhole(f"{path}:{line}: {out_of_order(seq, ts, last_seq, last_ts)}")
-                if (kind == "trace_started") != first:
-                    raise NotWhole(f"{path}:{line}: {kind} where the trace's first event is "
-                                   f"{'expected' if first else 'not'}")
-                first = False
-                last_seq, last_ts = seq, ts
-                n += 1
-                stats["events"] += 1
-                yield (0, seq), (False, 0, ts, fidx, line, ev)
-        except TraceInputError as exc:
-            raise NotWhole(str(exc)) from None
-        if n == 0:
-            raise NotWhole(f"{path}: no event")
+    for path in paths:
+        for line, ev in read_events(path, validate=False):
+            if not first and type(ev) is dict and ev.get("kind") == "trace_started":
+                raise NotWhole(f"{path}:{line}: a second trace_started")
+            first = False
+            yield line, ev
 
 
-def replay_whole(t: int, files: list[tuple[int, str]], all_files: list[str], profile, max_listed: int) -> dict:
-    """Replay one trace whole (in a task): the partition replay's result, with the trace's
-    profile name and event count, or {"trace": t, "back": why} for the exact path."""
-    from ..spec.replay import resolve_profile
-    from .spark_replay import _replay_partition
+def replay_whole(t: int, files: list[tuple[int, str]], profile, max_listed: int) -> dict:
+    """Replay one trace whole (in a task) with `check`'s own replay (spec.replay.check_events:
+    its reader, validator and order rules), its findings also grouped by (invariant, key): a
+    result as the exact path's partitions give it, or {"trace": t, "back": why} for the exact path."""
+    from ..spec.replay import check_events, fast_validator, resolve_profile
+    from .spark_replay import _maxrss_kb, grouped_findings_class
 
+    paths = [f for _, f in files]
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
-        stats = {"events": 0}
-        it = _rows(files, stats)
+        it = _events(paths)
         first = next(it, None)
-        if first is None:
-            raise NotWhole("no event")
-        try:        # (_rows made sure the first event is the trace_started)
-            prof = resolve_profile(profile, first[1][5], files[0][1])
-        except Exception as exc:
-            raise NotWhole(f"profile: {exc}") from None
-        res = _replay_partition(0, itertools.chain((first,), it), prof.name, all_files, max_listed, WholePlan(0),
-                                decode=_same)
-        if "error" in res:
-            raise NotWhole(f"{res['error']}")
-    except NotWhole as exc:
+        if first is None or type(first[1]) is not dict or first[1].get("kind") != "trace_started":
+            raise NotWhole("the first event is not a trace_started")
+        prof = resolve_profile(profile, first[1], paths[0])
+        rep = check_events(itertools.chain((first,), it), prof, paths[0], max_listed=max_listed,
+                           validate=fast_validator(), findings=grouped_findings_class())
+    except (NotWhole, TraceInputError) as exc:
         return {"trace": t, "back": str(exc)}
-    except TraceInputError as exc:
-        return {"trace": t, "back": str(exc)}
-    res.update(trace=t, profile=prof.name, n=stats["events"])
-    return res
-
-
-def _same(payload, fidx, line):
-    return payload
+    f = rep.findings
+    return {"trace": t, "profile": prof.name, "n": rep.events, "events": rep.events, "ended": rep.ended,
+            "errors": f.errors, "warnings": f.warnings, "counts": f.counts, "error_count": f.error_count,
+            "groups": f.groups, "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
+            "maxrss_kb": _maxrss_kb(), "live_keys": rep.live_keys, "live_keys_peak": {}, "scopes_dropped": 0}
 
 
 def pack(sizes: dict, slots: int) -> list[list[int]]:
@@ -174,15 +150,15 @@ def replay_traces_whole(todo, traces, files, trace_of, out, spark, profile, max_
     # a few tasks per core, and none much over TASK_EVENTS: Spark's progress (and a retried
     # task's repeated work) moves by the task
     tasks = pack(sizes, max(4 * sc.defaultParallelism, -(-sum(sizes.values()) // TASK_EVENTS)))
-    b = sc.broadcast((by_trace, files, profile, max_listed))
+    b = sc.broadcast((by_trace, profile, max_listed))
 
     def run(ts):
         return _without_gc(_run(ts))
 
     def _run(ts):
-        by, fs, prof, mx = b.value
+        by, prof, mx = b.value
         for t in ts:
-            yield replay_whole(t, by[t], fs, prof, mx)
+            yield replay_whole(t, by[t], prof, mx)
 
     loads = [sum(sizes[t] for t in ts) for ts in tasks]
     task_skew = round(max(loads) * len(loads) / sum(loads), 3) if sum(loads) else 1.0
