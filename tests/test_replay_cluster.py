@@ -122,3 +122,47 @@ def test_replay_on_a_standalone_cluster_equals_local_and_survives_a_killed_execu
     again = orjson.loads(out)
     assert (again["verdict"], again["counts"], again["events"], again["errors"]) == \
         (got["verdict"], got["counts"], got["events"], got["errors"])
+
+
+def test_a_dataset_of_runs_whole_on_the_cluster_is_check_run_by_run_and_survives_a_killed_executor(cluster, tmp_path):
+    """The whole path (each run whole in a task, traces/spark_whole.py) on the standalone
+    cluster: each run's verdict and counts are check's on that run, also when an executor is
+    killed while the job runs."""
+    from rocketspec.reference.bulk import simulate_dataset
+    from rocketspec.reference.scenario import load_scenario
+    from rocketspec.spec.replay import check_trace
+
+    d = str(tmp_path / "runs")
+    simulate_dataset(load_scenario("basic"), "rocketmq-5.3.3", d, 600_000)
+
+    def replay():
+        return subprocess.Popen([str(BIN / "rocketspec"), "replay", "--master", cluster["url"], d, "--json",
+                                 "--quiet"], env=cluster["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    p = replay()
+    out, err = p.communicate(timeout=900)
+    assert p.returncode == 0, err.decode()[-2000:]
+    got = orjson.loads(out)
+    assert {r["report"]["spark"]["path"] for r in got["runs"]} == {"whole"}
+    for r in got["runs"]:
+        c = check_trace(os.path.join(r["path"], "part-0.parquet")).to_dict()
+        assert (r["report"]["verdict"], r["report"]["counts"], r["report"]["events"]) == (
+            c["verdict"], c["counts"], c["events"])
+    p = replay()
+    killed = None
+    deadline = time.time() + 600
+    while killed is None and p.poll() is None and time.time() < deadline:
+        for w in cluster["workers"]:
+            ex = _children(w.pid)
+            if ex:
+                time.sleep(2)
+                os.kill(ex[0], signal.SIGKILL)
+                killed = ex[0]
+                break
+        time.sleep(0.2)
+    out, err = p.communicate(timeout=900)
+    assert p.returncode == 0, err.decode()[-2000:]
+    again = orjson.loads(out)
+    assert [(r["run"], r["report"]["counts"], r["report"]["events"]) for r in again["runs"]] == \
+        [(r["run"], r["report"]["counts"], r["report"]["events"]) for r in got["runs"]]
+    assert killed is not None, "no executor seen to kill"
