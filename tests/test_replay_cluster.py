@@ -86,6 +86,21 @@ def _trace(tmp_path, events=60_000) -> str:
     return d
 
 
+def _kill_an_executor(cluster, job, settle: float):
+    """SIGKILL the first executor JVM (a worker's child) seen while `job` runs, `settle` seconds
+    after it appears (so that it has taken tasks); its pid, or None if none was seen."""
+    deadline = time.time() + 600
+    while job.poll() is None and time.time() < deadline:
+        for w in cluster["workers"]:
+            ex = _children(w.pid)
+            if ex:
+                time.sleep(settle)
+                os.kill(ex[0], signal.SIGKILL)
+                return ex[0]
+        time.sleep(0.2)
+    return None
+
+
 def _replay(cluster, path, partitions=6):
     return subprocess.Popen([str(BIN / "rocketspec"), "replay", "--master", cluster["url"], path, "--json",
                              "--quiet", "--partitions", str(partitions), "--max-violations", "1000000"],
@@ -105,17 +120,7 @@ def test_replay_on_a_standalone_cluster_equals_local_and_survives_a_killed_execu
                                                               dict(sorted(want.findings.counts.items())), want.events)
     # again, and SIGKILL one executor JVM (a worker's child) while the job runs
     p = _replay(cluster, path)
-    killed = None
-    deadline = time.time() + 600
-    while killed is None and p.poll() is None and time.time() < deadline:
-        for w in cluster["workers"]:
-            ex = _children(w.pid)
-            if ex:
-                time.sleep(3)       # let it take tasks
-                os.kill(ex[0], signal.SIGKILL)
-                killed = ex[0]
-                break
-        time.sleep(0.5)
+    killed = _kill_an_executor(cluster, p, settle=3)
     out, err = p.communicate(timeout=900)
     assert killed is not None, "no executor seen to kill"
     assert p.returncode in (0, 1), err.decode()[-2000:]
@@ -149,17 +154,7 @@ def test_a_dataset_of_runs_whole_on_the_cluster_is_check_run_by_run_and_survives
         assert (r["report"]["verdict"], r["report"]["counts"], r["report"]["events"]) == (
             c["verdict"], c["counts"], c["events"])
     p = replay()
-    killed = None
-    deadline = time.time() + 600
-    while killed is None and p.poll() is None and time.time() < deadline:
-        for w in cluster["workers"]:
-            ex = _children(w.pid)
-            if ex:
-                time.sleep(2)
-                os.kill(ex[0], signal.SIGKILL)
-                killed = ex[0]
-                break
-        time.sleep(0.2)
+    killed = _kill_an_executor(cluster, p, settle=2)
     out, err = p.communicate(timeout=900)
     assert p.returncode == 0, err.decode()[-2000:]
     again = orjson.loads(out)
