@@ -288,7 +288,7 @@ def fast_validator() -> FastValidator:
 
 
 def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50, progress=None,
-                keep: list | None = None, findings=None) -> Report:
+                keep: list | None = None) -> Report:
     """Validate the trace at `path` against the spec. Raises TraceInputError on bad input.
     The trace is read by traces.io (any format it reads; `progress` as in `read_events`).
     With `keep` (a list), every event is also appended to it, for a caller that needs the
@@ -324,7 +324,7 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
     gc.disable()
     try:
         return check_events(chained() if keep is None else kept(), prof, path, max_listed=max_listed,
-                            validate=validate, findings=findings)
+                            validate=validate)
     finally:
         if was:
             gc.enable()

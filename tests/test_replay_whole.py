@@ -42,7 +42,7 @@ def test_a_trace_replayed_whole_is_check(traces, case):
     c = check_trace(path, max_listed=10 ** 6)
     r = replay_whole(7, [(0, path)], None, 10 ** 6)
     assert "back" not in r, r
-    assert (r["trace"], r["n"], r["ended"], r["error_count"], r["counts"]) == (
+    assert (r["trace"], r["events"], r["ended"], r["error_count"], r["counts"]) == (
         7, c.events, c.ended, c.findings.error_count, c.findings.counts)
     assert [(f.inv, f.key, f.seq) for f in r["errors"]] == [(f.inv, f.key, f.seq) for f in c.findings.errors]
     # every error is in exactly one group, (invariant, key), and the groups' spans are in order
@@ -65,7 +65,7 @@ def test_two_files_in_seq_order_are_one_trace_whole(traces, tmp_path):
     write_trace(str(b), evs[half:])
     c = check_trace(path)
     r = replay_whole(0, [(0, str(a)), (1, str(b))], None, 50)
-    assert (r["n"], r["counts"]) == (c.events, c.findings.counts)
+    assert (r["events"], r["counts"]) == (c.events, c.findings.counts)
 
 
 def _bad(tmp_path, evs) -> dict:

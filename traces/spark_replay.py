@@ -551,12 +551,15 @@ def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: i
     if whole and exact:
         from .spark_whole import WHOLE_EVENTS, events_at_most, replay_traces_whole
 
-        small = {t for t in exact
-                 if events_at_most([f for f, tt in zip(files, trace_of) if tt == t]) <= WHOLE_EVENTS}
+        by_trace: dict = {}         # trace -> [(file index, path)]
+        for i, t in enumerate(trace_of):
+            if t in exact:
+                by_trace.setdefault(t, []).append((i, files[i]))
+        sizes = {t: events_at_most([f for _, f in fs]) for t, fs in by_trace.items()}
+        small = {t: by_trace[t] for t, n in sizes.items() if n <= WHOLE_EVENTS}
         if small:
-            back = replay_traces_whole(small, traces, files, trace_of, out, spark, profile, max_listed,
-                                       witness_dirs)
-            exact = (exact - small) | back
+            back = replay_traces_whole(small, sizes, out, spark, profile, max_listed, witness_dirs)
+            exact = (exact - set(small)) | back
     if arrow:
         from .spark_arrow import fast_files, replay_arrow
 

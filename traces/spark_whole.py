@@ -26,8 +26,8 @@ import time
 from .io import TraceInputError
 
 # A trace goes whole when it has at most this many events: one core replays it at `check`'s
-# speed (about 10 us per event), faster than the exact path on two cores (about 33 CPU-us per
-# event); above it, a trace is partitioned, so its memory and time are shared by the cores.
+# speed, about 2.9 times what the exact path gets from a core (docs/replay.md); above it, a
+# trace is partitioned, so its memory and time are shared by the cores and ended scopes dropped.
 WHOLE_EVENTS = 1 << 20
 TASK_EVENTS = 1 << 21
 _JSON_BYTES = 120           # an event's JSON is at least this long (a lower bound: a high count)
@@ -65,15 +65,13 @@ class WholePlan:
     components = 1
     scopes = None
 
-    def __init__(self, events: int, directory_events: int = 0):
+    directory_events = 0        # (none told apart: nothing is routed)
+
+    def __init__(self, events: int):
         self.loads = [events]
-        self.directory_events = directory_events
 
     def key_partition(self, key):
         return None
-
-    def targets(self, places) -> tuple:
-        return (0,)
 
     def skew(self) -> float:
         return 1.0
@@ -116,7 +114,7 @@ def replay_whole(t: int, files: list[tuple[int, str]], profile, max_listed: int)
     except (NotWhole, TraceInputError) as exc:
         return {"trace": t, "back": str(exc)}
     f = rep.findings
-    return {"trace": t, "profile": prof.name, "n": rep.events, "events": rep.events, "ended": rep.ended,
+    return {"trace": t, "profile": prof.name, "events": rep.events, "ended": rep.ended,
             "errors": f.errors, "warnings": f.warnings, "counts": f.counts, "error_count": f.error_count,
             "groups": f.groups, "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
             "maxrss_kb": _maxrss_kb(), "live_keys": rep.live_keys, "live_keys_peak": {}, "scopes_dropped": 0}
@@ -137,16 +135,16 @@ def pack(sizes: dict, slots: int) -> list[list[int]]:
     return [sorted(ts) for ts in out if ts]
 
 
-def replay_traces_whole(todo, traces, files, trace_of, out, spark, profile, max_listed, witness_dirs) -> set:
-    """Replay the traces `todo` whole, a task per group of traces; fill `out` with their
-    Reports; return the traces sent back to the exact path."""
+def replay_traces_whole(by_trace: dict, sizes: dict, out, spark, profile, max_listed, witness_dirs) -> set:
+    """Replay the traces of `by_trace` ({trace: [(file index, path)]}, with `sizes`, their
+    events_at_most) whole, a task per group of traces; fill `out` with their Reports; return the
+    traces sent back to the exact path."""
     from ..spec.replay import Findings, Report
     from .spark_replay import _merge, _without_gc, spark_info
 
     t0 = time.perf_counter()
     sc = spark.sparkContext
-    by_trace = {t: [(i, files[i]) for i, tt in enumerate(trace_of) if tt == t] for t in todo}
-    sizes = {t: events_at_most([f for _, f in by_trace[t]]) for t in todo}
+    sizes = {t: sizes[t] for t in by_trace}
     # a few tasks per core, and none much over TASK_EVENTS: Spark's progress (and a retried
     # task's repeated work) moves by the task
     tasks = pack(sizes, max(4 * sc.defaultParallelism, -(-sum(sizes.values()) // TASK_EVENTS)))
@@ -176,8 +174,8 @@ def replay_traces_whole(todo, traces, files, trace_of, out, spark, profile, max_
             back.add(t)         # (the witnesses come from the exact path's partitions)
             continue
         tfiles = [f for _, f in by_trace[t]]
-        rep = _merge([res], tfiles, res["profile"], res["n"], max_listed, Findings, Report)
-        rep.plan = WholePlan(res["n"])
+        rep = _merge([res], tfiles, res["profile"], res["events"], max_listed, Findings, Report)
+        rep.plan = WholePlan(res["events"])
         rep.witnesses = []
         rep.seconds = time.perf_counter() - t0
         rep.spark = spark_info(sc, "whole", rep.plan, [res])
