@@ -26,7 +26,7 @@ from functools import partial
 from rocketspec.reference.choice import ScriptChooser
 from rocketspec.reference.footprint import CLOCK, footprint, independent, task_footprint
 from rocketspec.reference.runner import Run
-from rocketspec.reference.sim import live_task
+from rocketspec.reference.sim import live_task, run_at
 from rocketspec.reference.scenario import validate
 from rocketspec.spec import initial_state
 
@@ -161,7 +161,9 @@ class BudgetChooser(ScriptChooser):
     independent of the others runs first with no choice, and only the armed faults that touch
     it are offered to strike before it. A fault left for later (`deferred`) commutes with the
     task: striking after it reaches the same state, and it is offered again before every task
-    it touches. A fault that reads the clock (a pause) is always offered: later is another time.
+    it touches. A fault that reads the clock (a pause) is offered before the last task of a
+    millisecond (after it, later is another time), and a task it touches is run first: no
+    task of the millisecond then runs before it but ones it commutes with.
     A step that ends the run leaves no later, for the faults left and for the tasks run after
     the one run first: the search then goes back to the state before it and takes that step
     every way (World.nodefer, model_checks/refexplore.py), so every end of a run is kept."""
@@ -200,6 +202,10 @@ class BudgetChooser(ScriptChooser):
             offered = _touching(faults, [fp], w.faults_left > 1)
             if any(faults[k] is None or not independent(faults[k], o) for k in offered for o in others):
                 continue
+            if others and w.faults_left == 1:
+                # a fault that reads the clock and not the pick's state strikes as well before a
+                # later task of this millisecond: at the same time, after a task it commutes with
+                offered = [k for k in offered if faults[k] is None or not independent(faults[k], fp)]
             # the same pick whatever order the batch came in (a chain of steps keeps the
             # scheduling order, a loaded snapshot has its heap in canonical order)
             key = (len(offered), _task_key(batch[i])[:-1])
@@ -284,7 +290,9 @@ def detach(w: World):
     # a task that can never run is no state: a cancelled timer's, or one of a process that
     # died since it was scheduled (Simulator._runnable drops them unseen; a dead process never
     # lives again: a restart is a new Process, and incarnations only grow)
-    heap = sorted((it for it in sim._heap if live_task(it)), key=_due)
+    # a paused owner's task runs when the owner thaws (Simulator._runnable moves it there when
+    # it comes due): moved now, so a state does not depend on whether it came due yet
+    heap = sorted((_thawed(it) for it in sim._heap if live_task(it)), key=_due)
     i, n = 0, len(heap)
     while i < n:                 # only tasks due at the same time need the content key
         j = i + 1
@@ -671,6 +679,11 @@ def _shallow(x, depth=0):
 
 def _due(item):
     return item[0]
+
+
+def _thawed(item):
+    due = run_at(item)
+    return item if due == item[0] else (due,) + item[1:]
 
 
 def _task_key(item):

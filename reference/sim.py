@@ -217,12 +217,19 @@ class Simulator:
         return batch
 
     def next_live_due(self) -> int | None:
-        """When the next task that can run is due (None: no such task)."""
-        return min((it[0] for it in self._heap if live_task(it)), default=None)
+        """When the next task that can run is due (None: no such task); a paused owner's task
+        runs when the owner thaws."""
+        return min((run_at(it) for it in self._heap if live_task(it)), default=None)
 
     def arm(self, name: str, fire: Callable[[], None]) -> None:
         """A fault (a crash, a pause) that strikes before a task the chooser picks (fault_strike)."""
         self.armed.append((name, fire))
+
+
+def run_at(item) -> int:
+    """When a task runs: when it is due, or when its paused owner thaws (Simulator._runnable)."""
+    owner = item[4]
+    return item[0] if owner is None or owner.paused_until <= item[0] else owner.paused_until
 
 
 def live_task(item) -> bool:

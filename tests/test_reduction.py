@@ -287,6 +287,22 @@ def test_faults_left_for_later_keep_every_end_of_a_run():
     assert by_reduced.distinct < by_full.distinct
 
 
+# a pause of 11 s that strikes at 10 s thaws after the 20 s rebalance: its ends depend on which
+# of the tasks due at 10 s ran before it
+PAUSING = load_scope("tiny", failures=0, messages=1, queues=1, fault_kinds=["pause"], pause_ms=[11000])
+
+
+def test_a_pause_left_for_later_keeps_every_end_of_a_run():
+    # a pause reads the clock: it is left for later only past a task of its millisecond that it
+    # commutes with, and a task of its client never runs last while another task of the
+    # millisecond could run after it (a pause then strikes between them)
+    full, by_full = _ends(PAUSING, reduce=False, split=False)
+    reduced, by_reduced = _ends(PAUSING, split=False)
+    assert by_full.complete and by_reduced.complete
+    assert reduced == full and len(full) > 10
+    assert by_reduced.distinct < by_full.distinct
+
+
 def test_one_fault_among_kinds_is_one_search_per_kind():
     # a run has at most one fault, so the scope's runs are the union of each kind's: the same
     # ends of runs, the same verdict, a result per kind
