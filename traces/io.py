@@ -596,7 +596,7 @@ def _stream_rows(batch, rules: _Stream) -> list[int] | None:
     return sorted(out)
 
 
-def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
+def _iter_parquet(path, fh, owned, progress, on_batch=None) -> Iterator[tuple[int, dict]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -615,6 +615,8 @@ def _iter_parquet(path, fh, owned, progress) -> Iterator[tuple[int, dict]]:
         for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=threads):
             marked = _stream_rows(batch, rules)
             events, json_cols = _batch_events(path, batch, row, jf)
+            if on_batch is not None:
+                on_batch(batch)
             if marked is None:
                 # every row through the stream's rules
                 for ev in events:
@@ -669,15 +671,17 @@ def out_of_order(seq, ts, last_seq, last_ts) -> str | None:
 
 
 def read_events(path, validate: bool = True,
-                progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, dict]]:
+                progress: Callable[[int], None] | None = None, on_batch=None) -> Iterator[tuple[int, dict]]:
     """Yield (line, event) pairs (line: the line of a JSON Lines file, the row of a Parquet one).
     With validate, check each event against the schema and the envelope order (seq strictly
     increasing, ts never decreasing). `progress(n)`, if given, is called now and then with the
-    bytes read so far (JSON Lines) or rows (Parquet); `input_size(path)` is the total."""
+    bytes read so far (JSON Lines) or rows (Parquet); `input_size(path)` is the total.
+    `on_batch(batch)`, if given, is called with each Parquet record batch before its rows are
+    yielded (traces.parquet_trust)."""
     fh, head, owned = _open_raw(path)
     try:
         if head == PARQUET_MAGIC:
-            it = _iter_parquet(path, fh, owned, progress)
+            it = _iter_parquet(path, fh, owned, progress, on_batch)
         elif str(path).endswith(".parquet") and not head.startswith((GZIP_MAGIC, ZSTD_MAGIC, b"{")):
             raise TraceInputError(path, None, f"not a readable Parquet file: at byte 0 it holds {head[:4]!r}, not "
                                               "the magic PAR1 a Parquet file starts with (nor is it JSON Lines)")

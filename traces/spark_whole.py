@@ -77,17 +77,23 @@ class WholePlan:
         return 1.0
 
 
-def _events(paths: list[str]):
+def _events(paths: list[str], trust=None):
     """(line, event) of the files in turn. One file's reader holds it to one trace_started, the
-    first row (traces.io); across files, a trace_started anywhere but first is for the exact path."""
+    first row (traces.io); across files, a trace_started anywhere but first is for the exact path.
+    `trust` (a TrustingValidator) is told, file by file, which kinds need no check per event."""
     from .io import read_events
 
+    on_batch = None if trust is None else trust.batch
     if len(paths) == 1:
-        yield from read_events(paths[0], validate=False)
+        if trust is not None:
+            trust.plain()
+        yield from read_events(paths[0], validate=False, on_batch=on_batch)
         return
     first = True
     for path in paths:
-        for line, ev in read_events(path, validate=False):
+        if trust is not None:
+            trust.plain()
+        for line, ev in read_events(path, validate=False, on_batch=on_batch):
             if not first and type(ev) is dict and ev.get("kind") == "trace_started":
                 raise NotWhole(f"{path}:{line}: a second trace_started")
             first = False
@@ -96,21 +102,25 @@ def _events(paths: list[str]):
 
 def replay_whole(t: int, files: list[tuple[int, str]], profile, max_listed: int) -> dict:
     """Replay one trace whole (in a task) with `check`'s own replay (spec.replay.check_events:
-    its reader, validator and order rules), its findings also grouped by (invariant, key): a
+    its reader, validator and order rules; the validator skips the kinds a Parquet file's
+    columns already vouch for, traces.parquet_trust), its findings also grouped by (invariant, key): a
     result as the exact path's partitions give it, or {"trace": t, "back": why} for the exact path."""
     from ..spec.replay import check_events, fast_validator, resolve_profile
     from .spark_replay import _maxrss_kb, grouped_findings_class
 
+    from .parquet_trust import TrustingValidator
+
     paths = [f for _, f in files]
     t0, c0 = time.perf_counter(), time.process_time()
+    validate = TrustingValidator(fast_validator())
     try:
-        it = _events(paths)
+        it = _events(paths, validate)
         first = next(it, None)
         if first is None or type(first[1]) is not dict or first[1].get("kind") != "trace_started":
             raise NotWhole("the first event is not a trace_started")
         prof = resolve_profile(profile, first[1], paths[0])
         rep = check_events(itertools.chain((first,), it), prof, paths[0], max_listed=max_listed,
-                           validate=fast_validator(), findings=grouped_findings_class())
+                           validate=validate, findings=grouped_findings_class())
     except (NotWhole, TraceInputError) as exc:
         return {"trace": t, "back": str(exc)}
     f = rep.findings

@@ -1,0 +1,113 @@
+"""Which event kinds of a Parquet trace need no schema check event by event.
+
+A Parquet file in the writer's schema (traces.io: one typed column per field) already carries
+most of what `spec.replay.FastValidator` checks per event: the column types fix each value's
+type, and which columns hold a value in a row is the event's field set. `trusted_kinds` looks at a
+record batch's columns as Arrow (no Python objects, one group-by pass) and names the kinds for
+which every row passes FastValidator for certain:
+- every column has the writer's type, and seq, ts and kind hold a value in every row;
+- each column holding a value in a row of the kind is a field of that kind, and not a JSON one
+  (their contents are checked per event: a kind with JSON values is not trusted);
+- each required field of the kind is a column with a value in every row of the kind;
+- no list holds a null, and every `obs` is one of the schema's values.
+
+A kind not named (and trace_started, judged in full once per trace) is checked per event as
+before, so a bad row still meets the same message. The rules come from the schema's tables
+(traces.schema); that a trusted kind's rows all pass FastValidator is tested on generated
+files (tests/test_parquet_trust.py)."""
+from __future__ import annotations
+
+
+def trusted_kinds(batch) -> frozenset:
+    """The kinds of a Parquet record batch (or table) whose events all pass the schema check
+    (above); empty for one that is not in the writer's schema."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .io import _json_fields
+    from .schema import ENVELOPE, OBS_VALUES
+
+    names = batch.schema.names
+    want = _writer_types()
+    if any(n not in want or batch.schema.field(n).type != want[n] for n in names):
+        return frozenset()
+    if any(n not in names or batch.column(names.index(n)).null_count for n in ENVELOPE):
+        return frozenset()
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    rules = _kind_rules()
+    cols = [n for n in names if n != "kind"]
+    # one pass: per kind, its rows and each column's values (count counts non-nulls)
+    agg = table.group_by("kind").aggregate([(n, "count") for n in cols] + [([], "count_all")])
+    per_kind = agg.to_pydict()
+    json_fields = _json_fields()
+    obs = frozenset(OBS_VALUES)
+    lists_with_nulls = {n for n in cols if pa.types.is_list(want[n]) and pc.list_flatten(table.column(n)).null_count}
+    obs_bad = "obs" in names and not set(pc.unique(table.column("obs").drop_null()).to_pylist()) <= obs
+    trusted = set()
+    for i, k in enumerate(per_kind["kind"]):
+        rule = rules.get(k)
+        if rule is None:
+            continue            # trace_started, or a kind the schema lacks: checked per event
+        allowed, required = rule
+        rows = per_kind["count_all"][i]
+        if any(r not in names for r in required):
+            continue
+        ok = True
+        for n in cols:
+            c = per_kind[f"{n}_count"][i]
+            if c and (n not in allowed or n in json_fields or n in lists_with_nulls or (n == "obs" and obs_bad)):
+                ok = False
+                break
+            if c < rows and n in required:
+                ok = False
+                break
+        if ok:
+            trusted.add(k)
+    return frozenset(trusted)
+
+
+_CACHE: dict = {}
+
+
+def _writer_types() -> dict:
+    t = _CACHE.get("types")
+    if t is None:
+        from .io import _arrow_schema
+
+        t = _CACHE["types"] = {f.name: f.type for f in _arrow_schema()}
+    return t
+
+
+def _kind_rules() -> dict:
+    """kind -> (its allowed fields, its required ones), trace_started left out."""
+    r = _CACHE.get("rules")
+    if r is None:
+        from .schema import ENVELOPE, ENVELOPE_OPTIONAL, kinds
+
+        r = _CACHE["rules"] = {k: (frozenset((*ENVELOPE, *ENVELOPE_OPTIONAL, *kd["required"], *kd["optional"])),
+                                   frozenset(kd["required"]))
+                               for k, kd in kinds().items() if k != "trace_started"}
+    return r
+
+
+class TrustingValidator:
+    """FastValidator for events of kinds not trusted; nothing for the others. The reader calls
+    `batch` with each Parquet record batch before its rows (read_events' on_batch), and `plain`
+    before a file of another format. An event is validated after it is read and before the next
+    one is, so the kinds trusted are those of its own batch."""
+
+    def __init__(self, validate):
+        self.validate = validate
+        self.trusted = frozenset()
+
+    def batch(self, batch) -> None:
+        self.trusted = trusted_kinds(batch)
+
+    def plain(self) -> None:
+        self.trusted = frozenset()
+
+    def __call__(self, ev):
+        t = self.trusted
+        if t and type(ev) is dict and ev.get("kind") in t:
+            return None
+        return self.validate(ev)
