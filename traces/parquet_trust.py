@@ -29,20 +29,25 @@ def trusted_kinds(batch) -> frozenset:
 
     names = batch.schema.names
     want = _writer_types()
-    if any(n not in want or batch.schema.field(n).type != want[n] for n in names):
+    if len(set(names)) != len(names) or any(n not in want or batch.schema.field(n).type != want[n]
+                                            for n in names):
         return frozenset()
     if any(n not in names or batch.column(names.index(n)).null_count for n in ENVELOPE):
         return frozenset()
     table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
     rules = _kind_rules()
     cols = [n for n in names if n != "kind"]
-    # one pass: per kind, its rows and each column's values (count counts non-nulls)
-    agg = table.group_by("kind").aggregate([(n, "count") for n in cols] + [([], "count_all")])
-    per_kind = agg.to_pydict()
+    try:
+        # one pass: per kind, its rows and each column's values (count counts non-nulls)
+        agg = table.group_by("kind").aggregate([(n, "count") for n in cols] + [([], "count_all")])
+        per_kind = agg.to_pydict()
+        lists_with_nulls = {n for n in cols
+                            if pa.types.is_list(want[n]) and pc.list_flatten(table.column(n)).null_count}
+        obs_bad = "obs" in names and not (set(pc.unique(table.column("obs").drop_null()).to_pylist())
+                                          <= frozenset(OBS_VALUES))
+    except pa.ArrowException:
+        return frozenset()      # what Arrow cannot judge is checked per event
     json_fields = _json_fields()
-    obs = frozenset(OBS_VALUES)
-    lists_with_nulls = {n for n in cols if pa.types.is_list(want[n]) and pc.list_flatten(table.column(n)).null_count}
-    obs_bad = "obs" in names and not set(pc.unique(table.column("obs").drop_null()).to_pylist()) <= obs
     trusted = set()
     for i, k in enumerate(per_kind["kind"]):
         rule = rules.get(k)

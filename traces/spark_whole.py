@@ -106,9 +106,8 @@ def replay_whole(t: int, files: list[tuple[int, str]], profile, max_listed: int)
     columns already vouch for, traces.parquet_trust), its findings also grouped by (invariant, key): a
     result as the exact path's partitions give it, or {"trace": t, "back": why} for the exact path."""
     from ..spec.replay import check_events, fast_validator, resolve_profile
-    from .spark_replay import _maxrss_kb, grouped_findings_class
-
     from .parquet_trust import TrustingValidator
+    from .spark_replay import _maxrss_kb, grouped_findings_class
 
     paths = [f for _, f in files]
     t0, c0 = time.perf_counter(), time.process_time()
