@@ -274,30 +274,20 @@ def _ends(scope, **kw):
 
 
 FAULTY = load_scope("tiny", failures=0, messages=1, fault_kinds=["crash", "reset", "query_failure"])
-
-
-def test_faults_left_for_later_keep_every_end_of_a_run():
-    # a persistent set keeps every terminal state: the runs of the search that leaves commuting
-    # faults for later end in exactly the spec states of the search that offers every fault
-    # before every task, and the first has fewer nodes
-    full, by_full = _ends(FAULTY, reduce=False, split=False)
-    reduced, by_reduced = _ends(FAULTY, split=False)
-    assert by_full.complete and by_reduced.complete
-    assert reduced == full and len(full) > 10
-    assert by_reduced.distinct < by_full.distinct
-
-
 # a pause of 11 s that strikes at 10 s thaws after the 20 s rebalance: its ends depend on which
-# of the tasks due at 10 s ran before it
+# of the tasks due at 10 s ran before it. A pause reads the clock: it is left for later only past
+# a task of its millisecond that it commutes with, and a task of its client never runs last
+# while another task of the millisecond could run after it (a pause then strikes between them)
 PAUSING = load_scope("tiny", failures=0, messages=1, queues=1, fault_kinds=["pause"], pause_ms=[11000])
 
 
-def test_a_pause_left_for_later_keeps_every_end_of_a_run():
-    # a pause reads the clock: it is left for later only past a task of its millisecond that it
-    # commutes with, and a task of its client never runs last while another task of the
-    # millisecond could run after it (a pause then strikes between them)
-    full, by_full = _ends(PAUSING, reduce=False, split=False)
-    reduced, by_reduced = _ends(PAUSING, split=False)
+@pytest.mark.parametrize("scope", [FAULTY, PAUSING], ids=["crash-reset-query", "pause"])
+def test_faults_left_for_later_keep_every_end_of_a_run(scope):
+    # a persistent set keeps every terminal state: the runs of the search that leaves commuting
+    # faults for later end in exactly the spec states of the search that offers every fault
+    # before every task, and the first has fewer nodes
+    full, by_full = _ends(scope, reduce=False, split=False)
+    reduced, by_reduced = _ends(scope, split=False)
     assert by_full.complete and by_reduced.complete
     assert reduced == full and len(full) > 10
     assert by_reduced.distinct < by_full.distinct
