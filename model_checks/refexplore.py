@@ -322,7 +322,7 @@ class RefExplorer:
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
         res.cpu_seconds = (time.process_time() - c0 + (kids.ru_utime - kids0.ru_utime)
                            + (kids.ru_stime - kids0.ru_stime))
-        self._parents, self._scripts, self._depths = parents, scripts, depths
+        self._parents, self._scripts = parents, scripts
         for inv, (kind, f, nid, script, depth) in found.items():
             res.violations.append(self._violation(kind, f, nid, script, depth))
         res.violations.sort(key=lambda v: (v.depth, v.invariant))

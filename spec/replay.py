@@ -225,14 +225,14 @@ class FastValidator:
     _PY = {"int": "int", "str": "str", "bool": "bool", "int_list": "list", "str_list": "list"}
 
     def __init__(self):
-        from ..traces.schema import ENVELOPE, ENVELOPE_OPTIONAL, JSON_SHAPES, OBS_VALUES, fields, kinds
+        from ..traces.schema import JSON_SHAPES, OBS_VALUES, _kind_rules, fields, kinds
 
         self.funcs = {}
         fd = fields()
         for kind, kd in kinds().items():
             if kind == "trace_started":
                 continue        # once per trace, and its schema_version is judged: the full check
-            allowed = frozenset((*ENVELOPE, *ENVELOPE_OPTIONAL, *kd["required"], *kd["optional"]))
+            allowed = frozenset(_kind_rules(kind)[1])     # the schema's fields of the kind, envelope included
             lines = ["def f(ev, _allowed=_allowed, _obs=_obs):",
                      "    if not ev.keys() <= _allowed: return False",
                      "    try:",

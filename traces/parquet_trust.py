@@ -17,6 +17,8 @@ before, so a bad row still meets the same message. The rules come from the schem
 files (tests/test_parquet_trust.py)."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 
 def trusted_kinds(batch) -> frozenset:
     """The kinds of a Parquet record batch (or table) whose events all pass the schema check
@@ -25,7 +27,8 @@ def trusted_kinds(batch) -> frozenset:
     import pyarrow.compute as pc
 
     from .io import _json_fields
-    from .schema import ENVELOPE, OBS_VALUES
+    from .schema import ENVELOPE, OBS_VALUES, kinds
+    from .schema import _kind_rules as schema_rules
 
     names = batch.schema.names
     want = _writer_types()
@@ -35,7 +38,6 @@ def trusted_kinds(batch) -> frozenset:
     if any(n not in names or batch.column(names.index(n)).null_count for n in ENVELOPE):
         return frozenset()
     table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-    rules = _kind_rules()
     cols = [n for n in names if n != "kind"]
     try:
         # one pass: per kind, its rows and each column's values (count counts non-nulls)
@@ -47,52 +49,29 @@ def trusted_kinds(batch) -> frozenset:
                                           <= frozenset(OBS_VALUES))
     except pa.ArrowException:
         return frozenset()      # what Arrow cannot judge is checked per event
-    json_fields = _json_fields()
+    # columns whose values no kind may skip the check for: JSON contents, lists with a null, a bad obs
+    spoiled = _json_fields() | lists_with_nulls | ({"obs"} if obs_bad else set())
+    known = kinds()
     trusted = set()
+    counts = [per_kind[f"{n}_count"] for n in cols]
     for i, k in enumerate(per_kind["kind"]):
-        rule = rules.get(k)
-        if rule is None:
-            continue            # trace_started, or a kind the schema lacks: checked per event
-        allowed, required = rule
+        if k not in known or k == "trace_started":
+            continue            # judged in full (once per trace), or an unknown kind: checked per event
+        required, allowed = schema_rules(k)
+        need = {r for r, _ in required}
         rows = per_kind["count_all"][i]
-        if any(r not in names for r in required):
-            continue
-        ok = True
-        for n in cols:
-            c = per_kind[f"{n}_count"][i]
-            if c and (n not in allowed or n in json_fields or n in lists_with_nulls or (n == "obs" and obs_bad)):
-                ok = False
-                break
-            if c < rows and n in required:
-                ok = False
-                break
-        if ok:
+        # a value only in a field of the kind that nothing spoiled, and every required one filled
+        if need <= set(names) and all((not c[i] or (n in allowed and n not in spoiled))
+                                      and (c[i] == rows or n not in need) for n, c in zip(cols, counts)):
             trusted.add(k)
     return frozenset(trusted)
 
 
-_CACHE: dict = {}
-
-
+@lru_cache(maxsize=1)
 def _writer_types() -> dict:
-    t = _CACHE.get("types")
-    if t is None:
-        from .io import _arrow_schema
+    from .io import _arrow_schema
 
-        t = _CACHE["types"] = {f.name: f.type for f in _arrow_schema()}
-    return t
-
-
-def _kind_rules() -> dict:
-    """kind -> (its allowed fields, its required ones), trace_started left out."""
-    r = _CACHE.get("rules")
-    if r is None:
-        from .schema import ENVELOPE, ENVELOPE_OPTIONAL, kinds
-
-        r = _CACHE["rules"] = {k: (frozenset((*ENVELOPE, *ENVELOPE_OPTIONAL, *kd["required"], *kd["optional"])),
-                                   frozenset(kd["required"]))
-                               for k, kd in kinds().items() if k != "trace_started"}
-    return r
+    return {f.name: f.type for f in _arrow_schema()}
 
 
 class TrustingValidator:

@@ -77,23 +77,20 @@ class WholePlan:
         return 1.0
 
 
-def _events(paths: list[str], trust=None):
+def _events(paths: list[str], trust):
     """(line, event) of the files in turn. One file's reader holds it to one trace_started, the
     first row (traces.io); across files, a trace_started anywhere but first is for the exact path.
-    `trust` (a TrustingValidator) is told, file by file, which kinds need no check per event."""
+    `trust` (a TrustingValidator) is told, batch by batch, which kinds need no check per event."""
     from .io import read_events
 
-    on_batch = None if trust is None else trust.batch
     if len(paths) == 1:
-        if trust is not None:
-            trust.plain()
-        yield from read_events(paths[0], validate=False, on_batch=on_batch)
+        trust.plain()
+        yield from read_events(paths[0], validate=False, on_batch=trust.batch)
         return
     first = True
     for path in paths:
-        if trust is not None:
-            trust.plain()
-        for line, ev in read_events(path, validate=False, on_batch=on_batch):
+        trust.plain()
+        for line, ev in read_events(path, validate=False, on_batch=trust.batch):
             if not first and type(ev) is dict and ev.get("kind") == "trace_started":
                 raise NotWhole(f"{path}:{line}: a second trace_started")
             first = False
