@@ -202,7 +202,8 @@ class Network:
 
     # the commit a pull carries, the queue read, and a hold or an answer (on its way back later)
     @staticmethod
-    @footprint(lambda b, req: ({("up", b.name), ("store", b.name, req.topic, req.queue), ("alive", req.client)},
+    @footprint(lambda b, req: ({("up", b.name), ("store", b.name, req.topic, req.queue), ("alive", req.client),
+                                ("subscriptions", b.name, req.group)},
                                {("offsets", b.name, req.group, req.topic, req.queue),
                                 ("held", b.name, req.topic, req.queue), ("pull", b.name, req.client, req.pull_id)}))
     def _pull_arrives(b, req) -> None:

@@ -285,7 +285,7 @@ class Run:
             # a crash the broker sees at once (kill) has it close the channel a latency later
             return ({CLOCK} if arg == "kill" else set()), {("client", target), ("clients",), ("alive", target)}
         if kind == "pause":
-            return {CLOCK}, {("client", target)}       # it lasts from when it strikes
+            return {CLOCK}, {("client", target), ("paused", target)}       # it lasts from when it strikes
         if kind == "route_lost":
             return {CLOCK}, {("route",)}
         if kind == "reset":

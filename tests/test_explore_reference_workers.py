@@ -16,7 +16,7 @@ def _same(a, b):
 
 
 def test_two_workers_search_exactly_what_one_does():
-    scope = load_scope("tiny", fault_kinds=["persist_lost"])
+    scope = load_scope("tiny", fault_kinds=["reset"])
     one = RefExplorer(scope, "rocketmq-4.9.8").run()
     two = RefExplorer(scope, "rocketmq-4.9.8", workers=2).run()
     assert one.complete and one.distinct > 200

@@ -192,7 +192,10 @@ class Broker:
             self._ids_changed(group)
 
     def register_subscription(self, group: str, topic: str, subscription) -> None:
-        self.subscriptions[(group, topic)] = subscription
+        # an equal subscription from another member changes nothing (the one held stays: the
+        # broker's state does not depend on which member heartbeat last)
+        if self.subscriptions.get((group, topic)) != subscription:
+            self.subscriptions[(group, topic)] = subscription
 
     def unregister(self, client: str, group: str) -> None:
         self._check_up()

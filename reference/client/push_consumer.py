@@ -187,6 +187,30 @@ class PushConsumer:
         self.rebalance.start()
         self.rebalance.rebalance_immediately()
 
+    def heartbeat_footprint(self):
+        """What a heartbeat touches at each broker up: the client's own timestamp in the group's
+        member list, or, for a client the broker does not list, the list itself and the
+        notification of its members (their liveness read); the retry topic, created on a
+        clustering client's first heartbeat; each subscription the broker does not hold yet."""
+        reads, writes = {("up",)}, set()
+        for name, b in self.net.brokers.items():
+            if not b.up:
+                continue
+            if self.client_id in b.consumers.get(self.group, {}):
+                # the time now, which every heartbeat of this millisecond writes alike: only the
+                # channel scan (it writes the whole table) is ordered against it
+                reads.add(("consumers", name, self.group, "seen", self.client_id))
+            else:
+                reads.add(("clients",))
+                writes.add(("consumers", name, self.group))
+            if not self.broadcasting and b.topics.get(retry_topic(self.group)) != b.retry_queue_nums:
+                writes |= {("topics",), ("route",), ("store", name, retry_topic(self.group))}
+            for topic, (data, _) in self.subscriptions.items():
+                if b.subscriptions.get((self.group, topic)) != data:
+                    writes.add(("subscriptions", name, self.group, topic))
+        return reads, writes
+
+    @footprint(lambda self: self.heartbeat_footprint())
     def heartbeat(self) -> None:
         for name in sorted(self.net.brokers):
             try:
@@ -198,7 +222,7 @@ class PushConsumer:
                 continue
 
     # the client's own table, and one-way updates on their way (the broker reads them later)
-    @footprint(lambda self: ({("up",)}, {("client", self.client_id), ("persist", self.client_id)}))
+    @footprint(lambda self: persist_footprint(self))
     def persist_all_offsets(self) -> None:
         mqs = set(self.rebalance.pq_table)
         if mqs:
@@ -254,6 +278,8 @@ class PushConsumer:
         self.proc.paused_until = max(self.proc.paused_until, self.sim.now + duration)
         self.sim.schedule(duration, self._resumed)
 
+    # it ends the pause in the trace; the client's own first act past the pause says as much
+    @footprint(lambda self: ({("alive", self.client_id), ("paused", self.client_id)}, ()))
     def _resumed(self) -> None:
         if self.proc.alive and self.sim.now >= self.proc.paused_until:
             self.sim.emit("client_resumed", client=self.client_id, group=self.group)
@@ -357,29 +383,43 @@ class PushConsumer:
 
 
 def pull_footprint(c, mq):
-    """A pull of queue mq (PullService.pull_message): what the client holds for the queue (its
-    ProcessQueue, offset entry, pull ids) and the pull on its way; it reads the client's
-    settings (paused, thresholds, subscriptions). No promise for an orderly client
-    (ready_to_pull may lock at the broker) or for pull delays of 0 (a task this same ms)."""
+    """A pull of queue mq (PullService.pull_message): the queue's pull state in the client
+    (last pull time, pull ids) and the pull on its way; it reads the queue's ProcessQueue and
+    offset entry and the client's settings (paused, thresholds, subscriptions). No promise for
+    an orderly client (ready_to_pull may lock at the broker) or for pull delays of 0 (a task
+    this same ms)."""
     p = c.profile
     if c.orderly or min(p.pull_delay_when_exception_ms, p.pull_delay_when_flow_control_ms,
                         p.pull_delay_when_suspend_ms) <= 0:
         return None
-    return ({("up", mq[1]), ("client", c.client_id, "settings")},
-            {("client", c.client_id, mq), ("pull", mq[1], c.client_id, mq)})
+    cid = c.client_id
+    return ({("up", mq[1]), ("client", cid, "settings"), ("client", cid, mq, "pq"), ("client", cid, mq, "offset")},
+            {("client", cid, mq, "pull"), ("pull", mq[1], cid, mq)})
 
 
 def pull_answer_footprint(c, mq):
     """The client handles a pull's answer (PullService.on_pull_result): the queue's messages
-    read from the broker's answer, the ProcessQueue, the consume service (client-wide: its
-    threads and queue of batches), and the next pull, which may be at once (covered here). No
-    promise where pull_footprint makes none, or for a listener call of 0 ms (a batch would end,
-    and perhaps be sent back, in this same millisecond)."""
+    read from the broker's answer, all the client holds for the queue, the consume service
+    (client-wide: its threads and queue of batches; with a batch queued no thread is free, so a
+    new batch starts only its own queue's), and the next pull, which may be at once (covered
+    here). No promise where pull_footprint makes none, or for a listener call of 0 ms (a batch
+    would end, and perhaps be sent back, in this same millisecond)."""
     fp = pull_footprint(c, mq)
     if fp is None or c.listener.min_duration() <= 0:
         return None
     reads, writes = fp
-    return reads | {("store", mq[1], mq[0], mq[2])}, writes | {("client", c.client_id)}
+    return (reads | {("store", mq[1], mq[0], mq[2])},
+            writes | {("client", c.client_id, mq), ("client", c.client_id, "consume")})
+
+
+def persist_footprint(c):
+    """persistAll: each held queue's offset entry sent one way (a later millisecond), the
+    entries of queues not held dropped."""
+    cid = c.client_id
+    held = set(c.rebalance.pq_table)
+    reads = {("up",), ("client", cid, "table")} | {("client", cid, mq, "offset") for mq in held}
+    writes = {("persist", cid)} | {("client", cid, mq, "offset") for mq in c.offset_store.table if mq not in held}
+    return reads, writes
 
 
 class PullService:

@@ -40,21 +40,47 @@ class PullRequest:
 
 
 def rebalance_footprint(rb):
-    """A concurrently-consuming client's rebalance: the route and the group's members (read at a
-    broker), its own ProcessQueues and offsets, the queries of new queues' offsets (which first
-    deliver the client's one-way updates still on their way: commits on the broker), a
-    heartbeat when the assignment changed (members, subscriptions, the retry topic), and the
-    pulls it dispatches (at once when dispatch_pull_delay_ms is 0: covered here). No promise
-    for an orderly client (locks at the broker)."""
+    """A concurrently-consuming client's rebalance (one run of doRebalance), from the state it
+    starts in: the route, each subscribed topic's member list (at every broker the chooser may
+    ask), the client's table of ProcessQueues and its settings. Each queue it would take or drop
+    is written whole: its ProcessQueue, its offset entry (a query of the broker for a queue
+    taken, which reads the queue's committed offset and end and first delivers the client's
+    one-way offset updates still on their way), its pull (dispatched at once when
+    dispatch_pull_delay_ms is 0: covered here); a queue dropped sends its offset one way (a
+    later millisecond). A queue it keeps: only whether it was dropped is read, and its last pull
+    time when that already makes it idle (a pull sets it to now, which keeps a queue that is not
+    idle so). When its table may change: the table, the pull thresholds spread over it, and the
+    heartbeat it sends (heartbeat_footprint). No promise for an orderly client (locks at the
+    broker)."""
     c = rb.c
     if c.orderly:
         return None
-    brokers = sorted(c.net.brokers)
-    reads = {("route",), ("topics",), ("consumers",), ("store",), ("up",), ("offsets",), ("subscriptions",)}
-    writes = {("client", c.client_id), ("persist", c.client_id), ("faults", c.client_id), ("topics",)}
-    for b in brokers:
-        writes |= {("offsets", b, c.group), ("consumers", b), ("subscriptions", b), ("store", b, retry_topic(c.group)),
-                   ("pull", b, c.client_id)}
+    cid = c.client_id
+    taken, dropped = rb.would_change()
+    reads = {("route",), ("topics",), ("up",), ("client", cid, "table"), ("client", cid, "settings")}
+    writes = {("client", cid, "rebalance")}
+    for name in c.net.brokers:
+        reads.add(("consumers", name, c.group, "ids"))
+    idle = rb.profile.pull_max_idle_ms
+    for mq, pq in rb.pq_table.items():
+        reads.add(("client", cid, mq, "pq"))
+        if pq.is_pull_expired(rb.sim.now, idle):
+            reads.add(("client", cid, mq, "pull"))
+    if taken:
+        writes |= {("faults", cid), ("persist", cid)}
+    for mq in taken:
+        topic, broker, queue = mq
+        reads |= {("offsets", broker, c.group, topic, queue), ("store", broker, topic, queue)}
+        writes |= {("client", cid, mq), ("pull", broker, cid, mq)}
+    for broker in {mq[1] for mq in taken}:
+        for _timer, (group, topic, queue, _offset, _client), _inc in c.net._persists.get((cid, broker), ()):
+            writes.add(("offsets", broker, group, topic, queue))
+    if taken or dropped:
+        writes |= {("client", cid, "table"), ("client", cid, "settings"), ("persist", cid)}
+        writes |= {("client", cid, mq) for mq in dropped}
+        r, w = c.heartbeat_footprint()
+        reads |= r
+        writes |= w
     return reads, writes
 
 
@@ -134,8 +160,7 @@ class RebalanceImpl:
         mq_lists = [[m.topic, m.broker_name, m.queue_id] for m in mqs]
         view = view_digest(mq_lists, cids)
         try:
-            result = allocate(c.strategy, c.client_id, mqs, cids, virtual_node_cnt=c.virtual_node_cnt,
-                              config_mqs=c.config_mqs, consumeridcs=c.consumeridcs)
+            result = self._allocate(mqs, cids)
         except AllocationError as exc:
             self.sim.emit("allocation_computed", client=c.client_id, group=c.group, topic=topic, strategy=c.strategy,
                           mqs=mq_lists, cids=cids, allocated=[], view=view, ok=False, error=str(exc))
@@ -150,6 +175,46 @@ class RebalanceImpl:
             c.message_queue_changed(topic)
         working = {mq for mq, pq in self.pq_table.items() if mq[0] == topic and not pq.dropped}
         return allocated == working
+
+    def _allocate(self, mqs, cids):
+        c = self.c
+        return allocate(c.strategy, c.client_id, mqs, cids, virtual_node_cnt=c.virtual_node_cnt,
+                        config_mqs=c.config_mqs, consumeridcs=c.consumeridcs)
+
+    def would_change(self):
+        """(taken, dropped) for a rebalance run now, whatever broker it asks for the group's
+        members: the queues it may create a ProcessQueue for, and the held ones it may drop
+        (not allocated, idle, or of a topic no longer subscribed). Reads what the run reads,
+        writes nothing (rebalance_footprint)."""
+        c = self.c
+        now = self.sim.now
+        idle = self.profile.pull_max_idle_ms
+        taken = set()
+        dropped = {mq for mq in self.pq_table if mq[0] not in c.subscriptions}
+        for topic in c.subscriptions:
+            mq_all = c.net.route(topic)
+            held = {mq for mq in self.pq_table if mq[0] == topic}
+            kept = {mq for mq in held if not self.pq_table[mq].is_pull_expired(now, idle)}
+            if c.broadcasting:
+                views = [set(mq_all)]
+            elif not mq_all:
+                views = []
+            else:
+                mqs = sort_mqs([MessageQueue(*mq) for mq in mq_all])
+                views = []
+                for name in sorted(c.net.brokers):
+                    b = c.net.brokers[name]
+                    if topic not in b.topics or not b.up:
+                        continue
+                    try:
+                        result = self._allocate(mqs, sort_cids(b.find_consumer_ids(c.group)))
+                    except AllocationError:
+                        result = ()
+                    views.append({(m.topic, m.broker_name, m.queue_id) for m in result or ()})
+            for allocated in views:
+                taken |= allocated - kept
+                dropped |= (held - allocated) | (held - kept)
+        return taken, dropped
 
     # ------------------------------------------------------------------ updateProcessQueueTableInRebalance
     def update_pq_table(self, topic: str, mq_set: set, need_lock: bool) -> bool:
