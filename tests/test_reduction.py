@@ -293,6 +293,24 @@ def test_faults_left_for_later_keep_every_end_of_a_run(scope):
     assert by_reduced.distinct < by_full.distinct
 
 
+# A known gap, kept here until it is closed. With a listener failure, a crash that strikes
+# between the client's offset persist and the broker's offset flush of the same millisecond
+# ends the run there (the only client is gone: quiescent), its persists still on their way.
+# The reduction runs the flush first and leaves the crash for later (it commutes with the
+# flush); after the persist the run is not quiescent (a persist on its way), so the crash is
+# next offered before the persists' arrival, a millisecond later, and that run ends after they
+# land: the same run, judged one millisecond later. 2 ends of 71 (tiny, crash only) are reached
+# only without the reduction.
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="a crash left for later past a millisecond's last task "
+                                       "can no longer end the run at that millisecond")
+def test_a_crash_left_for_later_keeps_every_end_of_a_run():
+    scope = load_scope("tiny", fault_kinds=["crash"])
+    full, _ = _ends(scope, reduce=False, split=False)
+    reduced, _ = _ends(scope, split=False)
+    assert reduced == full
+
+
 def test_one_fault_among_kinds_is_one_search_per_kind():
     # a run has at most one fault, so the scope's runs are the union of each kind's: the same
     # ends of runs, the same verdict, a result per kind
