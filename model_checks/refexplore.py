@@ -153,6 +153,12 @@ class RefExplorer:
             # does not take, is such a fault after both
             if not (w.faults_left > 0 and sim.strike_now()):
                 end = "quiescent"
+        elif run.steps_done and w.faults_left > 0 and sim.next_live_due() != sim.now:
+            # a crash left for later (it commuted with a task of this millisecond) may have struck
+            # between two of its tasks, in an order the reduction does not take, and ended the
+            # run here: offered here when it would (W.crashes_that_end)
+            if sim.strike_now(W.crashes_that_end(w)) and sim.next_live_due() != sim.now and run.quiescent():
+                end = "quiescent"
         n = start
         spec = w.spec
         for i in range(start, len(evs)):

@@ -259,6 +259,19 @@ class BudgetChooser(ScriptChooser):
         return i
 
 
+def crashes_that_end(w: World) -> list[int]:
+    """The armed crashes (indices into the simulator's `armed`) after which the run would be
+    quiescent: its only live clients with work left are the one that crashes."""
+    run = w.run
+    out = []
+    for k, (_name, fire) in enumerate(run.sim.armed):
+        if getattr(fire, "func", None) == run.inject and fire.args[0] == "crash":
+            c = run.consumers.get(fire.args[1])
+            if c is not None and c.running and c.proc.alive and run.quiescent(without=fire.args[1]):
+                out.append(k)
+    return out
+
+
 def _touching(faults, fps, closed: bool) -> list[int]:
     """The indices of the faults (footprints, None: undeclared) that touch one of the footprints
     `fps` or read the clock (striking later is striking at another time); with `closed`, also

@@ -298,9 +298,10 @@ class Run:
         return None
 
     # ------------------------------------------------------------------ quiescence
-    def quiescent(self) -> bool:
+    def quiescent(self, without: str | None = None) -> bool:
         """Nothing left to do: producers and steps done, no delayed message pending, and every
-        group with a live consumer has consumed every queue of every subscribed topic."""
+        group with a live consumer has consumed every queue of every subscribed topic. With
+        `without`, as if that client had just crashed (the explorer: would a crash end the run)."""
         if not self.steps_done or any(p.remaining > 0 for p in self.producers):
             return False
         for b in self.net.brokers.values():
@@ -308,7 +309,7 @@ class Run:
                 return False
         if self.net.faults.lost_routes:
             return False          # a queue out of the route comes back: its messages are owed
-        live = [c for c in self.consumers.values() if c.running and c.proc.alive]
+        live = [c for c in self.consumers.values() if c.running and c.proc.alive and c.client_id != without]
         if any(c.proc.paused_until > self.sim.now for c in live):
             return False
         groups: dict[str, list[PushConsumer]] = {}

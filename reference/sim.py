@@ -183,23 +183,26 @@ class Simulator:
             return "task"
         return None
 
-    def _strike(self, batch) -> bool:
+    def _strike(self, batch, among=None) -> bool:
         """Ask the chooser whether an armed fault strikes now, before one of `batch` (the tasks
         due now, taken off the heap); if one does, the batch goes back (the fault may kill an
-        owner: reconsidered) and the fault strikes."""
-        j = self.chooser.strike("fault_strike", [name for name, _ in self.armed], batch)
+        owner: reconsidered) and the fault strikes. `among`: the armed faults offered (indices;
+        None: all)."""
+        offered = range(len(self.armed)) if among is None else among
+        j = self.chooser.strike("fault_strike", [self.armed[k][0] for k in offered], batch)
         if not j:
             return False
-        _, fire = self.armed.pop(j - 1)
+        _, fire = self.armed.pop(offered[j - 1])
         for item in batch:
             heapq.heappush(self._heap, item)
         fire()
         return True
 
-    def strike_now(self) -> bool:
-        """Whether an armed fault strikes now, with no task after it in this millisecond (a
-        search lets one strike when a run would end: model_checks/refexplore.py)."""
-        return bool(self.armed) and self._strike(())
+    def strike_now(self, among=None) -> bool:
+        """Whether an armed fault (of `among`, indices; None: any) strikes now, with no task
+        after it in this millisecond (a search lets one strike when a run would end, or when it
+        would end the run: model_checks/refexplore.py)."""
+        return bool(self.armed) and (among is None or bool(among)) and self._strike((), among)
 
     def next_batch(self, t_end: int | None = None):
         """The runnable tasks `step` would choose among next (heap items, in heap order), without

@@ -293,17 +293,13 @@ def test_faults_left_for_later_keep_every_end_of_a_run(scope):
     assert by_reduced.distinct < by_full.distinct
 
 
-# A known gap, kept here until it is closed. With a listener failure, a crash that strikes
-# between the client's offset persist and the broker's offset flush of the same millisecond
-# ends the run there (the only client is gone: quiescent), its persists still on their way.
-# The reduction runs the flush first and leaves the crash for later (it commutes with the
-# flush); after the persist the run is not quiescent (a persist on its way), so the crash is
-# next offered before the persists' arrival, a millisecond later, and that run ends after they
-# land: the same run, judged one millisecond later. 2 ends of 71 (tiny, crash only) are reached
-# only without the reduction.
+# With a listener failure, a crash that strikes between the client's offset persist and the
+# broker's offset flush of the same millisecond ends the run there (the only client is gone:
+# quiescent), its persists still on their way. The reduction runs the flush first and leaves the
+# crash for later; after the persist the run is not quiescent (a persist on its way), so the
+# crash was next offered only before the persists' arrival, a millisecond later: 2 ends of 71
+# were lost, until a crash that would end the run is offered at the millisecond's end too.
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="a crash left for later past a millisecond's last task "
-                                       "can no longer end the run at that millisecond")
 def test_a_crash_left_for_later_keeps_every_end_of_a_run():
     scope = load_scope("tiny", fault_kinds=["crash"])
     full, _ = _ends(scope, reduce=False, split=False)
