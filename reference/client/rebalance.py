@@ -67,7 +67,7 @@ def rebalance_footprint(rb):
         if pq.is_pull_expired(rb.sim.now, idle):
             reads.add(("client", cid, mq, "pull"))
     if taken:
-        writes |= {("faults", cid), ("persist", cid)}
+        writes.add(("faults", cid))
     for mq in taken:
         topic, broker, queue = mq
         reads |= {("offsets", broker, c.group, topic, queue), ("store", broker, topic, queue)}
