@@ -1,7 +1,7 @@
 """Bare `rocketspec explore`: wall and CPU time of the command as a user runs it (issue 14:
 it must answer in under a minute on the project's machine).
 
-    python -m bench.explore_default [--args "--scope small --persistent-sets"]
+    python -m bench.explore_default [--args "--scope small --workers 2"]
 
 Runs the installed command in a child process (`--quiet --json`, counterexamples to a temporary
 directory) and prints its wall time, its CPU time and peak memory (from the child's rusage).

@@ -10,7 +10,7 @@ far a state cap got.
 A scope with one fault among several kinds is searched a kind at a time (RefExplorer.run_split):
 the scope's row sums the kinds', and a row per kind follows.
 
-`--bugs` searches each known bug's scope (REFERENCE_BUG_SCOPES) breadth-first under the bug's
+`--bugs` searches each known bug's scope (BUG_SCOPES) breadth-first under the bug's
 profile until the first violation (a shortest trace), then the same scope under the release
 the profile reverts (rocketmq-4.9.8 or 5.3.3) to the end or the state cap.
 
@@ -99,15 +99,15 @@ class _Progress:
 
 def _bugs(args) -> int:
     from rocketspec.model_checks.refexplore import RefExplorer
-    from rocketspec.model_checks.scopes import REFERENCE_BUG_SCOPES, load_scope
+    from rocketspec.model_checks.scopes import BUG_SCOPES, load_scope
     from rocketspec.spec.profiles import PROFILES
 
-    bugs = sorted(REFERENCE_BUG_SCOPES) if args.bugs == "all" else args.bugs.split(",")
+    bugs = sorted(BUG_SCOPES) if args.bugs == "all" else args.bugs.split(",")
     print("| bug | profile | finding (depth) | distinct | generated | CPU s | release | release: distinct | "
           "release: CPU s | release: exhausted, findings |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for bug in bugs:
-        name, over = REFERENCE_BUG_SCOPES[bug]
+        name, over = BUG_SCOPES[bug]
         prof = next(p for p in PROFILES.values() if p.known_bug == bug)
         r = RefExplorer(load_scope(name, **over), prof.name, stop_at_first=True, workers=args.workers,
                         **_engine(args)).run()

@@ -772,7 +772,7 @@ def _arg_mutation(r: random.Random, kind: str, notes: list[str]) -> list[str]:
     opts = {"trace-jsonl": [["--profile", "nope"], ["--max-violations", "-1"], ["--max-violations", str(2**64 + 1)]],
             "trace-parquet": [["--profile", "nope"], ["--max-violations", "0"]],
             "scenario": [["--seed", str(2**64 + 1)], ["--seed", "-1"], ["--seed", str(2**63)], ["--profile", "nope"]],
-            "scope": [["--max-depth", "0"], ["--max-states", "-1"], ["--profile", "nope"], ["--persistent-sets"]]}
+            "scope": [["--max-depth", "0"], ["--max-states", "-1"], ["--profile", "nope"], ["--engine", "model"]]}
     extra = r.choice(opts[kind])
     notes.append("args:" + " ".join(extra)[:40])
     return extra
@@ -806,7 +806,7 @@ def make_input(seeds: dict, seed: int, index: int, kinds=KINDS) -> dict:
             argv = ["simulate", "--scenario", "{input}", "--out", "{dir}/out.jsonl", "--quiet",
                     "--seed", str(r.randrange(1, 1000)), "--max-events", str(SIMULATE_EVENTS)]
         else:
-            argv = ["explore", "--scope", "{input}", "--max-states", str(EXPLORE_STATES), "--no-liveness",
+            argv = ["explore", "--scope", "{input}", "--max-states", str(EXPLORE_STATES),
                     "--quiet", "--out-dir", "{dir}/explore-out"] + (["--json"] if r.random() < 0.3 else [])
     extra = _arg_mutation(r, kind, notes)
     argv += extra
@@ -1316,7 +1316,7 @@ def _preload() -> None:
 
     for m in ("rocketspec.cli", "rocketspec.commands.check", "rocketspec.commands.simulate",
               "rocketspec.commands.explore", "rocketspec.spec.replay", "rocketspec.reference.runner",
-              "rocketspec.reference.scenario", "rocketspec.model_checks.explorer", "rocketspec.traces.io",
+              "rocketspec.reference.scenario", "rocketspec.model_checks.refexplore", "rocketspec.traces.io",
               "pyarrow", "pyarrow.parquet", "tomllib", "orjson"):
         try:
             importlib.import_module(m)

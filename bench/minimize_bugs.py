@@ -37,13 +37,10 @@ def _minimize(events, invariant=None):
 
 
 def _explorer_length(profile) -> int | None:
-    from rocketspec.model_checks.explorer import Explorer
-    from rocketspec.model_checks.scopes import BUG_SCOPES, load_scope
+    from rocketspec.model_checks.refexplore import bug_counterexample
 
-    name, over = BUG_SCOPES[profile.known_bug]
-    res = Explorer(load_scope(name, **over), profile, stop_at_first=True, max_states=300_000).run()
-    v = next((v for v in res.violations if v.invariant == profile.expected_violation), None)
-    return None if v is None else len(v.events)
+    v = bug_counterexample(profile)
+    return None if v is None or v.invariant != profile.expected_violation else len(v.events)
 
 
 def known_bugs(explorer: bool = True) -> list[dict]:

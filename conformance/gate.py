@@ -40,9 +40,9 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULTS: dict = {
     "budget_s": 540,
     "scopes": [
-        {"name": "tiny", "profiles": RELEASES, "budget_s": 120},
-        # the reference broker and client themselves (explore --engine reference)
-        {"name": "tiny-choices", "engine": "reference", "workers": 2, "profiles": RELEASES, "budget_s": 150},
+        # the reference broker and client themselves, every run of the scope (rocketspec explore)
+        {"name": "tiny", "workers": 2, "profiles": RELEASES, "budget_s": 120},
+        {"name": "tiny-choices", "workers": 2, "profiles": RELEASES, "budget_s": 150},
     ],
     "statemachine": {"profiles": RELEASES, "max_examples": 40, "budget_s": 110, "bounded": False},
     "traces": {
@@ -103,8 +103,10 @@ class GateResult:
 # ---------------------------------------------------------------------------- configuration
 
 _TOP = {"budget_s", "scopes", "statemachine", "traces", "mutants", "out_dir"}
-_SCOPE = {"name", "profiles", "budget_s", "bounded", "liveness", "max_depth", "persistent_sets", "max_states",
-          "engine", "workers"}
+_SCOPE = {"name", "profiles", "budget_s", "bounded", "max_depth", "max_states", "engine", "workers"}
+# keys of the explorer's own model, retired with it: what a config that still has one is told
+_SCOPE_RETIRED = {"liveness": "runs are judged at their end (INV-LIVE-1 when they quiesce); delete the key",
+                  "persistent_sets": "tasks that commute by their footprints run in one order, always; delete the key"}
 _SM = {"profiles", "max_examples", "budget_s", "bounded", "enabled", "seed"}
 _TRACES = {"dirs", "expect", "profile"}
 _MUT = {"seeds", "profiles", "budget_s", "methods", "only", "scenarios", "hypothesis_max_examples", "include_survivors"}
@@ -176,6 +178,8 @@ def validate(cfg: dict, source: str) -> dict:
 
     for i, s in enumerate(cfg["scopes"]):
         at = f"scopes[{i}]"
+        for k in sorted(set(s) & set(_SCOPE_RETIRED)):
+            _bad(f"{k} was a key of the explorer's own model, retired: {_SCOPE_RETIRED[k]}", source, f"{at}.{k}")
         _keys(s, _SCOPE, source, at)
         name = s.get("name")
         if not isinstance(name, str) or not (name in named_scopes() or (name.endswith(".toml") and os.path.isfile(name))):
@@ -183,23 +187,14 @@ def validate(cfg: dict, source: str) -> dict:
                  source, f"{at}.name")
         profiles(s.setdefault("profiles", RELEASES), f"{at}.profiles")
         _num(s.setdefault("budget_s", 120), source, f"{at}.budget_s", 1)
-        for b in ("bounded", "liveness", "persistent_sets"):
-            if b in s and not isinstance(s[b], bool):
-                _bad(f"expected true or false, got {s[b]!r}", source, f"{at}.{b}")
+        if "bounded" in s and not isinstance(s["bounded"], bool):
+            _bad(f"expected true or false, got {s['bounded']!r}", source, f"{at}.bounded")
         for n in ("max_depth", "max_states", "workers"):
             if n in s:
                 _num(s[n], source, f"{at}.{n}", 1)
-        engine = s.setdefault("engine", "model")
-        if engine not in ("model", "reference"):
-            _bad(f"expected \"model\" (the explorer's own moves) or \"reference\" (the reference broker and "
-                 f"client themselves), got {engine!r}", source, f"{at}.engine")
-        if engine == "reference":
-            for n in ("persistent_sets", "max_depth"):
-                if s.get(n):
-                    _bad(f"{n} is for engine \"model\": the reference engine searches every run to its end",
-                         source, f"{at}.{n}")
-        elif s.get("workers", 1) > 1:
-            _bad("workers is for engine \"reference\" (the model engine runs in one process)", source, f"{at}.workers")
+        if s.setdefault("engine", "reference") != "reference":
+            _bad(f"the explorer's own model is retired: the explorer searches the reference broker and client "
+                 f"themselves; expected \"reference\" or no engine key, got {s['engine']!r}", source, f"{at}.engine")
     sm = cfg["statemachine"]
     _keys(sm, _SM, source, "statemachine")
     profiles(sm.setdefault("profiles", RELEASES), "statemachine.profiles")
@@ -270,19 +265,12 @@ def run_scope(scope: dict, profile: str, budget_s: float, out_dir: Path) -> Case
     import orjson
 
     name = scope["name"]
-    engine = scope.get("engine", "model")
-    label = (f"{Path(name).stem if name.endswith('.toml') else name}"
-             f"{' (reference)' if engine == 'reference' else ''} [{profile}]")
+    label = f"{Path(name).stem if name.endswith('.toml') else name} [{profile}]"
     case = Case("exhaustive", label)
-    cex_dir = out_dir / "explore" / f"{Path(name).stem}{'-reference' if engine == 'reference' else ''}-{profile}"
+    cex_dir = out_dir / "explore" / f"{Path(name).stem}-{profile}"
     cmd = [sys.executable, "-c", "from rocketspec.cli import main; main()", "explore", "--scope", name, "--profile", profile, "--json",
            "--quiet", "--out-dir", str(cex_dir)]
-    if engine == "reference":
-        cmd += ["--engine", "reference", "--workers", str(int(scope.get("workers", 1)))]
-    if scope.get("liveness") is False:
-        cmd.append("--no-liveness")
-    if scope.get("persistent_sets"):
-        cmd.append("--persistent-sets")
+    cmd += ["--workers", str(int(scope.get("workers", 1)))]
     if "max_depth" in scope:
         cmd += ["--max-depth", str(int(scope["max_depth"]))]
     if "max_states" in scope:

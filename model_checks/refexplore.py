@@ -26,21 +26,24 @@ from array import array
 from collections import deque
 
 from rocketspec.reference.choice import enumerate_scripts
-from rocketspec.spec import check_end, check_state, get_profile, step
+from rocketspec.spec import check_state, get_profile, step
 
 from . import world as W
-from .explorer import Result, Violation, _numbered
+from .result import Result, Violation, _numbered
 
 
 class RefExplorer:
     def __init__(self, scope, profile=None, *, progress=None, max_states=None, stop_at_first=False,
-                 liveness=False, deadline=None, workers=1, reduce=True, chain=True, split=True):
+                 max_depth=None, deadline=None, workers=1, reduce=True, chain=True, split=True):
         self.scope = scope
         self.profile = get_profile(profile)
         self.progress = progress
         self.max_states = max_states or scope.max_states
         self.stop_at_first = stop_at_first
-        self.liveness = liveness
+        # expand no node this deep: every run of at most this many choices is checked (a bounded
+        # search); the scope's own max_depth unless given
+        self.max_depth = max_depth if max_depth is not None else (
+            scope.max_depth if scope.max_depth != type(scope).max_depth else None)
         self.deadline = deadline        # time.monotonic() after which the search ends, incomplete
         self.workers = max(1, workers)  # processes expanding a level's nodes in parallel
         # tasks due together that commute run in one order (reference/footprint.py); their
@@ -217,10 +220,10 @@ class RefExplorer:
         kinds = W.fault_kinds(self.scope)
         subs = [RefExplorer(dataclasses.replace(self.scope, fault_kinds=(k,)), self.profile,
                             max_states=self.max_states, stop_at_first=self.stop_at_first, deadline=self.deadline,
-                            reduce=self.reduce, chain=self.chain, split=False) for k in kinds]
+                            max_depth=self.max_depth, reduce=self.reduce, chain=self.chain, split=False) for k in kinds]
         t0, c0 = time.perf_counter(), time.process_time()
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        res = Result(scope=self.scope.name, profile=self.profile.name, symmetries=1)
+        res = Result(scope=self.scope.name, profile=self.profile.name)
         bar = self.progress
         if self.workers > 1:
             ctx = multiprocessing.get_context("fork")
@@ -258,7 +261,7 @@ class RefExplorer:
         scope = self.scope
         t0, c0 = time.perf_counter(), time.process_time()
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        res = Result(scope=scope.name, profile=self.profile.name, symmetries=1)
+        res = Result(scope=scope.name, profile=self.profile.name)
         root, setup = self._root()
         self.horizon = root.run.scenario["drain_limit_ms"]
         if root.run.net.latency_ms < 1:
@@ -280,6 +283,9 @@ class RefExplorer:
                 if self.depth_limit is not None and d >= self.depth_limit:
                     res.stopped = True     # a violation this shallow was found elsewhere (run_split)
                     break
+                if self.max_depth is not None and d >= self.max_depth:
+                    res.bounded = True     # the bound: these nodes' runs go on unchecked
+                    break
                 nxt = []
                 for nid, succs in self._expansions(level, pool):
                     for script, findings, ended, fp, s, steps in succs:
@@ -290,6 +296,7 @@ class RefExplorer:
                                 found[inv] = (kind, f, nid, script, d + 1)
                         if ended is not None:
                             res.quiescent += ended == "quiescent"
+                            res.horizon += ended == "duration"
                             continue
                         if fp is None or fp in seen:
                             continue
@@ -328,7 +335,7 @@ class RefExplorer:
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
         res.cpu_seconds = (time.process_time() - c0 + (kids.ru_utime - kids0.ru_utime)
                            + (kids.ru_stime - kids0.ru_stime))
-        self._parents, self._scripts = parents, scripts
+        self._parents, self._scripts, self._depths = parents, scripts, depths
         for inv, (kind, f, nid, script, depth) in found.items():
             res.violations.append(self._violation(kind, f, nid, script, depth))
         res.violations.sort(key=lambda v: (v.depth, v.invariant))
@@ -412,6 +419,8 @@ def _add(res, r) -> None:
     res.distinct += r.distinct
     res.generated += r.generated
     res.quiescent += r.quiescent
+    res.horizon += r.horizon
+    res.bounded = res.bounded or r.bounded
     res.depth = max(res.depth, r.depth)
     res.complete = res.complete and r.complete
     res.stopped = res.stopped or r.stopped
@@ -434,3 +443,17 @@ class _Offset:
 
 def explore(scope, profile=None, **kw) -> Result:
     return RefExplorer(scope, profile, **kw).run()
+
+
+def bug_counterexample(profile, **kw):
+    """The shortest counterexample of a known-bug profile: its bug's scope (scopes.BUG_SCOPES)
+    searched breadth-first to the first violation. The violation of the invariant the bug's
+    shortest run breaks first (scopes.BUG_FIRST, else the profile's expected violation), or
+    None if the search does not find it."""
+    from .scopes import BUG_FIRST, BUG_SCOPES, load_scope
+
+    prof = get_profile(profile)
+    name, over = BUG_SCOPES[prof.known_bug]
+    want = BUG_FIRST.get(prof.known_bug, prof.expected_violation)
+    res = RefExplorer(load_scope(name, **over), prof, stop_at_first=True, **kw).run()
+    return next((v for v in res.violations if v.invariant == want), None)

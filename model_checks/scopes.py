@@ -41,17 +41,12 @@ class Scope:
     pause_ms: tuple = (31000,)          # client pause durations
     threads: int = 1                    # concurrent batches in flight per ProcessQueue
     pull_batch: int = 32                # messages per pull answer
-    symmetry: bool = True
-    sleep_sets: bool = True             # skip moves that commute with the path (model_checks/independence.py)
-    oneway_delay: bool = False          # one-way persists may arrive late (reordered); else at once
-    adversary: bool = False             # also propose wrong values; the guards must reject them
-    persistent_sets: bool = False       # partial-order reduction of states (model_checks/persistent.py)
     consume_ms: tuple = (1,)            # listener call durations the explorer tries (ms)
     crash_modes: tuple = ("silent",)    # how a crash looks to the broker (reference.scenario.CRASH_MODES)
     horizon_ms: int = 300_000           # a run of the reference not quiescent by then ends (not judged)
     start_gap_ms: int = 0               # client i starts at i * start_gap_ms (a late joiner takes queues over)
     max_states: int = 5_000_000         # safety cap on distinct states
-    max_depth: int = 10_000
+    max_depth: int = 10_000             # expand no node this many choices deep (below: a bounded search)
 
     @property
     def retry(self) -> bool:
@@ -63,6 +58,16 @@ class Scope:
 
 
 _TYPES = {f.name: f.type for f in fields(Scope)}
+
+# Keys of the explorer's own model of RocketMQ (model_checks/generator.py), retired when the
+# explorer came to search the reference itself: what a scope file that still has one is told
+RETIRED = {
+    "symmetry": "the explorer of the reference compares whole worlds; delete the key",
+    "sleep_sets": "tasks that commute by their footprints run in one order, always; delete the key",
+    "persistent_sets": "tasks that commute by their footprints run in one order, always; delete the key",
+    "oneway_delay": "the reference's network delivers one-way calls with its latency; delete the key",
+    "adversary": "the semantic mutants of the reference (rocketspec gate --mutants) test the guards; delete the key",
+}
 
 # Upper bounds of the integer keys: far above what can be exhausted, low enough that a typo
 # (an extra zero or three) is an error with the bound named, not hours of search.
@@ -77,6 +82,8 @@ def _validate(d: dict, origin: str) -> Scope:
 
     kw = {}
     for k, v in d.items():
+        if k in RETIRED:
+            raise ScopeError(origin, f"{k} was a key of the explorer's own model, retired: {RETIRED[k]}", path_key(k))
         if k not in _TYPES:
             raise ScopeError(origin, f"unknown scope key (known: {', '.join(sorted(_TYPES))})", path_key(k))
         t = _TYPES[k]
@@ -111,11 +118,6 @@ def _validate(d: dict, origin: str) -> Scope:
     if bad:
         raise ScopeError(origin, f"unknown fault kinds {short(bad)} (known: {', '.join(FAULT_KINDS)})",
                          "fault_kinds")
-    if s.persistent_sets and (s.adversary or s.message_model != "CLUSTERING"):
-        raise ScopeError(origin, "persistent_sets needs a clustering group and no adversary moves", "persistent_sets")
-    if s.persistent_sets and s.max_depth != Scope.max_depth:
-        raise ScopeError(origin, "persistent_sets and max_depth exclude each other (the reduced graph's "
-                         "depths are not the lengths of all runs)", "max_depth")
     if not s.pause_ms or any(not isinstance(p, int) or isinstance(p, bool) or not 0 < p <= MAX_PAUSE_MS
                              for p in s.pause_ms) or len(s.pause_ms) > 8:
         raise ScopeError(origin, f"expected a list of 1 to 8 pause lengths in ms, each from 1 to {MAX_PAUSE_MS}, "
@@ -123,20 +125,11 @@ def _validate(d: dict, origin: str) -> Scope:
     return s
 
 
-# The scope (and overrides) in which each known bug shows (docs/model-checking.md): the
-# explorer's tests and the counterexample catalogue (docs/catalogue/) both read it.
+# Known bug -> the scope (and overrides) in which the explorer (model_checks/refexplore.py) finds
+# it on the reference: a variant of `tiny` with the fewest queues, messages, fault kinds and
+# failures that show it (docs/model-checking.md). The explorer's tests, the mutation benchmark
+# and the counterexample catalogue (docs/catalogue/) read it.
 BUG_SCOPES = {
-    "#4215": ("bugs", {}), "#2708": ("bugs", {}), "#2724": ("bugs", {}), "#5481": ("bugs", {}),
-    "#2449": ("bugs", {}), "#6163": ("bugs-orderly", {}),
-    "#1825": ("bugs-orderly", {"failures": 0, "consumers": 2}),
-    "#4016": ("bugs-broadcast", {}),
-}
-
-
-# Known bug -> the scope (and overrides) in which the explorer of the reference itself
-# (model_checks/refexplore.py, `explore --engine reference`) finds it: a variant of `tiny` with
-# the fewest queues, messages, fault kinds and failures that show it (docs/model-checking.md).
-REFERENCE_BUG_SCOPES = {
     "#4215": ("tiny", {"queues": 1, "messages": 1, "faults": 1, "failures": 0, "fault_kinds": ["reset"]}),
     "#2708": ("tiny", {"queues": 1, "messages": 1, "faults": 2, "failures": 0,
                        "fault_kinds": ["reset", "query_failure"]}),
@@ -156,7 +149,7 @@ REFERENCE_BUG_SCOPES = {
 # expected_violation. #2449: the second reset removes the ProcessQueue that the first one's
 # resume created without dropping it (INV-PQ-1); its pull loop goes on, and the second puller
 # (INV-PULL-1) follows in the same millisecond, one step further on the path.
-REFERENCE_BUG_FIRST = {"#2449": "INV-PQ-1"}
+BUG_FIRST = {"#2449": "INV-PQ-1"}
 
 
 def named_scopes() -> list[str]:
@@ -186,4 +179,4 @@ def scope_from_dict(d: dict) -> Scope:
     return _validate(dict(d), "<dict>")
 
 
-__all__ = ["Scope", "ScopeError", "load_scope", "BUG_SCOPES", "REFERENCE_BUG_SCOPES", "REFERENCE_BUG_FIRST", "scope_from_dict", "named_scopes", "FAULT_KINDS", "field"]
+__all__ = ["Scope", "ScopeError", "load_scope", "BUG_SCOPES", "BUG_FIRST", "scope_from_dict", "named_scopes", "FAULT_KINDS", "field"]

@@ -1,10 +1,9 @@
 """One registry of the facts about each trace event kind.
 
 For every kind: the RocketMQ mechanism its action models (`spec.actions.<kind>` is the action,
-named after the kind), how its events are routed when a trace is replayed in partitions (the
-state keys it reads or writes), and what the explorer needs (whether the event's own fields
-cover its footprint, whether it touches broker locks, whether it is timeless). The tables the
-spec, the explorer and the Spark replay used to keep separately are derived from here.
+named after the kind) and how its events are routed when a trace is replayed in partitions (the
+state keys it reads or writes). The tables the spec and the Spark replay used to keep
+separately are derived from here.
 
 Routes (the keys of `spec.state` an action reads or writes, beyond the directory):
 
@@ -28,16 +27,12 @@ class Kind:
     name: str
     mechanism: str
     route: str
-    local: bool = False         # explorer: the event's own fields cover what it touches
-    locks: bool = False         # explorer: reads or writes broker lock entries
-    timeless: bool = False      # explorer: no deadline is computed from it (model_checks.persistent)
 
 
-def _k(name, mechanism, route, flags=""):
-    return Kind(name, mechanism, route, "L" in flags, "K" in flags, "T" in flags)
+def _k(name, mechanism, route):
+    return Kind(name, mechanism, route)
 
 
-# flags: L local (explorer footprint from the event's fields), K broker locks, T timeless
 KINDS: dict[str, Kind] = {k.name: k for k in (
     _k("trace_started", "trace header", "directory"),
     _k("trace_ended", "end of run (quiescence check)", "directory"),
@@ -46,63 +41,59 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     _k("topic_created", "TopicConfigManager", "directory"),
     _k("consumer_registered", "ConsumerManager.registerConsumer (heartbeat)", "directory"),
     _k("consumer_unregistered", "ConsumerManager.unregisterConsumer / channel expiry", "directory"),
-    _k("message_stored", "CommitLog append + ConsumeQueue dispatch", "stored", "L"),
+    _k("message_stored", "CommitLog append + ConsumeQueue dispatch", "stored"),
     _k("messages_deleted", "commit-log retention (DefaultMessageStore clean expired files)", "stored"),
-    _k("message_scheduled", "delay level -> SCHEDULE_TOPIC_XXXX", "chain", "L"),
-    _k("schedule_delivered", "ScheduleMessageService.messageTimeUp", "chain", "L"),
+    _k("message_scheduled", "delay level -> SCHEDULE_TOPIC_XXXX", "chain"),
+    _k("schedule_delivered", "ScheduleMessageService.messageTimeUp", "chain"),
     _k("client_started", "DefaultMQPushConsumer.start", "directory"),
     _k("client_stopped", "DefaultMQPushConsumer.shutdown", "directory"),
     _k("client_crashed", "process death", "directory"),
     _k("client_paused", "stop-the-world pause", "directory"),
     _k("client_resumed", "pause ends", "directory"),
-    _k("allocation_computed", "RebalanceImpl.rebalanceByTopic + AllocateMessageQueueStrategy", "directory", "L"),
-    _k("pq_created", "updateProcessQueueTableInRebalance (add) + computePullFromWhere", "queue", "L"),
-    _k("pq_dropped", "ProcessQueue.setDropped(true)", "queue", "L"),
-    _k("pq_removed", "removeUnnecessaryMessageQueue", "queue", "L"),
-    _k("pull_issued", "DefaultMQPushConsumerImpl.pullMessage", "queue", "LT"),
+    _k("allocation_computed", "RebalanceImpl.rebalanceByTopic + AllocateMessageQueueStrategy", "directory"),
+    _k("pq_created", "updateProcessQueueTableInRebalance (add) + computePullFromWhere", "queue"),
+    _k("pq_dropped", "ProcessQueue.setDropped(true)", "queue"),
+    _k("pq_removed", "removeUnnecessaryMessageQueue", "queue"),
+    _k("pull_issued", "DefaultMQPushConsumerImpl.pullMessage", "queue"),
     _k("pull_held", "PullRequestHoldService (long polling)", "none"),
     _k("pull_answered", "DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + "
-       "ProcessQueue.putMessage", "queue", "LT"),
+       "ProcessQueue.putMessage", "queue"),
     _k("pull_failed", "PullCallback.onException (broker error response or failed call)", "queue"),
     _k("queue_snapshot", "the queue's min/max offset when observation began (or after a gap)", "stored"),
-    _k("pull_flow_controlled", "pullMessage flow control", "queue", "L"),
-    _k("consume_started", "ConsumeRequest.run (listener called)", "queue", "LT"),
-    _k("consume_finished", "listener returns", "queue", "LT"),
-    _k("consume_resubmitted", "submitConsumeRequestLater after failed send-back", "queue", "L"),
-    _k("consume_suspended", "ConsumeMessageOrderlyService suspend/retry later", "queue", "L"),
-    _k("messages_taken", "ProcessQueue.takeMessages", "queue", "LT"),
-    _k("pq_committed", "ProcessQueue.commit", "queue", "LT"),
-    _k("pq_rolled_back", "ProcessQueue.rollback / makeMessageToConsumeAgain", "queue", "L"),
-    _k("pq_messages_removed", "ProcessQueue.removeMessage", "queue", "LT"),
-    _k("offset_updated", "OffsetStore.updateOffset / updateAndFreeze", "queue", "LT"),
-    _k("offset_read", "OffsetStore.readOffset", "queue", "LT"),
-    _k("offset_removed", "OffsetStore.removeOffset", "queue", "L"),
-    _k("offset_persisted", "OffsetStore.persist (one-way)", "queue", "LT"),
-    _k("offset_committed", "ConsumerOffsetManager.commitOffset", "queue", "LT"),
+    _k("pull_flow_controlled", "pullMessage flow control", "queue"),
+    _k("consume_started", "ConsumeRequest.run (listener called)", "queue"),
+    _k("consume_finished", "listener returns", "queue"),
+    _k("consume_resubmitted", "submitConsumeRequestLater after failed send-back", "queue"),
+    _k("consume_suspended", "ConsumeMessageOrderlyService suspend/retry later", "queue"),
+    _k("messages_taken", "ProcessQueue.takeMessages", "queue"),
+    _k("pq_committed", "ProcessQueue.commit", "queue"),
+    _k("pq_rolled_back", "ProcessQueue.rollback / makeMessageToConsumeAgain", "queue"),
+    _k("pq_messages_removed", "ProcessQueue.removeMessage", "queue"),
+    _k("offset_updated", "OffsetStore.updateOffset / updateAndFreeze", "queue"),
+    _k("offset_read", "OffsetStore.readOffset", "queue"),
+    _k("offset_removed", "OffsetStore.removeOffset", "queue"),
+    _k("offset_persisted", "OffsetStore.persist (one-way)", "queue"),
+    _k("offset_committed", "ConsumerOffsetManager.commitOffset", "queue"),
     _k("offset_flushed", "offset table flush", "queue"),
     _k("offset_erased", "LocalFileOffsetStore.persistAll rewrite (pre-#7740); broker: commitOffset get-then-put race", "queue"),
     _k("offset_loaded", "offset table load", "queue"),
-    _k("send_back_requested", "DefaultMQPushConsumerImpl.sendMessageBack", "chain", "L"),
-    _k("send_back_failed", "send-back and fallback failed", "chain", "L"),
-    _k("message_sent_back", "consumerSendMsgBack / handleRetryAndDLQ", "chain", "L"),
-    _k("message_dead_lettered", "%DLQ% store", "chain", "L"),
+    _k("send_back_requested", "DefaultMQPushConsumerImpl.sendMessageBack", "chain"),
+    _k("send_back_failed", "send-back and fallback failed", "chain"),
+    _k("message_sent_back", "consumerSendMsgBack / handleRetryAndDLQ", "chain"),
+    _k("message_dead_lettered", "%DLQ% store", "chain"),
     # (the lock request sets the client's last request time, read by every queue's lock_acquired)
-    _k("lock_requested", "RebalanceImpl.lock / lockAll", "directory", "LK"),
-    _k("lock_acquired", "RebalanceLockManager.tryLock", "queue", "LK"),
-    _k("lock_rejected", "RebalanceLockManager.tryLock (held by another)", "queue", "LK"),
-    _k("lock_released", "RebalanceLockManager.unlockBatch", "queue", "LK"),
-    _k("lock_release_ignored", "unlockBatch by a non-owner", "queue", "LK"),
-    _k("lock_expired", "LockEntry.isExpired", "queue", "LK"),
-    _k("pq_lock_changed", "ProcessQueue.setLocked / lastLockTimestamp", "queue", "LK"),
+    _k("lock_requested", "RebalanceImpl.lock / lockAll", "directory"),
+    _k("lock_acquired", "RebalanceLockManager.tryLock", "queue"),
+    _k("lock_rejected", "RebalanceLockManager.tryLock (held by another)", "queue"),
+    _k("lock_released", "RebalanceLockManager.unlockBatch", "queue"),
+    _k("lock_release_ignored", "unlockBatch by a non-owner", "queue"),
+    _k("lock_expired", "LockEntry.isExpired", "queue"),
+    _k("pq_lock_changed", "ProcessQueue.setLocked / lastLockTimestamp", "queue"),
     _k("lease_expired", "ProcessQueue.isLockExpired", "queue"),
-    _k("oneway_lost", "network loss of a one-way call", "none", "L"),
+    _k("oneway_lost", "network loss of a one-way call", "none"),
 )}
 
 MECHANISMS = {n: k.mechanism for n, k in KINDS.items()}
-
-
-def kinds_where(flag: str) -> frozenset:
-    return frozenset(n for n, k in KINDS.items() if getattr(k, flag))
 
 
 def _chain_group(ev):

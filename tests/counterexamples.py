@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from rocketspec.model_checks.explorer import write_trace
+from rocketspec.model_checks.result import write_trace
 from rocketspec.spec.replay import check_trace
 
 

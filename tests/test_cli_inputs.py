@@ -205,7 +205,7 @@ def test_pyproject_raises_no_setuptools_warning():
 def test_explore_state_cap_is_incomplete_not_a_violation(tmp_path):
     """A search cut by --max-states exits 4 (incomplete); the node the cap cut halfway is not
     taken for a quiescent end (that gave a false INV-LIVE-1 and exit 1)."""
-    res = cli("explore", "--scope", "tiny", "--max-states", "50", "--no-liveness", "--json",
+    res = cli("explore", "--scope", "tiny", "--max-states", "50", "--json",
               "--out-dir", tmp_path)
     d = json.loads(res.stdout)
     assert res.exit_code == 4 and d["complete"] is False and d["violations"] == [] and d["verdict"] == "holds"

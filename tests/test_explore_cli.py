@@ -1,16 +1,15 @@
 """`rocketspec explore` as TLC runs: it stops at the first violation (breadth-first, so a shortest
-counterexample), `--continue` searches on, and a search cut by `--max-states` is INCOMPLETE
-(exit 4) with no liveness verdict: liveness needs the whole graph."""
+counterexample that `check` rejects), `--continue` searches on, a search cut by `--max-states`
+is INCOMPLETE (exit 4), `--max-depth` is a bounded check, and bad input exits 2."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 from click.testing import CliRunner
 
 from rocketspec.cli import main
-from rocketspec.model_checks.explorer import Explorer
-from rocketspec.model_checks.scopes import load_scope
+from rocketspec.model_checks.refexplore import RefExplorer
+from rocketspec.model_checks.scopes import BUG_SCOPES, load_scope
 from rocketspec.spec.profiles import PROFILES
 
 BUG = "bug-4215-rocketmq-4.9.3"
@@ -20,6 +19,15 @@ def cli(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
+def bug_scope_file(tmp_path, bug="#4215"):
+    """The bug's scope (a named scope and overrides) as a scope file the CLI takes."""
+    name, over = BUG_SCOPES[bug]
+    d = load_scope(name, **over).to_dict()
+    path = tmp_path / f"scope-{bug[1:]}.toml"
+    path.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in d.items()))
+    return path
+
+
 def _rejected_by_check(v):
     c = cli("check", v["trace"], "--json")
     assert c.exit_code == 1, c.output
@@ -27,52 +35,64 @@ def _rejected_by_check(v):
 
 
 def test_the_first_violation_stops_the_search_with_a_shortest_counterexample(tmp_path):
-    r = cli("explore", "--scope", "bugs", "--profile", BUG, "--json", "--quiet", "--out-dir", tmp_path)
+    scope = bug_scope_file(tmp_path)
+    r = cli("explore", "--scope", scope, "--profile", BUG, "--json", "--quiet", "--out-dir", tmp_path)
     assert r.exit_code == 1, r.output
     d = json.loads(r.stdout)
     assert d["stopped_at_first_violation"] is True and d["verdict"] == "violated"
-    assert [v["invariant"] for v in d["violations"]] == ["INV-PULL-2"]
-    # liveness is not judged on the part of the graph searched before the stop
-    assert d["liveness"].startswith("not checked (the search stopped at the first violation")
-    # found at once: a few hundred states of the scope, not the whole of it
-    assert d["states_distinct"] < 5000
+    assert [v["invariant"] for v in d["violations"]] == [PROFILES[BUG].expected_violation]
     for v in d["violations"]:
         _rejected_by_check(v)
-    # shortest: no run of fewer moves violates anything
+    # shortest: no run of fewer choices violates anything
     depth = d["violations"][0]["depth"]
-    shorter = Explorer(replace(load_scope("bugs"), max_depth=depth - 1), PROFILES[BUG]).run()
-    assert shorter.bounded and shorter.violations == []
+    shorter = RefExplorer(load_scope(str(scope)), BUG, max_depth=depth - 1).run()
+    assert shorter.bounded and shorter.complete and shorter.violations == []
+    text = cli("explore", "--scope", scope, "--profile", BUG, "--quiet", "--out-dir", tmp_path).output
+    assert "STOPPED at the first violation" in text and "rejects it" in text
 
 
 def test_continue_searches_on_past_the_first_violation(tmp_path):
-    first = json.loads(cli("explore", "--scope", "bugs", "--profile", BUG, "--json", "--quiet", "--no-liveness",
+    scope = bug_scope_file(tmp_path)
+    first = json.loads(cli("explore", "--scope", scope, "--profile", BUG, "--json", "--quiet",
                            "--out-dir", tmp_path / "a").stdout)
-    r = cli("explore", "--scope", "bugs", "--profile", BUG, "--json", "--quiet", "--no-liveness", "--continue",
-            "--max-states", 3000, "--out-dir", tmp_path / "b")
+    r = cli("explore", "--scope", scope, "--profile", BUG, "--json", "--quiet", "--continue",
+            "--out-dir", tmp_path / "b")
     assert r.exit_code == 1, r.output
     d = json.loads(r.stdout)
-    assert d["stopped_at_first_violation"] is False and d["states_distinct"] == 3000 > first["states_distinct"]
-    assert "INV-PULL-2" in [v["invariant"] for v in d["violations"]]
+    assert d["stopped_at_first_violation"] is False and d["states_distinct"] > first["states_distinct"]
+    assert PROFILES[BUG].expected_violation in [v["invariant"] for v in d["violations"]]
     for v in d["violations"]:
         _rejected_by_check(v)
 
 
-def test_a_state_cap_is_incomplete_with_no_liveness_verdict(tmp_path):
-    # liveness on: a graph cut by the cap has states never expanded, which would read as dead
-    # ends; nothing is reported from it, the run is INCOMPLETE
-    for scope, cap in (("tiny", 300), ("bugs", 1500)):
-        r = cli("explore", "--scope", scope, "--max-states", cap, "--json", "--quiet", "--out-dir", tmp_path)
-        assert r.exit_code == 4, r.output
-        d = json.loads(r.stdout)
-        assert d["complete"] is False and d["violations"] == [] and d["verdict"] == "holds"
-        assert d["liveness"] == "not checked (the state cap stopped the search)"
-        text = cli("explore", "--scope", scope, "--max-states", cap, "--quiet", "--out-dir", tmp_path).output
-        assert "INCOMPLETE" in text and "liveness not checked" in text and "INV-LIVE" not in text
+def test_a_state_cap_is_incomplete(tmp_path):
+    r = cli("explore", "--scope", "tiny", "--max-states", 50, "--json", "--quiet", "--out-dir", tmp_path)
+    assert r.exit_code == 4, r.output
+    d = json.loads(r.stdout)
+    assert d["complete"] is False and d["violations"] == [] and d["verdict"] == "holds"
+    text = cli("explore", "--scope", "tiny", "--max-states", 50, "--quiet", "--out-dir", tmp_path).output
+    assert "INCOMPLETE" in text and "INV-" not in text
 
 
-def test_a_complete_search_still_checks_liveness(tmp_path):
-    r = cli("explore", "--scope", "tiny", "--json", "--quiet", "--out-dir", tmp_path)
+def test_max_depth_is_a_bounded_check(tmp_path):
+    r = cli("explore", "--scope", "tiny", "--max-depth", 3, "--json", "--quiet")
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    assert d["complete"] is True and d["stopped_at_first_violation"] is False
-    assert isinstance(d["liveness"], dict) and d["liveness"]["fairness"] == "strong"
+    assert d["bounded"] is True and d["complete"] is True and d["verdict"] == "holds" and d["depth"] == 3
+    text = cli("explore", "--scope", "tiny", "--max-depth", 3, "--quiet").output
+    assert "BOUNDED: every run of at most 3 choices" in text
+    assert cli("explore", "--scope", "tiny", "--max-depth", 0, "--quiet").exit_code == 2
+
+
+def test_bad_input_exits_2(tmp_path):
+    r = cli("explore", "--scope", "nope", "--quiet")
+    assert r.exit_code == 2 and "unknown scope" in r.output
+    assert cli("explore", "--scope", "tiny", "--profile", "nope", "--quiet").exit_code == 2
+    r = cli("explore", "--engine", "model", "--quiet")
+    assert r.exit_code == 2 and "retired" in r.output
+    old = tmp_path / "old.toml"
+    old.write_text('consumers = 2\npersistent_sets = true\n')
+    r = cli("explore", "--scope", old, "--quiet")
+    assert r.exit_code == 2 and "persistent_sets" in r.output and "retired" in r.output
+    # `--engine reference`, the only engine, is still taken
+    assert cli("explore", "--engine", "reference", "--max-states", 5, "--quiet").exit_code == 4

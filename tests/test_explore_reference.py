@@ -1,4 +1,4 @@
-"""The explorer on the reference itself (model_checks/refexplore.py, `explore --engine reference`):
+"""The explorer on the reference itself (model_checks/refexplore.py, `rocketspec explore`):
 the reference's world is data (it pickles and restores), one step at a time with every choice of
 the scope, through the spec; known bugs are found with a shortest trace `check` rejects."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from rocketspec.cli import main
 from rocketspec.model_checks import world as W
-from rocketspec.model_checks.explorer import write_trace
 from rocketspec.model_checks.refexplore import RefExplorer
-from rocketspec.model_checks.scopes import REFERENCE_BUG_FIRST, REFERENCE_BUG_SCOPES, load_scope
+from rocketspec.model_checks.result import write_trace
+from rocketspec.model_checks.scopes import BUG_FIRST, BUG_SCOPES, load_scope
 from rocketspec.spec import initial_state, step
 from rocketspec.spec.profiles import PROFILES
 
@@ -76,11 +76,11 @@ def _bug_param(bug):
     return pytest.param(bug, marks=[pytest.mark.slow] if bug in _SLOW else [], id=bug)
 
 
-@pytest.mark.parametrize("bug", [_bug_param(b) for b in sorted(REFERENCE_BUG_SCOPES)])
+@pytest.mark.parametrize("bug", [_bug_param(b) for b in sorted(BUG_SCOPES)])
 def test_known_bug_found_on_the_reference_with_a_trace_check_rejects(bug, tmp_path):
-    scope_name, over = REFERENCE_BUG_SCOPES[bug]
+    scope_name, over = BUG_SCOPES[bug]
     prof = next(p for p in PROFILES.values() if p.known_bug == bug)
-    want = REFERENCE_BUG_FIRST.get(bug, prof.expected_violation)
+    want = BUG_FIRST.get(bug, prof.expected_violation)
     r = RefExplorer(load_scope(scope_name, **over), prof.name, stop_at_first=True).run()
     assert [v.invariant for v in r.violations] == [want], r.violations
     v = r.violations[0]
@@ -124,7 +124,7 @@ def test_2449_the_second_puller_follows_the_first_finding():
             return super()._violation(kind, f, nid, script, depth)
 
     prof = PROFILES["bug-2449-rocketmq-4.8.0"]
-    scope_name, over = REFERENCE_BUG_SCOPES["#2449"]
+    scope_name, over = BUG_SCOPES["#2449"]
     ex = Ex(load_scope(scope_name, **over), prof.name, stop_at_first=True)
     ex.run()
     evs = _continued(ex, *ex.at, steps=20)
@@ -138,4 +138,4 @@ def test_cli_engine_reference(tmp_path):
                                     "--max-states", "30", "--out-dir", str(tmp_path)])
     assert res.exit_code == 4, res.output
     d = orjson.loads(res.output.strip().splitlines()[-1])
-    assert d["complete"] is False and "liveness" in d
+    assert d["complete"] is False and d["verdict"] == "holds"

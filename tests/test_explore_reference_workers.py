@@ -5,7 +5,7 @@ the same violations with the same shortest traces, whatever the number of worker
 from __future__ import annotations
 
 from rocketspec.model_checks.refexplore import RefExplorer
-from rocketspec.model_checks.scopes import REFERENCE_BUG_SCOPES, load_scope
+from rocketspec.model_checks.scopes import BUG_SCOPES, load_scope
 
 
 def _same(a, b):
@@ -25,7 +25,7 @@ def test_two_workers_search_exactly_what_one_does():
 
 
 def test_two_workers_find_the_same_shortest_violation():
-    name, over = REFERENCE_BUG_SCOPES["#2724"]
+    name, over = BUG_SCOPES["#2724"]
     scope = load_scope(name, **over)
     one = RefExplorer(scope, "bug-2724-rocketmq-4.9.1", stop_at_first=True).run()
     two = RefExplorer(scope, "bug-2724-rocketmq-4.9.1", stop_at_first=True, workers=2).run()

@@ -133,9 +133,10 @@ budget_s = 60
     assert cases["bug-5481.jsonl"].is_passed and cases["clean.jsonl"].is_passed
 
 
-def test_a_reference_engine_scope_searches_the_reference_itself(tmp_path, traces):
-    # the same two scopes on the reference broker and client (explore --engine reference): the
-    # clean one passes, and the #2724 profile's DLQ copy is found with its shortest trace
+def test_a_config_naming_the_engine_and_workers_still_runs(tmp_path, traces):
+    # `engine = "reference"` (from when the explorer had a second engine) is still taken, and
+    # workers search in parallel: the clean scope passes, and the #2724 profile's DLQ copy is
+    # found with its shortest trace
     scopes = """[[scopes]]
 name = "micro.toml"
 profiles = ["rocketmq-5.3.3"]
@@ -152,8 +153,8 @@ budget_s = 60
     r = gate("--config", config(tmp_path, traces, scopes), "--junit", junit, "--out-dir", tmp_path / "o")
     assert r.returncode == 1, r.stdout + r.stderr
     cases = {c.name: c for s in junitparser.JUnitXml.fromfile(str(junit)) for c in s if s.name == "exhaustive"}
-    assert cases["micro (reference) [rocketmq-5.3.3]"].is_passed
-    (failure,) = cases["dlq (reference) [bug-2724-rocketmq-4.9.1]"].result
+    assert cases["micro [rocketmq-5.3.3]"].is_passed
+    (failure,) = cases["dlq [bug-2724-rocketmq-4.9.1]"].result
     assert "INV-DLQ-1" in failure.message and "counterexample:" in failure.text
 
 
@@ -183,8 +184,10 @@ budget_s = 1
     ('[traces]\ndirs = ["/no/such/dir"]', "traces.dirs"),
     ('colour = 1', None),
     ('[[scopes]]\nname = "tiny"\nengine = "tlc"', "scopes[0].engine"),
-    ('[[scopes]]\nname = "tiny"\nworkers = 2', "scopes[0].workers"),
-    ('[[scopes]]\nname = "tiny"\nengine = "reference"\npersistent_sets = true', "scopes[0].persistent_sets"),
+    ('[[scopes]]\nname = "tiny"\nengine = "model"', "scopes[0].engine"),
+    ('[[scopes]]\nname = "tiny"\nworkers = 0', "scopes[0].workers"),
+    ('[[scopes]]\nname = "tiny"\npersistent_sets = true', "scopes[0].persistent_sets"),
+    ('[[scopes]]\nname = "tiny"\nliveness = false', "scopes[0].liveness"),
 ])
 def test_bad_configuration_exits_2_naming_the_field(tmp_path, text, field):
     p = tmp_path / "gate.toml"

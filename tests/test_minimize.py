@@ -49,13 +49,11 @@ def _scenario_trace(name, profile):
 
 
 def _explorer_trace(bug):
-    from rocketspec.model_checks.explorer import Explorer
-    from rocketspec.model_checks.scopes import BUG_SCOPES, load_scope
+    from rocketspec.model_checks.refexplore import bug_counterexample
 
     p = next(p for p in PROFILES.values() if p.known_bug == bug)
-    name, over = BUG_SCOPES[bug]
-    res = Explorer(load_scope(name, **over), p, stop_at_first=True, max_states=300_000).run()
-    return next(v for v in res.violations if v.invariant == p.expected_violation).events, p.expected_violation
+    v = bug_counterexample(p)
+    return v.events, v.invariant
 
 
 def _real(name):

@@ -387,16 +387,13 @@ def test_full_sweep_on_spark(spark, tmp_path, name, profile):
 
 def test_one_registry_of_event_kinds():
     """Every schema kind has one registry entry, whose action is the spec's function of that
-    name, and the explorer's sets are the registry's."""
-    from rocketspec.model_checks import independence, persistent
+    name."""
     from rocketspec.spec import actions
-    from rocketspec.spec.kinds import KINDS, kinds_where
+    from rocketspec.spec.kinds import KINDS
     from rocketspec.traces.schema import kinds
 
     assert set(KINDS) == set(kinds())
     assert all(actions.HANDLERS[k].__name__ == k for k in KINDS)
-    assert independence._LOCAL == kinds_where("local") and independence._LOCKS == kinds_where("locks")
-    assert persistent.TIMELESS_KINDS == kinds_where("timeless")
     assert {k.route for k in KINDS.values()} == {"directory", "queue", "stored", "chain", "none"}
 
 
