@@ -10,8 +10,11 @@ enumerated by re-running the step from the snapshot with each script
 (`spec.step`); an error is a violation with its invariant id (the profile's broker or client
 took a step the spec forbids). A run ends when the reference's own quiescence check holds
 (`Run.quiescent`: everything consumed and committed) or at the scope's horizon; the trace then
-ends (`trace_ended`) and the spec's end rules (INV-LIVE-1) judge it. Faults strike only before
-the run ends.
+ends (`trace_ended`) and the spec's end rule (INV-LIVE-1) judges it: a quiescent end, and a
+horizon end with nothing left waiting on the clock (`Run.waiting`: reason horizon; a run still
+owing messages then is one that never settles). A horizon end with a delayed message, a pause or
+a lost route still pending is cut short (reason duration) and not judged. Faults strike only
+before the run ends.
 
 States are deduplicated by a 96-bit digest of the snapshot (tie-break counters and event
 numbers left out, the heap in canonical order). Time is absolute: the search is exhaustive
@@ -146,7 +149,10 @@ class RefExplorer:
             sim.now = limit
         end = None
         if what is None or sim.now >= limit:
-            end = "duration"
+            # the horizon: with nothing left waiting on the clock (no delayed message, pause or
+            # lost route; the scope's faults long past), a run still owing messages never
+            # settles: the end is judged (horizon). Else the run was cut short (duration)
+            end = "duration" if run.waiting() else "horizon"
         elif run.steps_done and sim.next_live_due() != sim.now and run.quiescent():
             # judged once a millisecond's tasks have all run: tasks due together that commute
             # then end the run in the same state whatever their order (the reduction runs them in
@@ -296,7 +302,8 @@ class RefExplorer:
                                 found[inv] = (kind, f, nid, script, d + 1)
                         if ended is not None:
                             res.quiescent += ended == "quiescent"
-                            res.horizon += ended == "duration"
+                            res.horizon += ended == "horizon"
+                            res.unjudged += ended == "duration"
                             continue
                         if fp is None or fp in seen:
                             continue
@@ -420,6 +427,7 @@ def _add(res, r) -> None:
     res.generated += r.generated
     res.quiescent += r.quiescent
     res.horizon += r.horizon
+    res.unjudged += r.unjudged
     res.bounded = res.bounded or r.bounded
     res.depth = max(res.depth, r.depth)
     res.complete = res.complete and r.complete

@@ -34,7 +34,8 @@ class Result:
     stopped: bool = False      # True: the search stopped at the first violation (stop_at_first)
     bounded: bool = False      # True: nodes at the depth bound were not expanded (exhaustive up to it)
     quiescent: int = 0         # runs that ended quiescent (judged by the spec's end rule)
-    horizon: int = 0           # runs that reached the scope's horizon_ms without quiescing
+    horizon: int = 0           # runs that reached horizon_ms settled (nothing waiting on the clock): judged
+    unjudged: int = 0          # runs cut short by horizon_ms (a delayed message, pause or lost route pending)
     violations: list = field(default_factory=list)
     kinds: dict = field(default_factory=dict)   # fault kind -> its own search's Result (RefExplorer.run_split)
 
@@ -47,7 +48,7 @@ class Result:
                 "states_distinct": self.distinct, "depth": self.depth, "seconds": round(self.seconds, 3),
                 "cpu_seconds": round(self.cpu_seconds, 3), "states_per_second": round(self.states_per_second),
                 "complete": self.complete, "stopped_at_first_violation": self.stopped, "bounded": self.bounded,
-                "runs_quiescent": self.quiescent, "runs_at_horizon": self.horizon,
+                "runs_quiescent": self.quiescent, "runs_at_horizon": self.horizon, "runs_cut_short": self.unjudged,
                 "violations": [v.to_dict() for v in self.violations]} | (
             {"fault_kinds": {k: {"states_generated": r.generated, "states_distinct": r.distinct, "depth": r.depth,
                                  "cpu_seconds": round(r.cpu_seconds, 3), "complete": r.complete}

@@ -298,20 +298,27 @@ class Run:
         return None
 
     # ------------------------------------------------------------------ quiescence
-    def quiescent(self, without: str | None = None) -> bool:
-        """Nothing left to do: producers and steps done, no delayed message pending, and every
-        group with a live consumer has consumed every queue of every subscribed topic. With
-        `without`, as if that client had just crashed (the explorer: would a crash end the run)."""
+    def waiting(self, without: str | None = None) -> bool:
+        """Something still waits on the clock: a producer or a scenario step not done, a broker
+        down or holding delayed messages, a queue out of the route (it comes back, and its
+        messages are owed), a live client paused. With `without`, as if that client had crashed."""
         if not self.steps_done or any(p.remaining > 0 for p in self.producers):
-            return False
+            return True
         for b in self.net.brokers.values():
             if not b.up or b.schedule.pending():
-                return False
+                return True
         if self.net.faults.lost_routes:
-            return False          # a queue out of the route comes back: its messages are owed
-        live = [c for c in self.consumers.values() if c.running and c.proc.alive and c.client_id != without]
-        if any(c.proc.paused_until > self.sim.now for c in live):
+            return True
+        return any(c.running and c.proc.alive and c.client_id != without and c.proc.paused_until > self.sim.now
+                   for c in self.consumers.values())
+
+    def quiescent(self, without: str | None = None) -> bool:
+        """Nothing left to do: nothing waits on the clock (`waiting`), and every group with a
+        live consumer has consumed every queue of every subscribed topic. With `without`, as if
+        that client had just crashed (the explorer: would a crash end the run)."""
+        if self.waiting(without):
             return False
+        live = [c for c in self.consumers.values() if c.running and c.proc.alive and c.client_id != without]
         groups: dict[str, list[PushConsumer]] = {}
         for c in live:
             groups.setdefault(c.group, []).append(c)

@@ -45,7 +45,7 @@ class Timer:
 class Periodic(Timer):
     """A periodic task as data (its period, the bound method it runs, its owner), not a
     closure: the simulator's heap, and so a snapshot of the whole world, stays plain data that
-    can be copied and compared (the explorer, model_checks/explorer.py, relies on it)."""
+    can be copied and compared (the explorer, model_checks/refexplore.py, relies on it)."""
 
     __slots__ = ("sim", "period", "fn", "owner")
 
@@ -155,7 +155,7 @@ class Simulator:
         next task (fault_strike), else which runnable task due first runs (task_order); then
         that fault or task runs. Returns "task", "fault", or None when nothing is due by t_end.
         The candidates are gathered afresh before every task: the one before may have
-        cancelled, killed, paused or added some. The explorer (model_checks/explorer.py) takes
+        cancelled, killed, paused or added some. The explorer (model_checks/refexplore.py) takes
         the run one step at a time from copies of the world."""
         heap = self._heap
         pop, push = heapq.heappop, heapq.heappush

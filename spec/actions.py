@@ -204,11 +204,15 @@ def trace_started(st, ev, out):
 
 
 QUIESCENT = "quiescent"     # the trace_ended reason after which nothing may be pending
+# a run its recorder stopped at a horizon it declares long enough to settle, with nothing left
+# waiting on the clock (the explorer: the scope's horizon_ms): judged as a quiescent end
+HORIZON = "horizon"
+JUDGED_ENDS = (QUIESCENT, HORIZON)
 
 
 def trace_ended(st, ev, out):
     st.ended = ev["reason"]
-    if ev["reason"] == QUIESCENT:
+    if ev["reason"] in JUDGED_ENDS:
         check_quiescent(st, out)
 
 
@@ -2035,7 +2039,7 @@ def lock_noop(st, ev, out):
 # ---------------------------------------------------------------------------- end of trace
 
 def check_quiescent(st, out):
-    """INV-LIVE-1 at trace_ended{reason: quiescent}: nothing is owed (spec.pending)."""
+    """INV-LIVE-1 at trace_ended{reason: quiescent or horizon}: nothing is owed (spec.pending)."""
     for qs in st.queues.values():
         for pq in qs.pqs.values():
             _settle(st, qs, pq, out)

@@ -11,7 +11,7 @@ ends quiescent. So the state of a partition holds the scopes still live, not eve
 """
 from __future__ import annotations
 
-from .actions import QUIESCENT, check_quiescent
+from .actions import JUDGED_ENDS, check_quiescent
 from .replay import Findings
 from .state import SpecState
 
@@ -97,8 +97,9 @@ class Deferred(Findings):
         self._hold("example", inv, message, key)
 
     def hand_on(self, st: SpecState, out) -> None:
-        """At trace_ended (`out.ev` is it): the held findings, if the run ended quiescent."""
-        if st.ended == QUIESCENT:
+        """At trace_ended (`out.ev` is it): the held findings, if the run's end is judged
+        (quiescent, or a settled horizon)."""
+        if st.ended in JUDGED_ENDS:
             for method, inv, message, key, snap in self.held:
                 getattr(out, method)(inv, message, key, state=snap)
             for k, v in self.added.items():

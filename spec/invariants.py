@@ -11,8 +11,8 @@ things look wrong but are part of the contract; they are reported as warnings an
 - "step": a property of one transition (a guard of the action that would take it). Trace
   replay reports the event the guard rejects; the model checker sees it as a disabled action
   with a reason (`spec.guard`).
-- "end": checked when the trace ends with reason quiescent (liveness under the stated
-  fairness: nothing left to do).
+- "end": checked when the trace ends with reason quiescent or horizon (liveness under the
+  stated fairness: nothing left to do, or nothing left waiting on the clock).
 
 Ids are stable: tests, known-bug profiles and reports refer to them. Add new ids; never reuse.
 """
@@ -278,13 +278,16 @@ CATALOGUE: tuple[Invariant, ...] = (
     # ------------------------------------------------------------------ liveness
     Invariant(
         "INV-LIVE-1", "No loss at quiescence",
-        "When the trace ends quiescent, every stored message of every queue of a topic that a "
+        "When the trace ends quiescent (or at a horizon its recorder declares settled), every "
+        "stored message of every queue of a topic that a "
         "live consumer subscribes, from the group's start position (each client's, in "
         "broadcasting), has been consumed, sent back, dead-lettered or filtered out, and every "
         "retry copy sent back has been delivered or dead-lettered.",
         "At-least-once: rebalance gives every queue an owner; offsets never pass unconsumed "
         "messages; retries go through the schedule.",
-        "Fairness: the trace ended because nothing was left to do (reason quiescent).",
+        "Fairness: the trace ended because nothing was left to do (reason quiescent), or at a "
+        "horizon with nothing left waiting on the clock (reason horizon: the explorer's horizon_ms, "
+        "long past every fault, pause and delayed message of its scope).",
         "error", False, "end", "queue", "",
         "at-least-once: every message a subscribed group should consume is consumed"),
     Invariant(

@@ -1,8 +1,8 @@
 """What a run still owes its consumers: the one definition of "nothing left pending" on the
-checker's side. The spec's end check (INV-LIVE-1 at a quiescent end), the liveness checker's
-obligations (model_checks.liveness) and the explorer's quiescence test all read it. The
-reference decides when its own run is drained from its own objects (reference.runner): that is
-the other side of the check, not a second statement of this rule.
+checker's side, read by the spec's end check (INV-LIVE-1 at a quiescent or settled-horizon end).
+The reference decides when its own run is drained from its own objects (reference.runner:
+`Run.quiescent`, `Run.waiting`): that is the other side of the check, not a second statement
+of this rule.
 
 Owed, while a consumer of the group is alive (running or paused; a stopped or crashed group owes
 nothing until a consumer comes back):

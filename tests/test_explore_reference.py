@@ -139,3 +139,33 @@ def test_cli_engine_reference(tmp_path):
     assert res.exit_code == 4, res.output
     d = orjson.loads(res.output.strip().splitlines()[-1])
     assert d["complete"] is False and d["verdict"] == "holds"
+
+
+def test_a_client_that_never_consumes_is_found_at_the_horizon(monkeypatch, tmp_path):
+    # a planted liveness defect: the client pulls, but its consume service drops what it is
+    # given, so the ProcessQueue never empties and the reference never quiesces. At the horizon
+    # nothing waits on the clock, so the end is judged (reason horizon) and INV-LIVE-1 names the
+    # messages nobody consumed; `check` rejects the trace. Cut short (reason duration), the same
+    # run is not judged.
+    from rocketspec.reference.client.consume_concurrently import ConsumeMessageConcurrentlyService
+
+    monkeypatch.setattr(ConsumeMessageConcurrentlyService, "submit", lambda self, msgs, pq, mq, dispatch: None)
+    r = RefExplorer(_quiet_tiny(), "rocketmq-5.3.3", stop_at_first=True).run()
+    assert [v.invariant for v in r.violations] == ["INV-LIVE-1"]
+    v = r.violations[0]
+    assert v.kind == "end" and v.events[-1]["kind"] == "trace_ended" and v.events[-1]["reason"] == "horizon"
+    path = tmp_path / "cex.jsonl"
+    write_trace(path, v.events)
+    res = CliRunner().invoke(main, ["check", str(path), "--json"])
+    assert res.exit_code == 1 and "INV-LIVE-1" in res.output, res.output
+    write_trace(path, v.events[:-1] + [dict(v.events[-1], reason="duration")])
+    assert CliRunner().invoke(main, ["check", str(path)]).exit_code == 0
+
+
+@pytest.mark.parametrize("profile", ["rocketmq-4.9.8", "rocketmq-5.3.3"])
+def test_runs_that_reach_the_horizon_settled_owe_nothing(profile):
+    # tiny's crash kind: the only client crashes before it consumed everything, so its runs
+    # reach the horizon; nothing waits on the clock then and they are judged, and hold (a
+    # crashed group owes nothing)
+    r = RefExplorer(load_scope("tiny", fault_kinds=["crash"]), profile).run()
+    assert r.complete and r.violations == [] and r.horizon > 0 and r.unjudged == 0

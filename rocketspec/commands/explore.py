@@ -66,7 +66,7 @@ def _render(res, files) -> str:
     out = [f"explore {d['scope']} under {d['profile']}: {d['states_generated']} states generated, "
            f"{d['states_distinct']} distinct, depth {d['depth']}, {d['seconds']} s "
            f"({d['states_per_second']} states/s CPU); runs ended: {d['runs_quiescent']} quiescent, "
-           f"{d['runs_at_horizon']} at the horizon"
+           f"{d['runs_at_horizon']} at the horizon (both judged), {d['runs_cut_short']} cut short"
            + ("" if d["complete"] else " (INCOMPLETE: state cap reached)")]
     for k, r in d.get("fault_kinds", {}).items():
         out.append(f"  fault kind {k}: {r['states_distinct']} distinct, {r['states_generated']} generated, "
