@@ -1,4 +1,4 @@
-"""The explorer on the reference itself (`explore --engine reference`): states per second and
+"""The explorer on the reference itself (`rocketspec explore`): states per second and
 the time to exhaust each scope, under both release profiles, and where a scope is too large, how
 far a state cap got.
 

@@ -129,7 +129,7 @@ Methods (`python -m bench.mutation_score`, which wrote this page):
   time to the first failing example, before shrinking, and *examples* the examples run up to it;
   the CPU time includes a short shrink (`--shrink-budget`). An example that runs away (the state
   machine's event caps) ends without a finding: it is counted ("ran away"), never a kill.
-- **exhaustive**: the explorer of the reference itself (`explore --engine reference`,
+- **exhaustive**: the explorer of the reference itself (`rocketspec explore`,
   `conformance.mutants.kill_by_exhaustion`) on the mutated reference, breadth-first over the
   small scopes of `EXHAUSTIVE_SCOPES` (variants of `tiny`, each exhausted without a violation on
   the unmutated reference) under both release profiles, stopping at the first violation (a

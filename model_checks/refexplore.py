@@ -232,6 +232,9 @@ class RefExplorer:
         res = Result(scope=self.scope.name, profile=self.profile.name)
         bar = self.progress
         if self.workers > 1:
+            # the state cap is the whole search's: shared evenly by the kinds searched side by side
+            for sub in subs:
+                sub.max_states = max(1, self.max_states // len(subs))
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(min(self.workers, len(subs))) as pool:
                 results = list(pool.imap(RefExplorer._run, subs))   # a kind's search per worker
@@ -243,6 +246,12 @@ class RefExplorer:
                 if self.stop_at_first:
                     # a kind searched after one that found a violation need not go deeper
                     sub.depth_limit = min((v.depth for r in results for v in r.violations), default=None)
+                # the state cap is the whole search's: a kind gets what the kinds before it left
+                left = self.max_states - sum(r.distinct for r in results)
+                if left < 1:
+                    results.append(Result(scope=sub.scope.name, profile=self.profile.name, complete=False))
+                    continue
+                sub.max_states = left
                 results.append(sub._run())
         for k, r in zip(kinds, results):
             _add(res, r)
