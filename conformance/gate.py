@@ -43,6 +43,8 @@ DEFAULTS: dict = {
         # the reference broker and client themselves, every run of the scope (rocketspec explore)
         {"name": "tiny", "workers": 2, "profiles": RELEASES, "budget_s": 120},
         {"name": "tiny-choices", "workers": 2, "profiles": RELEASES, "budget_s": 150},
+        # two clients rebalancing, every order of their tasks (about a minute per profile)
+        {"name": "small-choices", "workers": 2, "profiles": RELEASES, "budget_s": 240},
     ],
     "statemachine": {"profiles": RELEASES, "max_examples": 40, "budget_s": 110, "bounded": False},
     "traces": {
