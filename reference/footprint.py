@@ -32,7 +32,21 @@ from typing import Callable
 
 from .sim import Periodic
 
-Footprint = tuple[frozenset, frozenset]
+
+
+class Footprint(tuple):
+    """A task's (reads, writes), each a frozenset of resources. A step's plan compares every
+    footprint of a batch with every other, so each keeps the prefixes of its resources, made
+    once (`_closure`), and two footprints meet by set lookups instead of by pairs of resources."""
+
+    def __new__(cls, reads, writes):
+        return super().__new__(cls, (frozenset(reads), frozenset(writes)))
+
+    def closures(self) -> tuple[frozenset, frozenset]:
+        c = self.__dict__.get("_closures")
+        if c is None:
+            c = self._closures = (_closure(self[0]), _closure(self[1]))
+        return c
 
 # Read by what depends on the time it runs at beyond its own millisecond: a pause lasts from when
 # it strikes. No task writes it; a search never moves such a fault across a later task (a fault
@@ -66,23 +80,45 @@ def task_footprint(fn, args) -> Footprint | None:
     if fp is None:
         return None
     reads, writes = fp
-    return frozenset(reads), frozenset(writes)
+    return Footprint(reads, writes)
 
 
-def _covers(a: tuple, b: tuple) -> bool:
-    """One resource is part of the other (either is a prefix of the other)."""
+def covers(a: tuple, b: tuple) -> bool:
+    """One resource is part of the other (either is a prefix of the other): the definition that
+    `independent` computes by lookups."""
     n = min(len(a), len(b))
     return a[:n] == b[:n]
 
 
-def _meet(xs, ys) -> bool:
-    return any(_covers(x, y) for x in xs for y in ys)
+def _closure(resources) -> frozenset:
+    """Every prefix of every resource (the resources included)."""
+    return frozenset(r[:k] for r in resources for k in range(1, len(r) + 1))
 
 
-def independent(a: Footprint, b: Footprint) -> bool:
-    """Neither writes what the other reads or writes."""
+def _meet(xs, ys, ys_closure) -> bool:
+    """Some x covers some y: x is a prefix of a y (x in the closure of ys), or a y is a strict
+    prefix of x."""
+    for x in xs:
+        if x in ys_closure:
+            return True
+        for k in range(1, len(x)):
+            if x[:k] in ys:
+                return True
+    return False
+
+
+def _closures(fp) -> tuple[frozenset, frozenset]:
+    return fp.closures() if isinstance(fp, Footprint) else (_closure(fp[0]), _closure(fp[1]))
+
+
+def independent(a, b) -> bool:
+    """Neither writes what the other reads or writes (a resource meets every resource it is a
+    prefix of, or that is a prefix of it: `covers`)."""
     (ra, wa), (rb, wb) = a, b
-    return not (_meet(wa, wb) or _meet(wa, rb) or _meet(ra, wb))
+    if not wa and not wb:
+        return True
+    crb, cwb = _closures(b)
+    return not (_meet(wa, wb, cwb) or _meet(wa, rb, crb) or _meet(ra, wb, cwb))
 
 
 def independent_tasks(batch) -> list[int]:

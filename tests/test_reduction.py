@@ -15,7 +15,7 @@ from rocketspec.model_checks import world as W
 from rocketspec.model_checks.refexplore import RefExplorer
 from rocketspec.model_checks.scopes import load_scope
 from rocketspec.reference.choice import enumerate_scripts
-from rocketspec.reference.footprint import independent, independent_tasks, task_footprint
+from rocketspec.reference.footprint import Footprint, covers, independent, independent_tasks, task_footprint
 from rocketspec.reference.sim import Periodic
 from rocketspec.spec import step
 
@@ -28,6 +28,16 @@ footprints = st.tuples(st.frozensets(resources, max_size=3), st.frozensets(resou
 @given(footprints, footprints)
 def test_independence_is_symmetric(a, b):
     assert independent(a, b) == independent(b, a)
+
+
+@given(footprints, footprints)
+def test_independence_is_no_resource_of_one_written_and_covered_by_the_other(a, b):
+    # `independent` finds meeting resources by lookups in prefix closures; the definition, pair
+    # by pair (`covers`: one resource is a prefix of the other)
+    meet = lambda xs, ys: any(covers(x, y) for x in xs for y in ys)  # noqa: E731
+    (ra, wa), (rb, wb) = a, b
+    assert independent(a, b) == (not (meet(wa, wb) or meet(wa, rb) or meet(ra, wb)))
+    assert independent(Footprint(*a), Footprint(*b)) == independent(a, b)
 
 
 @given(resources, st.lists(parts, max_size=2), resources)
