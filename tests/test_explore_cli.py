@@ -70,6 +70,11 @@ def test_a_state_cap_is_incomplete(tmp_path):
     assert r.exit_code == 4, r.output
     d = json.loads(r.stdout)
     assert d["complete"] is False and d["violations"] == [] and d["verdict"] == "holds"
+    # the cap is the whole search's, however many fault kinds it is split into, and with workers
+    assert d["states_distinct"] <= 50 and len(d["fault_kinds"]) == 5
+    d2 = json.loads(cli("explore", "--scope", "tiny", "--max-states", 50, "--workers", 2, "--json", "--quiet",
+                        "--out-dir", tmp_path).stdout)
+    assert d2["complete"] is False and d2["states_distinct"] <= 50
     text = cli("explore", "--scope", "tiny", "--max-states", 50, "--quiet", "--out-dir", tmp_path).output
     assert "INCOMPLETE" in text and "INV-" not in text
 
