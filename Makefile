@@ -51,8 +51,9 @@ RMQ_SHARED ?= ../shared/rocketmq
 RMQ_BUILD  ?= build/rocketmq
 RECORDER_SRC := $(shell find traces/recorder/src -name '*.java' 2>/dev/null)
 
+# One build at a time (tests on two workers may both ask): the lock conformance/realdiff.py takes too.
 rocketmq:
-	@if [ -z "$$ROCKETMQ_CLASSPATH" ]; then bash $(RMQ_SHARED)/build.sh $(RMQ_BUILD); fi
+	@if [ -z "$$ROCKETMQ_CLASSPATH" ]; then mkdir -p build && flock build/rocketmq.lock bash $(RMQ_SHARED)/build.sh $(RMQ_BUILD); fi
 
 # The recorder and scenario driver (traces/recorder), against RocketMQ's classpath.
 recorder: build/recorder/.built

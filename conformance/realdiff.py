@@ -77,10 +77,18 @@ def rocketmq_classpath(build: bool = True) -> str:
                               "is absent and shared/rocketmq/build.sh is not beside the checkout")
         if shutil.which("javac") is None:
             raise Unavailable("javac is not installed (needed to build RocketMQ)")
-        r = subprocess.run(["bash", str(script), str(BUILD / "rocketmq")], capture_output=True, text=True,
-                           timeout=900)
-        if r.returncode != 0:
-            raise Unavailable(f"{script} build/rocketmq failed: {r.stderr.strip()[-500:]}")
+        # one build at a time: the test workers (pytest -n 2) both ask for the classes, and two
+        # builds into one directory delete each other's files; the second waits, then finds it done
+        import fcntl
+
+        BUILD.mkdir(parents=True, exist_ok=True)
+        with open(BUILD / "rocketmq.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not cp_file.is_file():
+                r = subprocess.run(["bash", str(script), str(BUILD / "rocketmq")], capture_output=True, text=True,
+                                   timeout=900)
+                if r.returncode != 0:
+                    raise Unavailable(f"{script} build/rocketmq failed: {r.stderr.strip()[-500:]}")
     if not cp_file.is_file():
         raise Unavailable(f"no RocketMQ classpath: {cp_file} is absent")
     return _checked(cp_file.read_text().strip(), str(cp_file))

@@ -167,13 +167,25 @@ def recorder_classes(root: Path, classpath: str) -> Path:
     sources = sorted((root / "traces" / "recorder" / "src").rglob("*.java"))
     if not sources:
         raise RecordError(f"recorder sources missing under {root / 'traces' / 'recorder' / 'src'}")
-    if stamp.exists() and all(s.stat().st_mtime <= stamp.stat().st_mtime for s in sources):
+
+    def fresh():
+        return stamp.exists() and all(s.stat().st_mtime <= stamp.stat().st_mtime for s in sources)
+
+    if fresh():
         return out
     javac = shutil.which("javac")
     if javac is None:
         raise RecordError("javac not found on PATH: building the recorder needs a JDK 17")
-    r = subprocess.run(["make", "-s", "-C", str(root), "recorder", f"ROCKETMQ_CLASSPATH={classpath}"],
-                       capture_output=True, text=True)
+    # one build at a time: recordings on two test workers would wipe each other's classes
+    import fcntl
+
+    (root / "build").mkdir(parents=True, exist_ok=True)
+    with open(root / "build" / "recorder.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if fresh():
+            return out
+        r = subprocess.run(["make", "-s", "-C", str(root), "recorder", f"ROCKETMQ_CLASSPATH={classpath}"],
+                           capture_output=True, text=True)
     if r.returncode != 0:
         raise RecordError(f"building the recorder failed:\n{r.stdout}{r.stderr}")
     return out
