@@ -37,7 +37,7 @@ from .result import Result, Violation, _numbered
 
 class RefExplorer:
     def __init__(self, scope, profile=None, *, progress=None, max_states=None, stop_at_first=False,
-                 max_depth=None, deadline=None, workers=1, reduce=True, chain=True, split=True):
+                 max_depth=None, deadline=None, workers=1, reduce=True, chain=True, split=True, on_kind=None):
         self.scope = scope
         self.profile = get_profile(profile)
         self.progress = progress
@@ -56,6 +56,9 @@ class RefExplorer:
         self.chain = chain
         # one fault among several kinds: a search per kind (see run_split)
         self.split = split
+        # called with (kind, Result) as each fault kind's search ends (run_split): a long search
+        # reports what it has finished so far
+        self.on_kind = on_kind
         self.depth_limit = None   # expand no node this deep (a shallower violation is known)
 
     # ------------------------------------------------------------------ one step
@@ -237,7 +240,11 @@ class RefExplorer:
                 sub.max_states = max(1, self.max_states // len(subs))
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(min(self.workers, len(subs))) as pool:
-                results = list(pool.imap(RefExplorer._run, subs))   # a kind's search per worker
+                results = []
+                for k, r in zip(kinds, pool.imap(RefExplorer._run, subs)):   # a kind's search per worker
+                    results.append(r)
+                    if self.on_kind is not None:
+                        self.on_kind(k, r)
         else:
             results = []
             for sub in subs:
@@ -253,6 +260,8 @@ class RefExplorer:
                     continue
                 sub.max_states = left
                 results.append(sub._run())
+                if self.on_kind is not None:
+                    self.on_kind(sub.scope.fault_kinds[0], results[-1])
         for k, r in zip(kinds, results):
             _add(res, r)
             res.kinds[k] = r

@@ -101,3 +101,16 @@ def test_bad_input_exits_2(tmp_path):
     assert r.exit_code == 2 and "persistent_sets" in r.output and "retired" in r.output
     # `--engine reference`, the only engine, is still taken
     assert cli("explore", "--engine", "reference", "--max-states", 5, "--quiet").exit_code == 4
+
+
+def test_each_fault_kind_reports_as_it_ends(tmp_path):
+    # a search split by fault kind can take an hour: without --quiet, each kind's figures go to
+    # stderr as its search ends (stdout keeps the JSON report alone)
+    r = cli("explore", "--scope", "tiny-choices", "--json", "--out-dir", tmp_path)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    lines = [x for x in r.stderr.splitlines() if x.startswith("fault kind ")]
+    assert [x.split()[2] for x in lines] == list(d["fault_kinds"])
+    for x in lines:
+        k = x.split()[2]
+        assert f"{d['fault_kinds'][k]['states_distinct']} distinct" in x and "exhausted" in x

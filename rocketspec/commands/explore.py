@@ -152,8 +152,16 @@ def explore(scope_name, profile, as_json, out_dir, max_states, max_depth, keep_g
     scope = load_scope(scope_name, **over)
     prof = get_profile(profile)
     bar = _Bar(not quiet and not as_json, max_states or scope.max_states)
+
+    def kind_done(kind, r):
+        # a search split by fault kind can run for an hour: each kind's figures as it ends
+        if not quiet:
+            click.echo(f"fault kind {kind} done: {r.distinct} distinct, {r.generated} generated, depth {r.depth}, "
+                       f"{r.cpu_seconds:.1f} CPU-s, {'exhausted' if r.complete else 'INCOMPLETE'}, "
+                       f"{len(r.violations)} violation(s)", err=True)
+
     res = RefExplorer(scope, prof, progress=bar, max_states=max_states, stop_at_first=not keep_going,
-                      workers=workers).run()
+                      workers=workers, on_kind=kind_done).run()
     files = []
     if res.violations:
         os.makedirs(out_dir, exist_ok=True)
