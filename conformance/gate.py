@@ -31,6 +31,7 @@ from pathlib import Path
 
 from rocketspec.errors import EXIT_BAD_INPUT, EXIT_FINDING, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_OK, UserError
 from rocketspec.config_files import short
+from rocketspec.model_checks.scopes import RETIRED
 
 RELEASES = ["rocketmq-5.3.3", "rocketmq-4.9.8"]
 REPO = Path(__file__).resolve().parent.parent
@@ -107,8 +108,9 @@ class GateResult:
 _TOP = {"budget_s", "scopes", "statemachine", "traces", "mutants", "out_dir"}
 _SCOPE = {"name", "profiles", "budget_s", "bounded", "max_depth", "max_states", "engine", "workers"}
 # keys of the explorer's own model, retired with it: what a config that still has one is told
-_SCOPE_RETIRED = {"liveness": "runs are judged at their end (INV-LIVE-1 when they quiesce); delete the key",
-                  "persistent_sets": "tasks that commute by their footprints run in one order, always; delete the key"}
+_SCOPE_RETIRED = {"liveness": "runs are judged at their end (INV-LIVE-1 when they quiesce or settle by the "
+                              "horizon); delete the key",
+                  "persistent_sets": RETIRED["persistent_sets"]}
 _SM = {"profiles", "max_examples", "budget_s", "bounded", "enabled", "seed"}
 _TRACES = {"dirs", "expect", "profile"}
 _MUT = {"seeds", "profiles", "budget_s", "methods", "only", "scenarios", "hypothesis_max_examples", "include_survivors"}
