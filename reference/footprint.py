@@ -33,7 +33,6 @@ from typing import Callable
 from .sim import Periodic
 
 
-
 class Footprint(tuple):
     """A task's (reads, writes), each a frozenset of resources. A step's plan compares every
     footprint of a batch with every other, so each keeps the prefixes of its resources, made
@@ -47,6 +46,7 @@ class Footprint(tuple):
         if c is None:
             c = self._closures = (_closure(self[0]), _closure(self[1]))
         return c
+
 
 # Read by what depends on the time it runs at beyond its own millisecond: a pause lasts from when
 # it strikes. No task writes it; a search never moves such a fault across a later task (a fault

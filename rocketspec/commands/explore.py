@@ -7,8 +7,9 @@ to exhaust.
 Like TLC, the search stops at the first violation: breadth-first, so its counterexample is a
 shortest one (the nodes at that depth are finished first, and every violation found by then is
 reported). `--continue` searches on and reports the first counterexample of every invariant.
-Liveness (INV-LIVE-1) is judged at the end of each run that quiesces; a search cut by the state
-cap reports no verdict on the runs it did not finish.
+Liveness (INV-LIVE-1) is judged at the end of each run that quiesces, or that reaches the scope's
+horizon with nothing left waiting on the clock; a search cut by the state cap reports no verdict
+on the runs it did not finish.
 
 Exit codes: 0 no violation, 1 violations (each written as a trace file that `rocketspec check`
 also rejects), 2 bad input (unknown scope or profile, bad scope file), 4 incomplete (the state
@@ -131,8 +132,8 @@ def explore(scope_name, profile, as_json, out_dir, max_states, max_depth, keep_g
     A node is the state of the whole reference (simulator, broker, clients) before a choice: which
     of the tasks due together runs first, whether a fault strikes, the listener's outcome, a lost
     one-way call. Tasks that commute by their declared footprints run in one order. Each run is
-    followed to its end: quiescence, judged by the spec's end rule (INV-LIVE-1), or the scope's
-    horizon_ms. Without --scope it explores `tiny` (one consumer, two queues, two messages, one
+    followed to its end: quiescence, or the scope's horizon_ms, both judged by the spec's end rule
+    (INV-LIVE-1) unless a delayed message, a pause or a lost route was still pending at the horizon. Without --scope it explores `tiny` (one consumer, two queues, two messages, one
     retry, one fault) completely, in well under a minute.
 
     Stops at the first violation (breadth-first: a shortest counterexample); --continue finds
