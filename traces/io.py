@@ -14,7 +14,7 @@ import os
 import sys
 from functools import partial
 from collections import deque
-from itertools import repeat
+from itertools import chain, count, repeat
 from operator import setitem
 from pathlib import Path
 from typing import Callable, Iterator
@@ -646,6 +646,15 @@ def _stream_rows(batch, rules: _Stream) -> list[int] | None:
 
 
 def _iter_parquet(path, fh, owned, progress, on_batch=None) -> Iterator[tuple[int, dict]]:
+    """(row, event) of a Parquet trace: the batches' rows chained in C (chain.from_iterable),
+    so that an event costs no Python step of the reader's own but for the rows that need one."""
+    return chain.from_iterable(_parquet_batches(path, fh, owned, progress, on_batch))
+
+
+def _parquet_batches(path, fh, owned, progress, on_batch):
+    """For each record batch, an iterator of its (row, event) pairs. The next batch is read only
+    once the previous one's rows were all taken: errors come in row order, and `on_batch` and
+    `progress` are called between the rows of two batches, as before."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -667,18 +676,10 @@ def _iter_parquet(path, fh, owned, progress, on_batch=None) -> Iterator[tuple[in
             if on_batch is not None:
                 on_batch(batch)
             if marked is None:
-                # every row through the stream's rules
-                for ev in events:
-                    row += 1
-                    for n in json_cols:
-                        v = ev.get(n)
-                        if v is not None:
-                            ev[n] = json_column_value(path, row, n, v)
-                    rules.check(row, ev)
-                    yield row, ev
+                yield _checked_rows(path, row, events, json_cols, rules)
             else:
-                yield from _plain_rows(path, row, events, json_cols, marked, batch, rules)
-                row += len(events)
+                yield _plain_rows(path, row, events, json_cols, marked, batch, rules)
+            row += len(events)
             if progress is not None:
                 progress(row)
     except (OSError, pa.ArrowException) as exc:
@@ -686,27 +687,44 @@ def _iter_parquet(path, fh, owned, progress, on_batch=None) -> Iterator[tuple[in
                                              f"{' '.join(str(exc).split())}"[:300]) from None
 
 
+def _checked_rows(path, row, events, json_cols, rules):
+    """A batch's rows when `_stream_rows` could not tell which rows the stream's rules judge:
+    every row through them."""
+    for ev in events:
+        row += 1
+        for n in json_cols:
+            v = ev.get(n)
+            if v is not None:
+                ev[n] = json_column_value(path, row, n, v)
+        rules.check(row, ev)
+        yield row, ev
+
+
 def _plain_rows(path, row, events, json_cols, marked, batch, rules):
-    """The batch's rows as `_iter_parquet` yields them when `_stream_rows` told which rows the
-    stream's rules judge: the same steps, for the few rows that need more than yielding (those
-    with a JSON value to decode, and `marked`)."""
+    """A batch's rows when `_stream_rows` told which rows the stream's rules judge: the same
+    steps, for the few rows that need more than yielding (those with a JSON value to decode, and
+    `marked`); the rows between them go by in C (zip)."""
     more = _json_rows(batch, json_cols) if json_cols else {}
     for j in marked:
         more.setdefault(j, [])
     if not more:
-        for ev in events:
-            row += 1
-            yield row, ev
-        return
-    get = more.get
-    for j, ev in enumerate(events):
-        row += 1
-        js = get(j)
-        if js is not None:
-            for n in js:
-                ev[n] = json_column_value(path, row, n, ev[n])
-            rules.check(row, ev)
-        yield row, ev
+        return zip(count(row + 1), events)
+    return _rows_with_more(path, row, events, more, rules)
+
+
+def _rows_with_more(path, row, events, more, rules):
+    last = 0
+    for j in sorted(more):
+        if j > last:
+            yield from zip(count(row + 1 + last), events[last:j])
+        ev = events[j]
+        for n in more[j]:
+            ev[n] = json_column_value(path, row + 1 + j, n, ev[n])
+        rules.check(row + 1 + j, ev)
+        yield row + 1 + j, ev
+        last = j + 1
+    if last < len(events):
+        yield from zip(count(row + 1 + last), events[last:])
 
 
 def out_of_order(seq, ts, last_seq, last_ts) -> str | None:

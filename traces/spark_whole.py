@@ -80,13 +80,19 @@ class WholePlan:
 def _events(paths: list[str], trust):
     """(line, event) of the files in turn. One file's reader holds it to one trace_started, the
     first row (traces.io); across files, a trace_started anywhere but first is for the exact path.
-    `trust` (a TrustingValidator) is told, batch by batch, which kinds need no check per event."""
+    `trust` (a TrustingValidator) is told, batch by batch, which kinds need no check per event.
+    One file's events come straight from its reader (no Python step per event here)."""
     from .io import read_events
 
     if len(paths) == 1:
         trust.plain()
-        yield from read_events(paths[0], validate=False, on_batch=trust.batch)
-        return
+        return read_events(paths[0], validate=False, on_batch=trust.batch)
+    return _events_of_files(paths, trust)
+
+
+def _events_of_files(paths: list[str], trust):
+    from .io import read_events
+
     first = True
     for path in paths:
         trust.plain()
