@@ -11,6 +11,7 @@ raises `TraceInputError` with the file and line.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -293,8 +294,13 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
     The trace is read by traces.io (any format it reads; `progress` as in `read_events`).
     With `keep` (a list), every event is also appended to it, for a caller that needs the
     events after the verdict (explain) without reading the file twice."""
-    it = read_events(path, validate=False, progress=progress)
+    from ..traces.parquet_trust import TrustingValidator
+
     validate = fast_validator()
+    # a Parquet file's batches tell which kinds need no check per event (traces.parquet_trust);
+    # JSON Lines has no batches, and keeps the validator itself
+    trust = TrustingValidator(validate)
+    it = read_events(path, validate=False, progress=progress, on_batch=trust.batch)
     first = next(it, None)
     if first is None:
         # no event at all: what is missing is the first one, at line (row) 1
@@ -306,13 +312,13 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
     if ev["kind"] != "trace_started":
         raise TraceInputError(path, line, f"the first event must be trace_started, got {ev['kind']!r}")
     prof = profile if isinstance(profile, Profile) else resolve_profile(profile, ev, path)
+    if trust.batches:
+        validate = trust
 
-    def chained():
-        yield first
-        yield from it
+    chained = itertools.chain((first,), it)
 
     def kept():
-        for pair in chained():
+        for pair in chained:
             keep.append(pair[1])
             yield pair
 
@@ -323,7 +329,7 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
     was = gc.isenabled()
     gc.disable()
     try:
-        return check_events(chained() if keep is None else kept(), prof, path, max_listed=max_listed,
+        return check_events(chained if keep is None else kept(), prof, path, max_listed=max_listed,
                             validate=validate)
     finally:
         if was:

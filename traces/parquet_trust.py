@@ -83,8 +83,10 @@ class TrustingValidator:
     def __init__(self, validate):
         self.validate = validate
         self.trusted = frozenset()
+        self.batches = 0            # record batches seen (none: not Parquet)
 
     def batch(self, batch) -> None:
+        self.batches += 1
         self.trusted = trusted_kinds(batch)
 
     def plain(self) -> None:
