@@ -48,12 +48,14 @@ SCENARIO = validate({
         {"name": "GID_O", "consume_mode": "ORDERLY", "max_reconsume_times": 2,
          "suspend_current_queue_time_millis": 1000, "subscriptions": {"T": "A || B"},
          "listener": {"duration_ms": [1, 50], "fail_rate": 0.1, "null_rate": 0.02, "exception_rate": 0.02}},
-        {"name": "GID_B", "message_model": "BROADCASTING", "subscriptions": {"T": "A || C"},
+        {"name": "GID_B", "message_model": "BROADCASTING", "subscriptions": {"T": "A || Aa"},
          "listener": {"duration_ms": [1, 50], "fail_rate": 0.1, "null_rate": 0.02, "exception_rate": 0.02}},
     ],
 }, "builtin:statemachine")
 CLIENTS = {"c1": "GID_C", "c2": "GID_C", "c3": "GID_C", "o1": "GID_O", "o2": "GID_O", "b1": "GID_B"}
-TAGS = ("A", "B", "C", None)
+# "Aa" and "BB" share a Java hashCode (2112): the broker's tags-code filter lets a BB message through
+# to GID_B's "A || Aa", and only the client's exact re-check keeps it from the listener
+TAGS = ("A", "B", "C", "Aa", "BB", None)
 DRAIN_MS = 300_000          # at the end, how long the system may take to become quiescent
 MAX_ARMED = 2
 CI_STEPS = 40               # stateful_step_count of the CI profile
@@ -207,10 +209,23 @@ class ReferenceMachine(RuleBasedStateMachine):
     # is a fault of the reference; without, such reports are expected findings.
     def _pause_allowed(self, client, duration_ms) -> bool:
         """A-LEASE-MARGIN: a pause of an orderly client, plus its longest listener call, stays
-        shorter than the broker lock lifetime minus the client lease."""
-        if not type(self).respect_assumptions or not self.run.consumers[client].orderly:
+        shorter than the broker lock lifetime minus the client lease. With no listener call
+        running, a longer pause is within the assumption while every broker lock the client may
+        hold outlives it: its lease may expire meanwhile (its consume loop must then stop and
+        lock again), but no other client can take a queue from it and consume before it thaws."""
+        c = self.run.consumers[client]
+        if not type(self).respect_assumptions or not c.orderly:
             return True
-        return duration_ms + _longest_call(self.run.consumers[client].listener) < self._lease_margin()
+        if duration_ms + _longest_call(c.listener) < self._lease_margin():
+            return True
+        if c.consume_service.in_flight:
+            return False
+        p, now = self.run.profile, self.run.sim.now
+        # the broker's lock entry is a little older than the client's lastLockTimestamp (set when
+        # the answer arrived): a round trip of slack
+        slack = 2 * self.run.net.latency_ms + 1
+        return all(now + duration_ms + slack < pq.last_lock_ts + p.broker_lock_max_live_ms
+                   for pq in c.rebalance.pq_table.values())
 
     def _lease_margin(self) -> int:
         p = self.run.profile
@@ -228,6 +243,16 @@ class ReferenceMachine(RuleBasedStateMachine):
         store = c.offset_store
         have = store.disk if crash else store.table
         return all(mq in have for mq in c.rebalance.pq_table)
+
+    def _route_loss_allowed(self, queue) -> bool:
+        """A-OFFSET-ENTRY again: a broadcasting client that gives a queue up (the route lost it)
+        removes its offset from its table, and reads it back from its offsets file when the
+        queue returns; a queue lost before the file has its entry starts again as a first start."""
+        if not type(self).respect_assumptions:
+            return True
+        mq = ("T", "broker-a", queue)
+        return all(mq in c.offset_store.disk for c in self.run.consumers.values()
+                   if c.broadcasting and c.running and c.proc.alive and mq in c.rebalance.pq_table)
 
     def _restart_allowed(self) -> bool:
         """A-BROKER-LOCKS: no broker restart while an orderly client may hold a lease (a restart
@@ -247,10 +272,12 @@ class ReferenceMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ the environment's moves
     @initialize(clients=st.lists(st.sampled_from(sorted(CLIENTS)), unique=True, min_size=1),
-                count=st.integers(0, 4))
+                count=st.integers(0, 4), orderly_batch=st.sampled_from([1, 2]))
     @_logged
-    def begin(self, clients, count):
-        """Some consumers, and maybe some messages, to begin with."""
+    def begin(self, clients, count, orderly_batch=1):
+        """Some consumers, and maybe some messages, to begin with; the orderly group's
+        consumeMessageBatchMaxSize (with 2, a batch's commit is lastKey + 1 of two messages)."""
+        self.run.scenario["groups"]["GID_O"]["consume_message_batch_max_size"] = orderly_batch
         for client in clients:
             self._step(action="start", client=client, group=CLIENTS[client])
         if count:
@@ -401,6 +428,15 @@ class ReferenceMachine(RuleBasedStateMachine):
             return
         if self.run is not None and type(self).operator_moves:
             self._step(action="fail_offset_queries", client=client, count=count, kind=kind)
+
+    @rule(queue=st.integers(0, 3), duration_ms=st.sampled_from([5000, 25000]))
+    @_logged
+    def route_lost(self, queue, duration_ms):
+        """A queue of T drops out of the name server's route for a while (the broker's
+        registration lapsed): the next rebalances drop its ProcessQueues and create them again;
+        a broadcasting client's offsets file must keep the queue's offset meanwhile (#4016)."""
+        if not self.done and self.run is not None and self._route_loss_allowed(queue):
+            self._do(self.run.net.lose_route, "T", "broker-a", queue, duration_ms)
 
     @rule(downtime_ms=S.restart_downtimes())
     @_logged

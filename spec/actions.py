@@ -165,7 +165,22 @@ def _check_orderly_serial(st, qs, client, ev, out):
         qs.overlaps = qs.overlaps | {(other, cid_)}
         out.report("INV-ORDER-1", f"two consumers inside the orderly queue: {client} starts a batch while {other}'s "
                    f"batch {cid_} (since ts {since}) is still in its listener call; cause: "
-                   f"{_long_call_cause(st, qs.key[2], other, since, ts)}", qs.key)
+                   f"{_released_cause(st, qs, other, since) or _long_call_cause(st, qs.key[2], other, since, ts)}",
+                   qs.key)
+
+
+def _released_cause(st, qs, cid, since):
+    """Why the other client got the lock, when the caller's own unlock let it in: its rebalance
+    removed the ProcessQueue it had lost while this call ran (removeUnnecessaryMessageQueue)."""
+    r = qs.released
+    if r is None or r[0] != cid or r[1] < since:
+        return None
+    why = f"{cid} unlocked the queue at ts {r[1]}, its listener call still running: its rebalance removed the ProcessQueue it had lost"
+    if st.profile.orderly_remove_style == "5x":
+        why += (f" (5.x tryRemoveOrderMessageQueue forces the unlock of a dropped queue once "
+                f"{st.profile.unlock_delay_ms} ms, rocketmq.client.unlockDelayTimeMills, have passed since its last "
+                f"lock, #7644: a call that outlives that while the queue changes owner is consumed by two clients)")
+    return why
 
 
 def _pauses_between(st, cid, lo, hi):
@@ -432,8 +447,11 @@ def pq_created(st, ev, out):
     unit = cid if broadcast else ""
     p = qs.units.get(unit)
     if p is None:
-        # messages below minOffset were deleted by retention: not expected any more
-        qs.units[unit] = Progress(max(off, sq.min) if sq is not None else off)
+        # messages below minOffset were deleted by retention: not expected any more; a start past
+        # the queue's end (an operator's write past it) skips nothing stored later: the pull is
+        # answered OFFSET_ILLEGAL and the offset corrected (as _skip_to caps a skip). A queue with
+        # nothing stored yet is empty (message_stored expects its first offset to be 0)
+        qs.units[unit] = Progress(min(max(off, sq.min), sq.next) if sq is not None else min(off, 0))
     elif off > p.wm and qs.reset_ahead is not None and off <= qs.reset_ahead and not broadcast:
         n = _skip_to(p, off, sq)
         if n:
@@ -485,8 +503,9 @@ def _unpersisted_cause(st, qs, cid, unit):
 
 
 def _skip_to(p, off, sq):
-    """Mark [p.wm, min(off, max offset)) handled (skipped); return how many were unhandled."""
-    return p.skip_to(min(off, sq.next) if sq is not None else off)
+    """Mark [p.wm, min(off, max offset)) handled (skipped); return how many were unhandled. A
+    queue with nothing stored yet is empty."""
+    return p.skip_to(min(off, sq.next if sq is not None else 0))
 
 
 def pq_dropped(st, ev, out):
@@ -1560,8 +1579,11 @@ def offset_committed(st, ev, out):
         if src == "reset":
             _note_reset(qs, off)
         sq = st.stored.get((key[1], key[2], key[3]))
-        qs.reset_ahead = off if sq is not None and off > sq.next else None
-        if unit is not None:
+        qs.reset_ahead = off if off > (sq.next if sq is not None else 0) else None
+        # a client persisting the operator's offset again (its table still holds it) skips what
+        # the write skipped; past the queue's end, nothing stored since: its pull is answered
+        # OFFSET_ILLEGAL and corrected (pull_answered judges that correction's skip)
+        if unit is not None and (src == "reset" or qs.reset_ahead is None):
             left = _skip_to(unit, off, sq)
             if left:
                 out.report("ANOM-RESET-SKIP", f"operator reset to {off} skips {left} messages the group had "
@@ -1739,7 +1761,9 @@ def message_sent_back(st, ev, out):
                 req = ch.requests.pop(k)
                 cid = k[0]
                 break
-    via = (req[2] if req is not None else None) or ev.get("via")
+    # the path the copy took: the event's (a consumerSendMsgBack request may end as the fallback
+    # producer's send when the broker could not be reached), else the request's
+    via = ev.get("via") or (req[2] if req is not None else None)
     r = req[0] if req is not None else ev["reconsume_times"]
     if via == "consumer_send_back":
         # consumerSendMsgBack looks the message up by commit-log offset: the count it judges is
@@ -1755,14 +1779,21 @@ def message_sent_back(st, ev, out):
     mx = limits.max_reconsume(st, client)
     if mx is None and via == "orderly_producer":
         mx = r          # orderly sends back only once the count reached the client's maximum
-    should_dlq = (mx is not None and r >= mx) or (dl is not None and dl < 0)
+    what = f"copy {mid} with reconsume_times {r}"
+    if via == "fallback_producer":
+        # the fallback producer's send: handleRetryAndDLQ judges its new copy's count, the client's
+        # count + 1, with the release's comparison (4.9.x >=, 5.x >; a concurrent group holds no lock)
+        judged = r + 1
+        what += f" (its fallback copy {judged})"
+        over = mx is not None and (judged >= mx if st.profile.retry_dlq_compare == "ge" else judged > mx)
+        should_dlq = over or (dl is not None and dl < 0)
+    else:
+        should_dlq = (mx is not None and r >= mx) or (dl is not None and dl < 0)
     outcome = ev["outcome"]
     if outcome == "retry" and should_dlq:
-        out.report("INV-RETRY-1", f"copy {mid} with reconsume_times {r} >= maxReconsumeTimes {mx} was sent to "
-                   f"%RETRY% instead of the DLQ", ckey)
+        out.report("INV-RETRY-1", f"{what} >= maxReconsumeTimes {mx} was sent to %RETRY% instead of the DLQ", ckey)
     elif outcome == "dlq" and not should_dlq:
-        out.report("INV-RETRY-1", f"copy {mid} with reconsume_times {r} < maxReconsumeTimes {mx} was dead-lettered "
-                   f"early", ckey)
+        out.report("INV-RETRY-1", f"{what} < maxReconsumeTimes {mx} was dead-lettered early", ckey)
     if (cid, mid) in ch.accepted and outcome != "discarded":
         out.report("INV-RETRY-3", f"{cid} sent copy {mid} back twice: two retry copies of one failure", ckey)
     ch.accepted.add((cid, mid))
@@ -1987,6 +2018,7 @@ def lock_released(st, ev, out):
     if qs.holder != ev["client"]:
         out.report("INV-LOCK-1", f"unlock by {ev['client']} removed an entry held by {qs.holder}", qs.key)
     qs.holder, qs.lock_state, qs.lock_exp = None, "unlocked", 0
+    qs.released = (ev["client"], ev["ts"])
 
 
 def lock_release_ignored(st, ev, out):

@@ -98,7 +98,10 @@ CATALOGUE: tuple[Invariant, ...] = (
         "than broker lock lifetime - client lease (60 s - 30 s by default; each from the trace's "
         "configuration). A batch already running is not interrupted when the lease expires. When "
         "the assumption breaks the guarantee is still lost: the report names the call, the pause "
-        "and the limits it outlived.",
+        "and the limits it outlived. Under 5.x (tryRemoveOrderMessageQueue, #7644) a queue that "
+        "changes owner is force-unlocked once the unlock delay (20 s) has passed since its last "
+        "lock, even while a call on it runs: a call that outlives that during a handover is "
+        "consumed by two clients within the margin, and the report names the forced unlock.",
         "error", False, "state", "queue",
         "A GC pause or SIGSTOP longer than the margin during a listener call; a listener call "
         "longer than the margin; a broker lock shorter than the client lease.",

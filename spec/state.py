@@ -238,7 +238,7 @@ class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
                  "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
                  "orphan_outcome", "reset_drops", "illegal", "resets", "reset_ahead", "overlaps", "batch_max", "held",
-                 "lost_entry")
+                 "lost_entry", "released")
 
     def __init__(self, key):
         self.key = key
@@ -272,6 +272,7 @@ class QueueState:
         # entry); at most HELD_MAX. A remote read answers any of them or the current value.
         self.held: dict[str, tuple] = {}
         self.lost_entry = None                  # the committed offset the broker's table lost (offset_erased)
+        self.released = None                    # (client, ts) of the last unlock of the broker's lock entry
 
 
 # A remote store read is a round trip: another client's commit may land between the broker's

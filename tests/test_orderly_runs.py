@@ -333,3 +333,23 @@ def test_a_call_longer_than_the_unlock_delay_during_a_rebalance(profile, overlap
         released = next(e for e in events if e["kind"] == "lock_released" and e["client"] == "c1"
                         and e["topic"] == "T" and e["queue"] == 1)
         assert released["ts"] < c1_slow[4]
+
+
+def test_a_forced_unlock_within_the_lease_margin_is_reported_with_its_cause():
+    # A handover during a 25 s call: within the lease margin (60 s - 30 s), so A-LEASE-MARGIN
+    # holds, yet 5.x force-unlocks the dropped queue 20 s after its last lock (#7644): c1's call
+    # starts at 0.5 s, c2 joins at 2 s, c1's rebalance at 22 s forces the unlock, and c2
+    # consumes the queue while c1's call runs (until 25.5 s). The spec reports the overlap (INV-ORDER-1) and names the
+    # forced unlock as the cause, not a lease or lock violation.
+    from rocketspec.spec.profiles import get_profile
+    from rocketspec.spec.replay import check_events
+
+    sc = orderly_scenario(listener={"duration_ms": 5, "rules": [{"keys": ["slow"], "duration_ms": 25000}]},
+                          queues=2, count=0, duration=150000, drain=100000,
+                          steps=[{"at_ms": 0, "action": "start", "client": "c1", "group": "G"},
+                                 {"at_ms": 500, "action": "produce", "topic": "T", "count": 4, "keys": "slow"},
+                                 {"at_ms": 2000, "action": "start", "client": "c2", "group": "G"}])
+    events = run(sc, "rocketmq-5.3.3")
+    rep = check_events(list(enumerate(events, 1)), get_profile("rocketmq-5.3.3"))
+    [f] = [f for f in rep.findings.errors if f.inv == "INV-ORDER-1"]
+    assert "c1 unlocked the queue" in f.message and "#7644" in f.message
