@@ -545,20 +545,33 @@ def kill_by_simulation(m: Mutant, *, scenarios=None, profiles=RELEASES, seeds=(1
 
 
 # The scopes the explorer of the reference (model_checks/refexplore.py) searches for a mutant,
-# smallest first: each is exhausted on the unmutated reference, under both release profiles, with
-# no violation (bench/explore_reference.py), so any violation is the mutant's.
+# cheapest first: each is exhausted on the unmutated reference, under both release profiles, with
+# no violation (tests/test_mutants.py), so any violation is the mutant's. Each scope names what it
+# is there to show. (`tiny`: one consumer, two queues, two messages; `small`: two consumers.)
 EXHAUSTIVE_SCOPES = (
     ("tiny", {"faults": 0}),
-    ("tiny", {"faults": 0, "max_reconsume_times": 0}),
-    ("tiny", {"faults": 0, "failures": 2}),
+    ("tiny", {"faults": 0, "max_reconsume_times": 0}),              # the last retry, the DLQ
+    ("tiny", {"faults": 0, "failures": 2}),                         # a retry's retry
     ("tiny", {"mode": "ORDERLY", "faults": 0}),
     ("tiny", {"message_model": "BROADCASTING", "faults": 0}),
+    # two consumers and three queues: the AVG remainder's longer block, at the first rebalance
+    ("small", {"queues": 3, "messages": 0, "faults": 0, "failures": 0}),
     ("tiny", {"fault_kinds": ["persist_lost"]}),
     ("tiny", {"fault_kinds": ["query_failure"]}),
+    ("tiny", {"fault_kinds": ["send_back_failed"]}),
+    ("tiny", {"mode": "ORDERLY", "faults": 0, "failures": 2}),      # SUSPEND twice
     ("tiny", {"failures": 0, "fault_kinds": ["crash"]}),
     # two consumers, no fault, no failure: the first rebalance shows a wrong allocation or a queue
-    # kept after it moved (about 30 s of CPU each)
+    # kept after it moved
     ("small", {"faults": 0, "failures": 0}),
+    ("tiny", {"fault_kinds": ["reset"]}),                           # an offset written past the end
+    ("tiny", {"mode": "ORDERLY", "fault_kinds": ["crash"]}),
+    ("small", {"faults": 0}),
+    ("small", {"queues": 3, "messages": 3, "faults": 0, "failures": 0}),
+    ("tiny", {"fault_kinds": ["reset_by_time"]}),                   # mqadmin resetOffsetByTime
+    ("small", {"mode": "ORDERLY", "faults": 0, "failures": 0}),     # a locked queue's handover
+    ("tiny", {"message_model": "BROADCASTING", "fault_kinds": ["crash", "pause", "route_lost"]}),
+    ("tiny", {"mode": "ORDERLY", "fault_kinds": ["pause"]}),        # past the client lease (31 s)
 )
 
 
@@ -574,18 +587,22 @@ def kill_by_exhaustion(m: Mutant, *, scopes=EXHAUSTIVE_SCOPES, profiles=RELEASES
     res = Kill(m.id, "exhaustive", False)
     t0, c0 = time.perf_counter(), time.process_time()
     deadline = None if budget_s is None else time.monotonic() + budget_s
+    # Two passes. First every scope reduced (tasks that commute by their footprints run in one
+    # order): cheap, and a violation found there is a real run of the mutant, since a reduced
+    # search only leaves runs out. But a footprint describes the reference as written and a
+    # mutant may break its promise, so the second pass takes every order of the tasks due
+    # together, which cannot miss what the mutant does within the scope.
+    passes = [(name, over, reduce) for reduce in (True, False) for name, over in scopes]
     with applied(m):
-        for name, over in scopes:
+        for name, over, reduce in passes:
             for p in profiles:
                 if deadline is not None and time.monotonic() > deadline:
                     res.incomplete = True
                     break
                 res.runs += 1
                 try:
-                    # every order of tasks due together: a footprint describes the reference
-                    # as written, and a mutant may break its promise (reference/footprint.py)
                     r = RefExplorer(load_scope(name, **over), p, stop_at_first=True, deadline=deadline,
-                                    reduce=False).run()
+                                    reduce=reduce).run()
                 except Exception as exc:  # the mutated reference crashed: not a kill
                     res.crashes += 1
                     res.note = f"crash on {name} {over} {p}: {type(exc).__name__}: {exc}"[:300]
@@ -595,7 +612,7 @@ def kill_by_exhaustion(m: Mutant, *, scopes=EXHAUSTIVE_SCOPES, profiles=RELEASES
                     v = bad[0]
                     res.killed, res.invariants = True, sorted({x.invariant for x in bad})
                     res.message = f"{v.invariant} ({v.kind}) at depth {v.depth}: {v.message}"[:500]
-                    res.scenario, res.profile = f"{name} {over}", p
+                    res.scenario, res.profile = f"{name} {over}{'' if reduce else ' (every order)'}", p
                     if out_dir is not None:
                         res.trace_path = write_events(Path(out_dir) / f"mutant-{m.id}-exhaustive-{p}.jsonl", v.events)
                     break
@@ -620,10 +637,33 @@ def write_events(path: Path, events) -> str:
 
 # ---------------------------------------------------------------------------- killing by Hypothesis
 
-def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_examples: int = 200,
+def kill_by_hypothesis(m: Mutant, *, profile: str | tuple = "rocketmq-5.3.3", max_examples: int = 200,
                        budget_s: float | None = None, seed: int | None = None, shrink_budget_s: float = 60.0) -> Kill:
     """The Hypothesis state machine (conformance.statemachine.check_reference) on the mutated
-    reference. Raises ImportError while the state machine is not in the tree."""
+    reference. With a tuple of profiles, each in turn until one kills the mutant, each with an
+    equal share of the budget left (a mutant of one release's code path shows only under it);
+    the time to kill then counts the profiles tried before. Raises ImportError while the state
+    machine is not in the tree."""
+    if not isinstance(profile, str):
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = None
+        runs = 0
+        for i, p in enumerate(profile):
+            spent = time.perf_counter() - t0
+            share = None if budget_s is None else max(0.0, budget_s - spent) / (len(profile) - i)
+            cpu_before = time.process_time() - c0
+            res = kill_by_hypothesis(m, profile=p, max_examples=max_examples, budget_s=share, seed=seed,
+                                     shrink_budget_s=shrink_budget_s)
+            runs += res.runs
+            if res.killed:
+                res.seconds = round(spent + res.seconds, 3)
+                res.cpu_seconds = round(cpu_before + res.cpu_seconds, 3)
+                break
+        res.runs = runs
+        if not res.killed:
+            res.seconds = round(time.perf_counter() - t0, 3)
+            res.cpu_seconds = round(time.process_time() - c0, 3)
+        return res
     from rocketspec.conformance.statemachine import check_reference
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -651,6 +691,9 @@ def kill_by_hypothesis(m: Mutant, *, profile: str = "rocketmq-5.3.3", max_exampl
         # the time to kill is the time to the first failing example; shrinking comes after
         found = getattr(r, "seconds_to_failure", None)
         res.seconds = round(found, 3) if found is not None else total
+        cpu = getattr(r, "cpu_seconds_to_failure", None)
+        if cpu is not None:
+            res.cpu_seconds = round(cpu, 3)
         res.examples_to_kill = getattr(r, "examples_to_failure", None)
         res.note = f"{total} s with shrinking; {getattr(r, 'examples_to_failure', None)} examples to the failure"
         return res

@@ -33,7 +33,9 @@ from ..spec.profiles import PROFILES, UnknownProfile
 from . import strategies as S
 from .monitor import SpecViolation, TraceMonitor
 
-# The deployment the machine plays with: one broker, a 4-queue topic, a concurrent group of three
+# The deployment the machine plays with: two brokers, a topic of two queues on each (four in all;
+# with two brokers a failed message's own broker can be down while the other takes the fallback
+# producer's retry copy), a concurrent group of three
 # clients (three, so AVG allocation has a remainder), an orderly group of two and a broadcasting
 # client. Retries are cut to 2 so a message can reach the DLQ within a
 # few steps; the listener's rates only declare which statuses are possible (the choices decide).
@@ -41,7 +43,8 @@ SCENARIO = validate({
     "name": "statemachine",
     "description": "The environment of conformance.statemachine: rules add every step.",
     "duration_ms": 0,
-    "topics": [{"name": "T", "queues": 4}],
+    "brokers": ["broker-a", "broker-b"],
+    "topics": [{"name": "T", "queues": 2}],
     "groups": [
         {"name": "GID_C", "max_reconsume_times": 2, "subscriptions": {"T": "*"},
          "listener": {"duration_ms": [1, 50], "fail_rate": 0.1, "null_rate": 0.02, "exception_rate": 0.02}},
@@ -57,7 +60,9 @@ CLIENTS = {"c1": "GID_C", "c2": "GID_C", "c3": "GID_C", "o1": "GID_O", "o2": "GI
 # to GID_B's "A || Aa", and only the client's exact re-check keeps it from the listener
 TAGS = ("A", "B", "C", "Aa", "BB", None)
 DRAIN_MS = 300_000          # at the end, how long the system may take to become quiescent
+BROKERS = ("broker-a", "broker-b")
 MAX_ARMED = 2
+PAST_LEASE = "past_lease"   # a pause length: until the client's leases have expired (_pause_ms)
 CI_STEPS = 40               # stateful_step_count of the CI profile
 # Caps inside one example, so a reference that runs away (a mutant that pulls the same messages
 # forever, or re-reads an offset before every pull) ends its example promptly instead of stalling
@@ -131,6 +136,7 @@ class ReferenceMachine(RuleBasedStateMachine):
         self.monitor = TraceMonitor(cls.profile)
         self.run = None
         self.example_events = 0
+        self.left_at: dict = {}     # group -> when a client of it last shut down or crashed
         self.step_events = 0
         cls.report["examples"] += 1
         self._cm = _enter(cls.reference_patch)
@@ -227,6 +233,18 @@ class ReferenceMachine(RuleBasedStateMachine):
         return all(now + duration_ms + slack < pq.last_lock_ts + p.broker_lock_max_live_ms
                    for pq in c.rebalance.pq_table.values())
 
+    def _pause_ms(self, client, duration) -> int:
+        """A pause's length: `duration`, or with PAST_LEASE just long enough that every lease of
+        the client (an orderly one: 30 s from each queue's last lock) has expired when it thaws
+        (the client lease plus one ms for any other client), as in orderly-pause-lease."""
+        if duration != PAST_LEASE:
+            return duration
+        c, p = self.run.consumers[client], self.run.profile
+        last = [pq.last_lock_ts for pq in c.rebalance.pq_table.values() if pq.locked] if c.orderly else []
+        if not last:
+            return p.client_lock_max_live_ms + 1
+        return max(1, max(last) + p.client_lock_max_live_ms + 1 - self.run.sim.now)
+
     def _lease_margin(self) -> int:
         p = self.run.profile
         return p.broker_lock_max_live_ms - p.client_lock_max_live_ms
@@ -244,13 +262,13 @@ class ReferenceMachine(RuleBasedStateMachine):
         have = store.disk if crash else store.table
         return all(mq in have for mq in c.rebalance.pq_table)
 
-    def _route_loss_allowed(self, queue) -> bool:
+    def _route_loss_allowed(self, broker, queue) -> bool:
         """A-OFFSET-ENTRY again: a broadcasting client that gives a queue up (the route lost it)
         removes its offset from its table, and reads it back from its offsets file when the
         queue returns; a queue lost before the file has its entry starts again as a first start."""
         if not type(self).respect_assumptions:
             return True
-        mq = ("T", "broker-a", queue)
+        mq = ("T", broker, queue)
         return all(mq in c.offset_store.disk for c in self.run.consumers.values()
                    if c.broadcasting and c.running and c.proc.alive and mq in c.rebalance.pq_table)
 
@@ -299,21 +317,27 @@ class ReferenceMachine(RuleBasedStateMachine):
     def shutdown(self, client):
         if self._consumer(client) is not None and self._leave_allowed(client, crash=False):
             self._step(action="shutdown", client=client)
+            self.left_at[CLIENTS[client]] = self.run.sim.now
 
     @rule(client=st.sampled_from(sorted(CLIENTS)), mode=S.crash_modes())
     @_logged
     def crash(self, client, mode):
         if self._consumer(client, paused_ok=True) is not None and self._leave_allowed(client, crash=True):
             self._step(action="crash", client=client, mode=mode)
+            self.left_at[CLIENTS[client]] = self.run.sim.now
 
-    @rule(client=st.sampled_from(sorted(CLIENTS)), duration_ms=S.pause_durations())
+    @rule(client=st.sampled_from(sorted(CLIENTS)), duration_ms=st.one_of(S.pause_durations(), st.just(PAST_LEASE)))
     @_logged
     def pause(self, client, duration_ms):
-        if self._consumer(client) is not None and self._pause_allowed(client, duration_ms):
-            self._step(action="pause", client=client, duration_ms=duration_ms)
+        if self._consumer(client) is None:
+            return
+        ms = self._pause_ms(client, duration_ms)
+        if self._pause_allowed(client, ms):
+            self._step(action="pause", client=client, duration_ms=ms)
 
     @rule(client=st.sampled_from(sorted(CLIENTS)),
-          fault=st.one_of(S.crash_modes().map(lambda m: ("crash", m)), S.pause_durations().map(lambda d: ("pause", d))))
+          fault=st.one_of(S.crash_modes().map(lambda m: ("crash", m)),
+                          st.one_of(S.pause_durations(), st.just(PAST_LEASE)).map(lambda d: ("pause", d))))
     @_logged
     def arm_fault(self, client, fault):
         """A crash or pause that strikes before a task the choices pick (fault_strike) while the
@@ -321,15 +345,22 @@ class ReferenceMachine(RuleBasedStateMachine):
         if self.done or self._consumer(client) is None or len(self.run.sim.armed) >= MAX_ARMED:
             return
         kind, arg = fault
-        if kind == "pause" and not self._pause_allowed(client, arg):
+        if kind == "pause" and not self._pause_allowed(client, self._pause_ms(client, arg)):
             return
 
         def fire():
-            # a pause is judged again when it strikes: a slow listener may have come since
-            if self._consumer(client, paused_ok=kind == "crash") is not None and (
-                    self._leave_allowed(client, crash=True) if kind == "crash" else self._pause_allowed(client, arg)):
-                self.run.do_step({"action": kind, "client": client,
-                                  **({"mode": arg} if kind == "crash" else {"duration_ms": arg})})
+            # a pause is judged again when it strikes: a slow listener may have come since (and
+            # a pause past the lease is measured from then)
+            if self._consumer(client, paused_ok=kind == "crash") is None:
+                return
+            if kind == "crash":
+                if self._leave_allowed(client, crash=True):
+                    self.run.do_step({"action": "crash", "client": client, "mode": arg})
+                    self.left_at[CLIENTS[client]] = self.run.sim.now
+                return
+            ms = self._pause_ms(client, arg)
+            if self._pause_allowed(client, ms):
+                self.run.do_step({"action": "pause", "client": client, "duration_ms": ms})
 
         self.run.sim.arm(f"{kind} {client} {arg}", fire)
 
@@ -377,21 +408,21 @@ class ReferenceMachine(RuleBasedStateMachine):
     def reset_offset(self, group, back_ms):
         """mqadmin resetOffsetByTime: the group's offsets of T go back to the first message stored
         at or after now - back_ms (10**9: the beginning)."""
-        if self.run is not None and type(self).operator_moves and self.run.net.brokers["broker-a"].up:
+        if self.run is not None and type(self).operator_moves and all(b.up for b in self.run.net.brokers.values()):
             self._step(action="reset_offset", group=group, topic="T",
                        timestamp_ms=max(0, self.run.sim.now - back_ms))
 
-    @rule(group=st.sampled_from(sorted(set(CLIENTS.values()))), queue=st.integers(0, 1),
+    @rule(group=st.sampled_from(sorted(set(CLIENTS.values()))), broker=st.sampled_from(BROKERS), queue=st.integers(0, 1),
           past_end=st.sampled_from([0, 1, 1000]))
     @_logged
-    def set_broker_offset(self, group, queue, past_end):
+    def set_broker_offset(self, group, queue, past_end, broker="broker-a"):
         """An operator writes the group's committed offset of a queue: its end, or past it (an
         offset restored from another cluster). Within the assumptions, as the procedure for
         restoring offsets says: the group's consumers are shut down first and started again
         after the write (a running consumer's next persist would overwrite it)."""
         if self.run is None or not type(self).operator_moves:
             return
-        b = self.run.net.brokers["broker-a"]
+        b = self.run.net.brokers[broker]
         if not b.up:
             return
         stopped = []
@@ -405,13 +436,17 @@ class ReferenceMachine(RuleBasedStateMachine):
             for c in stopped:
                 self._step(action="shutdown", client=c)
             if stopped:
-                # and waits until they are down: shutdown's persistAll is one-way, and a stale
-                # offset still on the wire would land after the write and undo it
-                self._do(self.run.sim.run_until, self.run.sim.now + 2 * self.run.net.latency_ms + 1)
-                if self.done or not b.up:
-                    return
+                self.left_at[group] = self.run.sim.now
+        # and waits until they are down, those it stopped and those that stopped or crashed just
+        # before: shutdown's persistAll is one-way, and a stale offset still on the wire (a
+        # persist, a pull's commit offset) would land after the write and undo it
+        settle = self.left_at.get(group, -1) + 2 * self.run.net.latency_ms + 1
+        if type(self).respect_assumptions and self.run.sim.now < settle:
+            self._do(self.run.sim.run_until, settle)
+            if self.done or not b.up:
+                return
         end = b.store.max_offset("T", queue)
-        self._step(action="set_broker_offset", broker="broker-a", group=group, topic="T", queue=queue,
+        self._step(action="set_broker_offset", broker=broker, group=group, topic="T", queue=queue,
                    offset=end + past_end)
         for c in stopped:
             self._step(action="start", client=c, group=group)
@@ -429,20 +464,20 @@ class ReferenceMachine(RuleBasedStateMachine):
         if self.run is not None and type(self).operator_moves:
             self._step(action="fail_offset_queries", client=client, count=count, kind=kind)
 
-    @rule(queue=st.integers(0, 3), duration_ms=st.sampled_from([5000, 25000]))
+    @rule(broker=st.sampled_from(BROKERS), queue=st.integers(0, 1), duration_ms=st.sampled_from([5000, 25000]))
     @_logged
-    def route_lost(self, queue, duration_ms):
+    def route_lost(self, queue, duration_ms, broker="broker-a"):
         """A queue of T drops out of the name server's route for a while (the broker's
         registration lapsed): the next rebalances drop its ProcessQueues and create them again;
         a broadcasting client's offsets file must keep the queue's offset meanwhile (#4016)."""
-        if not self.done and self.run is not None and self._route_loss_allowed(queue):
-            self._do(self.run.net.lose_route, "T", "broker-a", queue, duration_ms)
+        if not self.done and self.run is not None and self._route_loss_allowed(broker, queue):
+            self._do(self.run.net.lose_route, "T", broker, queue, duration_ms)
 
-    @rule(downtime_ms=S.restart_downtimes())
+    @rule(broker=st.sampled_from(BROKERS), downtime_ms=S.restart_downtimes())
     @_logged
-    def restart_broker(self, downtime_ms):
-        if self.run is not None and self.run.net.brokers["broker-a"].up and self._restart_allowed():
-            self._step(action="restart_broker", broker="broker-a", downtime_ms=downtime_ms)
+    def restart_broker(self, downtime_ms, broker="broker-a"):
+        if self.run is not None and self.run.net.brokers[broker].up and self._restart_allowed():
+            self._step(action="restart_broker", broker=broker, downtime_ms=downtime_ms)
 
     @rule(probability=S.oneway_loss_probabilities())
     @_logged
@@ -488,7 +523,7 @@ def _failed(cls, failure: dict) -> None:
     rep["failure"] = failure
     if rep["shrink_until"] is None:
         rep["shrink_until"] = time.monotonic() + cls.shrink_budget_s
-        rep["first_failure"] = (rep["examples"], time.monotonic())
+        rep["first_failure"] = (rep["examples"], time.monotonic(), time.process_time())
 
 
 def _out_of_budget(cls) -> bool:
@@ -573,6 +608,7 @@ class ConformanceResult:
     seconds: float = 0.0
     examples_to_failure: int | None = None   # examples run when the first failure was found
     seconds_to_failure: float | None = None  # and the time it took (before shrinking)
+    cpu_seconds_to_failure: float | None = None  # and the CPU time of this process it took
     message: str = field(default="", repr=False)
 
     def summary(self) -> str:
@@ -598,7 +634,7 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
     from hypothesis.reporting import with_reporter
 
     name = resolve_profile(profile)
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     if ignore_crashes is None:
         ignore_crashes = reference_patch is not None
     attrs = {"reference_patch": reference_patch, "ignore_crashes": ignore_crashes, "shrink_budget_s": shrink_budget_s,
@@ -641,6 +677,7 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
     if cls.report["first_failure"] is not None:
         res.examples_to_failure = cls.report["first_failure"][0]
         res.seconds_to_failure = cls.report["first_failure"][1] - t0
+        res.cpu_seconds_to_failure = cls.report["first_failure"][2] - c0
     res.crashes_ignored = cls.report["crashes"]
     res.runaway = cls.report["runaway"]
     if cls.report["runaway_example"] is not None:
