@@ -12,8 +12,8 @@ from __future__ import annotations
 import io
 import os
 import sys
-from functools import partial
 from collections import deque
+from functools import partial
 from itertools import chain, count, repeat
 from operator import setitem
 from pathlib import Path
@@ -517,8 +517,8 @@ def _batch_events(path, batch, row: int, jf) -> tuple[list[dict], list[str]]:
     An event sets ~13 of the schema's 81 fields, and the rows of a batch fall into a few dozen
     sets of non-null columns (mostly one per kind). So the rows are grouped by that set, and
     each group's columns are taken from Arrow as Python lists and filled into copies of one
-    dict of the group's fields, a column at a time in C (`map(setitem, ...)`): about 1.7 times
-    faster than filling each cell with a Python step, and no dict is resized while it fills."""
+    dict of the group's fields, a column at a time in C (`map(setitem, ...)`), so no dict is
+    resized while it fills: 2.27 us an event against 3.08 filling each cell with a Python step."""
     import numpy as np
     import pyarrow as pa
 
