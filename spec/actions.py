@@ -140,7 +140,7 @@ def _pull_from_where(st, qs, client, read, sq):
         return read, read, read
     topic = qs.key[1]
     fw = client.from_where if client else "CONSUME_FROM_LAST_OFFSET"
-    mx = sq.next if sq else 0
+    mx = _end(sq)
     mn = sq.min if sq else 0
     if read == -1:
         if "TIMESTAMP" in fw:
@@ -449,8 +449,8 @@ def pq_created(st, ev, out):
     if p is None:
         # messages below minOffset were deleted by retention: not expected any more; a start past
         # the queue's end (an operator's write past it) skips nothing stored later: the pull is
-        # answered OFFSET_ILLEGAL and the offset corrected (as _skip_to caps a skip). A queue with
-        # nothing stored yet is empty (message_stored expects its first offset to be 0)
+        # answered OFFSET_ILLEGAL and the offset corrected (as _skip_to caps a skip; an empty queue:
+        # _end)
         qs.units[unit] = Progress(min(max(off, sq.min), sq.next) if sq is not None else min(off, 0))
     elif off > p.wm and qs.reset_ahead is not None and off <= qs.reset_ahead and not broadcast:
         n = _skip_to(p, off, sq)
@@ -502,10 +502,15 @@ def _unpersisted_cause(st, qs, cid, unit):
             f"first persist; persist interval {limits.client(st, prev[0] if prev else cid).persist_interval_ms} ms)")
 
 
+def _end(sq) -> int:
+    """A stored queue's maxOffset (its next offset); a queue with nothing stored yet is empty
+    (message_stored expects its first offset to be 0)."""
+    return sq.next if sq is not None else 0
+
+
 def _skip_to(p, off, sq):
-    """Mark [p.wm, min(off, max offset)) handled (skipped); return how many were unhandled. A
-    queue with nothing stored yet is empty."""
-    return p.skip_to(min(off, sq.next if sq is not None else 0))
+    """Mark [p.wm, min(off, max offset)) handled (skipped); return how many were unhandled."""
+    return p.skip_to(min(off, _end(sq)))
 
 
 def pq_dropped(st, ev, out):
@@ -631,7 +636,7 @@ def pull_answered(st, ev, out):
         for o in offsets:
             pq.put(o)
         return
-    smax = sq.next if sq is not None else 0
+    smax = _end(sq)
     if req != pq.next_pull:
         out.report("INV-PULL-1", f"answer for offset {req}, the pull asked for {pq.next_pull}", key)
     mx = ev.get("max_offset")
@@ -723,7 +728,7 @@ def _retention(st, sq, key, mn, out):
 def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
     key = qs.key
     msgs = sq.msgs if sq is not None else {}
-    smax = sq.next if sq is not None else 0
+    smax = _end(sq)
     prev = req - 1
     for o in offsets:
         if o <= prev:
@@ -1579,7 +1584,7 @@ def offset_committed(st, ev, out):
         if src == "reset":
             _note_reset(qs, off)
         sq = st.stored.get((key[1], key[2], key[3]))
-        qs.reset_ahead = off if off > (sq.next if sq is not None else 0) else None
+        qs.reset_ahead = off if off > _end(sq) else None
         # a client persisting the operator's offset again (its table still holds it) skips what
         # the write skipped; past the queue's end, nothing stored since: its pull is answered
         # OFFSET_ILLEGAL and corrected (pull_answered judges that correction's skip)
@@ -1786,9 +1791,9 @@ def message_sent_back(st, ev, out):
         judged = r + 1
         what += f" (its fallback copy {judged})"
         over = mx is not None and (judged >= mx if st.profile.retry_dlq_compare == "ge" else judged > mx)
-        should_dlq = over or (dl is not None and dl < 0)
     else:
-        should_dlq = (mx is not None and r >= mx) or (dl is not None and dl < 0)
+        over = mx is not None and r >= mx
+    should_dlq = over or (dl is not None and dl < 0)
     outcome = ev["outcome"]
     if outcome == "retry" and should_dlq:
         out.report("INV-RETRY-1", f"{what} >= maxReconsumeTimes {mx} was sent to %RETRY% instead of the DLQ", ckey)
