@@ -653,7 +653,7 @@ def kill_by_hypothesis(m: Mutant, *, profile: str | tuple = "rocketmq-5.3.3", ma
     if not isinstance(profile, str):
         t0, c0 = time.perf_counter(), time.process_time()
         res = None
-        runs = 0
+        runs, incomplete = 0, False
         for i, p in enumerate(profile):
             spent = time.perf_counter() - t0
             share = None if budget_s is None else max(0.0, budget_s - spent) / (len(profile) - i)
@@ -661,12 +661,15 @@ def kill_by_hypothesis(m: Mutant, *, profile: str | tuple = "rocketmq-5.3.3", ma
             res = kill_by_hypothesis(m, profile=p, max_examples=max_examples, budget_s=share, seed=seed,
                                      shrink_budget_s=shrink_budget_s)
             runs += res.runs
+            incomplete = incomplete or res.incomplete
             if res.killed:
                 res.seconds = round(spent + res.seconds, 3)
                 res.cpu_seconds = round(cpu_before + res.cpu_seconds, 3)
                 break
         res.runs = runs
         if not res.killed:
+            # a profile whose share ran out before its examples did leaves the search incomplete
+            res.incomplete = incomplete
             res.seconds = round(time.perf_counter() - t0, 3)
             res.cpu_seconds = round(time.process_time() - c0, 3)
         return res
