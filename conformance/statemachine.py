@@ -1,7 +1,9 @@
 """The reference driven by Hypothesis: a RuleBasedStateMachine whose rules are the environment.
 
 Rules produce messages, start, stop, crash or pause consumers (now, or armed to strike before a
-task the chooser picks), restart the broker, make one-way calls lossy, and advance the clock.
+task the chooser picks), restart the broker, make one-way calls lossy, and advance the clock;
+the *_during_call rules first let the clock run until a listener call is open, so that a
+handover, a pause, a reset, a broker outage or a lost route cuts across a running call.
 Whatever the reference leaves open while the clock runs (task order within a millisecond, lost
 one-way calls, listener statuses and durations, retry queues) is decided by the `choices`
 script Hypothesis generates for that advance (reference.choice.ScriptChooser), so a failing
