@@ -277,6 +277,10 @@ def client_started(st, ev, out):
             pq = qs.pqs.get(cid)
             if pq is not None and pq.batches:
                 pq.batches = {}
+            if pq is not None and pq.pending_upd:
+                # nor will it make the offset updates its removeMessage results were waiting for:
+                # the new incarnation's first update (its store read) is not one of them
+                pq.pending_upd.clear()
             if qs.orphans:
                 qs.orphans = {k: v for k, v in qs.orphans.items() if k[0] != cid}
         # Nor has it sent anything back: a copy the old one sent back and never committed is
