@@ -376,12 +376,11 @@ class ReferenceMachine(RuleBasedStateMachine):
         """Not one of the spec's assumptions: a client id whose last incarnation stopped or
         crashed with a dropped ProcessQueue still in its table (an orderly queue that changed
         owner while a call held its consume lock) is not started again. This guarded a gap of
-        the spec, now closed: it took the new incarnation's store read for the old one's
-        pending update (INV-DROP-1; spec.actions.client_started, and
-        tests/test_statemachine.py plays the example). Lifting the guard (2026-12-01) led, at
-        the 457th derandomized 5.3.3 example, to an INV-OFFSET-1 on an offset frozen by an
-        OFFSET_ILLEGAL correction (updateAndFreeze) that is not analysed yet, so the guard
-        stays until it is."""
+        the spec, closed on 2026-12-01: it held the new incarnation to the old one's pending
+        offset updates and OFFSET_ILLEGAL corrections (spec.actions.client_started;
+        tests/test_statemachine.py plays both examples with this guard off). Lifted, the machine
+        then reached, at the 694th derandomized 5.3.3 example, an INV-OFFSET-3-class finding
+        (INV-ORDER-3 after a pause) not analysed yet, so the guard stays until it is."""
         return type(self).respect_assumptions and self.run is not None and self._holds_dropped(client)
 
     @rule(client=st.sampled_from(sorted(CLIENTS)))

@@ -281,6 +281,9 @@ def client_started(st, ev, out):
                 # nor will it make the offset updates its removeMessage results were waiting for:
                 # the new incarnation's first update (its store read) is not one of them
                 pq.pending_upd.clear()
+            # nor run the OFFSET_ILLEGAL corrections it had scheduled: a store read of the same
+            # value is not one (under 5.x it would be taken for updateAndFreeze's)
+            qs.illegal.pop(cid, None)
             if qs.orphans:
                 qs.orphans = {k: v for k, v in qs.orphans.items() if k[0] != cid}
         # Nor has it sent anything back: a copy the old one sent back and never committed is
