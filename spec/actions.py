@@ -275,9 +275,9 @@ def client_started(st, ev, out):
         # the new one's, which must not be taken for the old batches.
         for qs in st.queues.values():
             pq = qs.pqs.get(cid)
-            if pq is not None and pq.batches:
-                pq.batches = {}
-            if pq is not None and pq.pending_upd:
+            if pq is not None:
+                if pq.batches:
+                    pq.batches = {}
                 # nor will it make the offset updates its removeMessage results were waiting for:
                 # the new incarnation's first update (its store read) is not one of them
                 pq.pending_upd.clear()
