@@ -1,10 +1,10 @@
 """Peak memory of `rocketspec replay` at two or more trace lengths, and their ratio.
 
-    python -m bench.replay_memory [--events 1e6,3e6] [--cores 2] [--arrow]
+    python -m bench.replay_memory [--events 1e6,3e6] [--cores 2] [--path exact|default|arrow]
 
 The data is bench.replay_scale's (independent copies of the `basic` deployment, at most 64
 live at a time; generated once into /tmp/rocketspec-replay-bench-N and reused), replayed on
-local[cores] (the exact path unless --arrow). For each length it prints the peak resident
+local[cores] (the exact path unless --path says otherwise). For each length it prints the peak resident
 memory of a Python worker (the most of the replay tasks' workers, ru_maxrss: the read, route
 and sort stages of that worker count too) and of the JVM, the CPU seconds (the JVM and its
 Python workers) and the load average (`uptime`) before and after, the live keys a partition
@@ -42,7 +42,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", default="1e6,3e6", help="trace lengths, comma-separated")
     ap.add_argument("--cores", type=int, default=2, help="local[N] (default 2)")
-    ap.add_argument("--arrow", action="store_true", help="the Arrow path (default: the exact path)")
+    ap.add_argument("--path", choices=("default", "exact", "arrow"), default="exact",
+                    help="the replay path (default: exact; default: replay's own choice, the scoped path)")
     ap.add_argument("--rows-per-partition", type=float, default=None,
                     help="replay partitions: the events over this (default: 2 x cores, whatever the length)")
     ap.add_argument("--worker-memory", default=None,
@@ -54,7 +55,8 @@ def main(argv=None):
         d, total = _data(n)
         before = _load()
         parts = None if args.rows_per_partition is None else max(1, -(-total // int(args.rows_per_partition)))
-        t, (jvm, py), hwm, rep = run_replay(d, args.cores, parts, args.arrow, conf)
+        t, (jvm, py), hwm, reps = run_replay(d, args.cores, parts, args.path, conf)
+        rep = reps[0]
         sp = rep.spark
         plan_mb = len(pickle.dumps(rep.plan)) / 2 ** 20
         peaks.append((total, sp["worker_maxrss_mb"]))

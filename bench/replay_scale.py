@@ -1,12 +1,12 @@
 """Replay at scale: `rocketspec replay` on local[1] and local[2] against `check`, same data.
 
-    python -m bench.replay_scale [--events 1e7] [--dir DIR] [--workers 2] [--no-check] [--exact]
-                                 [--layout trace|runs] [--cores 1,2]
+    python -m bench.replay_scale [--events 1e7] [--dir DIR] [--workers 2] [--no-check]
+                                 [--path default|exact|arrow] [--layout trace|runs] [--cores 1,2]
 
-(one trace: replays on the Arrow path, `replay --arrow`; --exact: on replay's default path for
-a trace that large, the exact path. --layout runs: each generation is a trace of its own, a
-dataset of runs, which replay takes on its default path for small traces: each run whole in a
-task, traces/spark_whole.py.)
+(one trace: replays on replay's default path for a long trace of many deployments, the scoped
+path, traces/spark_scoped.py; --path exact: partitioned by key; --path arrow: `replay --arrow`.
+--layout runs: each generation is a trace of its own, a dataset of runs, which replay takes on
+its default path for small traces: each run whole in a task, traces/spark_whole.py.)
 
 The data: one trace of N events made of independent deployments (the `basic` scenario, four
 seeds; each copy with its own brokers, topics, groups, clients and message ids), at most
@@ -20,7 +20,7 @@ Prints, each with the load average (`uptime`) when it was measured:
 - `check`: one process over the files in order (its CPU seconds too);
 - `replay` on local[1] and local[2]: the job's wall time without the session's start, its CPU
   seconds (the Spark JVM and its Python workers), events per second of each, the path taken
-  (arrow or exact), the partition skew (most loaded partition over its fair share), the peak
+  (scoped, whole, exact or arrow), the partition skew (most loaded partition over its fair share), the peak
   memory of a Python worker and of the JVM;
 - the scaling from 1 to 2 cores and the ratio to check.
 
@@ -270,7 +270,7 @@ def run_check(files) -> tuple[float, float, object]:
     return dt, cpu, rep
 
 
-def run_replay(path, cores: int, partitions: int | None, arrow: bool, conf: dict | None = None):
+def run_replay(path, cores: int, partitions: int | None, which: str = "default", conf: dict | None = None):
     from rocketspec.traces.spark_replay import replay_many, spark_session
 
     spark = spark_session(f"local[{cores}]", app=f"replay-bench-{cores}",
@@ -283,7 +283,10 @@ def run_replay(path, cores: int, partitions: int | None, arrow: bool, conf: dict
         from rocketspec.traces.datasets import dataset_runs
 
         runs = dataset_runs(path)
-        reps = replay_many([[d] for _, d in runs] if runs else [[path]], spark, partitions=partitions, arrow=arrow)
+        kw = {"default": {}, "arrow": {"arrow": True}, "exact": {"scoped": False, "whole": False}}[which]
+        if which == "exact" and partitions is None:
+            partitions = 2 * cores
+        reps = replay_many([[d] for _, d in runs] if runs else [[path]], spark, partitions=partitions, **kw)
         for rep in reps:
             if isinstance(rep, Exception):
                 raise rep
@@ -317,8 +320,10 @@ def main(argv=None):
     ap.add_argument("--dir", default=None, help="data directory (default /tmp/rocketspec-replay-bench-N)")
     ap.add_argument("--workers", type=int, default=None, help="processes generating the data (default: cores)")
     ap.add_argument("--no-check", action="store_true", help="skip check (one process: the slowest part at 1e8)")
-    ap.add_argument("--exact", action="store_true", help="replay on the exact path (replay's default) instead of "
-                                                         "the Arrow path (--arrow)")
+    ap.add_argument("--path", choices=("default", "exact", "arrow"), default="default",
+                    help="default: replay's own choice (one long trace: the scoped path, traces/spark_scoped.py; "
+                         "runs: each whole); exact: partitioned by key (--partitions); arrow: replay --arrow")
+    ap.add_argument("--exact", action="store_const", const="exact", dest="path", help="the same as --path exact")
     ap.add_argument("--cores", default="1,2", help="local[N] runs, e.g. 2 (default 1,2)")
     ap.add_argument("--partitions", type=int, default=None, help="replay partitions (default: 2 x cores)")
     ap.add_argument("--layout", choices=("trace", "runs"), default="trace",
@@ -356,7 +361,7 @@ def main(argv=None):
     res = {}
     for cores in [int(c) for c in args.cores.split(",")]:
         # (the Arrow path is for one trace's Parquet; runs go whole unless --exact or --partitions)
-        t, (jvm, py), hwm, reps = run_replay(d, cores, args.partitions, not args.exact and not runs)
+        t, (jvm, py), hwm, reps = run_replay(d, cores, args.partitions, args.path)
         cpu = jvm + py
         res[cores] = t
         sp = _summary(reps)

@@ -189,6 +189,23 @@ def _fields_of(kind: str) -> tuple:
     return v
 
 
+def name_fields(kind: str) -> tuple:
+    """(the flat name fields of a kind, each with its letter; the nested fields holding names):
+    what `names` reads of an event of that kind (traces.spark_scoped reads the same columns)."""
+    flat, nested, _ = _BY_KIND.get(kind) or _fields_of(kind)
+    return flat, nested
+
+
+def value_names(letter: str, value) -> list:
+    """The names one flat field's value gives (a retry or DLQ topic names its group too)."""
+    out: list = []
+    if letter == "t":
+        _add_topic(value, out)
+    elif type(value) is str:
+        out.append((letter, value))
+    return out
+
+
 def _add_topic(t, out) -> None:
     if type(t) is not str:
         return
@@ -212,19 +229,26 @@ def names(ev) -> tuple:
             else:
                 out.append((k, v))
     for f in nested:
-        v = ev.get(f)
-        if f == "subscriptions":
-            for t in (v if isinstance(v, dict) else ()):
-                _add_topic(t, out)
-        elif f == "cids":
-            out.extend(("c", c) for c in (v if isinstance(v, list) else ()) if type(c) is str)
-        else:
-            for mq in (v if isinstance(v, list) else ()):
-                if isinstance(mq, list) and len(mq) >= 2:
-                    _add_topic(mq[0], out)
-                    if type(mq[1]) is str:
-                        out.append(("b", mq[1]))
+        out.extend(nested_names(f, ev.get(f)))
     return tuple(sorted(set(out)))
+
+
+def nested_names(field: str, v) -> list:
+    """The names one nested field's value gives (subscriptions: topics; cids: clients; a list of
+    queues: their topics and brokers)."""
+    out: list = []
+    if field == "subscriptions":
+        for t in (v if isinstance(v, dict) else ()):
+            _add_topic(t, out)
+    elif field == "cids":
+        out.extend(("c", c) for c in (v if isinstance(v, list) else ()) if type(c) is str)
+    else:
+        for mq in (v if isinstance(v, list) else ()):
+            if isinstance(mq, list) and len(mq) >= 2:
+                _add_topic(mq[0], out)
+                if type(mq[1]) is str:
+                    out.append(("b", mq[1]))
+    return out
 
 
 

@@ -45,6 +45,7 @@ ROUTE_CACHE = 1 << 20      # distinct places whose partitions one routing task r
 # this many events after the first of them: its memory holds the live scopes and a few more.
 SWEEP_SCOPES, SWEEP_EVENTS = 16, 1 << 12
 DIRECTORY = b"null"        # the packed places of a directory event
+AS_IS = "as is"            # _replay_partition's decode: the payload is the event already
 
 
 # ---------------------------------------------------------------- inputs
@@ -430,7 +431,7 @@ def _replay_partition(pid, rows, profile_name, files, max_listed, plan, decode=N
                 raise TraceInputError(files[fidx], line, f"events out of order: ts {ts} after ts {last_ts} "
                                                          f"(seq {seq}), across input files")
             last_seq, last_ts = seq, ts
-            ev = loads(payload) if decode is None else decode(payload, fidx, line)
+            ev = loads(payload) if decode is None else payload if decode is AS_IS else decode(payload, fidx, line)
             out.ev, out.line, out.broadcast, out.owner = ev, line, bcast, home
             out.home = here = bcast or home == pid
             counts = None if here else dict(st.counts)
@@ -527,7 +528,8 @@ def _header(sums, files, profile):
 
 
 def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: int | None = None,
-                witness_dirs=None, arrow: bool = False, whole: bool | None = None) -> list:
+                witness_dirs=None, arrow: bool = False, whole: bool | None = None,
+                scoped: bool | None = None) -> list:
     """Replay several traces (each a list of paths) in one Spark job: a Report, or the
     TraceInputError of its bad input, per trace. With `whole` (by default: when neither
     `partitions` nor `arrow` is asked for), a trace of at most spark_whole.WHOLE_EVENTS events
@@ -535,7 +537,10 @@ def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: i
     and those it sends back, are partitioned. With `arrow`, traces whose files are all
     Parquet as the writer makes them take the Arrow path (traces.spark_arrow); the others, and
     those it cannot vouch for, the exact path here. (Not the default: on 10^6 events the exact
-    path took 36 CPU-s, the Arrow path 57, most of it in the JVM; docs/replay.md.)"""
+    path took 36 CPU-s, the Arrow path 57, most of it in the JVM; docs/replay.md.) With `scoped`
+    (by default: as `whole`), a larger trace in Parquet of the writer's schema is replayed
+    deployment by deployment, a task per stretch of whole scopes (traces.spark_scoped); with
+    `scoped=True` every trace is, small ones too (tests)."""
     files, trace_of = [], []
     out: list = [None] * len(traces)
     for t, paths in enumerate(traces):
@@ -547,7 +552,9 @@ def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: i
             out[t] = exc
     exact = {t for t in range(len(traces)) if out[t] is None}
     if whole is None:
-        whole = partitions is None and not arrow
+        whole = partitions is None and not arrow and scoped is not True
+    if scoped is None:
+        scoped = partitions is None and not arrow
     if whole and exact:
         from .spark_whole import WHOLE_EVENTS, events_at_most, replay_traces_whole
 
@@ -560,6 +567,18 @@ def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: i
         if small:
             back = replay_traces_whole(small, sizes, out, spark, profile, max_listed, witness_dirs)
             exact = (exact - set(small)) | back
+    if scoped and exact:
+        from .spark_arrow import fast_files
+        from .spark_scoped import replay_traces_scoped
+
+        by_trace = {}
+        for t in sorted(exact):
+            tf = [i for i, tt in enumerate(trace_of) if tt == t]
+            if fast_files([files[i] for i in tf]) is not None:
+                by_trace[t] = tf
+        if by_trace:
+            back = replay_traces_scoped(by_trace, files, out, spark, profile, max_listed, witness_dirs)
+            exact = (exact - set(by_trace)) | back
     if arrow:
         from .spark_arrow import fast_files, replay_arrow
 
