@@ -281,6 +281,67 @@ def test_every_input_format_gives_the_same_result(replayed, what):
     assert same(c, r)
 
 
+@pytest.fixture(scope="module")
+def replayed_scoped(spark, replayed, tmp_path_factory):
+    """The Parquet traces on the scoped path (traces.spark_scoped, asked for: replay takes it by
+    default for a trace above 2^20 events), with traces of many deployments: in one job."""
+    from test_replay_scoped import _copies, _write, deployments
+
+    from rocketspec.traces.spark_replay import replay_many
+
+    cases = {k: v[0] for k, v in replayed.items() if k[0] in ("parquet", "bad-parquet")}
+    d = tmp_path_factory.mktemp("scoped")
+    for prof in RELEASES + ("bug-4215-rocketmq-4.9.3",):
+        evs = deployments(prof, _copies(prof, 8, 7_000), cut=3)
+        sub = d / prof
+        sub.mkdir()
+        whole = sub / "whole.jsonl"
+        write_trace(str(whole), evs)
+        cases[("deployments", prof)] = _write(sub, evs, 3, True)
+        cases[("deployments-check", prof)] = [str(whole)]
+    keys = [k for k in cases if k[0] != "deployments-check"]
+    reps = replay_many([cases[k] for k in keys], spark, max_listed=ALL, scoped=True)
+    return {k: (cases[k], r) for k, r in zip(keys, reps)} | {k: (v, None) for k, v in cases.items()
+                                                             if k[0] == "deployments-check"}
+
+
+@spark_test
+@pytest.mark.parametrize("case", [("parquet",) + c for c in SCENARIOS + BUGS] +
+                         [("deployments", p) for p in RELEASES + ("bug-4215-rocketmq-4.9.3",)],
+                         ids=lambda c: "-".join(map(str, c)))
+def test_scoped_path_equals_check(replayed_scoped, case):
+    """A trace replayed scope by scope, a task per stretch of whole deployments, gives check's
+    verdict, counts and every (invariant, key, seq); traces of one deployment too."""
+    paths, r = replayed_scoped[case]
+    c = _check(replayed_scoped[("deployments-check", case[1])][0] if case[0] == "deployments" else paths)
+    assert not isinstance(r, Exception), r
+    assert r.spark["path"] == "scoped", r.spark
+    assert same(c, r), (dict(c.findings.counts), dict(r.findings.counts), set(findings(c)) ^ set(findings(r)))
+    if case[0] == "deployments":
+        assert r.spark["scopes"] == 8 and r.spark["partitions"] > 1
+
+
+@spark_test
+@pytest.mark.parametrize("what", ["unknown-kind", "out-of-order", "no-header", "unknown-profile", "after-end",
+                                  "missing-field", "ts-back"])
+def test_scoped_path_sends_bad_input_to_the_exact_path(replayed_scoped, what):
+    """Bad input leaves the scoped path: the exact path names its file and line as check does."""
+    _fails_as_check_fails(replayed_scoped[("bad-parquet", what)], what)
+
+
+@spark_test
+def test_a_long_trace_takes_the_scoped_path_by_default(spark, replayed_scoped, monkeypatch):
+    """replay's default for a trace above the whole path's bound (lowered here) is the scoped path."""
+    from rocketspec.traces import spark_whole
+    from rocketspec.traces.spark_replay import replay_many
+
+    monkeypatch.setattr(spark_whole, "WHOLE_EVENTS", 1000)
+    paths, _ = replayed_scoped[("deployments", "rocketmq-5.3.3")]
+    r = replay_many([paths], spark, max_listed=ALL)[0]
+    assert r.spark["path"] == "scoped"
+    assert same(_check(replayed_scoped[("deployments-check", "rocketmq-5.3.3")][0]), r)
+
+
 @spark_test
 def test_partitions_are_balanced_and_directory_events_reach_each(replayed):
     _, r = replayed[("scenario", "multi-broker", 1, "rocketmq-5.3.3")]
