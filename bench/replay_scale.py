@@ -371,6 +371,9 @@ def main(argv=None):
               f"worker peak {sp['worker_maxrss_mb']:.0f} MiB  JVM peak {hwm:.0f} MiB  ({load()})", flush=True)
         print(f"                CPU s: JVM {jvm:.1f}, Python workers {py:.1f} (replaying {sum(sp['replay_cpu_seconds']):.1f})"
               f"  partition events {sp['partition_events']}  replay s {sp['replay_seconds']}")
+        if sp.get("survey_seconds") is not None:
+            print(f"                scoped path: survey {sp['survey_seconds']:.1f} s wall, {sp['survey_cpu_seconds']:.1f} "
+                  f"CPU-s; {sp['scopes']} scopes on {sp['partitions']} tasks")
     if 1 in res and 2 in res:
         print(f"scaling 1 -> 2 cores: {res[1] / res[2]:.2f}x")
     if dt is not None:
