@@ -1,9 +1,10 @@
 """`rocketspec replay PATH... [--master URL] [--out DIR] [--json]`: check traces on Spark.
 
-The same spec as `check`, replayed in partitions by key (traces.spark_replay), or, for a trace of
-at most 2^20 events (each run of a dataset of runs), whole in one task with `check`'s own replay
-(traces.spark_whole); the same verdict, finding counts and report. Exit codes as `check`: 0
-holds, 1 a violation, 2 bad input.
+The same spec as `check`: for a trace of at most 2^20 events (each run of a dataset of runs),
+whole in one task with `check`'s own replay (traces.spark_whole); for a longer trace of many
+deployments in Parquet as rocketspec writes it, whole deployments in a task per stretch of time
+(traces.spark_scoped); otherwise in partitions by key (traces.spark_replay). The same verdict,
+finding counts and report. Exit codes as `check`: 0 holds, 1 a violation, 2 bad input.
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ import click
               help="List at most this many errors.")
 @click.option("--partitions", default=None, type=click.IntRange(1, 100_000),
               help="Replay partitions (default: twice Spark's default parallelism). Given, every trace is "
-                   "partitioned; by default a trace of at most 2^20 events is replayed whole in one task.")
+                   "partitioned by key; by default a trace of at most 2^20 events is replayed whole in one "
+                   "task, and a longer one in rocketspec's Parquet deployment by deployment.")
 @click.option("--arrow", is_flag=True, help="Parquet traces as rocketspec writes them: let Spark read and shuffle "
                                            "them (Arrow batches to Python) instead of reading them in Python "
                                            "(docs/replay.md: not faster yet on 10^6 events).")
