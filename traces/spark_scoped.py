@@ -110,7 +110,7 @@ def _anchors(table, reg: _Names, want_pairs: bool):
     kcol = table.column("kind").combine_chunks()
     if kcol.null_count:
         raise NotScoped("an event without a kind")
-    kenc = kcol.dictionary_encode()
+    kenc = kcol if pa.types.is_dictionary(kcol.type) else kcol.dictionary_encode()
     kinds = kenc.dictionary.to_pylist()
     kidx = kenc.indices.to_numpy(zero_copy_only=False)
     for k in kinds:
@@ -134,7 +134,7 @@ def _anchors(table, reg: _Names, want_pairs: bool):
         c = c.combine_chunks()
         if c.null_count == len(c):
             continue
-        e = c.dictionary_encode()
+        e = c if pa.types.is_dictionary(c.type) else c.dictionary_encode()
         values = e.dictionary.to_pylist()
         ind = pc.fill_null(e.indices, len(values)).to_numpy(zero_copy_only=False)
         if sel is None:
@@ -189,7 +189,8 @@ def _survey(fidx: int, path: str) -> dict:
     import numpy as np
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(path)
+    # the name columns read as Parquet stores them, dictionary-encoded: no text per row
+    pf = pq.ParquetFile(path, read_dictionary=["kind", *NAME_COLS, *NESTED_COLS])
     reg = _Names()
     pairs: set = set()
     rgs, heads = [], []
