@@ -264,12 +264,13 @@ def test_whole_path_sends_bad_input_to_the_exact_path(replayed_whole, case):
 @pytest.mark.parametrize("what", ["parquet", "gzip", "zstd", "partitioned-dir", "two-paths"])
 def test_whole_path_reads_every_input_format(replayed_whole, what):
     """Several files in seq order are one trace whole; files whose seqs interleave (a directory
-    partitioned by kind) go to the exact path, which sorts them."""
+    partitioned by kind, in the writer's Parquet) leave it for the scoped path, which merges
+    them by seq."""
     paths, r = replayed_whole[("format", what)]
     c = _check(replayed_whole[("scenario", "basic", 1, "rocketmq-5.3.3")][0])
     assert not isinstance(r, Exception), r
     assert same(c, r)
-    assert r.spark["path"] == ("exact" if what == "partitioned-dir" else "whole")
+    assert r.spark["path"] == ("scoped" if what == "partitioned-dir" else "whole")
 
 
 @spark_test
