@@ -161,3 +161,48 @@ def test_a_dataset_of_runs_whole_on_the_cluster_is_check_run_by_run_and_survives
     assert [(r["run"], r["report"]["counts"], r["report"]["events"]) for r in again["runs"]] == \
         [(r["run"], r["report"]["counts"], r["report"]["events"]) for r in got["runs"]]
     assert killed is not None, "no executor seen to kill"
+
+
+def test_a_long_trace_of_many_deployments_on_the_cluster_is_check_and_survives_a_killed_executor(cluster, tmp_path):
+    """The scoped path (replay's default for a long trace of many deployments in rocketspec's
+    Parquet, traces/spark_scoped.py) on the standalone cluster: check's verdict, counts and
+    events, also when an executor is killed while the job runs (its survey or replay tasks run
+    again; a task's result depends only on its input)."""
+    from rocketspec.spec.replay import check_events, fast_validator, resolve_profile
+    from rocketspec.traces.io import read_events
+    from rocketspec.traces.spark_whole import WHOLE_EVENTS
+
+    d = _trace(tmp_path, events=WHOLE_EVENTS + 200_000)
+    files = sorted(str(p) for p in Path(d).glob("*.parquet"))
+
+    def events():
+        n = 0
+        for f in files:
+            for _, ev in read_events(f, validate=False):
+                n += 1
+                yield n, ev
+
+    it = events()
+    first = next(it)
+    c = check_events((x for y in ([first], it) for x in y), resolve_profile(None, first[1], files[0]), files[0],
+                     max_listed=10 ** 6, validate=fast_validator()).to_dict()
+
+    def replay():
+        return subprocess.Popen([str(BIN / "rocketspec"), "replay", "--master", cluster["url"], d, "--json",
+                                 "--quiet", "--max-violations", "1000000"], env=cluster["env"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    p = replay()
+    out, err = p.communicate(timeout=900)
+    assert p.returncode in (0, 1), err.decode()[-2000:]
+    got = orjson.loads(out)
+    assert got["spark"]["path"] == "scoped" and got["spark"]["scopes"] > 1
+    assert (got["verdict"], got["counts"], got["events"]) == (c["verdict"], c["counts"], c["events"])
+    p = replay()
+    killed = _kill_an_executor(cluster, p, settle=3)
+    out, err = p.communicate(timeout=900)
+    assert killed is not None, "no executor seen to kill"
+    assert p.returncode in (0, 1), err.decode()[-2000:]
+    again = orjson.loads(out)
+    assert (again["verdict"], again["counts"], again["events"], again["errors"]) == \
+        (got["verdict"], got["counts"], got["events"], got["errors"])
