@@ -1427,18 +1427,26 @@ def offset_updated(st, ev, out):
             del qs.illegal[cid]
         source = "illegal"
     if source is None:
-        # READ_FROM_STORE: the client adopts the store's value with updateOffset(..., false)
         committed = _committed_for(st, qs, c)
-        if not inc and off >= 0 and _store_read_ok(off, _read_answers(qs, cid, committed)):
+        if not inc and off >= 0 and cid in qs.reset_drops:
+            # MQClientInstance.resetOffset dropped this client's ProcessQueue: its next
+            # updateOffset(mq, offset, false) of the queue is the operator's offset. Nothing else
+            # sets one in between: the ProcessQueue stays in the table until the reset removes
+            # it, so no rebalance creates one and reads the store (a drop by an OFFSET_ILLEGAL
+            # answer, whose correction matched above, is not a reset's)
+            source = "reset"
+            _note_reset(qs, off)
+        # READ_FROM_STORE: the client adopts the store's value with updateOffset(..., false)
+        elif not inc and off >= 0 and _store_read_ok(off, _read_answers(qs, cid, committed)):
             source = "read"
         elif not inc and off in qs.resets:
             source = "reset"        # MQClientInstance.resetOffset: updateOffset(mq, reset, false)
-        elif not inc and off >= 0 and (cid in qs.reset_drops or (
+        elif not inc and off >= 0 and (
                 pq is not None and pq.status == "dropped" and c is not None
-                and c.status in ("running", "paused") and _reset_target(st, key, off))):
+                and c.status in ("running", "paused") and _reset_target(st, key, off)):
             # the operator's offset, which the broker handed this client (Broker2Client.resetOffset
             # commits nothing while the group's consumers are online): not the client's to judge.
-            # The reset shows by the ProcessQueue it dropped, or not at all when an OFFSET_ILLEGAL
+            # The reset shows by the ProcessQueue it dropped (above), or not at all when an OFFSET_ILLEGAL
             # answer dropped it already: MQClientInstance.resetOffset drops it again, which no
             # trace shows (a drop is reported once), and 10 s later sets the operator's offset;
             # then an offset the reset could set (in [minOffset, maxOffset]:

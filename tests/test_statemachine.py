@@ -434,17 +434,6 @@ state.advance(choices=[], ms=381)
 state.advance(choices=[153, 240], ms=10000)
 state.restart_during_call(every_broker=True, group='GID_C')
 """),
-    # a reset reaches an orderly client frozen mid-call: the spec takes the reset's offset for a
-    # store read, and its persist for the client's stale offset after the pause (INV-ORDER-3)
-    "reset-reaches-a-frozen-call": ("rocketmq-4.9.8", [("_frozen_member", False)], """\
-state.begin(clients=['b1', 'c1', 'c2', 'c3', 'o1', 'o2'], count=0, orderly_batch=1)
-state.await_call(group='GID_B')
-state.produce(count=3, tags='B')
-state.produce(count=1, tags='A')
-state.await_call(group='GID_B')
-state.pause_during_call(group='GID_O')
-state.reset_offset(back_ms=1000, group='GID_O')
-"""),
     # 5.x keeps an orderly ProcessQueue that a lost route dropped mid-call in its table; the
     # queue comes back, and a reset drops it again with no event: the spec takes the reset's
     # updateOffset for one from a dropped ProcessQueue (INV-DROP-1)
@@ -475,6 +464,52 @@ def test_a_gap_of_the_spec_is_still_open(gap, tmp_path):
         for guard, answer in guards:      # that guard off (5.x's: also the slow orderly calls)
             stack.enter_context(mock.patch.object(ReferenceMachine, guard, lambda *a, _v=answer, **k: _v))
         _play(profile, steps, trace_path=str(tmp_path / "t.jsonl"))
+
+
+# Once a gap of SPEC_GAPS: a reset reaches an orderly client frozen mid-call. When it thaws it
+# commits the call's batch, then MQClientInstance.resetOffset drops its ProcessQueues, sets the
+# operator's offset 10 s later (updateOffset(mq, offset, false)) and persists it as it removes
+# them. The spec took that update for a store read, and its persist for the client's stale
+# offset after the pause (INV-ORDER-3). A client's first updateOffset of a queue after a reset's
+# drop is the reset's (spec.actions.offset_updated).
+RESET_REACHES_A_FROZEN_CALL = """\
+state.begin(clients=['b1', 'c1', 'c2', 'c3', 'o1', 'o2'], count=0, orderly_batch=1)
+state.await_call(group='GID_B')
+state.produce(count=3, tags='B')
+state.produce(count=1, tags='A')
+state.await_call(group='GID_B')
+state.pause_during_call(group='GID_O')
+state.reset_offset(back_ms=1000, group='GID_O')
+"""
+
+
+def test_a_reset_that_reaches_a_paused_orderly_client_is_the_operator_s(tmp_path):
+    """The example holds with the machine's guard off (it no longer steps around a paused
+    member), and its trace shows the reset as the spec reads it: the thawed client's update
+    is the reset's offset, and its persist moves the broker's offset back without INV-ORDER-3."""
+    import orjson
+
+    from rocketspec.spec.replay import check_trace
+
+    path = tmp_path / "t.jsonl"
+    state = machine_class("rocketmq-4.9.8")()
+    try:
+        exec(compile(RESET_REACHES_A_FROZEN_CALL + "state.advance(choices=[], ms=60000)\n", "<steps>", "exec"),
+             {"state": state})
+    finally:
+        state.teardown()
+    state.monitor.write(str(path))
+    evs = [orjson.loads(x) for x in path.read_bytes().splitlines()]
+    key = lambda e: (e.get("group"), e.get("topic"), e.get("broker"), e.get("queue"))  # noqa: E731
+    q = ("GID_O", "T", "broker-a", 0)
+    thaw = next(e["seq"] for e in evs if e["kind"] == "client_resumed" and e["client"] == "o1")
+    drop = next(e for e in evs if e["kind"] == "pq_dropped" and key(e) == q and e["seq"] > thaw)
+    assert drop["reason"] == "reset"
+    upd = next(e for e in evs if e["kind"] == "offset_updated" and key(e) == q and e["seq"] > drop["seq"])
+    assert (upd["increase_only"], upd["ts"] - drop["ts"]) == (False, 10_000)    # resetOffset's sleep
+    back = [e for e in evs if e["kind"] == "offset_committed" and key(e) == q and e["offset"] < e.get("previous", 0)]
+    assert back and back[0]["offset"] == upd["offset"]
+    assert check_trace(str(path)).findings.error_count == 0
 
 
 # Once a gap of SPEC_GAPS: an orderly client stops with a dropped ProcessQueue still in its table
