@@ -168,24 +168,12 @@ def test_a_long_trace_of_many_deployments_on_the_cluster_is_check_and_survives_a
     Parquet, traces/spark_scoped.py) on the standalone cluster: check's verdict, counts and
     events, also when an executor is killed while the job runs (its survey or replay tasks run
     again; a task's result depends only on its input)."""
-    from rocketspec.spec.replay import check_events, fast_validator, resolve_profile
-    from rocketspec.traces.io import read_events
     from rocketspec.traces.spark_whole import WHOLE_EVENTS
 
     d = _trace(tmp_path, events=WHOLE_EVENTS + 200_000)
-    files = sorted(str(p) for p in Path(d).glob("*.parquet"))
+    from bench.replay_scale import run_check      # (_trace put the project on the path)
 
-    def events():
-        n = 0
-        for f in files:
-            for _, ev in read_events(f, validate=False):
-                n += 1
-                yield n, ev
-
-    it = events()
-    first = next(it)
-    c = check_events((x for y in ([first], it) for x in y), resolve_profile(None, first[1], files[0]), files[0],
-                     max_listed=10 ** 6, validate=fast_validator()).to_dict()
+    c = run_check(sorted(str(p) for p in Path(d).glob("*.parquet")))[2].to_dict()
 
     def replay():
         return subprocess.Popen([str(BIN / "rocketspec"), "replay", "--master", cluster["url"], d, "--json",

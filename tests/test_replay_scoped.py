@@ -17,9 +17,10 @@ from rocketspec.spec.kinds import names as event_names
 from rocketspec.spec.replay import check_trace
 from rocketspec.traces.io import write_trace
 from rocketspec.traces.spark_scoped import NotScoped, _file_rows, replay_scoped_local, survey_file, tasks_of
+from test_replay_scopes import NAME_FIELDS, TIME_FIELDS
+from test_replay_scopes import _rename as _renamed
 
 ALL = 10 ** 6
-NAME_FIELDS = ("group", "topic", "client", "broker", "msg_id", "origin_msg_id", "view", "real_topic")
 # (scenario, profile): runs of one profile make one trace; the bug profile's runs violate
 MIXES = {
     "rocketmq-5.3.3": ["basic", "orderly", "broadcast", "retry-dlq", "tags", "sql-filter", "multi-broker"],
@@ -30,16 +31,6 @@ MIXES = {
 
 def _names(evs) -> set:
     return {v for e in evs for f in NAME_FIELDS if isinstance(v := e.get(f), str)}
-
-
-def _renamed(v, names, suffix):
-    if isinstance(v, str):
-        return v + suffix if v in names else v
-    if isinstance(v, list):
-        return [_renamed(x, names, suffix) for x in v]
-    if isinstance(v, dict):
-        return {_renamed(k, names, suffix): _renamed(x, names, suffix) for k, x in v.items()}
-    return v
 
 
 def deployments(prof: str, copies: list[tuple[str, int, int]], shared_broker: bool = False,
@@ -65,7 +56,7 @@ def deployments(prof: str, copies: list[tuple[str, int, int]], shared_broker: bo
                 end_ts = max(end_ts, e["ts"] + shift)
                 continue
             d = {f: _renamed(v, names, f"-{k}") for f, v in e.items()}
-            for f in ("ts", "deliver_ts", "last_lock_ts", "expires_at"):
+            for f in TIME_FIELDS:
                 if isinstance(d.get(f), int):
                     d[f] += shift
             rows.append(((d["ts"], k, i), d))
