@@ -146,7 +146,10 @@ CATALOGUE: tuple[Invariant, ...] = (
         "meanwhile, unless the client crashed). An update to an offset in [minOffset, "
         "maxOffset] on a ProcessQueue an OFFSET_ILLEGAL answer dropped is taken as an operator's "
         "resetOffsetByTime that reached the client then (its second drop shows in no trace). "
-        "The store applies "
+        "After a ProcessQueue dropped by a reset (`pq_dropped`, reason `reset`), the client's "
+        "next update of the queue with increaseOnly false is the operator's offset "
+        "(MQClientInstance.resetOffset: drop, 10 s, updateConsumeOffset), taken before a store "
+        "read: nothing else sets one in between. The store applies "
         "increaseOnly as max, ignores updates while frozen (5.x), and a persist sends the "
         "value the store holds.",
         "ProcessQueue.removeMessage / commit, RemoteBrokerOffsetStore.updateOffset / "
