@@ -169,9 +169,9 @@ def key_atom(key) -> tuple | None:
 # names that events mention together are one deployment for the replay's lifetimes
 # (traces.scopes). message_scheduled's topic is the schedule's own (SCHEDULE_TOPIC_XXXX, shared
 # by every group): no state is keyed by it.
-_NAME_FIELDS = {"group": "g", "broker": "b", "client": "c", "holder": "c", "previous_holder": "c",
+NAME_LETTERS = {"group": "g", "broker": "b", "client": "c", "holder": "c", "previous_holder": "c",
                 "topic": "t", "real_topic": "t", "retry_topic": "t"}
-_NESTED = ("subscriptions", "mqs", "allocated", "queues", "cids")     # (directory kinds only)
+NESTED_NAME_FIELDS = ("subscriptions", "mqs", "allocated", "queues", "cids")     # (directory kinds only)
 _PLAIN = ("group", "topic", "broker", "client")
 _BY_KIND: dict = {}
 
@@ -182,9 +182,9 @@ def _fields_of(kind: str) -> tuple:
 
     kd = kinds()[kind]
     fs = (*kd["required"], *kd["optional"])
-    flat = tuple((f, _NAME_FIELDS[f]) for f in fs if f in _NAME_FIELDS
+    flat = tuple((f, NAME_LETTERS[f]) for f in fs if f in NAME_LETTERS
                  and not (f == "topic" and kind == "message_scheduled"))
-    nested = tuple(f for f in fs if f in _NESTED)
+    nested = tuple(f for f in fs if f in NESTED_NAME_FIELDS)
     v = _BY_KIND[kind] = (flat, nested, not nested and all(f in _PLAIN for f, _ in flat))
     return v
 

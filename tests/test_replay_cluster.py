@@ -101,10 +101,18 @@ def _kill_an_executor(cluster, job, settle: float):
     return None
 
 
-def _replay(cluster, path, partitions=6):
-    return subprocess.Popen([str(BIN / "rocketspec"), "replay", "--master", cluster["url"], path, "--json",
-                             "--quiet", "--partitions", str(partitions), "--max-violations", "1000000"],
-                            env=cluster["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _replay(cluster, path, partitions=None, kill=False) -> dict:
+    """`rocketspec replay --json` of `path` on the cluster (`partitions`: the exact path), its
+    report; with `kill`, one executor JVM (a worker's child) is SIGKILLed while the job runs."""
+    parts = [] if partitions is None else ["--partitions", str(partitions)]
+    p = subprocess.Popen([str(BIN / "rocketspec"), "replay", "--master", cluster["url"], path, "--json",
+                          "--quiet", *parts, "--max-violations", "1000000"],
+                         env=cluster["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    killed = _kill_an_executor(cluster, p, settle=3) if kill else None
+    out, err = p.communicate(timeout=900)
+    assert killed is not None or not kill, "no executor seen to kill"
+    assert p.returncode in (0, 1), err.decode()[-2000:]
+    return orjson.loads(out)
 
 
 def test_replay_on_a_standalone_cluster_equals_local_and_survives_a_killed_executor(cluster, tmp_path):
@@ -112,19 +120,11 @@ def test_replay_on_a_standalone_cluster_equals_local_and_survives_a_killed_execu
 
     path = _trace(tmp_path)
     want = replay_local([path], max_listed=10 ** 6)
-    p = _replay(cluster, path)
-    out, err = p.communicate(timeout=900)
-    assert p.returncode in (0, 1), err.decode()[-2000:]
-    got = orjson.loads(out)
+    got = _replay(cluster, path, partitions=6)
     assert (got["verdict"], got["counts"], got["events"]) == ("holds" if want.ok else "violated",
                                                               dict(sorted(want.findings.counts.items())), want.events)
     # again, and SIGKILL one executor JVM (a worker's child) while the job runs
-    p = _replay(cluster, path)
-    killed = _kill_an_executor(cluster, p, settle=3)
-    out, err = p.communicate(timeout=900)
-    assert killed is not None, "no executor seen to kill"
-    assert p.returncode in (0, 1), err.decode()[-2000:]
-    again = orjson.loads(out)
+    again = _replay(cluster, path, partitions=6, kill=True)
     assert (again["verdict"], again["counts"], again["events"], again["errors"]) == \
         (got["verdict"], got["counts"], got["events"], got["errors"])
 
@@ -175,22 +175,9 @@ def test_a_long_trace_of_many_deployments_on_the_cluster_is_check_and_survives_a
 
     c = run_check(sorted(str(p) for p in Path(d).glob("*.parquet")))[2].to_dict()
 
-    def replay():
-        return subprocess.Popen([str(BIN / "rocketspec"), "replay", "--master", cluster["url"], d, "--json",
-                                 "--quiet", "--max-violations", "1000000"], env=cluster["env"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-    p = replay()
-    out, err = p.communicate(timeout=900)
-    assert p.returncode in (0, 1), err.decode()[-2000:]
-    got = orjson.loads(out)
+    got = _replay(cluster, d)
     assert got["spark"]["path"] == "scoped" and got["spark"]["scopes"] > 1
     assert (got["verdict"], got["counts"], got["events"]) == (c["verdict"], c["counts"], c["events"])
-    p = replay()
-    killed = _kill_an_executor(cluster, p, settle=3)
-    out, err = p.communicate(timeout=900)
-    assert killed is not None, "no executor seen to kill"
-    assert p.returncode in (0, 1), err.decode()[-2000:]
-    again = orjson.loads(out)
+    again = _replay(cluster, d, kill=True)
     assert (again["verdict"], again["counts"], again["events"], again["errors"]) == \
         (got["verdict"], got["counts"], got["events"], got["errors"])

@@ -39,13 +39,13 @@ from itertools import chain, repeat
 
 import orjson
 
-from ..spec.kinds import KINDS, key_atom, name_fields, nested_names, value_names
+from ..spec.kinds import KINDS, NAME_LETTERS, NESTED_NAME_FIELDS, key_atom, name_fields, nested_names, value_names
 from .io import TraceInputError
 from .scopes import UnionFind
 
 # the columns `spec.kinds.names` reads: flat name fields, then the nested ones of directory kinds
-NAME_COLS = ("group", "topic", "real_topic", "retry_topic", "broker", "client", "holder", "previous_holder")
-NESTED_COLS = ("subscriptions", "mqs", "allocated", "queues", "cids")
+NAME_COLS = tuple(NAME_LETTERS)
+NESTED_COLS = NESTED_NAME_FIELDS
 SURVEY_COLS = ("seq", "ts", "kind", *NAME_COLS, *NESTED_COLS)
 DIRECTORY_KINDS = frozenset(k for k, v in KINDS.items() if v.route == "directory")
 TRACE_OWN = ("trace_started", "trace_ended")
@@ -77,10 +77,6 @@ class _Names:
         return i
 
 
-_LETTER = {"group": "g", "topic": "t", "real_topic": "t", "retry_topic": "t", "broker": "b", "client": "c",
-           "holder": "c", "previous_holder": "c"}
-
-
 def _reads(kind: str) -> frozenset:
     """The name columns a kind's names come from (spec.kinds.names reads the same fields)."""
     flat, nested = name_fields(kind)
@@ -89,8 +85,8 @@ def _reads(kind: str) -> frozenset:
 
 def _value_names(col: str, v) -> list:
     """The names one cell gives: a flat field's value, or a nested field's JSON text."""
-    if col in _LETTER:
-        return value_names(_LETTER[col], v)
+    if col in NAME_LETTERS:
+        return value_names(NAME_LETTERS[col], v)
     try:
         return nested_names(col, orjson.loads(v))
     except orjson.JSONDecodeError:
@@ -280,8 +276,9 @@ class _TaskPlan:
         return _key_owner(key, lambda x: self.pid if x in self.mine else None)
 
 
-def plan_trace(surveys: list[dict], files: list[str], tasks_wanted: int, slots: int):
-    """(ScopePlan, per task its work) of one trace's file surveys, or NotScoped."""
+def plan_trace(surveys: list[dict], tasks_wanted: int, slots: int):
+    """(ScopePlan, per task its work, the trace_started and trace_ended rows) of one trace's
+    file surveys, or NotScoped."""
     uf = UnionFind()
     for s in surveys:
         nm = s["names"]
@@ -324,17 +321,11 @@ def plan_trace(surveys: list[dict], files: list[str], tasks_wanted: int, slots: 
     n = max(1, min(len(count), tasks_wanted))
     order = sorted(count, key=lambda r: (first[r], repr(r)))
     part = _cut(order, count, n, unnamed)
-    loads = [0] * n
-    loads[0] += unnamed
-    for r, p in part.items():
-        loads[p] += count[r]
+    loads = _loads(part, count, n, unnamed)
     if max(loads) * n > 1.5 * sum(loads):
         # scopes too large for even stretches of time: pack them largest first onto the lightest
         part = _lpt(count, n, unnamed)
-        loads = [0] * n
-        loads[0] += unnamed
-        for r, p in part.items():
-            loads[p] += count[r]
+        loads = _loads(part, count, n, unnamed)
     members: dict = {}
     for x, r in root.items():
         members.setdefault(r, []).append(x)
@@ -358,7 +349,16 @@ def plan_trace(surveys: list[dict], files: list[str], tasks_wanted: int, slots: 
         spans = sorted(span[f] for f in w["reads"])
         w["merge"] = any(b[0] <= a[1] for a, b in zip(spans, spans[1:]))
     plan = ScopePlan(n, loads, part_of_name, len(count), sum(1 for h in heads))
-    return plan, work, starts[0], (ends[0] if ends else None), total
+    return plan, work, starts[0], (ends[0] if ends else None)
+
+
+def _loads(part, count, n, unnamed) -> list:
+    """Each task's events (task 0 also replays the events of no deployment)."""
+    loads = [0] * n
+    loads[0] += unnamed
+    for r, p in part.items():
+        loads[p] += count[r]
+    return loads
 
 
 def _cut(order, count, n, unnamed) -> dict:
@@ -412,16 +412,15 @@ def head_events(files, heads) -> list:
     return out
 
 
-def _events_of(path, table, idx, lines) -> list:
-    """The rows `idx` of a table as events, as `check`'s Parquet reader makes them (traces.io:
-    nulls left out, the JSON-typed columns decoded); not validated."""
+def _events_of(path, table, idx, lines) -> tuple:
+    """(events, their record batch): the rows `idx` of a table as events, as `check`'s Parquet
+    reader makes them (traces.io: nulls left out, the JSON-typed columns decoded); not validated."""
     import pyarrow as pa
 
     from .io import _batch_events, _json_fields, _json_rows, json_column_value
 
     sub = table if len(idx) == table.num_rows else table.take(pa.array(idx))
-    batches = sub.combine_chunks().to_batches()
-    batch = batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+    batch = sub.combine_chunks().to_batches()[0]    # (one chunk per column: one batch)
     events, json_cols = _batch_events(path, batch, 0, _json_fields())
     if json_cols:
         for j, cols in _json_rows(batch, json_cols).items():
@@ -449,8 +448,8 @@ def _file_rows(pid, fidx, path, rgs, mine, zero, ends, used, validate):
         anchor, _, kidx, kinds = _anchors(t, reg, False)
         owned = np.array([x in mine for x in reg.names] + [False], dtype=bool)
         take = owned[anchor]
+        is_dir = np.array([k in DIRECTORY_KINDS for k in kinds], dtype=bool)
         if zero:
-            is_dir = np.array([k in DIRECTORY_KINDS for k in kinds], dtype=bool)
             take |= (anchor < 0) & ~is_dir[kidx]
         idx = np.flatnonzero(take)
         if not idx.size:
@@ -466,7 +465,7 @@ def _file_rows(pid, fidx, path, rgs, mine, zero, ends, used, validate):
                 if problem:
                     raise TraceInputError(path, lines[j], problem)
         seqs = batch.column("seq").to_numpy()
-        bc = np.array([k in DIRECTORY_KINDS for k in kinds], dtype=bool)[sub_k]
+        bc = is_dir[sub_k]
         rows = list(zip(zip(repeat(pid), seqs.tolist()),
                         zip(bc.tolist(), repeat(pid), batch.column("ts").to_numpy().tolist(), repeat(fidx),
                             lines, events)))
@@ -541,7 +540,7 @@ def tasks_of(t, surveys, files, profile, max_listed, slots, wanted=None):
     total = sum(s["rows"] for s in surveys)
     if wanted is None:
         wanted = max(4 * slots, -(-total // TASK_EVENTS))
-    plan, work, start, end, _ = plan_trace(surveys, files, wanted, slots)
+    plan, work, start, end = plan_trace(surveys, wanted, slots)
     heads = head_events(files, [start, end])
     prof = resolve_profile(profile, heads[0][4], files[start[2]])
     tasks = [{"trace": t, "pid": p, "files": files, "profile": prof.name, "max_listed": max_listed,
