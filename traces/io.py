@@ -497,8 +497,8 @@ def _py_values(col) -> list:
         return col.to_pylist()
     if t == pa.int64() or t == pa.bool_():
         return col.to_numpy(zero_copy_only=False).tolist()
-    if t == pa.string():
-        enc = col.dictionary_encode()
+    if t == pa.string() or _is_dict_text(t):
+        enc = col if _is_dict_text(t) else col.dictionary_encode()
         return list(map(enc.dictionary.to_pylist().__getitem__, enc.indices.to_numpy().tolist()))
     if t == pa.list_(pa.int64()) or t == pa.list_(pa.string()):
         flat = col.flatten()
@@ -510,17 +510,49 @@ def _py_values(col) -> list:
     return col.to_pylist()
 
 
-def _batch_events(path, batch, row: int, jf) -> tuple[list[dict], list[str]]:
+def _is_dict_text(t) -> bool:
+    """A dictionary-encoded text column (as Parquet stores text, and as a reader may ask for it)."""
+    import pyarrow as pa
+
+    return pa.types.is_dictionary(t) and t.value_type == pa.string()
+
+
+def _column_getter(col):
+    """For one column of a record batch: a function from row positions (a numpy array) to the
+    column's values at those rows as Python values, what `_py_values(col.take(positions))` gives
+    for rows that hold a value, made once per batch so that each group of rows costs numpy
+    indexing rather than an Arrow take: numbers as a numpy array, text as one Python string per
+    distinct value and an array of indices."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    if t == pa.int64() or t == pa.bool_():
+        arr = (pc.fill_null(col, False if t == pa.bool_() else 0) if col.null_count else col).to_numpy(
+            zero_copy_only=False)
+        return lambda pos: arr[pos].tolist()
+    if t == pa.string() or _is_dict_text(t):
+        enc = col if _is_dict_text(t) else col.dictionary_encode()
+        get = enc.dictionary.to_pylist().__getitem__
+        ind = enc.indices
+        ind = (pc.fill_null(ind, 0) if ind.null_count else ind).to_numpy(zero_copy_only=False)
+        return lambda pos: list(map(get, ind[pos].tolist()))
+    return lambda pos: _py_values(col.take(pa.array(pos)))
+
+
+def _batch_events(path, batch, row: int, jf, rows=None) -> tuple[list[dict], list[str]]:
     """The rows of a record batch as event dicts (fields in column order, nulls left out; the
-    JSON-typed fields still as text), and the JSON-typed columns that hold a value.
+    JSON-typed fields still as text), and the JSON-typed columns that hold a value. `rows`, if
+    given, is a sorted numpy array of the row indices wanted: only those become events, in
+    that order (the rest of the batch is not converted). `row`: the file's row before the
+    batch's first (for messages).
 
     An event sets ~13 of the schema's 81 fields, and the rows of a batch fall into a few dozen
     sets of non-null columns (mostly one per kind). So the rows are grouped by that set, and
-    each group's columns are taken from Arrow as Python lists and filled into copies of one
-    dict of the group's fields, a column at a time in C (`map(setitem, ...)`), so no dict is
-    resized while it fills: 2.27 us an event against 3.08 filling each cell with a Python step."""
+    each group's columns are taken as Python lists (`_column_getter`) and filled into copies of
+    one dict of the group's fields, a column at a time in C (`map(setitem, ...)`), so no dict is
+    resized while it fills."""
     import numpy as np
-    import pyarrow as pa
 
     n = batch.num_rows
     names = batch.schema.names
@@ -530,33 +562,40 @@ def _batch_events(path, batch, row: int, jf) -> tuple[list[dict], list[str]]:
     # which cells hold a value, for the columns with a null somewhere (the others: every row)
     valid = {i: batch.column(i).is_valid().to_numpy(zero_copy_only=False)
              for i in cols if batch.column(i).null_count}
+    if rows is not None:
+        valid = {i: v[rows] for i, v in valid.items()}
+    m = n if rows is None else len(rows)
     # each row's set of non-null columns as a group number (62 columns to an int64 word)
-    group = np.zeros(n, dtype=np.int64)
+    group = np.zeros(m, dtype=np.int64)
     partial = list(valid)
     for k in range(0, len(partial), 62):
-        word = np.zeros(n, dtype=np.int64)
+        word = np.zeros(m, dtype=np.int64)
         for bit, i in enumerate(partial[k:k + 62]):
             word |= valid[i].astype(np.int64) << bit
         u, inv = np.unique(word, return_inverse=True)
         group = group * len(u) + inv.reshape(-1)
-    order = np.argsort(group, kind="stable")
+    order = np.argsort(group, kind="stable")        # positions among the rows wanted
+    at = order if rows is None else rows[order]     # the same rows' indices in the batch
     sgroup = group[order]
-    starts = np.flatnonzero(np.r_[True, sgroup[1:] != sgroup[:-1]]).tolist() + [n] if n else [0]
-    events: list = [None] * n
+    starts = np.flatnonzero(np.r_[True, sgroup[1:] != sgroup[:-1]]).tolist() + [m] if m else [0]
+    events: list = [None] * m
     try:
+        getters = {i: _column_getter(batch.column(i)) for i in cols} if m else {}
         for a, b in zip(starts, starts[1:]):
-            rows = order[a:b]
-            here = [i for i in cols if i not in valid or valid[i][rows[0]]]
+            first = order[a]
+            here = [i for i in cols if i not in valid or valid[i][first]]
             copy = dict.fromkeys(names[i] for i in here).copy
             evs = [copy() for _ in range(b - a)]
-            take = pa.array(rows)
+            pos = at[a:b]
             for i in here:
-                deque(map(setitem, evs, repeat(names[i]), _py_values(batch.column(i).take(take))), maxlen=0)
-            deque(map(events.__setitem__, rows.tolist(), evs), maxlen=0)
+                deque(map(setitem, evs, repeat(names[i]), getters[i](pos)), maxlen=0)
+            deque(map(events.__setitem__, order[a:b].tolist(), evs), maxlen=0)
     except UnicodeDecodeError:
         for i in cols:      # the first column, in column order, with text that is not UTF-8 says where
             _column_values(path, batch, i, row)
-        raise
+        # (a distinct value no row holds: a dictionary page of the file's own)
+        raise TraceInputError(path, row + 1, "text that is not valid UTF-8 in the Parquet data of rows "
+                                             f"{row + 1} to {row + n}") from None
     return events, json_cols
 
 
@@ -621,6 +660,47 @@ def _footer_place(source) -> str:
     return f"the Parquet footer (metadata from byte {size - 8 - n} to byte {size - 9})"
 
 
+def parquet_text_as_dictionary(path):
+    """A ParquetFile of `path` whose flat text columns are read dictionary-encoded, as Parquet
+    stores them: no string is made per cell, and each row group's distinct values are made
+    once (traces.io._column_getter). Worth it for big row groups (the scoped replay); on a small
+    file the second open costs more than it saves. (List columns stay plain: Arrow cannot read
+    a list of dictionaries into more than one chunk.)"""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    names = [f.name for f in pf.schema_arrow if f.type == pa.string()]
+    if not names or len(set(pf.schema_arrow.names)) < len(pf.schema_arrow.names):
+        return pf
+    return pq.ParquetFile(path, metadata=pf.metadata, read_dictionary=names)
+
+
+def valued_columns(pf, rg: int) -> list[str] | None:
+    """The columns of row group `rg` of a ParquetFile that may hold a value, for reading it:
+    every column but the flat ones whose own statistics count a null in every row (decoding an
+    all-null column is no cheaper than a full one, and most of the schema's 81 columns are all
+    null in a row group: an event sets ~13). None: read every column (none to leave out, or
+    names that repeat, which the reader reports). List columns are always read: their leaf's
+    null count also counts empty lists, which are values."""
+    md = pf.metadata
+    names = pf.schema_arrow.names
+    if len(set(names)) < len(names):
+        return None
+    g = md.row_group(rg)
+    n = g.num_rows
+    empty = set()
+    for i in range(g.num_columns):
+        c = g.column(i)
+        st = c.statistics
+        # (a list column's statistics are its leaf's, `name.list.element`, never a column name)
+        if st is not None and st.has_null_count and st.null_count == n:
+            empty.add(c.path_in_schema)
+    if not empty or n == 0:
+        return None
+    return [x for x in names if x not in empty]
+
+
 def _stream_rows(batch, rules: _Stream) -> list[int] | None:
     """The rows of this batch (indices) that `_Stream.check` may have something to say about:
     a trace_started or trace_ended, and the row after a trace_ended. None when that cannot be
@@ -670,7 +750,11 @@ def _parquet_batches(path, fh, owned, progress, on_batch):
     try:
         # threads decode a big file's columns in parallel; on a small one they cost more than they save
         threads = pf.metadata.num_rows > PARQUET_BATCH_ROWS
-        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=threads):
+        batches = chain.from_iterable(
+            pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=[rg], columns=valued_columns(pf, rg),
+                            use_threads=threads)
+            for rg in range(pf.metadata.num_row_groups))
+        for batch in batches:
             marked = _stream_rows(batch, rules)
             events, json_cols = _batch_events(path, batch, row, jf)
             if on_batch is not None:

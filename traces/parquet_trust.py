@@ -5,7 +5,8 @@ most of what `spec.replay.FastValidator` checks per event: the column types fix 
 type, and which columns hold a value in a row is the event's field set. `trusted_kinds` looks at a
 record batch's columns as Arrow (no Python objects, one group-by pass) and names the kinds for
 which every row passes FastValidator for certain:
-- every column has the writer's type, and seq, ts and kind hold a value in every row;
+- every column has the writer's type (text may be dictionary-encoded), and seq, ts and kind
+  hold a value in every row;
 - each column holding a value in a row of the kind is a field of that kind, and not a JSON one
   (their contents are checked per event: a kind with JSON values is not trusted);
 - each required field of the kind is a column with a value in every row of the kind;
@@ -30,10 +31,15 @@ def trusted_kinds(batch) -> frozenset:
     from .schema import ENVELOPE, OBS_VALUES, kinds
     from .schema import _kind_rules as schema_rules
 
+    from .io import _is_dict_text
+
     names = batch.schema.names
     want = _writer_types()
-    if len(set(names)) != len(names) or any(n not in want or batch.schema.field(n).type != want[n]
-                                            for n in names):
+    # (text read dictionary-encoded, as Parquet stores it, is the writer's text column)
+    if len(set(names)) != len(names) or any(
+            n not in want or (batch.schema.field(n).type != want[n]
+                              and not (_is_dict_text(batch.schema.field(n).type) and want[n] == pa.string()))
+            for n in names):
         return frozenset()
     if any(n not in names or batch.column(names.index(n)).null_count for n in ENVELOPE):
         return frozenset()

@@ -35,12 +35,14 @@ import heapq
 import os
 import sys
 import time
+from collections import deque
 from itertools import chain, repeat
 
 import orjson
 
-from ..spec.kinds import KINDS, NAME_LETTERS, NESTED_NAME_FIELDS, key_atom, name_fields, nested_names, value_names
-from .io import TraceInputError
+from ..spec.kinds import INERT, KINDS, NAME_LETTERS, NESTED_NAME_FIELDS, key_atom, name_fields, nested_names, value_names
+from .io import TraceInputError, parquet_text_as_dictionary, valued_columns
+from .schema import ENVELOPE
 from .scopes import UnionFind
 
 # the columns `spec.kinds.names` reads: flat name fields, then the nested ones of directory kinds
@@ -53,6 +55,7 @@ TRACE_OWN = ("trace_started", "trace_ended")
 # 24.4 against about 6 us). A trace whose largest scope holds more than this many fair shares
 # of the cores goes to the exact path: that scope alone, in one task, would outlast it.
 EXACT_COST_RATIO = 4
+SURVEY_TASKS_PER_CORE = 4
 TASK_EVENTS = 1 << 21       # (as the whole path: Spark's progress, and a retry's cost, by the task)
 
 
@@ -389,6 +392,7 @@ def _lpt(count, n, unnamed) -> dict:
 def head_events(files, heads) -> list:
     """The trace's own events (trace_started, trace_ended) as rows for every task: (seq, ts,
     file index, line, event), read and checked in full (schema and schema_version)."""
+    import numpy as np
     import pyarrow.parquet as pq
 
     from ..spec.replay import fast_validator
@@ -401,8 +405,9 @@ def head_events(files, heads) -> list:
             continue
         _, seq, fidx, rg, i, line = h
         path = files[fidx]
-        t = pq.ParquetFile(path).read_row_group(rg)
-        evs, _ = _events_of(path, t, [i], [line])
+        pf = pq.ParquetFile(path)
+        t = pf.read_row_group(rg, columns=valued_columns(pf, rg), use_threads=False)
+        evs, _ = _events_of(path, t, np.array([i]), [line], line - 1 - i)
         ev = evs[0]
         _Stream(path).check(line, ev)
         problem = validate(ev)
@@ -412,18 +417,21 @@ def head_events(files, heads) -> list:
     return out
 
 
-def _events_of(path, table, idx, lines) -> tuple:
-    """(events, their record batch): the rows `idx` of a table as events, as `check`'s Parquet
-    reader makes them (traces.io: nulls left out, the JSON-typed columns decoded); not validated."""
-    import pyarrow as pa
-
+def _events_of(path, table, idx, lines, row0: int = 0) -> tuple:
+    """(events, the table as one record batch): the rows `idx` (a sorted numpy array) of a
+    table read from row `row0` of its file, as events, as `check`'s Parquet reader makes them
+    (traces.io: nulls left out, the JSON-typed columns decoded); not validated."""
     from .io import _batch_events, _json_fields, _json_rows, json_column_value
 
-    sub = table if len(idx) == table.num_rows else table.take(pa.array(idx))
-    batch = sub.combine_chunks().to_batches()[0]    # (one chunk per column: one batch)
-    events, json_cols = _batch_events(path, batch, 0, _json_fields())
+    batches = table.to_batches()
+    batch = batches[0] if len(batches) == 1 else table.combine_chunks().to_batches()[0]
+    events, json_cols = _batch_events(path, batch, row0, _json_fields(), rows=idx)
     if json_cols:
-        for j, cols in _json_rows(batch, json_cols).items():
+        at = {int(r): j for j, r in enumerate(idx)}
+        for r, cols in _json_rows(batch, json_cols).items():
+            j = at.get(r)
+            if j is None:
+                continue
             ev = events[j]
             for n in cols:
                 ev[n] = json_column_value(path, lines[j], n, ev[n])
@@ -436,15 +444,15 @@ def _file_rows(pid, fidx, path, rgs, mine, zero, ends, used, validate):
     """The rows of one file this task replays, in `_replay_partition`'s form, each row group's
     rows with the scope ends that fall in them ((pid, seq, 1), names) right after their event."""
     import numpy as np
-    import pyarrow.parquet as pq
 
     from .parquet_trust import trusted_kinds
 
-    pf = pq.ParquetFile(path)
+    pf = parquet_text_as_dictionary(path)
     reg = _Names()
     end_seqs = np.array([e[0] for e in ends], dtype=np.int64)
     for rg, row0 in rgs:
-        t = pf.read_row_group(rg)
+        # (the task's own core: Arrow's threads would only take CPU from the other tasks)
+        t = pf.read_row_group(rg, columns=valued_columns(pf, rg), use_threads=False)
         anchor, _, kidx, kinds = _anchors(t, reg, False)
         owned = np.array([x in mine for x in reg.names] + [False], dtype=bool)
         take = owned[anchor]
@@ -455,20 +463,33 @@ def _file_rows(pid, fidx, path, rgs, mine, zero, ends, used, validate):
         if not idx.size:
             continue
         lines = (idx + (row0 + 1)).tolist()
-        events, batch = _events_of(path, t, idx, lines)
         sub_k = kidx[idx]
-        trusted = trusted_kinds(batch)
+        trusted = trusted_kinds(t)
+        seqs = t.column("seq").to_numpy()[idx]
+        tss = t.column("ts").to_numpy()[idx].tolist()
+        # an inert kind's action reads no field (spec.kinds.INERT): a trusted row of one is
+        # replayed as its envelope alone, without making its event
+        bare = [i for i, k in enumerate(kinds) if k in INERT and k in trusted]
+        lean = np.isin(sub_k, bare) if bare else None
+        if lean is None or not lean.any():
+            events, _ = _events_of(path, t, idx, lines, row0)
+        else:
+            full = np.flatnonzero(~lean)
+            events = [None] * len(idx)
+            made, _ = _events_of(path, t, idx[full], [lines[j] for j in full.tolist()], row0)
+            deque(map(events.__setitem__, full.tolist(), made), maxlen=0)
+            env = np.flatnonzero(lean).tolist()
+            deque(map(events.__setitem__, env, map(dict, map(zip, repeat(ENVELOPE), zip(
+                seqs[env].tolist(), map(tss.__getitem__, env), map(kinds.__getitem__, sub_k[env].tolist()))))), maxlen=0)
         check = [i for i, k in enumerate(kinds) if k not in trusted]
         if check:
             for j in np.flatnonzero(np.isin(sub_k, check)).tolist():
                 problem = validate(events[j])
                 if problem:
                     raise TraceInputError(path, lines[j], problem)
-        seqs = batch.column("seq").to_numpy()
         bc = is_dir[sub_k]
         rows = list(zip(zip(repeat(pid), seqs.tolist()),
-                        zip(bc.tolist(), repeat(pid), batch.column("ts").to_numpy().tolist(), repeat(fidx),
-                            lines, events)))
+                        zip(bc.tolist(), repeat(pid), tss, repeat(fidx), lines, events)))
         lo = int(np.searchsorted(end_seqs, seqs[0], side="left"))
         hi = int(np.searchsorted(end_seqs, seqs[-1], side="right"))
         if lo == hi:
@@ -557,7 +578,10 @@ def replay_traces_scoped(by_trace: dict, files: list[str], out, spark, profile, 
     t0 = time.perf_counter()
     sc = spark.sparkContext
     mine = sorted(i for fs in by_trace.values() for i in fs)
-    surveys = sc.parallelize(mine, max(1, len(mine))).map(lambda i: survey_file(i, files[i])).collect()
+    # a few survey tasks per core, each of consecutive files: a task per file would cost Spark's
+    # per-task overhead (tens of ms of Python worker CPU) hundreds of times
+    surveys = sc.parallelize(mine, max(1, min(len(mine), SURVEY_TASKS_PER_CORE * sc.defaultParallelism))).map(
+        lambda i: survey_file(i, files[i])).collect()
     t_survey = time.perf_counter() - t0
     by_file = {s["fidx"]: s for s in surveys}
     back: set = set()
