@@ -527,17 +527,29 @@ def _column_getter(col):
     import pyarrow.compute as pc
 
     t = col.type
-    if t == pa.int64() or t == pa.bool_():
-        arr = (pc.fill_null(col, False if t == pa.bool_() else 0) if col.null_count else col).to_numpy(
-            zero_copy_only=False)
+    if t == pa.int64():
+        arr = _int_cells(col)
+        return lambda pos: arr[pos].tolist()
+    if t == pa.bool_():
+        arr = (pc.fill_null(col, False) if col.null_count else col).to_numpy(zero_copy_only=False)
         return lambda pos: arr[pos].tolist()
     if t == pa.string() or _is_dict_text(t):
         enc = col if _is_dict_text(t) else col.dictionary_encode()
         get = enc.dictionary.to_pylist().__getitem__
-        ind = enc.indices
-        ind = (pc.fill_null(ind, 0) if ind.null_count else ind).to_numpy(zero_copy_only=False)
+        ind = _int_cells(enc.indices)
         return lambda pos: list(map(get, ind[pos].tolist()))
     return lambda pos: _py_values(col.take(pa.array(pos)))
+
+
+def _int_cells(arr):
+    """An integer array's values as numpy, without a copy; a null's cell holds whatever the
+    buffer holds there, and is never read (only the positions of values are indexed)."""
+    import numpy as np
+
+    if not arr.null_count:
+        return arr.to_numpy()
+    dt = np.dtype(arr.type.to_pandas_dtype())
+    return np.frombuffer(arr.buffers()[1], dtype=dt, count=arr.offset + len(arr))[arr.offset:]
 
 
 def _batch_events(path, batch, row: int, jf, rows=None) -> tuple[list[dict], list[str]]:
@@ -579,11 +591,16 @@ def _batch_events(path, batch, row: int, jf, rows=None) -> tuple[list[dict], lis
     sgroup = group[order]
     starts = np.flatnonzero(np.r_[True, sgroup[1:] != sgroup[:-1]]).tolist() + [m] if m else [0]
     events: list = [None] * m
+    full = [i for i in cols if i not in valid]
+    # each group's first row: which of the columns with nulls hold a value there
+    firsts = np.stack([valid[i][order[starts[:-1]]] for i in partial]).T.tolist() if partial and m else []
     try:
         getters = {i: _column_getter(batch.column(i)) for i in cols} if m else {}
-        for a, b in zip(starts, starts[1:]):
-            first = order[a]
-            here = [i for i in cols if i not in valid or valid[i][first]]
+        for g, (a, b) in enumerate(zip(starts, starts[1:])):
+            has = set(full)
+            if partial:
+                has.update(i for i, v in zip(partial, firsts[g]) if v)
+            here = [i for i in cols if i in has]
             copy = dict.fromkeys(names[i] for i in here).copy
             evs = [copy() for _ in range(b - a)]
             pos = at[a:b]

@@ -421,17 +421,18 @@ def _events_of(path, table, idx, lines, row0: int = 0) -> tuple:
     """(events, the table as one record batch): the rows `idx` (a sorted numpy array) of a
     table read from row `row0` of its file, as events, as `check`'s Parquet reader makes them
     (traces.io: nulls left out, the JSON-typed columns decoded); not validated."""
+    import numpy as np
+
     from .io import _batch_events, _json_fields, _json_rows, json_column_value
 
     batches = table.to_batches()
     batch = batches[0] if len(batches) == 1 else table.combine_chunks().to_batches()[0]
     events, json_cols = _batch_events(path, batch, row0, _json_fields(), rows=idx)
     if json_cols:
-        at = {int(r): j for j, r in enumerate(idx)}
         for r, cols in _json_rows(batch, json_cols).items():
-            j = at.get(r)
-            if j is None:
-                continue
+            j = int(np.searchsorted(idx, r))
+            if j == len(idx) or idx[j] != r:
+                continue        # (another task's row)
             ev = events[j]
             for n in cols:
                 ev[n] = json_column_value(path, lines[j], n, ev[n])
