@@ -142,8 +142,6 @@ class ReferenceMachine(RuleBasedStateMachine):
         self.run = None
         self.example_events = 0
         self.left_at: dict = {}     # group -> when a client of it last shut down or crashed
-        self.written_at: dict = {}  # broker -> when an operator last wrote an offset on it
-        self.written_past_end: set = set()  # brokers on which an operator wrote past a queue's end
         self.step_events = 0
         cls.report["examples"] += 1
         self._cm = _enter(cls.reference_patch)
@@ -295,26 +293,6 @@ class ReferenceMachine(RuleBasedStateMachine):
         if not type(self).respect_assumptions:
             return True
         return not any(c.orderly and c.running and c.proc.alive for c in self.run.consumers.values())
-
-    def _write_flushed(self, broker) -> bool:
-        """Not one of the spec's assumptions but a gap of the spec the machine steps around: a
-        broker restarts only once it has flushed an operator's last offset write, and never
-        after an operator wrote an offset past a queue's end on it. A restart reloads the flushed
-        table; when that holds an operator's write past the end (the last one, or an older one
-        whose successor was lost), the OFFSET_ILLEGAL correction skips what was stored below it.
-        Real RocketMQ loses those messages too, and it is the operator's doing (ANOM-RESET-SKIP),
-        but the spec forgets at the reload that the value was an operator's and reports
-        INV-OFFSET-3 or INV-START-1 (tests/test_statemachine.py keeps the examples, xfail)."""
-        if not type(self).respect_assumptions:
-            return True
-        if broker in self.written_past_end:
-            return False
-        if broker not in self.written_at:
-            return True
-        p = self.run.profile
-        # the flush runs every interval after an initial delay from the broker's (re)start
-        wait = max(p.broker_offset_flush_initial_delay_ms, p.broker_offset_flush_interval_ms)
-        return self.run.sim.now > self.written_at[broker] + wait
 
     def _group_runs(self, group) -> bool:
         """An operator writes a group's offsets with its consumers stopped (the procedure for
@@ -635,9 +613,6 @@ class ReferenceMachine(RuleBasedStateMachine):
         end = b.store.max_offset("T", queue)
         self._step(action="set_broker_offset", broker=broker, group=group, topic="T", queue=queue,
                    offset=end + past_end)
-        self.written_at[broker] = self.run.sim.now
-        if past_end:
-            self.written_past_end.add(broker)
         for c in stopped:
             self._step(action="start", client=c, group=group)
 
@@ -671,7 +646,7 @@ class ReferenceMachine(RuleBasedStateMachine):
         if self.run is None or not self._restart_allowed():
             return
         for b in (BROKERS if broker == ALL_BROKERS else (broker,)):
-            if not self.done and self.run.net.brokers[b].up and self._write_flushed(b):
+            if not self.done and self.run.net.brokers[b].up:
                 self._step(action="restart_broker", broker=b, downtime_ms=downtime_ms)
 
     @rule(probability=S.oneway_loss_probabilities())

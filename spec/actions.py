@@ -1590,9 +1590,13 @@ def offset_committed(st, ev, out):
         # (an operator may write any group's broker offset; broadcasting clients never read it)
         out.report("INV-BCAST-1", "offset committed on the broker for a broadcasting group", key)
     unit = qs.units.get("")
-    # an operator's reset: written by mqadmin (no consumer online), or persisted by a client that
-    # set it on the broker's request (MQClientInstance.resetOffset, then removeUnnecessaryMessageQueue)
-    reset = src == "reset" or (src == "persist" and off in qs.resets)
+    # an operator's reset: written by mqadmin (no consumer online), or carried by a client whose
+    # offset table holds it: set on the broker's request (MQClientInstance.resetOffset, then
+    # removeUnnecessaryMessageQueue persists it), or read from the broker before a correction
+    # replaced it there, and committed again by a persist or by a pull (PullMessageRequestHeader's
+    # commitOffset, which the broker commits as a persist) over another value (a pull that commits
+    # the table's own value again changes nothing: the reset is judged where it was)
+    reset = src == "reset" or (off in qs.resets and (src == "persist" or (src == "pull" and off != qs.committed)))
     if qs.committed is not None and off < qs.committed and not reset and src != "snapshot":
         _offset_back(st, qs, g, unit, off, src, cid, ev["ts"], out)
     if reset:
@@ -1684,9 +1688,17 @@ def offset_erased(st, ev, out):
 def offset_loaded(st, ev, out):
     qs = _q(st, ev)
     if ev["store"] == "broker":
-        if qs.flushed is not None and ev["offset"] != qs.flushed:
-            out.report("GUARD", f"broker reloads {ev['offset']}, its last flush was {qs.flushed}", qs.key)
-        _set_committed(st, qs, ev["offset"])
+        off = ev["offset"]
+        if qs.flushed is not None and off != qs.flushed:
+            out.report("GUARD", f"broker reloads {off}, its last flush was {qs.flushed}", qs.key)
+        _set_committed(st, qs, off)
+        # ConsumerOffsetManager.load reads the last flush of consumerOffset.json: what was
+        # written after it is gone, a pending reset past the end with it, and the value may be an
+        # operator's own write (an older one, when a later write was not flushed yet). Past the
+        # queue's end, such a write is corrected as it was when written (OFFSET_ILLEGAL, then
+        # maxOffset), and what that skips is the operator's (ANOM-RESET-SKIP)
+        key = qs.key
+        qs.reset_ahead = off if off in qs.resets and off > _end(st.stored.get((key[1], key[2], key[3]))) else None
     else:
         loc = qs.local.get(ev.get("client"))
         if loc is not None and loc[0] != ev["offset"]:

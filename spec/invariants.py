@@ -370,7 +370,8 @@ CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "ANOM-RESET-SKIP", "An operator reset skips messages (allowed)",
         "An offset reset (offset_committed with source reset: resetOffset / a restored offset) moved "
-        "the group's offset past messages it had not consumed. The operator asked for it.",
+        "the group's offset past messages it had not consumed, also when a broker restart brings "
+        "the write back from its last flush (ConsumerOffsetManager.load). The operator asked for it.",
         "ConsumerOffsetManager reset; MQClientInstance.resetOffset on the clients.",
         "", "warning", True, "step", "queue"),
     Invariant(

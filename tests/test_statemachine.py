@@ -401,39 +401,10 @@ def test_a_5x_orderly_call_past_the_unlock_delay_is_not_played(tmp_path):
     assert "5.x" in str(info.value)
 
 
-# Two gaps of the spec the machine found on the unmodified reference (2026-12-01) and steps
-# around (_write_flushed, _frozen_member) until the spec is fixed; with the guards off the
-# examples still fail. When a spec fix makes one hold, its xfail turns into a failure: then
+# A gap of the spec the machine found on the unmodified reference (2026-12-01) and steps
+# around (_frozen_member) until the spec is fixed; with the guard off the example still fails. When a spec fix makes one hold, its xfail turns into a failure: then
 # remove the machine's guard.
 SPEC_GAPS = {
-    # a broker restart loses an operator's unflushed write and reloads an older one past the
-    # queue's end; the OFFSET_ILLEGAL correction skips what was stored below it, the operator's
-    # loss (ANOM-RESET-SKIP), but the spec forgets at the reload that the value was a write
-    "reloaded-write-past-end": ("rocketmq-5.3.3", [("_write_flushed", True)], """\
-state.begin(clients=['c1'], count=0)
-state.set_broker_offset(broker='broker-a', group='GID_O', past_end=1000, queue=1)
-state.advance(choices=[], ms=30000)
-state.set_broker_offset(broker='broker-a', group='GID_O', past_end=1, queue=1)
-state.produce(count=3, tags='C')
-state.restart_broker(broker='broker-a', downtime_ms=30000)
-state.advance(choices=[], ms=30000)
-state.start(client='o2')
-state.advance(choices=[], ms=1)
-state.produce(count=2, tags='A')
-"""),
-    # the same with the write flushed: the restart came before the flush of the client's
-    # OFFSET_ILLEGAL correction, so the broker reloads the write past the end (INV-START-1)
-    "reloaded-write-past-end-flushed": ("rocketmq-4.9.8", [("_write_flushed", True)], """\
-state.begin(clients=['c2'], count=0, orderly_batch=1)
-state.application(concurrent_ms=15000, failure=None, orderly_ms=None)
-state.set_broker_offset(broker='broker-b', group='GID_C', past_end=1000, queue=0)
-state.produce(count=3, tags='A')
-state.await_call(group='GID_C')
-state.produce(count=3, tags='A')
-state.advance(choices=[], ms=381)
-state.advance(choices=[153, 240], ms=10000)
-state.restart_during_call(every_broker=True, group='GID_C')
-"""),
     # 5.x keeps an orderly ProcessQueue that a lost route dropped mid-call in its table; the
     # queue comes back, and a reset drops it again with no event: the spec takes the reset's
     # updateOffset for one from a dropped ProcessQueue (INV-DROP-1)
@@ -464,6 +435,122 @@ def test_a_gap_of_the_spec_is_still_open(gap, tmp_path):
         for guard, answer in guards:      # that guard off (5.x's: also the slow orderly calls)
             stack.enter_context(mock.patch.object(ReferenceMachine, guard, lambda *a, _v=answer, **k: _v))
         _play(profile, steps, trace_path=str(tmp_path / "t.jsonl"))
+
+
+# Once two gaps of SPEC_GAPS (closed 2026-12-02): a broker restart reloads its last flush of the
+# offset table (ConsumerOffsetManager.load), and that holds an operator's write past the queue's
+# end: the last write, or an older one whose successor was not flushed yet. The OFFSET_ILLEGAL
+# correction then skips what was stored below it, the operator's loss (ANOM-RESET-SKIP); the
+# spec forgot at the reload that the value was a write and reported INV-OFFSET-3 (5.3.3) or
+# INV-START-1 (4.9.8). The reload now keeps a reset past the end pending when the value reloaded
+# is one (spec.actions.offset_loaded), and the machine restarts brokers whatever was written.
+RELOADED_WRITE_PAST_END = {
+    # an unflushed write (past the end by 1) is lost; the flushed one (past by 1000) comes back
+    "older-write-comes-back": ("rocketmq-5.3.3", """\
+state.begin(clients=['c1'], count=0)
+state.set_broker_offset(broker='broker-a', group='GID_O', past_end=1000, queue=1)
+state.advance(choices=[], ms=30000)
+state.set_broker_offset(broker='broker-a', group='GID_O', past_end=1, queue=1)
+state.produce(count=3, tags='C')
+state.restart_broker(broker='broker-a', downtime_ms=30000)
+state.advance(choices=[], ms=30000)
+state.start(client='o2')
+state.advance(choices=[], ms=1)
+state.produce(count=2, tags='A')
+"""),
+    # the restart comes before the flush of the client's correction: the write comes back
+    "write-comes-back": ("rocketmq-4.9.8", """\
+state.begin(clients=['c2'], count=0, orderly_batch=1)
+state.application(concurrent_ms=15000, failure=None, orderly_ms=None)
+state.set_broker_offset(broker='broker-b', group='GID_C', past_end=1000, queue=0)
+state.produce(count=3, tags='A')
+state.await_call(group='GID_C')
+state.produce(count=3, tags='A')
+state.advance(choices=[], ms=381)
+state.advance(choices=[153, 240], ms=10000)
+state.restart_during_call(every_broker=True, group='GID_C')
+"""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RELOADED_WRITE_PAST_END))
+def test_a_write_past_the_end_that_a_restart_reloads_skips_as_the_operator_s(name, tmp_path):
+    from rocketspec.spec.replay import check_trace
+
+    profile, steps = RELOADED_WRITE_PAST_END[name]
+    path = tmp_path / "t.jsonl"
+    state = machine_class(profile)()
+    try:
+        exec(compile(steps + "state.advance(choices=[], ms=60000)\n", "<steps>", "exec"), {"state": state})
+    finally:
+        state.teardown()
+    state.monitor.write(str(path))
+    rep = check_trace(str(path))
+    assert rep.findings.error_count == 0
+    # what the correction skipped is reported, as the operator's (a warning), not lost silently
+    assert "ANOM-RESET-SKIP" in rep.findings.counts
+
+
+# Found by the machine on the unmodified reference (2026-12-02, the 1,265th derandomized 5.3.3
+# example of `python -m bench.statemachine --examples 1500`, shrunk as far as its budget went):
+# an operator's write past the end of a queue (1000), a member that reads it from the broker
+# just before another member's OFFSET_ILLEGAL correction (2) lands there, and whose next pull
+# carries 1000 as its commitOffset: the broker commits it (back over the correction), and that
+# member's own correction then skips what was stored from 2 on. The reset's value, carried by a
+# client that read it: the operator's loss (ANOM-RESET-SKIP), which the spec took for the
+# client's skip (INV-OFFSET-3) because it excused only a persist of a reset's value, not a pull's.
+RESET_CARRIED_BY_A_PULL = """\
+state.application(concurrent_ms=None, failure=None, orderly_ms=None)
+state.begin(clients=['c3', 'b1'], count=1, orderly_batch=1)
+state.oneway_loss(probability=0.0)
+state.set_broker_offset(broker='broker-a', group='GID_B', past_end=0, queue=0)
+state.oneway_loss(probability=0.0)
+state.oneway_loss(probability=0.0)
+state.set_broker_offset(broker='broker-b', group='GID_B', past_end=0, queue=0)
+state.set_broker_offset(broker='broker-a', group='GID_B', past_end=0, queue=0)
+state.oneway_loss(probability=0.0)
+state.set_broker_offset(broker='broker-a', group='GID_C', past_end=1000, queue=1)
+state.reset_during_call(group='GID_C')
+state.reset_offset(back_ms=1000000000, group='GID_C')
+state.oneway_loss(probability=0.0)
+state.set_broker_offset(broker='broker-a', group='GID_C', past_end=1, queue=0)
+state.oneway_loss(probability=0.0)
+state.set_broker_offset(broker='broker-b', group='GID_C', past_end=0, queue=1)
+state.produce(count=1, tags='Aa')
+state.produce(count=2, tags='BB')
+state.oneway_loss(probability=0.0)
+state.produce(count=2, tags='Aa')
+state.produce(count=1, tags='B')
+state.produce(count=1, tags=None)
+state.reset_during_call(group='GID_C')
+state.reset_offset(back_ms=1000000000, group='GID_C')
+state.start(client='c1')
+state.start(client='b1')
+state.produce(count=2, tags='A')
+state.produce(count=3, tags='C')
+state.start(client='c1')
+state.pause(client='o1', duration_ms='past_lease')
+state.start(client='o1')
+state.set_broker_offset(broker='broker-a', group='GID_O', past_end=1, queue=0)
+state.produce(count=3, tags=None)
+state.reset_during_call(group='GID_O')
+"""
+
+
+def test_a_pull_that_commits_an_operator_s_write_again_skips_as_the_operator_s(tmp_path):
+    from rocketspec.spec.replay import check_trace
+
+    path = tmp_path / "t.jsonl"
+    state = machine_class("rocketmq-5.3.3")()
+    try:
+        exec(compile(RESET_CARRIED_BY_A_PULL + "state.advance(choices=[], ms=60000)\n", "<steps>", "exec"),
+             {"state": state})
+    finally:
+        state.teardown()
+    state.monitor.write(str(path))
+    rep = check_trace(str(path))
+    assert rep.findings.error_count == 0
+    assert "ANOM-RESET-SKIP" in rep.findings.counts
 
 
 # Once a gap of SPEC_GAPS: a reset reaches an orderly client frozen mid-call. When it thaws it
