@@ -7,6 +7,7 @@ falsifying example that runs, and write a trace that `rocketspec check` rejects.
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from unittest import mock
 
 import orjson
@@ -370,6 +371,17 @@ def _play(profile, steps, **attrs):
         state.teardown()        # also after a finding: it undoes the reference_patch
 
 
+def _trace_of(profile, steps, path) -> str:
+    """Play the steps as `_play` does, and write the run's trace (it holds) to `path`."""
+    state = machine_class(profile)()
+    try:
+        exec(compile(steps + "state.advance(choices=[], ms=60000)\n", "<steps>", "exec"), {"state": state})
+    finally:
+        state.teardown()
+    state.monitor.write(str(path))
+    return str(path)
+
+
 @pytest.mark.parametrize("mutant", sorted(DURING_CALL))
 def test_a_move_during_a_call_holds_and_kills_its_mutant(mutant, tmp_path):
     from rocketspec.conformance import mutants as M
@@ -478,14 +490,7 @@ def test_a_write_past_the_end_that_a_restart_reloads_skips_as_the_operator_s(nam
     from rocketspec.spec.replay import check_trace
 
     profile, steps = RELOADED_WRITE_PAST_END[name]
-    path = tmp_path / "t.jsonl"
-    state = machine_class(profile)()
-    try:
-        exec(compile(steps + "state.advance(choices=[], ms=60000)\n", "<steps>", "exec"), {"state": state})
-    finally:
-        state.teardown()
-    state.monitor.write(str(path))
-    rep = check_trace(str(path))
+    rep = check_trace(_trace_of(profile, steps, tmp_path / "t.jsonl"))
     assert rep.findings.error_count == 0
     # what the correction skipped is reported, as the operator's (a warning), not lost silently
     assert "ANOM-RESET-SKIP" in rep.findings.counts
@@ -540,15 +545,7 @@ state.reset_during_call(group='GID_O')
 def test_a_pull_that_commits_an_operator_s_write_again_skips_as_the_operator_s(tmp_path):
     from rocketspec.spec.replay import check_trace
 
-    path = tmp_path / "t.jsonl"
-    state = machine_class("rocketmq-5.3.3")()
-    try:
-        exec(compile(RESET_CARRIED_BY_A_PULL + "state.advance(choices=[], ms=60000)\n", "<steps>", "exec"),
-             {"state": state})
-    finally:
-        state.teardown()
-    state.monitor.write(str(path))
-    rep = check_trace(str(path))
+    rep = check_trace(_trace_of("rocketmq-5.3.3", RESET_CARRIED_BY_A_PULL, tmp_path / "t.jsonl"))
     assert rep.findings.error_count == 0
     assert "ANOM-RESET-SKIP" in rep.findings.counts
 
@@ -578,14 +575,7 @@ def test_a_reset_that_reaches_a_paused_orderly_client_is_the_operator_s(tmp_path
 
     from rocketspec.spec.replay import check_trace
 
-    path = tmp_path / "t.jsonl"
-    state = machine_class("rocketmq-4.9.8")()
-    try:
-        exec(compile(RESET_REACHES_A_FROZEN_CALL + "state.advance(choices=[], ms=60000)\n", "<steps>", "exec"),
-             {"state": state})
-    finally:
-        state.teardown()
-    state.monitor.write(str(path))
+    path = Path(_trace_of("rocketmq-4.9.8", RESET_REACHES_A_FROZEN_CALL, tmp_path / "t.jsonl"))
     evs = [orjson.loads(x) for x in path.read_bytes().splitlines()]
     key = lambda e: (e.get("group"), e.get("topic"), e.get("broker"), e.get("queue"))  # noqa: E731
     q = ("GID_O", "T", "broker-a", 0)
