@@ -95,7 +95,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
 
 MECHANISMS = {n: k.mechanism for n, k in KINDS.items()}
 # the kinds whose action changes no state and judges nothing (route none): a replay may take
-# one of their events as its envelope alone (traces.spark_scoped; tests/test_spec_kinds.py)
+# one of their events as its envelope alone (traces.spark_scoped; tests/test_spec_inert.py)
 INERT = frozenset(n for n, k in KINDS.items() if k.route == "none")
 
 

@@ -497,8 +497,8 @@ def _py_values(col) -> list:
         return col.to_pylist()
     if t == pa.int64() or t == pa.bool_():
         return col.to_numpy(zero_copy_only=False).tolist()
-    if t == pa.string() or _is_dict_text(t):
-        enc = col if _is_dict_text(t) else col.dictionary_encode()
+    if t == pa.string():
+        enc = col.dictionary_encode()
         return list(map(enc.dictionary.to_pylist().__getitem__, enc.indices.to_numpy().tolist()))
     if t == pa.list_(pa.int64()) or t == pa.list_(pa.string()):
         flat = col.flatten()

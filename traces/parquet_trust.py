@@ -27,11 +27,9 @@ def trusted_kinds(batch) -> frozenset:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .io import _json_fields
+    from .io import _is_dict_text, _json_fields
     from .schema import ENVELOPE, OBS_VALUES, kinds
     from .schema import _kind_rules as schema_rules
-
-    from .io import _is_dict_text
 
     names = batch.schema.names
     want = _writer_types()
