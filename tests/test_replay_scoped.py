@@ -16,6 +16,7 @@ from rocketspec.reference.scenario import load_scenario
 from rocketspec.spec.kinds import names as event_names
 from rocketspec.spec.replay import check_trace
 from rocketspec.traces.io import write_trace
+from rocketspec.traces.spark_replay import ScopesEnded
 from rocketspec.traces.spark_scoped import NotScoped, _file_rows, replay_scoped_local, survey_file, tasks_of
 from test_replay_scopes import NAME_FIELDS, TIME_FIELDS
 from test_replay_scopes import _rename as _renamed
@@ -212,13 +213,15 @@ def test_every_event_is_replayed_once_by_the_task_that_owns_its_names(tmp_path_f
     for w in work:
         used = [False] * len(w["ends"])
         for f, rgs in sorted(w["reads"].items()):
-            for seg in _file_rows(w["pid"], f, paths[f], rgs, w["mine"], w["pid"] == 0, w["ends"], used,
-                                  lambda ev: None):
-                for k, v in seg:
-                    if len(k) == 3:
-                        continue
-                    ev = v[5]
-                    assert set(event_names(ev)) <= w["mine"]
-                    seen[k[1]] = seen.get(k[1], 0) + 1
+            last = None
+            for chunk in _file_rows(w["pid"], f, paths[f], rgs, w["mine"], w["pid"] == 0, w["ends"], used,
+                                    lambda ev: None):
+                if isinstance(chunk, ScopesEnded):
+                    assert chunk.seq == last        # right after the scope's last event
+                    continue
+                for seq, _, _, _, _, _, ev in zip(*chunk):
+                    assert ev["seq"] == seq and set(event_names(ev)) <= w["mine"]
+                    seen[seq] = seen.get(seq, 0) + 1
+                    last = seq
         assert all(used)        # every scope's end met right after its last event
     assert seen == {e["seq"]: 1 for e in evs if e["kind"] not in ("trace_started", "trace_ended")}

@@ -345,9 +345,7 @@ def replay_arrow(traces, files, trace_of, rows_of, spark, profile, max_listed, p
                 lab = bt.column("label")
                 if lab.null_count or pc.any(pc.not_equal(lab, label)).as_py():
                     raise RuntimeError("two replay partitions in one Spark partition")
-                cs = [bt.column(n).to_pylist() for n in ("seq", "bcast", "home", "ts", "fid", "line", "payload")]
-                for seq, bc, hm, ts, fi, ln, pl in zip(*cs):
-                    yield (None, seq), (bc, hm, ts, fi, ln, pl)
+                yield tuple(bt.column(n).to_pylist() for n in ("seq", "ts", "line", "bcast", "home", "fid", "payload"))
 
         res = sr._replay_partition(pid, rows(), names[t], files_, mx, plans_[t], decode=decode)
         res["trace"] = t

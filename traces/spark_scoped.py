@@ -44,6 +44,7 @@ from ..spec.kinds import INERT, KINDS, NAME_LETTERS, NESTED_NAME_FIELDS, key_ato
 from .io import TraceInputError, parquet_text_as_dictionary, valued_columns
 from .schema import ENVELOPE
 from .scopes import UnionFind
+from .spark_replay import ScopesEnded
 
 # the columns `spec.kinds.names` reads: flat name fields, then the nested ones of directory kinds
 NAME_COLS = tuple(NAME_LETTERS)
@@ -442,8 +443,8 @@ def _events_of(path, table, idx, lines, row0: int = 0) -> tuple:
 # ---------------------------------------------------------------- replay (a task per stretch)
 
 def _file_rows(pid, fidx, path, rgs, mine, zero, ends, used, validate):
-    """The rows of one file this task replays, in `_replay_partition`'s form, each row group's
-    rows with the scope ends that fall in them ((pid, seq, 1), names) right after their event."""
+    """The events of one file this task replays, as `_replay_partition`'s chunks: each row
+    group's events, cut where scopes end, with a ScopesEnded right after each scope's last event."""
     import numpy as np
 
     from .parquet_trust import trusted_kinds
@@ -488,29 +489,42 @@ def _file_rows(pid, fidx, path, rgs, mine, zero, ends, used, validate):
                 problem = validate(events[j])
                 if problem:
                     raise TraceInputError(path, lines[j], problem)
-        bc = is_dir[sub_k]
-        rows = list(zip(zip(repeat(pid), seqs.tolist()),
-                        zip(bc.tolist(), repeat(pid), tss, repeat(fidx), lines, events)))
+        seqs_l = seqs.tolist()
+        bc = is_dir[sub_k].tolist()
+        home, here = repeat(pid), repeat(fidx)
         lo = int(np.searchsorted(end_seqs, seqs[0], side="left"))
         hi = int(np.searchsorted(end_seqs, seqs[-1], side="right"))
         if lo == hi:
-            yield rows
+            yield seqs_l, tss, lines, bc, home, here, events
             continue
         at = np.searchsorted(seqs, end_seqs[lo:hi]).tolist()
         k = 0
         for e, j in zip(range(lo, hi), at):
-            if j < len(seqs) and seqs[j] == end_seqs[e]:
-                yield rows[k:j + 1]
-                yield (((pid, int(end_seqs[e]), 1), ends[e][1]),)
+            if j < len(seqs_l) and seqs_l[j] == end_seqs[e]:
+                j += 1
+                yield seqs_l[k:j], tss[k:j], lines[k:j], bc[k:j], home, here, events[k:j]
+                yield ScopesEnded(ends[e][1], seqs_l[j - 1])
                 used[e] = True
-                k = j + 1
-        yield rows[k:]
+                k = j
+        if k < len(seqs_l):
+            yield seqs_l[k:], tss[k:], lines[k:], bc[k:], home, here, events[k:]
+
+
+def _as_rows(chunks):
+    """A stream of chunks as the exact path's rows (seq, ..., and (seq, 1) after a scope's end),
+    so that the streams of files whose seqs interleave can be merged by seq."""
+    for c in chunks:
+        if c.__class__ is ScopesEnded:
+            yield (0, c.seq, 1), c.names
+        else:
+            for seq, ts, line, bcast, home, fidx, ev in zip(*c):
+                yield (0, seq), (bcast, home, ts, fidx, line, ev)
 
 
 def run_task(task: dict) -> dict:
     """Replay one task's stretch of scopes: `_replay_partition`'s result, or {"back": why}."""
     from ..spec.replay import fast_validator
-    from .spark_replay import AS_IS, _replay_partition
+    from .spark_replay import AS_IS, _replay_partition, rows_as_chunks
 
     pid, files = task["pid"], task["files"]
     validate = fast_validator()
@@ -519,11 +533,14 @@ def run_task(task: dict) -> dict:
 
     def head(h):
         seq, ts, fidx, line, ev = h
-        return ((pid, seq), (True, 0, ts, fidx, line, ev))
+        return (seq,), (ts,), (line,), (True,), (0,), (fidx,), (ev,)
 
-    streams = [chain.from_iterable(_file_rows(pid, f, files[f], rgs, mine, pid == 0, task["ends"], used, validate))
+    streams = [_file_rows(pid, f, files[f], rgs, mine, pid == 0, task["ends"], used, validate)
                for f, rgs in sorted(task["reads"].items())]
-    body = heapq.merge(*streams, key=lambda r: r[0]) if task["merge"] else chain.from_iterable(streams)
+    if task["merge"]:       # (files whose seqs interleave: merged event by event)
+        body = rows_as_chunks(heapq.merge(*map(_as_rows, streams), key=lambda r: r[0]))
+    else:
+        body = chain.from_iterable(streams)
     rows = chain((head(task["start"]),), body, (head(task["end"]),) if task["end"] else ())
     was = gc.isenabled()
     gc.disable()        # (as `check` replays: see spark_replay._without_gc)
