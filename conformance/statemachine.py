@@ -555,25 +555,9 @@ class ReferenceMachine(RuleBasedStateMachine):
     def reset_offset(self, group, back_ms):
         """mqadmin resetOffsetByTime: the group's offsets of T go back to the first message stored
         at or after now - back_ms (10**9: the beginning)."""
-        if self.run is not None and type(self).operator_moves and all(b.up for b in self.run.net.brokers.values()) \
-                and not self._frozen_member(group):
+        if self.run is not None and type(self).operator_moves and all(b.up for b in self.run.net.brokers.values()):
             self._step(action="reset_offset", group=group, topic="T",
                        timestamp_ms=max(0, self.run.sim.now - back_ms))
-
-    def _frozen_member(self, group) -> bool:
-        """Not one of the spec's assumptions but a gap of the spec the machine steps around: a
-        reset that reaches a member of the group holding a dropped ProcessQueue still in its
-        table (5.x keeps a dropped orderly queue in the table while a call holds its consume
-        lock, and the queue may come back to the client meanwhile). resetOffset drops it again
-        with no event, and the spec takes the reset's updateOffset for one from a dropped
-        ProcessQueue (INV-DROP-1). tests/test_statemachine.py keeps the example (SPEC_GAPS,
-        xfail). (A reset reaching a paused member was one too, until the spec took a client's
-        first updateOffset after a reset's drop for the reset's, as MQClientInstance.resetOffset
-        makes it.)"""
-        if not type(self).respect_assumptions:
-            return False
-        return any(c.group == group and c.running and c.proc.alive and _has_dropped_pq(c)
-                   for c in self.run.consumers.values())
 
     @rule(group=st.sampled_from(sorted(set(CLIENTS.values()))), broker=st.sampled_from(BROKERS), queue=st.integers(0, 1),
           past_end=st.sampled_from([0, 1, 1000]))

@@ -31,6 +31,7 @@ from .state import (HELD_MAX, M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Cli
                     SpecState, StoredQueue, View)
 
 INT_MAX = 2 ** 31 - 1
+INT64_MAX = 2 ** 63 - 1
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -532,8 +533,9 @@ def pq_dropped(st, ev, out):
     pq.status = "dropped"
     if ev.get("reason") == "reset":
         # MQClientInstance.resetOffset: the client sets the operator's offset next (updateOffset
-        # with increaseOnly false) and persists it as it removes the ProcessQueue
-        qs.reset_drops.add(ev["client"])
+        # with increaseOnly false), once it has slept 10 s, and persists it as it removes the
+        # ProcessQueue (the first reset's wait, if two overlap: #2449)
+        qs.reset_drops.setdefault(ev["client"], ev["ts"] + st.profile.reset_offset_wait_ms)
 
 
 def pq_removed(st, ev, out):
@@ -553,7 +555,7 @@ def pq_removed(st, ev, out):
     for k, v in pq.batches.items():
         qs.orphans[(pq.client, k)] = v     # ConsumeRequests still hold the removed ProcessQueue
     del qs.pqs[ev["client"]]
-    qs.reset_drops.discard(ev["client"])
+    qs.reset_drops.pop(ev["client"], None)
 
 
 # ---------------------------------------------------------------------------- pull
@@ -1417,7 +1419,12 @@ def offset_updated(st, ev, out):
     prev = s[0] if s is not None else None
     frozen = s[1] if s is not None else False
     source = None
-    if pq is not None and pq.pending_upd and off in pq.pending_upd:
+    # a value the ProcessQueue may still update to; once it is dropped, neither consume service
+    # updates the offset any more (processConsumeResult checks isDropped), so an updateOffset(...,
+    # false) there is first the client's own task of a correction or a reset, and only then the
+    # dropped queue's (INV-DROP-1 below)
+    pending = pq is not None and pq.pending_upd and off in pq.pending_upd
+    if pending and (inc or pq.status != "dropped"):
         pq.pending_upd.remove(off)
         source = "pq"
     elif not inc and off in qs.illegal.get(cid, ()):
@@ -1428,14 +1435,20 @@ def offset_updated(st, ev, out):
         source = "illegal"
     if source is None:
         committed = _committed_for(st, qs, c)
-        if not inc and off >= 0 and cid in qs.reset_drops:
+        if not inc and off >= 0 and ev["ts"] >= qs.reset_drops.get(cid, INT64_MAX):
             # MQClientInstance.resetOffset dropped this client's ProcessQueue: its next
             # updateOffset(mq, offset, false) of the queue is the operator's offset. Nothing else
             # sets one in between: the ProcessQueue stays in the table until the reset removes
             # it, so no rebalance creates one and reads the store (a drop by an OFFSET_ILLEGAL
-            # answer, whose correction matched above, is not a reset's)
+            # answer, whose correction matched above, is not a reset's). A ProcessQueue dropped
+            # before and kept in the table (an orderly one whose call held the consume lock)
+            # is dropped by the reset again: setDropped(true) is called on every queue of the
+            # topic it holds. Before the 10 s are up, an update is not the reset's
             source = "reset"
             _note_reset(qs, off)
+        elif pending:       # the dropped ProcessQueue's own update
+            pq.pending_upd.remove(off)
+            source = "pq"
         # READ_FROM_STORE: the client adopts the store's value with updateOffset(..., false)
         elif not inc and off >= 0 and _store_read_ok(off, _read_answers(qs, cid, committed)):
             source = "read"

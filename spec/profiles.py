@@ -76,6 +76,7 @@ class Profile:
     overflow_badly_min_if_zero: bool = False     # #4215, <= 4.9.3
     local_offset_persist_merges: bool = True     # #7740 (4.9.8, 5.2.0); before: rewrite with current mqs only
     reset_offset_duplicates_pull: bool = False   # #2449 (< 4.9.0)
+    reset_offset_wait_ms: int = 10000            # MQClientInstance.resetOffset: sleep(10 s) between the drops and the updates
 
     # ---- retry, DLQ, schedule (section 5, 7) ---------------------------------------------
     default_max_reconsume_times: int = 16

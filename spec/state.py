@@ -260,7 +260,7 @@ class QueueState:
         self.orphans: dict[tuple, tuple] = {}   # (client, consume_id) -> offsets: batches of removed pqs
         self.orphan_outcome: dict[str, tuple] = {}  # orderly: client -> (orphan batch, ts): its commit/rollback may follow at ts
         self.resets: list[int] = []             # recent operator resets of the group's offset (newest last)
-        self.reset_drops: set = set()           # clients whose ProcessQueue an operator's reset dropped (until removed)
+        self.reset_drops: dict = {}             # client whose ProcessQueue an operator's reset dropped (until removed) -> when its update may come
         # client -> the offsets of its illegal-offset corrections still to run: the pull answer's
         # task (executeTaskLater, 10 s) runs updateOffset whether or not the ProcessQueue is still there
         self.illegal: dict[str, list] = {}

@@ -300,11 +300,12 @@ class PushConsumer:
         self.paused = True
         for mq, pq in list(self.rebalance.pq_table.items()):
             if mq[0] == topic and mq in table:
-                if not pq.dropped:
-                    pq.dropped = True
-                    self.emit_pq("pq_dropped", mq, reason="reset")
+                # setDropped(true) on every one, also on a queue dropped before and still in
+                # the table (an orderly one whose call held the consume lock): the call is made
+                pq.dropped = True
+                self.emit_pq("pq_dropped", mq, reason="reset")
                 pq.clear()
-        self.sim.schedule(10000, self._reset_finish, topic, table, owner=self.proc)
+        self.sim.schedule(self.profile.reset_offset_wait_ms, self._reset_finish, topic, table, owner=self.proc)
 
     def _reset_finish(self, topic: str, table: dict) -> None:
         pqs = self.rebalance.pq_table
