@@ -343,25 +343,8 @@ class ReferenceMachine(RuleBasedStateMachine):
     @rule(client=st.sampled_from(sorted(CLIENTS)))
     @_logged
     def start(self, client):
-        if not self.done and self._consumer(client) is None and not self._left_dropped(client):
+        if not self.done and self._consumer(client) is None:
             self._step(action="start", client=client, group=CLIENTS[client])
-
-    def _holds_dropped(self, client) -> bool:
-        c = self.run.consumers.get(client)
-        return c is not None and _has_dropped_pq(c)
-
-    def _left_dropped(self, client) -> bool:
-        """Not one of the spec's assumptions: a client id whose last incarnation stopped or
-        crashed with a dropped ProcessQueue still in its table (an orderly queue that changed
-        owner while a call held its consume lock) is not started again. This guarded a gap of
-        the spec, closed on 2026-12-01: it held the new incarnation to the old one's pending
-        offset updates and OFFSET_ILLEGAL corrections (spec.actions.client_started;
-        tests/test_statemachine.py plays both examples with this guard off). Lifted, the machine
-        then reached, at the 694th derandomized 5.3.3 example, an INV-OFFSET-3-class finding
-        (INV-ORDER-3 after a pause) not analysed yet, so the guard stays until it is. (Not seen
-        again on 2026-12-02, after the fix of a reset reaching a paused client: lifted, 4,815
-        derandomized examples and 2 x ~2,300 of seeds 11 and 12 held under each profile.)"""
-        return type(self).respect_assumptions and self.run is not None and self._holds_dropped(client)
 
     @rule(client=st.sampled_from(sorted(CLIENTS)))
     @_logged
@@ -577,8 +560,6 @@ class ReferenceMachine(RuleBasedStateMachine):
             if self.run.scenario["groups"][group].get("message_model") == "BROADCASTING":
                 return          # its clients never read the broker's offset: nothing to restore
             stopped = [c for c in sorted(CLIENTS) if CLIENTS[c] == group and self._consumer(c) is not None]
-            if any(self._holds_dropped(c) for c in stopped):
-                return          # it could not be started again (_left_dropped)
             if len(stopped) != sum(1 for c in self.run.consumers.values()
                                    if c.group == group and c.running and c.proc.alive):
                 return          # a paused member cannot be shut down gracefully
@@ -655,12 +636,6 @@ class ReferenceMachine(RuleBasedStateMachine):
             if self._cm is not None:
                 cm, self._cm = self._cm, None
                 cm.__exit__(None, None, None)
-
-
-def _has_dropped_pq(c) -> bool:
-    """Whether the consumer's table still holds a dropped ProcessQueue (5.x keeps one whose
-    consume lock a listener call holds)."""
-    return any(pq.dropped for pq in c.rebalance.pq_table.values())
 
 
 def _longest_call(listener) -> int:

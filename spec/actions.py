@@ -18,6 +18,7 @@ action touched, inside the action, right after its effect.
 from __future__ import annotations
 
 import heapq
+from itertools import chain
 
 from .allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
 from .tag_rules import client_keeps
@@ -1391,7 +1392,9 @@ def _note_reset(qs, off) -> None:
     what a client's later persist of it may carry."""
     qs.resets.append(off)
     if len(qs.resets) > 4:
-        del qs.resets[0]
+        gone = qs.resets.pop(0)
+        if gone not in qs.resets:
+            qs.written_ahead.discard(gone)
 
 
 def _reset_target(st, key, off) -> bool:
@@ -1617,6 +1620,8 @@ def offset_committed(st, ev, out):
             _note_reset(qs, off)
         sq = st.stored.get((key[1], key[2], key[3]))
         qs.reset_ahead = off if off > _end(sq) else None
+        if qs.reset_ahead is not None and off in qs.resets:
+            qs.written_ahead.add(off)
         # a client persisting the operator's offset again (its table still holds it) skips what
         # the write skipped; past the queue's end, nothing stored since: its pull is answered
         # OFFSET_ILLEGAL and corrected (pull_answered judges that correction's skip)
@@ -1649,6 +1654,8 @@ def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
         sq = st.stored.get((key[1], key[2], key[3]))
         lo, hi = (max(off, sq.min), min(prev, sq.next)) if sq is not None else (off, off)   # (nothing stored)
         n = max(0, min(hi, unit.wm) - lo) + sum(1 for o in unit.done if lo <= o < hi)
+        if n > qs.batch_max:
+            n = _delivered_again(st, qs, unit, lo, hi, cid, qs.batch_max + 1)
     if n > qs.batch_max:
         c = st.dir.clients.get(cid) if cid else None
         pauses = _pauses_between(st, cid, 0, ts) if cid else []
@@ -1667,6 +1674,28 @@ def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
                    f"than the one batch in flight at a handover (largest batch {qs.batch_max}); cause: {why}", key)
     else:
         out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {prev} to {off} ({src} from {cid})", key)
+
+
+def _delivered_again(st, qs, unit, lo, hi, cid, enough):
+    """Of the group's handled offsets in [lo, hi), how many a pull from lo hands to the listener
+    again, counted up to `enough`: not those the subscription filters (the broker's tag-code or
+    SQL92 filter, or the client's exact re-check), which were skipped, never consumed, and are
+    skipped again. Every one counts where the subscription or the message is unknown."""
+    key = qs.key
+    offsets = chain(range(lo, min(hi, unit.wm)), sorted(o for o in unit.done if lo <= o < hi))
+    c = st.dir.clients.get(cid) if cid else None
+    s = c.subs.get(key[1]) if c is not None and not key[1].startswith(RETRY_PREFIX) else None
+    sub = subscription(s.get("type"), s.get("expr")) if s is not None else None
+    sq = st.stored.get((key[1], key[2], key[3]))
+    msgs = sq.msgs if sq is not None and sub is not None and not (sub[0] == "TAG" and sub[1].every) else {}
+    n = 0
+    for o in offsets:
+        m = msgs.get(o)
+        if m is None or False not in decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS]):
+            n += 1
+            if n >= enough:
+                break
+    return n
 
 
 def offset_flushed(st, ev, out):
@@ -1709,9 +1738,12 @@ def offset_loaded(st, ev, out):
         # written after it is gone, a pending reset past the end with it, and the value may be an
         # operator's own write (an older one, when a later write was not flushed yet). Past the
         # queue's end, such a write is corrected as it was when written (OFFSET_ILLEGAL, then
-        # maxOffset), and what that skips is the operator's (ANOM-RESET-SKIP)
+        # maxOffset), and what that skips is the operator's (ANOM-RESET-SKIP). So is a write that
+        # was past the end when made and that the queue has outgrown since: no correction comes,
+        # and the next owner starts there, past what was stored below it meanwhile
         key = qs.key
-        qs.reset_ahead = off if off in qs.resets and off > _end(st.stored.get((key[1], key[2], key[3]))) else None
+        end = _end(st.stored.get((key[1], key[2], key[3])))
+        qs.reset_ahead = off if off in qs.resets and (off > end or off in qs.written_ahead) else None
     else:
         loc = qs.local.get(ev.get("client"))
         if loc is not None and loc[0] != ev["offset"]:

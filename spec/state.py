@@ -237,7 +237,7 @@ class Progress:
 class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
                  "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
-                 "orphan_outcome", "reset_drops", "illegal", "resets", "reset_ahead", "overlaps", "batch_max", "held",
+                 "orphan_outcome", "reset_drops", "illegal", "resets", "written_ahead", "reset_ahead", "overlaps", "batch_max", "held",
                  "lost_entry", "released")
 
     def __init__(self, key):
@@ -260,6 +260,7 @@ class QueueState:
         self.orphans: dict[tuple, tuple] = {}   # (client, consume_id) -> offsets: batches of removed pqs
         self.orphan_outcome: dict[str, tuple] = {}  # orderly: client -> (orphan batch, ts): its commit/rollback may follow at ts
         self.resets: list[int] = []             # recent operator resets of the group's offset (newest last)
+        self.written_ahead: set = set()         # those of them written past the queue's end at the time
         self.reset_drops: dict = {}             # client whose ProcessQueue an operator's reset dropped (until removed) -> when its update may come
         # client -> the offsets of its illegal-offset corrections still to run: the pull answer's
         # task (executeTaskLater, 10 s) runs updateOffset whether or not the ProcessQueue is still there
