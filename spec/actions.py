@@ -1655,7 +1655,7 @@ def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
         lo, hi = (max(off, sq.min), min(prev, sq.next)) if sq is not None else (off, off)   # (nothing stored)
         n = max(0, min(hi, unit.wm) - lo) + sum(1 for o in unit.done if lo <= o < hi)
         if n > qs.batch_max:
-            n = _delivered_again(st, qs, unit, lo, hi, cid, qs.batch_max + 1)
+            n = _delivered_again(st, qs, unit, lo, hi, cid)
     if n > qs.batch_max:
         c = st.dir.clients.get(cid) if cid else None
         pauses = _pauses_between(st, cid, 0, ts) if cid else []
@@ -1676,9 +1676,9 @@ def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
         out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {prev} to {off} ({src} from {cid})", key)
 
 
-def _delivered_again(st, qs, unit, lo, hi, cid, enough):
+def _delivered_again(st, qs, unit, lo, hi, cid):
     """Of the group's handled offsets in [lo, hi), how many a pull from lo hands to the listener
-    again, counted up to `enough`: not those the subscription filters (the broker's tag-code or
+    again: not those the subscription filters (the broker's tag-code or
     SQL92 filter, or the client's exact re-check), which were skipped, never consumed, and are
     skipped again. Every one counts where the subscription or the message is unknown."""
     key = qs.key
@@ -1693,8 +1693,6 @@ def _delivered_again(st, qs, unit, lo, hi, cid, enough):
         m = msgs.get(o)
         if m is None or False not in decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS]):
             n += 1
-            if n >= enough:
-                break
     return n
 
 
