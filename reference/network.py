@@ -57,6 +57,7 @@ class Network:
         # one-way offset updates on their way, per (client, broker) channel: a later request of the
         # same client on that channel reaches the broker after them (see deliver_persists)
         self._persists: dict[tuple[str, str], list] = {}
+        self._unlocks: dict[tuple[str, str], list] = {}     # one-way unlocks on their way, alike (deliver_unlocks)
         self._pulls: dict[str, dict] = {}    # broker -> (client, pull id) -> (client, on_error): pulls not answered yet
 
     def add_broker(self, broker: Broker) -> None:
@@ -163,13 +164,32 @@ class Network:
             if b is not None and b.up and b.proc.incarnation == incarnation:
                 b.update_consumer_offset(*args)
 
-    def oneway_unlock(self, consumer, broker_name: str, mqs: list, delay: int = 0) -> None:
+    def oneway_unlock(self, consumer, broker_name: str, mqs: list) -> None:
         b = self.brokers.get(broker_name)
         if b is None or not b.up or self._lost("unlock", client=consumer.client_id, broker=broker_name,
                                                   group=consumer.group):
             return
-        self.sim.schedule(delay + self.latency_ms, b.unlock_batch, consumer.group, mqs, consumer.client_id,
-                          owner=b.proc)
+        item = (Timer(), (consumer.group, mqs, consumer.client_id), b.proc.incarnation)
+        self._unlocks.setdefault((consumer.client_id, broker_name), []).append(item)
+        self.sim.schedule(self.latency_ms, self._unlock_arrives, broker_name, item, owner=b.proc, timer=item[0])
+
+    def _unlock_arrives(self, broker_name: str, item) -> None:
+        pending = self._unlocks.get((item[1][2], broker_name))
+        if pending is not None and item in pending:
+            pending.remove(item)
+        self.brokers[broker_name].unlock_batch(*item[1])
+
+    def deliver_unlocks(self, consumer, broker_name: str) -> None:
+        """The client's one-way unlocks to the broker still on their way arrive now: its lock
+        request, sent next on the same channel, is read after them (one connection, in order; the
+        broker's AdminBrokerProcessor takes both LOCK_BATCH_MQ and UNLOCK_BATCH_MQ from one executor
+        queue), so an unlock sent before a lock never releases what that lock takes."""
+        pending = self._unlocks.pop((consumer.client_id, broker_name), None)
+        b = self.brokers.get(broker_name)
+        for timer, args, incarnation in pending or ():
+            timer.cancel()
+            if b is not None and b.up and b.proc.incarnation == incarnation:
+                b.unlock_batch(*args)
 
     def _notify_group(self, broker: Broker, group: str) -> None:
         """NOTIFY_CONSUMER_IDS_CHANGED to every member of the group (one-way)."""

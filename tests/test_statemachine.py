@@ -754,3 +754,55 @@ def test_a_reloaded_write_that_the_queue_outgrew_skips_as_the_operator_s():
     rep = check_trace(str(Path(__file__).parent / "fixtures" / "statemachine"
                           / "outgrown-write-reloaded-by-a-restart.jsonl"))
     assert rep.findings.error_count == 0 and rep.findings.counts.get("ANOM-RESET-SKIP") == 1
+
+
+# Found by the machine on the unmodified reference (2026-12-02, the 3,118th derandomized 4.9.8
+# example of `python -m bench.statemachine --examples 3000`): a reset ends on an orderly client
+# (removeUnnecessaryMessageQueue unlocks the queue at the broker, one-way) and its rebalance locks
+# the queue again at once. The reference's network let the unlock, sent first, reach the broker
+# after the lock, and release it: the client consumed under its fresh lease, another client
+# locked the free queue and consumed too (INV-ORDER-1). In RocketMQ both go over the client's one
+# channel to the broker, and AdminBrokerProcessor takes LOCK_BATCH_MQ and UNLOCK_BATCH_MQ from one
+# executor queue: an unlock sent before a lock is read first (reference.network.deliver_unlocks,
+# as deliver_persists does for one-way offset updates before an offset query).
+UNLOCK_BEFORE_LOCK = """\
+state.begin(clients=['b1', 'c1', 'c2', 'c3', 'o1', 'o2'], count=3, orderly_batch=1)
+state.application(concurrent_ms=15000, failure='EXCEPTION', orderly_ms=None)
+state.await_call(group='GID_B')
+state.restart_during_call(every_broker=False, group='GID_B')
+state.reset_offset(back_ms=0, group='GID_B')
+state.reset_offset(back_ms=0, group='GID_B')
+state.restart_during_call(every_broker=True, group='GID_B')
+state.await_call(group='GID_C')
+state.crash(client='c1', mode='silent')
+state.crash(client='c1', mode='silent')
+state.pause(client='b1', duration_ms=500)
+state.restart_during_call(every_broker=True, group='GID_C')
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.arm_fault(client='b1', fault=('crash', 'silent'))
+state.arm_fault(client='b1', fault=('crash', 'silent'))
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.listener_fails(duration_ms=15000, failure='fail', group='GID_O', tags='A', until=None)
+state.reset_offset(back_ms=1000000000, group='GID_O')
+state.await_call(group='GID_B')
+state.oneway_loss(probability=0.5)
+state.reset_during_call(group='GID_B')
+state.reset_offset(back_ms=0, group='GID_C')
+state.reset_during_call(group='GID_B')
+state.route_lost_during_call(group='GID_O')
+state.route_lost(broker='broker-a', duration_ms=25000, queue=0)
+state.start(client='o2')
+"""
+
+
+def test_a_one_way_unlock_sent_before_a_lock_reaches_the_broker_first():
+    from rocketspec.reference.network import Network
+
+    _play("rocketmq-4.9.8", UNLOCK_BEFORE_LOCK)
+    # with the unlock left on its way, it releases the new lock, and two clients consume the queue
+    with mock.patch.object(Network, "deliver_unlocks", lambda *a, **k: None):
+        with pytest.raises(SpecViolation) as info:
+            _play("rocketmq-4.9.8", UNLOCK_BEFORE_LOCK)
+    assert info.value.finding.inv == "INV-ORDER-1"

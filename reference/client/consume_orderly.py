@@ -114,6 +114,7 @@ class ConsumeMessageOrderlyService:
             b = c.net.broker(broker_name)
         except BrokerUnavailable:
             return None
+        c.net.deliver_unlocks(c, broker_name)       # same channel: they arrive first
         got = b.lock_batch(c.group, [(mq[0], mq[2]) for mq in mqs], c.client_id)
         return {mq for mq in mqs if (mq[0], mq[2]) in got}
 
