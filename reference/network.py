@@ -156,13 +156,18 @@ class Network:
         request the client sends next on the same channel (queryConsumerOffset) is read after them
         (one connection, in order; the broker's ConsumerManageProcessor takes both from one
         executor queue). Another client's persist may still overtake it."""
-        pending = self._persists.pop((consumer.client_id, broker_name), None)
+        self._arrive_now(self._persists, consumer, broker_name, "update_consumer_offset")
+
+    def _arrive_now(self, on_way: dict, consumer, broker_name: str, method: str) -> None:
+        """The one-way calls of `on_way` from the client to the broker reach it now, in the order
+        sent, each applied by the broker's `method`; their own arrival tasks are cancelled."""
+        pending = on_way.pop((consumer.client_id, broker_name), None)
         b = self.brokers.get(broker_name)
         for timer, args, incarnation in pending or ():
             timer.cancel()
             # (a broker that restarted since lost what was on its way)
             if b is not None and b.up and b.proc.incarnation == incarnation:
-                b.update_consumer_offset(*args)
+                getattr(b, method)(*args)
 
     def oneway_unlock(self, consumer, broker_name: str, mqs: list) -> None:
         b = self.brokers.get(broker_name)
@@ -184,12 +189,7 @@ class Network:
         request, sent next on the same channel, is read after them (one connection, in order; the
         broker's AdminBrokerProcessor takes both LOCK_BATCH_MQ and UNLOCK_BATCH_MQ from one executor
         queue), so an unlock sent before a lock never releases what that lock takes."""
-        pending = self._unlocks.pop((consumer.client_id, broker_name), None)
-        b = self.brokers.get(broker_name)
-        for timer, args, incarnation in pending or ():
-            timer.cancel()
-            if b is not None and b.up and b.proc.incarnation == incarnation:
-                b.unlock_batch(*args)
+        self._arrive_now(self._unlocks, consumer, broker_name, "unlock_batch")
 
     def _notify_group(self, broker: Broker, group: str) -> None:
         """NOTIFY_CONSUMER_IDS_CHANGED to every member of the group (one-way)."""
