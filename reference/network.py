@@ -138,9 +138,7 @@ class Network:
         {("persist", item[1][4], broker_name, item[1][0], item[1][1], item[1][2]),
          ("offsets", broker_name, item[1][0], item[1][1], item[1][2])}))
     def _persist_arrives(self, broker_name: str, item) -> None:
-        pending = self._persists.get((item[1][4], broker_name))
-        if pending is not None and item in pending:
-            pending.remove(item)
+        _off_the_wire(self._persists, item[1][4], broker_name, item)
         self.brokers[broker_name].update_consumer_offset(*item[1])
 
     def broker_stopped(self, broker_name: str) -> None:
@@ -179,9 +177,7 @@ class Network:
         self.sim.schedule(self.latency_ms, self._unlock_arrives, broker_name, item, owner=b.proc, timer=item[0])
 
     def _unlock_arrives(self, broker_name: str, item) -> None:
-        pending = self._unlocks.get((item[1][2], broker_name))
-        if pending is not None and item in pending:
-            pending.remove(item)
+        _off_the_wire(self._unlocks, item[1][2], broker_name, item)
         self.brokers[broker_name].unlock_batch(*item[1])
 
     def deliver_unlocks(self, consumer, broker_name: str) -> None:
@@ -229,3 +225,10 @@ class Network:
     def _pull_arrives(b, req) -> None:
         if b.up:
             b.pull(req)
+
+
+def _off_the_wire(on_way: dict, client: str, broker_name: str, item) -> None:
+    """A one-way call has reached the broker: it is no longer on its way on that channel."""
+    pending = on_way.get((client, broker_name))
+    if pending is not None and item in pending:
+        pending.remove(item)

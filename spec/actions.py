@@ -32,7 +32,6 @@ from .state import (HELD_MAX, M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Cli
                     SpecState, StoredQueue, View)
 
 INT_MAX = 2 ** 31 - 1
-INT64_MAX = 2 ** 63 - 1
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -1438,7 +1437,8 @@ def offset_updated(st, ev, out):
         source = "illegal"
     if source is None:
         committed = _committed_for(st, qs, c)
-        if not inc and off >= 0 and ev["ts"] >= qs.reset_drops.get(cid, INT64_MAX):
+        due = qs.reset_drops.get(cid)
+        if not inc and off >= 0 and due is not None and ev["ts"] >= due:
             # MQClientInstance.resetOffset dropped this client's ProcessQueue: its next
             # updateOffset(mq, offset, false) of the queue is the operator's offset. Nothing else
             # sets one in between: the ProcessQueue stays in the table until the reset removes
@@ -1620,8 +1620,8 @@ def offset_committed(st, ev, out):
             _note_reset(qs, off)
         sq = st.stored.get((key[1], key[2], key[3]))
         qs.reset_ahead = off if off > _end(sq) else None
-        if qs.reset_ahead is not None and off in qs.resets:
-            qs.written_ahead.add(off)
+        if qs.reset_ahead is not None:
+            qs.written_ahead.add(off)       # (a reset's value: in qs.resets)
         # a client persisting the operator's offset again (its table still holds it) skips what
         # the write skipped; past the queue's end, nothing stored since: its pull is answered
         # OFFSET_ILLEGAL and corrected (pull_answered judges that correction's skip)
@@ -1655,7 +1655,7 @@ def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
         lo, hi = (max(off, sq.min), min(prev, sq.next)) if sq is not None else (off, off)   # (nothing stored)
         n = max(0, min(hi, unit.wm) - lo) + sum(1 for o in unit.done if lo <= o < hi)
         if n > qs.batch_max:
-            n = _delivered_again(st, qs, unit, lo, hi, cid)
+            n = _delivered_again(st, qs, unit, lo, hi, cid, n)
     if n > qs.batch_max:
         c = st.dir.clients.get(cid) if cid else None
         pauses = _pauses_between(st, cid, 0, ts) if cid else []
@@ -1676,20 +1676,21 @@ def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
         out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {prev} to {off} ({src} from {cid})", key)
 
 
-def _delivered_again(st, qs, unit, lo, hi, cid):
-    """Of the group's handled offsets in [lo, hi), how many a pull from lo hands to the listener
-    again: not those the subscription filters (the broker's tag-code or
-    SQL92 filter, or the client's exact re-check), which were skipped, never consumed, and are
-    skipped again. Every one counts where the subscription or the message is unknown."""
+def _delivered_again(st, qs, unit, lo, hi, cid, handled):
+    """Of the group's `handled` offsets in [lo, hi), how many a pull from lo hands to the
+    listener again: not those the subscription filters (the broker's tag-code or SQL92 filter,
+    or the client's exact re-check), which were skipped, never consumed, and are skipped again.
+    Every one counts where the subscription or the message is unknown."""
     key = qs.key
-    offsets = chain(range(lo, min(hi, unit.wm)), sorted(o for o in unit.done if lo <= o < hi))
     c = st.dir.clients.get(cid) if cid else None
     s = c.subs.get(key[1]) if c is not None and not key[1].startswith(RETRY_PREFIX) else None
     sub = subscription(s.get("type"), s.get("expr")) if s is not None else None
     sq = st.stored.get((key[1], key[2], key[3]))
-    msgs = sq.msgs if sq is not None and sub is not None and not (sub[0] == "TAG" and sub[1].every) else {}
+    if sq is None or sub is None or (sub[0] == "TAG" and sub[1].every):
+        return handled          # (nothing is filtered, or what is cannot be told)
+    msgs = sq.msgs
     n = 0
-    for o in offsets:
+    for o in chain(range(lo, min(hi, unit.wm)), sorted(o for o in unit.done if lo <= o < hi)):
         m = msgs.get(o)
         if m is None or False not in decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS]):
             n += 1

@@ -419,15 +419,16 @@ def test_a_5x_orderly_call_past_the_unlock_delay_is_not_played(tmp_path):
 # (a strict xfail): when a spec fix makes one hold, the xfail fails, and the guard goes. None is
 # open (2026-12-02); the closed ones follow as tests of their own.
 SPEC_GAPS: dict = {}
+GAP_PARAMS = sorted(SPEC_GAPS) or [pytest.param(None, marks=pytest.mark.skip("no open gap"))]
 
 
-@pytest.mark.parametrize("gap", sorted(SPEC_GAPS) or [pytest.param(None, marks=pytest.mark.skip("no open gap"))])
+@pytest.mark.parametrize("gap", GAP_PARAMS)
 def test_the_machine_steps_around_a_gap_of_the_spec(gap):
     profile, _, steps = SPEC_GAPS[gap]
     _play(profile, steps)
 
 
-@pytest.mark.parametrize("gap", sorted(SPEC_GAPS) or [pytest.param(None, marks=pytest.mark.skip("no open gap"))])
+@pytest.mark.parametrize("gap", GAP_PARAMS)
 @pytest.mark.xfail(strict=True, raises=SpecViolation, reason="a gap of the spec, see SPEC_GAPS")
 def test_a_gap_of_the_spec_is_still_open(gap, tmp_path):
     from rocketspec.conformance.statemachine import ReferenceMachine
@@ -460,11 +461,10 @@ state.reset_offset(back_ms=0, group='GID_O')
 def test_a_reset_of_a_dropped_queue_kept_in_the_table_is_the_reset_s(tmp_path):
     import dataclasses
 
+    from rocketspec.conformance.statemachine import ReferenceMachine
     from rocketspec.spec.profiles import get_profile
     from rocketspec.spec.replay import check_trace
     from rocketspec.traces.io import read_events
-
-    from rocketspec.conformance.statemachine import ReferenceMachine
 
     profile, steps = RESET_OF_A_KEPT_DROPPED_QUEUE
     # (a 5 s orderly call under 5.x, which the machine does not play for #7644's sake)

@@ -450,7 +450,7 @@ def _replay_partition(pid, chunks, profile_name, files, max_listed, plan, decode
     loads = orjson.loads
     as_is = decode is AS_IS
     n = 0
-    last_seq, last_ts = -1, float("-inf")
+    last_seq = last_ts = float("-inf")      # (below every seq and ts: the first event passes)
     prune_mask = PRUNE_EVERY - 1
     t0, c0 = time.perf_counter(), time.process_time()
     try:

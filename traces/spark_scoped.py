@@ -491,23 +491,23 @@ def _file_rows(pid, fidx, path, rgs, mine, zero, ends, used, validate):
                     raise TraceInputError(path, lines[j], problem)
         seqs_l = seqs.tolist()
         bc = is_dir[sub_k].tolist()
-        home, here = repeat(pid), repeat(fidx)
+        homes, fidxs = repeat(pid), repeat(fidx)
         lo = int(np.searchsorted(end_seqs, seqs[0], side="left"))
         hi = int(np.searchsorted(end_seqs, seqs[-1], side="right"))
         if lo == hi:
-            yield seqs_l, tss, lines, bc, home, here, events
+            yield seqs_l, tss, lines, bc, homes, fidxs, events
             continue
         at = np.searchsorted(seqs, end_seqs[lo:hi]).tolist()
         k = 0
         for e, j in zip(range(lo, hi), at):
             if j < len(seqs_l) and seqs_l[j] == end_seqs[e]:
                 j += 1
-                yield seqs_l[k:j], tss[k:j], lines[k:j], bc[k:j], home, here, events[k:j]
+                yield seqs_l[k:j], tss[k:j], lines[k:j], bc[k:j], homes, fidxs, events[k:j]
                 yield ScopesEnded(ends[e][1], seqs_l[j - 1])
                 used[e] = True
                 k = j
         if k < len(seqs_l):
-            yield seqs_l[k:], tss[k:], lines[k:], bc[k:], home, here, events[k:]
+            yield seqs_l[k:], tss[k:], lines[k:], bc[k:], homes, fidxs, events[k:]
 
 
 def _as_rows(chunks):
