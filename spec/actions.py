@@ -244,11 +244,14 @@ def broker_restarted(st, ev, out):
         out.report("INV-CLIENT-1", f"broker {b!r} restarted but never started", None)
     d.brokers[b] = d.brokers.get(b, 0) + 1
     # RebalanceLockManager and ConsumerOffsetManager are in memory: locks are gone, offsets
-    # come back from the last flush (offset_loaded follows).
+    # come back from the last flush of consumerOffset.json (ConsumerOffsetManager.load). The
+    # spec knows that flush: a queue it flushed has that offset again whether or not the broker
+    # says so (offset_loaded follows, and is checked against it); a broker that forgets it
+    # answers the next read wrongly (INV-START-1). Never flushed: no committed offset.
     for key, qs in st.queues.items():
         if key[2] == b:
             qs.lock_state, qs.holder, qs.lock_exp = "unlocked", None, 0
-            _set_committed(st, qs, None)
+            _set_committed(st, qs, qs.flushed)
             qs.persists.clear()
 
 

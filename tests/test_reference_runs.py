@@ -161,3 +161,23 @@ def test_sql92_group_consumes_exactly_the_matching_messages(traces, profile):
     tagged = {e["msg_id"] for e in events if e["kind"] == "message_stored" and e["source"] == "producer"
               and e.get("tags") in ("card", "wire")}
     assert tag_seen == tagged
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_broker_that_forgets_its_flushed_offsets_at_restart_is_found(profile):
+    """ConsumerOffsetManager.load reads consumerOffset.json: a restarted broker has its last
+    flush back. The spec knows that flush, so a broker that comes back with an empty table (and
+    says nothing of it) answers the next owner's read wrongly, and INV-START-1 says so. Without
+    head retention the forgotten queue starts at 0 and nothing is lost, so only the spec's own
+    record of the flush can tell (restart-retention without its delete_messages steps)."""
+    from rocketspec.conformance.mutants import BY_ID, applied
+    from rocketspec.spec.replay import check_events
+
+    sc = load_scenario("restart-retention")
+    sc["steps"] = [s for s in sc["steps"] if s["action"] != "delete_messages"]
+    clean = run_to_list(sc, 1, profile)
+    assert check_events(enumerate(clean, 1), get_profile(profile)).findings.errors == []
+    with applied(BY_ID["broker-offsets-not-reloaded"]):
+        forgot = run_to_list(load_scenario("restart-retention") | {"steps": sc["steps"]}, 1, profile)
+    errs = {f.inv for f in check_events(enumerate(forgot, 1), get_profile(profile)).findings.errors}
+    assert "INV-START-1" in errs
