@@ -131,6 +131,12 @@ Methods (`python -m bench.mutation_score`, which wrote this page):
   the first failing example, before shrinking, the first profile's time included when the
   second kills, and *examples* the examples run up to it. An example that runs away (the state
   machine's event caps) ends without a finding: it is counted ("ran away"), never a kill.
+  The machine keeps the environment within the spec's assumptions (A-LEASE-MARGIN,
+  A-BROKER-LOCKS, ...). A mutant that survives that is searched again outside them, with the
+  same budget: there the unmutated reference loses guarantees too, so the search is
+  differential, and an example kills only where the unmutated reference, given the same moves
+  (the example's steps replayed on it), holds. Such a kill is marked "outside the assumptions
+  (differential)"; its time counts both searches, its examples the second's.
 - **exhaustive**: the explorer of the reference itself (`rocketspec explore`,
   `conformance.mutants.kill_by_exhaustion`) on the mutated reference, breadth-first over the
   small scopes of `EXHAUSTIVE_SCOPES` (variants of `tiny` and `small`, cheapest first, each
@@ -273,6 +279,8 @@ def cell(method: str, k: dict | None) -> str:
         where = f"; {k['scenario']} [{k['profile']}] seed {k['seed']}" if method == "simulate" else ""
         n = k.get("examples_to_kill") if method == "hypothesis" else None
         runs = f"{n} examples" if n is not None else k["runs"]
+        if k.get("differential"):
+            where += "; outside the assumptions (differential)"
         return f"{k['seconds']:.2f} s / {k['cpu_seconds']:.2f} s CPU ({runs}), {' '.join(k['invariants'])}{where}"
     return (("budget out" if k["incomplete"] else "**survived**") + f" ({k['runs']} runs, {k['seconds']:.0f} s)"
             + (f", {k['crashes']} crashes" if k["crashes"] else "")

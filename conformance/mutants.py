@@ -457,6 +457,7 @@ class Kill:
     incomplete: bool = False         # the budget ran out before the search did
     runaway: int = 0                 # hypothesis: examples cut at an event cap (not kills)
     examples_to_kill: int | None = None   # hypothesis: examples run until the first failing one (runs counts shrinking too)
+    differential: bool = False       # hypothesis: killed outside the assumptions, where the unmutated reference held
     note: str = ""
 
     def to_dict(self) -> dict:
@@ -644,27 +645,41 @@ def write_events(path: Path, events) -> str:
 # ---------------------------------------------------------------------------- killing by Hypothesis
 
 def kill_by_hypothesis(m: Mutant, *, profile: str | tuple = "rocketmq-5.3.3", max_examples: int = 200,
-                       budget_s: float | None = None, seed: int | None = None, shrink_budget_s: float = 60.0) -> Kill:
+                       budget_s: float | None = None, seed: int | None = None, shrink_budget_s: float = 60.0,
+                       differential: bool | None = None, differential_budget_s: float | None = None) -> Kill:
     """The Hypothesis state machine (conformance.statemachine.check_reference) on the mutated
     reference. With a tuple of profiles, each in turn until one kills the mutant, each with an
     equal share of the budget left (a mutant of one release's code path shows only under it);
     the time to kill then counts the profiles tried before. Raises ImportError while the state
-    machine is not in the tree."""
+    machine is not in the tree.
+
+    The machine keeps the environment within the spec's assumptions. A mutant that survives it
+    (with a tuple of profiles, unless `differential` is False) is searched again outside them,
+    differentially (`differential_budget_s`, by default `budget_s` again): an example kills only
+    where the unmutated reference holds on the same moves (the machine's `_differs`). The time
+    to kill then counts the first search too, and the kill says it was outside the assumptions."""
     if not isinstance(profile, str):
         t0, c0 = time.perf_counter(), time.process_time()
         res = None
         runs, incomplete = 0, False
-        for i, p in enumerate(profile):
-            spent = time.perf_counter() - t0
-            share = None if budget_s is None else max(0.0, budget_s - spent) / (len(profile) - i)
-            cpu_before = time.process_time() - c0
-            res = kill_by_hypothesis(m, profile=p, max_examples=max_examples, budget_s=share, seed=seed,
-                                     shrink_budget_s=shrink_budget_s)
-            runs += res.runs
-            incomplete = incomplete or res.incomplete
+        phases = [(False, budget_s)]
+        if differential is not False:
+            phases.append((True, budget_s if differential_budget_s is None else differential_budget_s))
+        for diff, phase_budget in phases:
+            t1 = time.perf_counter()
+            for i, p in enumerate(profile):
+                spent = time.perf_counter() - t1
+                share = None if phase_budget is None else max(0.0, phase_budget - spent) / (len(profile) - i)
+                before, cpu_before = time.perf_counter() - t0, time.process_time() - c0
+                res = kill_by_hypothesis(m, profile=p, max_examples=max_examples, budget_s=share, seed=seed,
+                                         shrink_budget_s=shrink_budget_s, differential=diff)
+                runs += res.runs
+                incomplete = incomplete or res.incomplete
+                if res.killed:
+                    res.seconds = round(before + res.seconds, 3)
+                    res.cpu_seconds = round(cpu_before + res.cpu_seconds, 3)
+                    break
             if res.killed:
-                res.seconds = round(spent + res.seconds, 3)
-                res.cpu_seconds = round(cpu_before + res.cpu_seconds, 3)
                 break
         res.runs = runs
         if not res.killed:
@@ -676,10 +691,11 @@ def kill_by_hypothesis(m: Mutant, *, profile: str | tuple = "rocketmq-5.3.3", ma
     from rocketspec.conformance.statemachine import check_reference
 
     t0, c0 = time.perf_counter(), time.process_time()
-    res = Kill(m.id, "hypothesis", False, profile=profile)
+    res = Kill(m.id, "hypothesis", False, profile=profile, differential=bool(differential))
     try:
         r = check_reference(profile, max_examples=max_examples, derandomize=True, seed=seed, budget_s=budget_s,
-                            reference_patch=lambda: applied(m), shrink_budget_s=shrink_budget_s)
+                            reference_patch=lambda: applied(m), shrink_budget_s=shrink_budget_s,
+                            respect_assumptions=not differential, differential=bool(differential))
     except Exception as exc:  # a crash of the reference under the state machine: not a kill
         res.crashes = 1
         res.note = f"{type(exc).__name__}: {exc}"[:300]

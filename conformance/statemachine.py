@@ -127,6 +127,11 @@ class ReferenceMachine(RuleBasedStateMachine):
     operator_moves = True
     deadline = None            # time.monotonic() after which the search ends (budget)
     shrink_budget_s = 60.0     # how long a found failure may be shrunk
+    # Mutation testing outside the assumptions: with `differential`, a spec error fails the
+    # example only when the unpatched reference, given the same moves, has none (_differs).
+    # Outside the assumptions the unmutated reference loses guarantees too (the spec reports
+    # the loss); a mutant is told apart by what the same environment does to the original.
+    differential = False
     report: dict = {}          # what the examples of this class did: _new_report()
 
     def __init__(self):
@@ -201,6 +206,9 @@ class ReferenceMachine(RuleBasedStateMachine):
             return
         cls = type(self)
         self.done = True
+        if cls.differential and not self._differs():
+            cls.report["differential_same"] += 1
+            return                  # the original fails on these moves too: no kill
         _failed(cls, {"finding": f.inv, "crash": None, "trace_path": cls.trace_path, "steps": list(self.steps)})
         self.monitor.assert_holds(cls.trace_path, context=f"profile {cls.profile}")
 
@@ -302,6 +310,33 @@ class ReferenceMachine(RuleBasedStateMachine):
 
     def _step(self, **st) -> None:
         self._do(self.run.do_step if self.run else None, st)
+
+    def _differs(self) -> bool:
+        """Whether the unpatched reference holds on this example's moves so far (self.steps, the
+        falsifying code's lines): they are replayed on a fresh machine of the same environment
+        with the patch (the mutant) taken out for the replay. The moves decide on the state they
+        meet, so the replay is the same environment, not the same trace."""
+        cls = type(self)
+        twin_cls = machine_class(cls.profile, scenario=cls.scenario, respect_assumptions=cls.respect_assumptions,
+                                 operator_moves=cls.operator_moves, reference_patch=None, ignore_crashes=True,
+                                 trace_path=os.path.join(tempfile.gettempdir(), "rocketspec-differential-twin.jsonl"))
+        cm, self._cm = self._cm, None
+        if cm is not None:
+            cm.__exit__(None, None, None)
+        try:
+            twin = twin_cls()
+            try:
+                for line in self.steps[1:]:
+                    exec(line, {"state": twin})
+            except SpecViolation:
+                return False
+            finally:
+                if twin._cm is not None:
+                    twin._cm.__exit__(None, None, None)
+            # a crash of the original on these moves (a bug of the reference) is no comparison
+            return twin.monitor.first_error is None and not twin_cls.report["crashes"]
+        finally:
+            self._cm = _enter(cls.reference_patch)
 
     # ------------------------------------------------------------------ the environment's moves
     @initialize(clients=st.lists(st.sampled_from(sorted(CLIENTS)), unique=True, min_size=1),
@@ -650,7 +685,7 @@ def _longest_call(listener) -> int:
 
 def _new_report() -> dict:
     return {"examples": 0, "crashes": 0, "runaway": 0, "runaway_example": None, "failure": None,
-            "shrink_until": None, "first_failure": None}
+            "shrink_until": None, "first_failure": None, "differential_same": 0}
 
 
 def _failed(cls, failure: dict) -> None:
@@ -738,6 +773,7 @@ class ConformanceResult:
     crash: str | None = None            # the reference raised (not a spec finding)
     crashes_ignored: int = 0
     runaway: int = 0                    # examples ended by an event cap (MAX_STEP_EVENTS, MAX_EXAMPLE_EVENTS): not findings
+    differential_same: int = 0          # differential: failures the unpatched reference had too (not counted)
     runaway_steps: list | None = field(default=None, repr=False)  # the first of them, as the steps it took
     budget_exhausted: bool = False
     seconds: float = 0.0
@@ -759,12 +795,15 @@ class ConformanceResult:
 def check_reference(profile: str, *, max_examples: int, derandomize: bool = True, seed: int | None = None,
                     budget_s: float | None = None, reference_patch=None, stateful_step_count: int = CI_STEPS,
                     ignore_crashes: bool | None = None, trace_path: str | None = None,
-                    shrink_budget_s: float = 60.0, operator_moves: bool = True) -> ConformanceResult:
+                    shrink_budget_s: float = 60.0, operator_moves: bool = True, respect_assumptions: bool = True,
+                    differential: bool = False) -> ConformanceResult:
     """Run the state machine against the reference under `profile`. `reference_patch`: a context
     manager (or a factory of one) entered around each example, e.g. a mutant; crashes of a
     patched reference are ignored unless `ignore_crashes=False`. `budget_s` stops generating new
     examples after that many seconds (a found failure is still shrunk). `seed` makes the run
-    reproducible without derandomizing by the test's name."""
+    reproducible without derandomizing by the test's name. `respect_assumptions=False` lets the
+    environment break the spec's assumptions; with `differential` (for a patched reference) an
+    example fails only where the unpatched reference holds on the same moves."""
     from hypothesis import seed as hseed
     from hypothesis.reporting import with_reporter
 
@@ -773,7 +812,7 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
     if ignore_crashes is None:
         ignore_crashes = reference_patch is not None
     attrs = {"reference_patch": reference_patch, "ignore_crashes": ignore_crashes, "shrink_budget_s": shrink_budget_s,
-             "operator_moves": operator_moves,
+             "operator_moves": operator_moves, "respect_assumptions": respect_assumptions, "differential": differential,
              "deadline": None if budget_s is None else t0 + budget_s}
     if trace_path is not None:
         attrs["trace_path"] = trace_path
@@ -795,8 +834,9 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
         res.crash = fail.get("crash")
         res.trace_path = fail.get("trace_path")
         res.message = str(exc)
-        res.falsifying_code = _falsifying_code(name, list(getattr(exc, "__notes__", [])) + lines) or \
-            _falsifying_code(name, fail.get("steps", []))
+        res.falsifying_code = _falsifying_code(name, list(getattr(exc, "__notes__", [])) + lines,
+                                               respect_assumptions) or \
+            _falsifying_code(name, fail.get("steps", []), respect_assumptions)
     except BaseException as exc:        # noqa: BLE001 - only the budget's end is handled here
         if not _budget_ended(exc):
             raise
@@ -807,7 +847,7 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
             res.ok = False
             res.finding, res.crash, res.trace_path = fail["finding"], fail["crash"], fail["trace_path"]
             res.message = "the shrink budget ran out: shrunk as far as it got"
-            res.falsifying_code = _falsifying_code(name, fail["steps"])
+            res.falsifying_code = _falsifying_code(name, fail["steps"], respect_assumptions)
     res.examples_run = cls.report["examples"]
     if cls.report["first_failure"] is not None:
         res.examples_to_failure = cls.report["first_failure"][0]
@@ -815,6 +855,7 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
         res.cpu_seconds_to_failure = cls.report["first_failure"][2] - c0
     res.crashes_ignored = cls.report["crashes"]
     res.runaway = cls.report["runaway"]
+    res.differential_same = cls.report["differential_same"]
     if cls.report["runaway_example"] is not None:
         res.runaway_steps = cls.report["runaway_example"][0]
     res.budget_exhausted = budget_s is not None and time.monotonic() > t0 + budget_s and res.ok
@@ -822,7 +863,7 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
     return res
 
 
-def _falsifying_code(profile: str, lines: list[str]) -> str:
+def _falsifying_code(profile: str, lines: list[str], respect_assumptions: bool = True) -> str:
     """Hypothesis's printout of the final (shrunk) run, from `state = ...`, made runnable."""
     lines = [ln for chunk in lines for ln in str(chunk).splitlines()]
     start = next((i for i, ln in enumerate(lines) if ln.startswith("state = ")), None)
@@ -837,5 +878,6 @@ def _falsifying_code(profile: str, lines: list[str]) -> str:
         body.append("state.teardown()")
     return "\n".join([
         "from rocketspec.conformance.statemachine import machine_class",
-        f"ReferenceMachine = machine_class({profile!r})",
+        f"ReferenceMachine = machine_class({profile!r}"
+        f"{'' if respect_assumptions else ', respect_assumptions=False'})",
         *body])

@@ -102,7 +102,7 @@ class RefExplorer:
                 break                      # the node where a state predicate fails
             sim = w.run.sim
             batch = sim.next_batch(self.horizon)
-            pick, offered = (None, None) if batch is None else ch.plan(batch)
+            pick, offered = (None, None) if batch is None else ch.ahead(batch)
             if w.faults_left > 0 and sim.armed and (batch is None or w.nodefer or offered != []):
                 break                      # a fault may strike before the next task: a choice
             if batch is not None and len(batch) > 1 and pick is None:
@@ -147,6 +147,7 @@ class RefExplorer:
         run, sim = w.run, w.run.sim
         limit = self.horizon
         what = sim.step(limit)
+        sim.chooser._ahead = None          # a look-ahead plans only the step right after it
         w.nodefer = False
         if what is None:
             sim.now = limit

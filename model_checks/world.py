@@ -176,6 +176,7 @@ class BudgetChooser(ScriptChooser):
         self.reduce = reduce
         self.deferred = False     # this step left an armed fault, or a task due now, for later
         self._planned = (None, None, None)
+        self._ahead = None        # (batch, pick, offered) planned by a chain's look-ahead (ahead)
 
     def plan(self, batch):
         """(pick, offered) for the runnable tasks `batch` due now: pick, the index of the task
@@ -215,10 +216,22 @@ class BudgetChooser(ScriptChooser):
             return None, None
         return best[1], best[2]
 
+    def ahead(self, batch):
+        """plan(batch) for the step about to run (a chain looks before it steps): the step's own
+        plan reuses it, as the state is the one the look-ahead planned in."""
+        pick, offered = self.plan(batch)
+        self._ahead = (batch, pick, offered)
+        return pick, offered
+
     def _plan_of(self, batch):
         if self._planned[0] is not batch:       # Simulator.step asks strike, then task_order
+            ahead, self._ahead = self._ahead, None
             if self.world.nodefer:              # the state before a step that ended the run
                 self._planned = (batch, None, None)
+            elif ahead is not None and _same_items(ahead[0], batch):
+                # the batch the look-ahead planned, popped off the heap in another order
+                pick = None if ahead[1] is None else batch.index(ahead[0][ahead[1]])
+                self._planned = (batch, pick, ahead[2])
             else:
                 self._planned = (batch, *self.plan(batch))
         return self._planned[1:]
@@ -257,6 +270,11 @@ class BudgetChooser(ScriptChooser):
         if i:
             setattr(self.world, budget, left - 1)
         return i
+
+
+def _same_items(a, b) -> bool:
+    """The same heap items (by identity: the heap holds them meanwhile), in any order."""
+    return len(a) == len(b) and {id(x) for x in a} == {id(x) for x in b}
 
 
 def crashes_that_end(w: World) -> list[int]:

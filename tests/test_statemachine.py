@@ -806,3 +806,43 @@ def test_a_one_way_unlock_sent_before_a_lock_reaches_the_broker_first():
         with pytest.raises(SpecViolation) as info:
             _play("rocketmq-4.9.8", UNLOCK_BEFORE_LOCK)
     assert info.value.finding.inv == "INV-ORDER-1"
+
+
+def test_a_differential_search_of_the_unpatched_reference_kills_nothing():
+    """Outside the assumptions the unmutated reference loses guarantees (the spec reports the
+    losses), so a differential search counts a failure only where the unpatched reference holds
+    on the same moves. With nothing patched every failure is the original's own: none may count,
+    and some must have been met (else this shows nothing)."""
+    res = check_reference("rocketmq-4.9.8", max_examples=100,
+                          reference_patch=lambda: contextlib.nullcontext(), respect_assumptions=False, differential=True)
+    assert res.ok, res.summary()
+    assert res.examples_run >= 90
+    assert res.differential_same > 0
+
+
+def test_a_differential_search_kills_a_mutant_the_assumptions_hide(tmp_path):
+    """unlock-by-anyone (unlockBatch drops whoever's entry) needs a client that unlocks a queue
+    another client locked: within the assumptions no such client exists, since a lock outlives
+    every pause and no broker restarts under an orderly group (A-BROKER-LOCKS). Outside them
+    the search finds one; the falsifying code fails with the mutant in place and holds without."""
+    from rocketspec.conformance.mutants import BY_ID, applied
+
+    m = BY_ID["unlock-by-anyone"]
+    res = check_reference("rocketmq-5.3.3", max_examples=100, reference_patch=lambda: applied(m),
+                          respect_assumptions=False, differential=True, shrink_budget_s=5,
+                          trace_path=str(tmp_path / "kill.jsonl"))
+    assert not res.ok and res.finding == "INV-LOCK-1", res.summary()
+    assert "respect_assumptions=False" in res.falsifying_code
+
+    def play():
+        try:
+            exec(res.falsifying_code.replace("machine_class('rocketmq-5.3.3'",
+                                             f"machine_class('rocketmq-5.3.3', trace_path={str(tmp_path / 'r.jsonl')!r}"),
+                 {})
+        except SpecViolation as exc:
+            return str(exc)
+        return None
+
+    with applied(m):
+        assert "INV-LOCK-1" in (play() or "")
+    assert play() is None
