@@ -222,7 +222,7 @@ class RefExplorer:
         kind. A run of the scope has at most one fault, so it is a run of exactly one kind's
         scope (or of all of them, when no fault strikes): the union of the kinds' state spaces
         is the scope's, and each kind's search is exhaustive, reduced and stopped as this one
-        would be. The searches share nothing, so they run in parallel (one per worker). What
+        would be. With workers, each kind's search expands its levels in N processes. What
         none of them strikes, the runs with no fault, is searched once per kind: distinct and
         generated are sums over the kinds."""
         import dataclasses
@@ -235,34 +235,25 @@ class RefExplorer:
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         res = Result(scope=self.scope.name, profile=self.profile.name)
         bar = self.progress
-        if self.workers > 1:
-            # the state cap is the whole search's: shared evenly by the kinds searched side by side
-            for sub in subs:
-                sub.max_states = max(1, self.max_states // len(subs))
-            ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(min(self.workers, len(subs))) as pool:
-                results = []
-                for k, r in zip(kinds, pool.imap(RefExplorer._run, subs)):   # a kind's search per worker
-                    results.append(r)
-                    if self.on_kind is not None:
-                        self.on_kind(k, r)
-        else:
-            results = []
-            for sub in subs:
-                if bar is not None:
-                    sub.progress = _Offset(bar, results)
-                if self.stop_at_first:
-                    # a kind searched after one that found a violation need not go deeper
-                    sub.depth_limit = min((v.depth for r in results for v in r.violations), default=None)
-                # the state cap is the whole search's: a kind gets what the kinds before it left
-                left = self.max_states - sum(r.distinct for r in results)
-                if left < 1:
-                    results.append(Result(scope=sub.scope.name, profile=self.profile.name, complete=False))
-                    continue
-                sub.max_states = left
-                results.append(sub._run())
-                if self.on_kind is not None:
-                    self.on_kind(sub.scope.fault_kinds[0], results[-1])
+        # with workers, each kind's search expands its levels in parallel (a kind after another):
+        # the pause kind alone is most of `small`, so one worker per kind left the other idle
+        results = []
+        for sub in subs:
+            sub.workers = self.workers
+            if bar is not None:
+                sub.progress = _Offset(bar, results)
+            if self.stop_at_first:
+                # a kind searched after one that found a violation need not go deeper
+                sub.depth_limit = min((v.depth for r in results for v in r.violations), default=None)
+            # the state cap is the whole search's: a kind gets what the kinds before it left
+            left = self.max_states - sum(r.distinct for r in results)
+            if left < 1:
+                results.append(Result(scope=sub.scope.name, profile=self.profile.name, complete=False))
+                continue
+            sub.max_states = left
+            results.append(sub._run())
+            if self.on_kind is not None:
+                self.on_kind(sub.scope.fault_kinds[0], results[-1])
         for k, r in zip(kinds, results):
             _add(res, r)
             res.kinds[k] = r
