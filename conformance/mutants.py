@@ -683,6 +683,7 @@ def kill_by_hypothesis(m: Mutant, *, profile: str | tuple = "rocketmq-5.3.3", ma
                 break
         res.runs = runs
         if not res.killed:
+            res.differential = False        # (it means killed outside the assumptions)
             # a profile whose share ran out before its examples did leaves the search incomplete
             res.incomplete = incomplete
             res.seconds = round(time.perf_counter() - t0, 3)

@@ -319,7 +319,7 @@ class ReferenceMachine(RuleBasedStateMachine):
         cls = type(self)
         twin_cls = machine_class(cls.profile, scenario=cls.scenario, respect_assumptions=cls.respect_assumptions,
                                  operator_moves=cls.operator_moves, reference_patch=None, ignore_crashes=True,
-                                 trace_path=os.path.join(tempfile.gettempdir(), "rocketspec-differential-twin.jsonl"))
+                                 trace_path=f"{cls.trace_path}.unpatched.jsonl")
         cm, self._cm = self._cm, None
         if cm is not None:
             cm.__exit__(None, None, None)

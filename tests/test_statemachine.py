@@ -828,7 +828,7 @@ def test_a_differential_search_kills_a_mutant_the_assumptions_hide(tmp_path):
     from rocketspec.conformance.mutants import BY_ID, applied
 
     m = BY_ID["unlock-by-anyone"]
-    res = check_reference("rocketmq-5.3.3", max_examples=100, reference_patch=lambda: applied(m),
+    res = check_reference("rocketmq-5.3.3", max_examples=400, reference_patch=lambda: applied(m),
                           respect_assumptions=False, differential=True, shrink_budget_s=5,
                           trace_path=str(tmp_path / "kill.jsonl"))
     assert not res.ok and res.finding == "INV-LOCK-1", res.summary()
