@@ -15,7 +15,9 @@ from rocketspec.errors import UserError
 SCOPE_DIR = Path(__file__).with_name("scopes")
 
 FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
-               "route_lost", "reset_by_time")
+               "route_lost", "reset_by_time", "shutdown", "broker_restart")
+FROM_WHERE = ("CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_TIMESTAMP")
+SUBSCRIPTION_TYPES = ("TAG", "SQL92")
 
 
 class ScopeError(UserError, ValueError):
@@ -45,6 +47,12 @@ class Scope:
     crash_modes: tuple = ("silent",)    # how a crash looks to the broker (reference.scenario.CRASH_MODES)
     horizon_ms: int = 300_000           # a run of the reference not quiescent by then ends (not judged)
     start_gap_ms: int = 0               # client i starts at i * start_gap_ms (a late joiner takes queues over)
+    consume_from_where: str = "CONSUME_FROM_FIRST_OFFSET"   # where a queue with no committed offset starts
+    subscription: str = "*"             # the group's expression for the topic
+    subscription_type: str = "TAG"      # TAG | SQL92 (SQL92 turns the broker's property filter on)
+    tags: tuple = ()                    # the stored messages' tags, round-robin ("": no tag); () none
+    props: tuple = ()                   # the stored messages' user properties (tables), round-robin
+    broker_downtime_ms: int = 1000      # how long a broker_restart keeps the broker down
     max_states: int = 5_000_000         # safety cap on distinct states
     max_depth: int = 10_000             # expand no node this many choices deep (below: a bounded search)
 
@@ -73,7 +81,7 @@ RETIRED = {
 # (an extra zero or three) is an error with the bound named, not hours of search.
 BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "messages": (0, 12), "max_reconsume_times": (0, 16),
           "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024),
-          "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth)}
+          "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000)}
 MAX_PAUSE_MS = 24 * 3600 * 1000
 
 
@@ -114,6 +122,16 @@ def _validate(d: dict, origin: str) -> Scope:
     if s.strategy not in ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"):
         raise ScopeError(origin, f"expected AVG, AVG_BY_CIRCLE or CONSISTENT_HASH, got {short(s.strategy)}",
                          "strategy")
+    if s.consume_from_where not in FROM_WHERE:
+        raise ScopeError(origin, f"expected one of {', '.join(FROM_WHERE)}, got {short(s.consume_from_where)}",
+                         "consume_from_where")
+    if s.subscription_type not in SUBSCRIPTION_TYPES:
+        raise ScopeError(origin, f"expected TAG or SQL92, got {short(s.subscription_type)}", "subscription_type")
+    if any(not isinstance(t, str) for t in s.tags):
+        raise ScopeError(origin, f"expected a list of tag strings, got {short(list(s.tags))}", "tags")
+    if any(not isinstance(p, dict) or any(not isinstance(k, str) or not isinstance(v, str) for k, v in p.items())
+           for p in s.props):
+        raise ScopeError(origin, f"expected a list of tables of string properties, got {short(list(s.props))}", "props")
     bad = [k for k in s.fault_kinds if k not in FAULT_KINDS]
     if bad:
         raise ScopeError(origin, f"unknown fault kinds {short(bad)} (known: {', '.join(FAULT_KINDS)})",

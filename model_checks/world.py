@@ -36,7 +36,7 @@ BROKER = "broker-a"
 # how long a queue lost from the route stays out: past one rebalance (20 s), so clients see it go
 ROUTE_LOST_MS = 25_000
 # faults that exist for a broadcasting consumer (no broker offsets, no send-back)
-BROADCAST_FAULTS = {"crash", "pause", "route_lost"}
+BROADCAST_FAULTS = {"crash", "pause", "route_lost", "shutdown", "broker_restart"}
 # choice points whose non-default answers cost a fault / a listener failure
 FAULT_POINTS = {"fault_strike", "oneway_loss", "send_back_fails", "offset_query_fails"}
 FAILURE_POINTS = {"listener_status"}
@@ -50,18 +50,38 @@ def scenario(scope) -> dict:
         listener["fail_rate"] = 0.5     # only declares the failure possible: the chooser decides
     group = {"name": GROUP, "consume_mode": scope.mode, "message_model": scope.message_model,
              "strategy": scope.strategy, "max_reconsume_times": scope.max_reconsume_times,
-             "consume_from_where": "CONSUME_FROM_FIRST_OFFSET", "pull_batch_size": scope.pull_batch,
-             "consume_thread_max": scope.threads, "subscriptions": {TOPIC: "*"}, "listener": listener}
+             "consume_from_where": scope.consume_from_where, "pull_batch_size": scope.pull_batch,
+             "consume_thread_max": scope.threads, "subscriptions": {TOPIC: subscription(scope)}, "listener": listener}
     if "clean_expired" in scope.fault_kinds and not broadcast:
         group["consume_timeout"] = 1
     steps = []
     if scope.messages:
-        steps.append({"at_ms": 0, "action": "produce", "topic": TOPIC, "count": scope.messages})
+        produce = {"at_ms": 0, "action": "produce", "topic": TOPIC, "count": scope.messages}
+        if scope.tags:
+            produce["tags"] = list(scope.tags)
+        if scope.props:
+            # message i has the properties of table i (round-robin); a name missing from a table
+            # is a property that message lacks (a SQL92 NULL): one produce step per table then
+            names = sorted({k for t in scope.props for k in t})
+            if any(set(t) != set(names) for t in scope.props):
+                raise ValueError(f"scope {scope.name}: every props table needs the same names ({names})")
+            produce["props"] = {k: [t[k] for t in scope.props] for k in names}
+        steps.append(produce)
     for i in range(scope.consumers):
         steps.append({"at_ms": i * scope.start_gap_ms, "action": "start", "client": client_id(i), "group": GROUP})
-    return validate({"name": f"scope-{scope.name}", "duration_ms": 0, "drain_limit_ms": scope.horizon_ms,
-                     "brokers": [BROKER], "topics": [{"name": TOPIC, "queues": scope.queues}],
-                     "groups": [group], "steps": steps}, f"scope:{scope.name}")
+    sc = {"name": f"scope-{scope.name}", "duration_ms": 0, "drain_limit_ms": scope.horizon_ms,
+          "brokers": [BROKER], "topics": [{"name": TOPIC, "queues": scope.queues}],
+          "groups": [group], "steps": steps}
+    if scope.subscription_type == "SQL92":
+        sc["broker_config"] = {"enable_property_filter": True}
+    return validate(sc, f"scope:{scope.name}")
+
+
+def subscription(scope):
+    """The group's subscription of the topic, as a scenario writes it."""
+    if scope.subscription_type == "SQL92":
+        return {"type": "SQL92", "expr": scope.subscription}
+    return scope.subscription
 
 
 def client_id(i: int) -> str:
@@ -121,6 +141,10 @@ def build(scope, profile, sink) -> World:
                 run.sim.arm(f"pause {c} {ms}", partial(run.inject, "pause", c, ms))
         if "clean_expired" in kinds:
             run.sim.arm(f"clean_expired {c}", partial(run.inject, "clean_expired", c))
+        if "shutdown" in kinds:
+            run.sim.arm(f"shutdown {c}", partial(run.inject, "shutdown", c))
+    if "broker_restart" in kinds:
+        run.sim.arm(f"broker_restart {BROKER}", partial(run.inject, "broker_restart", BROKER, scope.broker_downtime_ms))
     # an operator's offset moves (Run.inject): a queue's committed offset written on the broker
     # past its end (updateConsumeOffset), and mqadmin resetOffsetByTime to the beginning (an
     # offset each queue has; the group's online clients take it, or the broker when none is).

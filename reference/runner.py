@@ -93,6 +93,22 @@ class Producer:
             pass
 
 
+def _nth(tags, i):
+    """Message i's tags in a produce step: the step's one tag, or its list's i-th round-robin
+    ("" in a list: untagged)."""
+    if isinstance(tags, list):
+        return tags[i % len(tags)] or None
+    return tags
+
+
+def _nth_props(props, i):
+    """Message i's properties in a produce step: a property given as a list of values takes
+    them round-robin, message by message (a step is deterministic: nothing is drawn)."""
+    if not props:
+        return props
+    return {k: str(v[i % len(v)] if isinstance(v, list) else v) for k, v in props.items()}
+
+
 # The scenario's `real` table sets RocketMQ's timing knobs (system properties and consumer
 # settings) for a run; the reference runs with the ones it models, so that one scenario gives
 # a reference trace and a real trace under the same timings. The rest are real-run only.
@@ -166,10 +182,7 @@ class Run:
         elif a == "pause":
             self.consumers[st["client"]].pause(st["duration_ms"])
         elif a == "restart_broker":
-            b = self.net.brokers[st["broker"]]
-            b.stop_for_restart()
-            self.net.broker_stopped(b.name)
-            sim.schedule(st.get("downtime_ms", 0), b.restart)
+            self.restart_broker(self.net.brokers[st["broker"]], st.get("downtime_ms", 0))
         elif a == "oneway_loss":
             self.net.faults.oneway_loss = float(st["probability"])
         elif a == "fail_offset_queries":
@@ -186,8 +199,14 @@ class Run:
             sim.emit("messages_deleted", topic=st["topic"], broker=b.name, queue=st["queue"], min_offset=low)
         elif a == "produce":
             p = Producer(self, {"topic": st["topic"], "count": st["count"], "rate_per_s": 1000})
-            for _ in range(st["count"]):
-                p.send_one(tags=st.get("tags"), keys=st.get("keys"), props=st.get("props"))
+            for i in range(st["count"]):
+                p.send_one(tags=_nth(st.get("tags"), i), keys=st.get("keys"), props=_nth_props(st.get("props"), i))
+
+    def restart_broker(self, b, downtime_ms: int) -> None:
+        """The broker stops (what it has not flushed is lost) and starts again downtime_ms later."""
+        b.stop_for_restart()
+        self.net.broker_stopped(b.name)
+        self.sim.schedule(downtime_ms, b.restart)
 
     def reset_offset(self, group: str, topic: str, timestamp: int) -> None:
         """An operator resets the group's offsets of topic to a time (mqadmin resetOffsetByTime,
@@ -242,14 +261,18 @@ class Run:
         `target`, arg (topic, group), written on the broker one past the queue's end:
         set_broker_offset, e.g. an offset restored from a cluster whose queue was longer) and
         reset_by_time (mqadmin resetOffsetByTime of topic `target`, arg (timestamp, group):
-        reset_offset), and route_lost (queue `target` of topic `arg` leaves the route for a
-        while)."""
-        if kind in ("crash", "pause", "clean_expired"):
+        reset_offset), route_lost (queue `target` of topic `arg` leaves the route for a
+        while), shutdown (a client's graceful shutdown) and broker_restart (broker `target`
+        stops and starts again arg ms later)."""
+        if kind in ("crash", "pause", "clean_expired", "shutdown"):
             c = self.consumers.get(target)
             if c is None or not c.running or not c.proc.alive:
                 return
             if kind == "crash":
                 c.crash(arg or CRASH_MODES[0])
+            elif kind == "shutdown":
+                if c.proc.paused_until <= self.sim.now:     # a frozen process runs no shutdown hook
+                    c.shutdown()
             elif kind == "pause":
                 if c.proc.paused_until <= self.sim.now:
                     c.pause(arg)
@@ -268,6 +291,10 @@ class Run:
         elif kind == "route_lost":
             topic, broker, duration = arg
             self.net.lose_route(topic, broker, int(target), duration)
+        elif kind == "broker_restart":
+            b = self.net.brokers[target]
+            if b.up:
+                self.restart_broker(b, arg)
         else:
             raise ValueError(f"unknown fault kind {kind!r}")
 
@@ -280,7 +307,8 @@ class Run:
         committed offset (reset) reads the queue's end and writes the offset on the broker; the
         spec judges it together with what each client of the group does with that queue (a batch
         of the queue ending before it and after it are told apart), so it writes every client's
-        part for the queue. A reset by time and a fault that sends back make no promise."""
+        part for the queue. A reset by time, a shutdown, a broker restart and a fault that sends back
+        make no promise."""
         if kind == "crash":
             # a crash the broker sees at once (kill) has it close the channel a latency later
             return ({CLOCK} if arg == "kill" else set()), {("client", target), ("clients",), ("alive", target)}

@@ -60,6 +60,15 @@ def _props(path: str, table) -> None:
             raise checks.FieldError(f"{path}.{_key(name)}", "a blank property name or value: RocketMQ's putUserProperty "
                                     "refuses it")
 
+def _one_or_list(path: str, v) -> None:
+    """A produce step's tags: one tag for every message, or a list taken round-robin, message
+    by message ("" in the list: untagged)."""
+    if isinstance(v, list):
+        checks.list_of(checks.string, 1)(path, v)
+    else:
+        checks.optional(checks.string)(path, v)
+
+
 # How a client crash looks to the broker (docs/scenarios.md). silent, the default: a host cut
 # off or frozen, its channel stays until the broker's channel expiry. kill: the process dies, the
 # OS closes its sockets and the broker unregisters it at once (ClientHousekeepingService.onChannelClose).
@@ -72,7 +81,7 @@ STEP_FIELDS = {
     "skip": checks.integer(0, MAX_MESSAGES), "kind": checks.one_of("timeout", "broker_error"),
     "queue": checks.integer(0, MAX_QUEUES - 1),
     "before": checks.integer(0), "offset": checks.integer(0), "timestamp_ms": _MS,
-    "tags": checks.optional(checks.string), "keys": checks.optional(checks.string),
+    "tags": lambda path, v: _one_or_list(path, v), "keys": checks.optional(checks.string),
     "props": _props,
     "at_ms": _MS, "action": _ID, "note": checks.string,
     "mode": checks.one_of(*CRASH_MODES),
