@@ -581,12 +581,53 @@ EXHAUSTIVE_SCOPES = (
 )
 
 
+# Mutant -> the scopes that exercise the mechanism its mistake breaks, searched before the shared
+# list (as BUG_SCOPES in model_checks/scopes.py names a known bug's scope): the search within
+# them is as exhaustive as any, the scope is what its author would give `rocketspec explore` to
+# check that mechanism. Each holds on the unmutated reference under the profiles it names
+# (tests/test_mutants.py), so a violation there is the mutant's.
+MUTANT_SCOPES = {
+    # two send-backs of one message: the second's delay level is 3 + 1
+    "sendback-fixed-delay": (("tiny", {"faults": 0, "failures": 2, "max_reconsume_times": 2}),),
+    # two messages in one orderly queue: takeMessages' order shows
+    "orderly-take-highest": (("tiny", {"mode": "ORDERLY", "queues": 1, "messages": 2, "faults": 0, "failures": 0}),),
+    # two consume threads on one queue, calls of 1 or 3 ms: a batch finishes before the one below it
+    "commit-batch-max": (("tiny", {"queues": 1, "messages": 2, "threads": 2, "faults": 0, "failures": 0,
+                                   "consume_ms": [1, 3]}),),
+    # a pause past the 30 s lease with a message still to consume
+    "orderly-skip-lease-check": (("tiny", {"mode": "ORDERLY", "fault_kinds": ["pause"], "queues": 1, "messages": 2,
+                                           "failures": 0}),),
+    # a second client joins while the first one's 25 s listener call runs: the queue moves
+    "dropped-result-processed": (("small", {"faults": 0, "failures": 1, "start_gap_ms": 1000,
+                                            "consume_ms": [25000]}),),
+    # the same handover under orderly consumption. A 25 s call outlives 5.x's 20 s unlock delay,
+    # which loses the guarantee on the unmutated 5.x too (#7644): 4.9.8 only; a 5 s call does not
+    "orderly-remove-while-consuming-49": (("small", {"mode": "ORDERLY", "faults": 0, "failures": 0, "start_gap_ms": 1000,
+                                                     "consume_ms": [25000]}, ("rocketmq-4.9.8",)),),
+    "orderly-remove-while-consuming-5x": (("small", {"mode": "ORDERLY", "faults": 0, "failures": 0, "start_gap_ms": 1000,
+                                                     "consume_ms": [5000]}),),
+    "orderly-commit-when-dropped": (("small", {"mode": "ORDERLY", "faults": 0, "failures": 0, "start_gap_ms": 1000,
+                                               "consume_ms": [5000]}),),
+    # a graceful shutdown at any task boundary
+    "shutdown-keeps-running": (("tiny", {"fault_kinds": ["shutdown"], "failures": 0, "queues": 1, "messages": 1}),),
+    # a broker restart loses the locks before a second client joins and takes a queue over
+    # (5.3.3 only: 4.9.8's immediate pulls make the same scope ten times as large, 233 s)
+    "unlock-by-anyone": (("small", {"mode": "ORDERLY", "fault_kinds": ["broker_restart"], "failures": 0, "messages": 0,
+                                    "start_gap_ms": 21000}, ("rocketmq-5.3.3",)),),
+    # "Aa" and "BB" share a tags code: only the client's exact check tells them apart
+    "client-skips-tag-recheck": (("tiny", {"subscription": "Aa", "tags": ["Aa", "BB"], "faults": 0, "failures": 0}),),
+    # a SQL92 subscription, which only the broker evaluates
+    "broker-ignores-filter": (("tiny", {"subscription": "a = 1", "subscription_type": "SQL92",
+                                        "props": [{"a": "1"}, {"a": "2"}], "faults": 0, "failures": 0}),),
+}
+
+
 def kill_by_exhaustion(m: Mutant, *, scopes=EXHAUSTIVE_SCOPES, profiles=RELEASES,
                        budget_s: float | None = None, out_dir: str | None = None) -> Kill:
     """Exhaustive search of the mutated reference itself (model_checks/refexplore.py), scope by
     scope and profile by profile, until one reports a spec violation (breadth-first: with a
-    shortest trace, written to `out_dir` when given). A crash of the mutated reference is not a
-    kill."""
+    shortest trace, written to `out_dir` when given). The mutant's own scopes (MUTANT_SCOPES)
+    come first, then `scopes`. A crash of the mutated reference is not a kill."""
     from rocketspec.model_checks.refexplore import RefExplorer
     from rocketspec.model_checks.scopes import load_scope
 
@@ -598,7 +639,8 @@ def kill_by_exhaustion(m: Mutant, *, scopes=EXHAUSTIVE_SCOPES, profiles=RELEASES
     # search only leaves runs out. But a footprint describes the reference as written and a
     # mutant may break its promise, so the second pass takes every order of the tasks due
     # together, which cannot miss what the mutant does within the scope.
-    passes = [(name, over, only[0] if only else profiles, reduce)
+    scopes = tuple(MUTANT_SCOPES.get(m.id, ())) + tuple(scopes)
+    passes = [(name, over, [p for p in only[0] if p in profiles] if only else profiles, reduce)
               for reduce in (True, False) for name, over, *only in scopes]
     with applied(m):
         for name, over, scope_profiles, reduce in passes:
