@@ -591,6 +591,9 @@ MUTANT_SCOPES = {
     "sendback-fixed-delay": (("tiny", {"faults": 0, "failures": 2, "max_reconsume_times": 2}),),
     # two messages in one orderly queue: takeMessages' order shows
     "orderly-take-highest": (("tiny", {"mode": "ORDERLY", "queues": 1, "messages": 2, "faults": 0, "failures": 0}),),
+    # an orderly batch of two messages: commit moves the offset past the whole batch
+    "orderly-commit-first-key": (("tiny", {"mode": "ORDERLY", "queues": 1, "messages": 2, "consume_batch": 2,
+                                           "faults": 0, "failures": 0}),),
     # two consume threads on one queue, calls of 1 or 3 ms: a batch finishes before the one below it
     "commit-batch-max": (("tiny", {"queues": 1, "messages": 2, "threads": 2, "faults": 0, "failures": 0,
                                    "consume_ms": [1, 3]}),),

@@ -43,6 +43,7 @@ class Scope:
     pause_ms: tuple = (31000,)          # client pause durations
     threads: int = 1                    # concurrent batches in flight per ProcessQueue
     pull_batch: int = 32                # messages per pull answer
+    consume_batch: int = 1              # messages per listener call (consumeMessageBatchMaxSize)
     consume_ms: tuple = (1,)            # listener call durations the explorer tries (ms)
     crash_modes: tuple = ("silent",)    # how a crash looks to the broker (reference.scenario.CRASH_MODES)
     horizon_ms: int = 300_000           # a run of the reference not quiescent by then ends (not judged)
@@ -80,7 +81,7 @@ RETIRED = {
 # Upper bounds of the integer keys: far above what can be exhausted, low enough that a typo
 # (an extra zero or three) is an error with the bound named, not hours of search.
 BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "messages": (0, 12), "max_reconsume_times": (0, 16),
-          "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024),
+          "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024), "consume_batch": (1, 1024),
           "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000)}
 MAX_PAUSE_MS = 24 * 3600 * 1000
 

@@ -51,6 +51,7 @@ def scenario(scope) -> dict:
     group = {"name": GROUP, "consume_mode": scope.mode, "message_model": scope.message_model,
              "strategy": scope.strategy, "max_reconsume_times": scope.max_reconsume_times,
              "consume_from_where": scope.consume_from_where, "pull_batch_size": scope.pull_batch,
+             "consume_message_batch_max_size": scope.consume_batch,
              "consume_thread_max": scope.threads, "subscriptions": {TOPIC: subscription(scope)}, "listener": listener}
     if "clean_expired" in scope.fault_kinds and not broadcast:
         group["consume_timeout"] = 1
