@@ -10,7 +10,8 @@ Methods, each searched blind (no known witness):
 - hypothesis: the Hypothesis state machine on the mutated reference
   (conformance.statemachine.check_reference, derandomized), under 5.3.3 then 4.9.8.
 - exhaustive: the explorer of the reference itself (model_checks/refexplore.py,
-  conformance.mutants.kill_by_exhaustion) on the mutated reference, over the small scopes of
+  conformance.mutants.kill_by_exhaustion) on the mutated reference, over the mutant's own
+  scopes (conformance.mutants.MUTANT_SCOPES) and then the shared small scopes of
   conformance.mutants.EXHAUSTIVE_SCOPES (each exhausted without a violation on the unmutated
   reference) and both release profiles, reduced first and then every order, stopping at the
   first violation; the time to kill is the wall time to it.
@@ -139,8 +140,11 @@ Methods (`python -m bench.mutation_score`, which wrote this page):
   (differential)"; its time counts both searches, its examples the second's.
 - **exhaustive**: the explorer of the reference itself (`rocketspec explore`,
   `conformance.mutants.kill_by_exhaustion`) on the mutated reference, breadth-first over the
-  small scopes of `EXHAUSTIVE_SCOPES` (variants of `tiny` and `small`, cheapest first, each
-  exhausted without a violation on the unmutated reference) under both release profiles,
+  mutant's own scopes (`MUTANT_SCOPES`: where its author would point `rocketspec explore` to
+  check the mechanism the mistake breaks, as `BUG_SCOPES` names a known bug's; 13 of the 45
+  have one) and then the small scopes of `EXHAUSTIVE_SCOPES` (variants of `tiny` and `small`,
+  cheapest first), each exhausted without a violation on the unmutated reference under the
+  profiles it is searched with (tests/test_mutants.py), under both release profiles,
   stopping at the first violation (a shortest trace). Two passes: every scope with the
   footprint reduction first (a violation found there is a real run; the reduction can only
   leave runs out), then every scope taking every order of the tasks due together (a mutant may
