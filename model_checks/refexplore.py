@@ -147,7 +147,7 @@ class RefExplorer:
         run, sim = w.run, w.run.sim
         limit = self.horizon
         what = sim.step(limit)
-        sim.chooser._ahead = None          # a look-ahead plans only the step right after it
+        sim.chooser.stepped()
         w.nodefer = False
         if what is None:
             sim.now = limit

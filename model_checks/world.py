@@ -248,6 +248,11 @@ class BudgetChooser(ScriptChooser):
         self._ahead = (batch, pick, offered)
         return pick, offered
 
+    def stepped(self) -> None:
+        """A step ran: a look-ahead plans only the step right after it (one left over, for a
+        step that ran a single task, could not match a later batch anyway: its item has run)."""
+        self._ahead = None
+
     def _plan_of(self, batch):
         if self._planned[0] is not batch:       # Simulator.step asks strike, then task_order
             ahead, self._ahead = self._ahead, None
