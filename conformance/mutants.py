@@ -581,6 +581,12 @@ EXHAUSTIVE_SCOPES = (
 )
 
 
+def _orderly_handover(call_ms: int) -> dict:
+    """`small` overrides: two orderly clients, the second joining 1 s in, while the first one's
+    listener call of call_ms runs: the queue changes owner during the call."""
+    return {"mode": "ORDERLY", "faults": 0, "failures": 0, "start_gap_ms": 1000, "consume_ms": [call_ms]}
+
+
 # Mutant -> the scopes that exercise the mechanism its mistake breaks, searched before the shared
 # list (as BUG_SCOPES in model_checks/scopes.py names a known bug's scope): the search within
 # them is as exhaustive as any, the scope is what its author would give `rocketspec explore` to
@@ -605,12 +611,9 @@ MUTANT_SCOPES = {
                                             "consume_ms": [25000]}),),
     # the same handover under orderly consumption. A 25 s call outlives 5.x's 20 s unlock delay,
     # which loses the guarantee on the unmutated 5.x too (#7644): 4.9.8 only; a 5 s call does not
-    "orderly-remove-while-consuming-49": (("small", {"mode": "ORDERLY", "faults": 0, "failures": 0, "start_gap_ms": 1000,
-                                                     "consume_ms": [25000]}, ("rocketmq-4.9.8",)),),
-    "orderly-remove-while-consuming-5x": (("small", {"mode": "ORDERLY", "faults": 0, "failures": 0, "start_gap_ms": 1000,
-                                                     "consume_ms": [5000]}),),
-    "orderly-commit-when-dropped": (("small", {"mode": "ORDERLY", "faults": 0, "failures": 0, "start_gap_ms": 1000,
-                                               "consume_ms": [5000]}),),
+    "orderly-remove-while-consuming-49": (("small", _orderly_handover(25000), ("rocketmq-4.9.8",)),),
+    "orderly-remove-while-consuming-5x": (("small", _orderly_handover(5000)),),
+    "orderly-commit-when-dropped": (("small", _orderly_handover(5000)),),
     # a graceful shutdown at any task boundary
     "shutdown-keeps-running": (("tiny", {"fault_kinds": ["shutdown"], "failures": 0, "queues": 1, "messages": 1}),),
     # a broker restart loses the locks before a second client joins and takes a queue over

@@ -16,7 +16,6 @@ SCOPE_DIR = Path(__file__).with_name("scopes")
 
 FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
                "route_lost", "reset_by_time", "shutdown", "broker_restart")
-FROM_WHERE = ("CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_TIMESTAMP")
 SUBSCRIPTION_TYPES = ("TAG", "SQL92")
 
 
@@ -123,8 +122,10 @@ def _validate(d: dict, origin: str) -> Scope:
     if s.strategy not in ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"):
         raise ScopeError(origin, f"expected AVG, AVG_BY_CIRCLE or CONSISTENT_HASH, got {short(s.strategy)}",
                          "strategy")
-    if s.consume_from_where not in FROM_WHERE:
-        raise ScopeError(origin, f"expected one of {', '.join(FROM_WHERE)}, got {short(s.consume_from_where)}",
+    from rocketspec.reference.client.push_consumer import CONSUME_FROM_WHERE
+
+    if s.consume_from_where not in CONSUME_FROM_WHERE:
+        raise ScopeError(origin, f"expected one of {', '.join(CONSUME_FROM_WHERE)}, got {short(s.consume_from_where)}",
                          "consume_from_where")
     if s.subscription_type not in SUBSCRIPTION_TYPES:
         raise ScopeError(origin, f"expected TAG or SQL92, got {short(s.subscription_type)}", "subscription_type")
@@ -133,6 +134,9 @@ def _validate(d: dict, origin: str) -> Scope:
     if any(not isinstance(p, dict) or any(not isinstance(k, str) or not isinstance(v, str) for k, v in p.items())
            for p in s.props):
         raise ScopeError(origin, f"expected a list of tables of string properties, got {short(list(s.props))}", "props")
+    if s.props and any(set(t) != set(s.props[0]) for t in s.props):
+        # a produce step gives each property a list of values, one per message in turn
+        raise ScopeError(origin, f"every table needs the same property names, got {short(list(s.props))}", "props")
     bad = [k for k in s.fault_kinds if k not in FAULT_KINDS]
     if bad:
         raise ScopeError(origin, f"unknown fault kinds {short(bad)} (known: {', '.join(FAULT_KINDS)})",

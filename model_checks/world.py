@@ -61,12 +61,8 @@ def scenario(scope) -> dict:
         if scope.tags:
             produce["tags"] = list(scope.tags)
         if scope.props:
-            # message i has the properties of table i (round-robin); a name missing from a table
-            # is a property that message lacks (a SQL92 NULL): one produce step per table then
-            names = sorted({k for t in scope.props for k in t})
-            if any(set(t) != set(names) for t in scope.props):
-                raise ValueError(f"scope {scope.name}: every props table needs the same names ({names})")
-            produce["props"] = {k: [t[k] for t in scope.props] for k in names}
+            # message i has the properties of table i (round-robin; every table names the same ones)
+            produce["props"] = {k: [t[k] for t in scope.props] for k in sorted(scope.props[0])}
         steps.append(produce)
     for i in range(scope.consumers):
         steps.append({"at_ms": i * scope.start_gap_ms, "action": "start", "client": client_id(i), "group": GROUP})

@@ -60,6 +60,7 @@ def _props(path: str, table) -> None:
             raise checks.FieldError(f"{path}.{_key(name)}", "a blank property name or value: RocketMQ's putUserProperty "
                                     "refuses it")
 
+
 def _one_or_list(path: str, v) -> None:
     """A produce step's tags: one tag for every message, or a list taken round-robin, message
     by message ("" in the list: untagged)."""

@@ -49,7 +49,8 @@ def test_the_scope_keys_of_filters_and_offsets_are_validated(tmp_path):
     bad = tmp_path / "s.toml"
     for text, key in (("consume_from_where = 'CONSUME_FROM_MIDDLE'\n", "consume_from_where"),
                       ("subscription_type = 'REGEX'\n", "subscription_type"), ("tags = [1, 2]\n", "tags"),
-                      ("props = [{ a = 1 }]\n", "props"), ("broker_downtime_ms = -1\n", "broker_downtime_ms")):
+                      ("props = [{ a = 1 }]\n", "props"), ("props = [{ a = '1' }, { b = '2' }]\n", "props"),
+                      ("broker_downtime_ms = -1\n", "broker_downtime_ms")):
         bad.write_text(text)
         with pytest.raises(ScopeError) as exc:
             load_scope(str(bad))

@@ -29,6 +29,10 @@ MIB = 1024 * 1024
 MAX_QUEUE_ID = 1024     # queue ids per topic and broker (reference.scenario.MAX_QUEUES)
 
 
+# ConsumeFromWhere: where a queue with no committed offset starts (computePullFromWhere)
+CONSUME_FROM_WHERE = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP")
+
+
 class ConsumerConfig:
     """DefaultMQPushConsumer settings with RocketMQ's defaults (digest section 3)."""
 
@@ -48,8 +52,7 @@ class ConsumerConfig:
         "consume_mode": checks.one_of("CONCURRENTLY", "ORDERLY"),
         "message_model": checks.one_of("CLUSTERING", "BROADCASTING"),
         "strategy": checks.one_of(*STRATEGIES),
-        "consume_from_where": checks.one_of("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET",
-                                            "CONSUME_FROM_TIMESTAMP"),
+        "consume_from_where": checks.one_of(*CONSUME_FROM_WHERE),
         "consume_timestamp": checks.optional(checks.integer(0)),
         "max_reconsume_times": checks.integer(-1),
         "consume_message_batch_max_size": checks.integer(1, 1024),
