@@ -620,6 +620,10 @@ MUTANT_SCOPES = {
     # (5.3.3 only: 4.9.8's immediate pulls make the same scope ten times as large, 233 s)
     "unlock-by-anyone": (("small", {"mode": "ORDERLY", "fault_kinds": ["broker_restart"], "failures": 0, "messages": 0,
                                     "start_gap_ms": 21000}, ("rocketmq-5.3.3",)),),
+    # a failed call's broker restarts while the call runs: the send-back fails over to a producer
+    # send of %RETRY%G on the other broker (DefaultMQPushConsumerImpl.sendMessageBack's catch)
+    "fallback-send-wrong-delay": (("tiny", {"brokers": 2, "queues": 1, "messages": 1,
+                                            "fault_kinds": ["broker_restart"]}, ("rocketmq-5.3.3",)),),
     # "Aa" and "BB" share a tags code: only the client's exact check tells them apart
     "client-skips-tag-recheck": (("tiny", {"subscription": "Aa", "tags": ["Aa", "BB"], "faults": 0, "failures": 0}),),
     # a SQL92 subscription, which only the broker evaluates

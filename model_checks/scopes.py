@@ -30,7 +30,8 @@ class ScopeError(UserError, ValueError):
 class Scope:
     name: str = "custom"
     consumers: int = 1                  # clients of the one group
-    queues: int = 2                     # queues of the one topic (one broker)
+    queues: int = 2                     # queues of the one topic on each broker
+    brokers: int = 1                    # brokers hosting the topic (broker-a, broker-b, ...)
     messages: int = 2                   # stored before the run, round-robin over the queues
     mode: str = "CONCURRENTLY"          # CONCURRENTLY | ORDERLY (clustering)
     message_model: str = "CLUSTERING"   # CLUSTERING | BROADCASTING (concurrent consumers only)
@@ -79,7 +80,7 @@ RETIRED = {
 
 # Upper bounds of the integer keys: far above what can be exhausted, low enough that a typo
 # (an extra zero or three) is an error with the bound named, not hours of search.
-BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "messages": (0, 12), "max_reconsume_times": (0, 16),
+BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": (0, 12), "max_reconsume_times": (0, 16),
           "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024), "consume_batch": (1, 1024),
           "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000)}
 MAX_PAUSE_MS = 24 * 3600 * 1000

@@ -1,7 +1,7 @@
 """The reference's world as the explorer's state: a scope's deployment built on the reference
 (`reference.runner.Run`), copied, compared and advanced one task at a time.
 
-- `scenario(scope)`: the scope as a reference scenario: one broker, a topic `T` of `queues`
+- `scenario(scope)`: the scope as a reference scenario: `brokers` brokers, a topic `T` of `queues`
   queues holding `messages` messages (stored at time 0, round-robin), one group `G` of
   `consumers` clients started at time 0, a listener that may fail (`failures`).
 - `World`: the run (simulator, broker, clients, ProcessQueues, offset stores: the whole
@@ -32,7 +32,7 @@ from rocketspec.spec import initial_state
 
 GROUP = "G"
 TOPIC = "T"
-BROKER = "broker-a"
+BROKER = "broker-a"     # the first broker: the one an operator's reset and a lost route touch
 # how long a queue lost from the route stays out: past one rebalance (20 s), so clients see it go
 ROUTE_LOST_MS = 25_000
 # faults that exist for a broadcasting consumer (no broker offsets, no send-back)
@@ -67,7 +67,7 @@ def scenario(scope) -> dict:
     for i in range(scope.consumers):
         steps.append({"at_ms": i * scope.start_gap_ms, "action": "start", "client": client_id(i), "group": GROUP})
     sc = {"name": f"scope-{scope.name}", "duration_ms": 0, "drain_limit_ms": scope.horizon_ms,
-          "brokers": [BROKER], "topics": [{"name": TOPIC, "queues": scope.queues}],
+          "brokers": broker_names(scope), "topics": [{"name": TOPIC, "queues": scope.queues}],
           "groups": [group], "steps": steps}
     if scope.subscription_type == "SQL92":
         sc["broker_config"] = {"enable_property_filter": True}
@@ -83,6 +83,12 @@ def subscription(scope):
 
 def client_id(i: int) -> str:
     return f"c{i}"
+
+
+def broker_names(scope) -> list[str]:
+    """broker-a, broker-b, ...: each hosts the topic's `queues` queues (and, once a clustering
+    client heartbeats, %RETRY%G), so a send-back whose broker is down can fall back to another."""
+    return [f"broker-{chr(ord('a') + i)}" for i in range(scope.brokers)]
 
 
 def fault_kinds(scope) -> list[str]:
@@ -141,7 +147,8 @@ def build(scope, profile, sink) -> World:
         if "shutdown" in kinds:
             run.sim.arm(f"shutdown {c}", partial(run.inject, "shutdown", c))
     if "broker_restart" in kinds:
-        run.sim.arm(f"broker_restart {BROKER}", partial(run.inject, "broker_restart", BROKER, scope.broker_downtime_ms))
+        for b in broker_names(scope):
+            run.sim.arm(f"broker_restart {b}", partial(run.inject, "broker_restart", b, scope.broker_downtime_ms))
     # an operator's offset moves (Run.inject): a queue's committed offset written on the broker
     # past its end (updateConsumeOffset), and mqadmin resetOffsetByTime to the beginning (an
     # offset each queue has; the group's online clients take it, or the broker when none is).
@@ -216,7 +223,7 @@ class BudgetChooser(ScriptChooser):
         w = self.world
         armed = w.run.sim.armed if w.faults_left > 0 else ()
         faults = [task_footprint(fire.func, fire.args) for _, fire in armed]
-        best = None
+        picks = []
         for i, fp in enumerate(fps):
             others = [o for j, o in enumerate(fps) if j != i]
             if not all(independent(fp, o) for o in others):
@@ -228,14 +235,13 @@ class BudgetChooser(ScriptChooser):
                 # a fault that reads the clock and not the pick's state strikes as well before a
                 # later task of this millisecond: at the same time, after a task it commutes with
                 offered = [k for k in offered if faults[k] is None or not independent(faults[k], fp)]
+            picks.append((i, offered))
+        if len(picks) > 1:
             # the same pick whatever order the batch came in (a chain of steps keeps the
-            # scheduling order, a loaded snapshot has its heap in canonical order)
-            key = (len(offered), _task_key(batch[i])[:-1])
-            if best is None or key < best[0]:
-                best = (key, i, offered)
-        if best is None:
-            return None, None
-        return best[1], best[2]
+            # scheduling order, a loaded snapshot has its heap in canonical order); the content
+            # key is made only where there is a pick to make (most batches have one task)
+            return min(picks, key=lambda p: (len(p[1]), _task_key(batch[p[0]])[:-1]))
+        return picks[0] if picks else (None, None)
 
     def ahead(self, batch):
         """plan(batch) for the step about to run (a chain looks before it steps): the step's own

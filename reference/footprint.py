@@ -44,7 +44,7 @@ class Footprint(tuple):
     def closures(self) -> tuple[frozenset, frozenset]:
         c = self.__dict__.get("_closures")
         if c is None:
-            c = self._closures = (_closure(self[0]), _closure(self[1]))
+            c = self._closures = (_closure_of(self[0]), _closure_of(self[1]))
         return c
 
 
@@ -93,6 +93,20 @@ def covers(a: tuple, b: tuple) -> bool:
 def _closure(resources) -> frozenset:
     """Every prefix of every resource (the resources included)."""
     return frozenset(r[:k] for r in resources for k in range(1, len(r) + 1))
+
+
+# A search plans every step afresh, so the same few footprints come back again and again as new
+# objects: their closures are kept by value (bounded: cleared when full).
+_CLOSURES: dict = {}
+
+
+def _closure_of(resources: frozenset) -> frozenset:
+    c = _CLOSURES.get(resources)
+    if c is None:
+        if len(_CLOSURES) >= 50_000:
+            _CLOSURES.clear()
+        c = _CLOSURES[resources] = _closure(resources)
+    return c
 
 
 def _meet(xs, ys, ys_closure) -> bool:

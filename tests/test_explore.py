@@ -81,6 +81,28 @@ def test_a_sql92_scope_turns_the_broker_filter_on_and_gives_each_message_its_pro
     assert [e["queue"] for e in evs if e["kind"] == "consume_started"] == [0]
 
 
+def test_a_scope_of_two_brokers_hosts_the_topic_on_both_and_may_restart_each(tmp_path):
+    # the fallback send-back (a failed message's broker down: a producer send of %RETRY%G to
+    # another broker) needs a second broker; fallback-send-wrong-delay is killed in such a scope
+    # (tests/test_mutants.py, slow)
+    from rocketspec.reference.runner import run_to_list
+
+    scope = load_scope("tiny", brokers=2, queues=1, messages=2, faults=0, failures=0)
+    sc = W.scenario(scope)
+    assert sc["brokers"] == ["broker-a", "broker-b"]
+    evs = run_to_list(sc, 1, "rocketmq-4.9.8")
+    stored = {(e["broker"], e["queue"]) for e in evs if e["kind"] == "message_stored"}
+    assert stored == {("broker-a", 0), ("broker-b", 0)}
+    assert {(e["broker"], e["queue"]) for e in evs if e["kind"] == "consume_started"} == stored
+    w = W.build(load_scope("tiny", brokers=2, fault_kinds=["broker_restart"]), "rocketmq-4.9.8", lambda ev: None)
+    assert [name for name, _ in w.run.sim.armed] == ["broker_restart broker-a", "broker_restart broker-b"]
+    bad = tmp_path / "s.toml"
+    for n in (0, 4):
+        bad.write_text(f"brokers = {n}\n")
+        with pytest.raises(ScopeError, match="from 1 to 3"):
+            load_scope(str(bad))
+
+
 @pytest.mark.parametrize("kind", ["shutdown", "broker_restart"])
 def test_a_shutdown_and_a_broker_restart_are_faults_the_search_strikes_and_the_reference_survives(kind):
     # (that they strike where they matter: shutdown-keeps-running and unlock-by-anyone are killed
