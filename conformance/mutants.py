@@ -624,6 +624,10 @@ MUTANT_SCOPES = {
     # send of %RETRY%G on the other broker (DefaultMQPushConsumerImpl.sendMessageBack's catch)
     "fallback-send-wrong-delay": (("tiny", {"brokers": 2, "queues": 1, "messages": 1,
                                             "fault_kinds": ["broker_restart"]}, ("rocketmq-5.3.3",)),),
+    # the broker restarts after a flush of the first client's commits, and a second client
+    # joining later reads the queue it takes over from what the broker loaded
+    "broker-offsets-not-reloaded": (("tiny", {"consumers": 2, "start_gap_ms": 21000, "failures": 0,
+                                              "fault_kinds": ["broker_restart"]}, ("rocketmq-5.3.3",)),),
     # "Aa" and "BB" share a tags code: only the client's exact check tells them apart
     "client-skips-tag-recheck": (("tiny", {"subscription": "Aa", "tags": ["Aa", "BB"], "faults": 0, "failures": 0}),),
     # a SQL92 subscription, which only the broker evaluates
