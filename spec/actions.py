@@ -603,7 +603,30 @@ def pull_issued(st, ev, out):
 
 
 def pull_held(st, ev, out):
-    pass
+    """PullRequestHoldService holds a pull that found nothing new at its offset (getMessage's
+    OFFSET_OVERFLOW_ONE, or nothing matching: PULL_NOT_FOUND; a pull past maxOffset is answered
+    OFFSET_ILLEGAL at once, never held). Held at an operator's offset written past the end, it
+    found the queue grown that far: _reset_reached, as for an answer (a run may end with the
+    pull still held: 5.x's first pull comes 500 ms after the queue is taken, and a message stored
+    meanwhile stops the OFFSET_ILLEGAL correction that 4.9.8's immediate pull gets)."""
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is None or pq.pull_id != ev["pull_id"] or pq.status == "dropped":
+        return
+    _reset_reached(st, qs, pq, ev["offset"], st.stored.get((ev["topic"], ev["broker"], ev["queue"])), out)
+
+
+def _reset_reached(st, qs, pq, req, sq, out) -> None:
+    """A pull at an operator's offset past the end (qs.reset_ahead) that found the queue grown
+    that far: no OFFSET_ILLEGAL correction comes, and the messages stored meanwhile below it are
+    skipped, by the operator's write (ANOM-RESET-SKIP)."""
+    if pq.broadcast or qs.reset_ahead is None or req != qs.reset_ahead:
+        return
+    unit = qs.units.get("")
+    n = _skip_to(unit, req, sq) if unit is not None else 0
+    if n:
+        out.report("ANOM-RESET-SKIP", f"the group's offset was reset to {req}, past the queue's end: "
+                   f"{n} messages stored meanwhile below it are skipped", qs.key)
 
 
 _ILLEGAL = {"OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_BADLY", "NO_MESSAGE_IN_QUEUE", "NO_MATCHED_LOGIC_QUEUE"}
@@ -692,13 +715,7 @@ def pull_answered(st, ev, out):
     if nxt < req:
         out.report("INV-PULL-2", f"nextBeginOffset {nxt} goes back from the request offset {req}", key)
     unit = qs.units.get(pq.client if pq.broadcast else "")
-    if unit is not None and qs.reset_ahead is not None and req == qs.reset_ahead and not pq.broadcast:
-        # the pull at an operator's offset past the end found the queue grown that far: no
-        # OFFSET_ILLEGAL correction comes, and the messages stored meanwhile below it are skipped
-        n = _skip_to(unit, req, sq)
-        if n:
-            out.report("ANOM-RESET-SKIP", f"the group's offset was reset to {req}, past the queue's end: "
-                       f"{n} messages stored meanwhile below it are skipped", key)
+    _reset_reached(st, qs, pq, req, sq, out)
     bf = ev.get("broker_filtered") or ()
     cf = ev.get("client_filtered") or ()
     implied = ()

@@ -373,7 +373,10 @@ CATALOGUE: tuple[Invariant, ...] = (
         "ANOM-RESET-SKIP", "An operator reset skips messages (allowed)",
         "An offset reset (offset_committed with source reset: resetOffset / a restored offset) moved "
         "the group's offset past messages it had not consumed, also when a broker restart brings "
-        "the write back from its last flush (ConsumerOffsetManager.load). The operator asked for it.",
+        "the write back from its last flush (ConsumerOffsetManager.load), and when a write past the "
+        "queue's end is reached by messages stored before the next pull, which then finds the queue "
+        "grown that far (answered, or held by long polling) and gets no OFFSET_ILLEGAL correction: "
+        "what was stored below the write meanwhile is skipped. The operator asked for it.",
         "ConsumerOffsetManager reset; MQClientInstance.resetOffset on the clients.",
         "", "warning", True, "step", "queue"),
     Invariant(
