@@ -55,7 +55,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     _k("pq_dropped", "ProcessQueue.setDropped(true)", "queue"),
     _k("pq_removed", "removeUnnecessaryMessageQueue", "queue"),
     _k("pull_issued", "DefaultMQPushConsumerImpl.pullMessage", "queue"),
-    _k("pull_held", "PullRequestHoldService (long polling)", "queue"),
+    _k("pull_held", "PullRequestHoldService (long polling)", "none"),
     _k("pull_answered", "DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + "
        "ProcessQueue.putMessage", "queue"),
     _k("pull_failed", "PullCallback.onException (broker error response or failed call)", "queue"),
