@@ -375,7 +375,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "the group's offset past messages it had not consumed, also when a broker restart brings "
         "the write back from its last flush (ConsumerOffsetManager.load), and when a write past the "
         "queue's end is reached by messages stored before the next pull, which then finds the queue "
-        "grown that far (answered, or held by long polling) and gets no OFFSET_ILLEGAL correction: "
+        "grown that far (answered, or still on its way or held when the run ends) and gets no "
+        "OFFSET_ILLEGAL correction: "
         "what was stored below the write meanwhile is skipped. The operator asked for it.",
         "ConsumerOffsetManager reset; MQClientInstance.resetOffset on the clients.",
         "", "warning", True, "step", "queue"),
