@@ -606,7 +606,7 @@ def pull_held(st, ev, out):
     pass
 
 
-def _reset_reached(st, qs, pq, req, sq, out) -> None:
+def _reset_reached(qs, pq, req, sq, out) -> None:
     """A pull at an operator's offset past the end (qs.reset_ahead) that found the queue grown
     that far: no OFFSET_ILLEGAL correction comes, and the messages stored meanwhile below it are
     skipped, by the operator's write (ANOM-RESET-SKIP)."""
@@ -705,7 +705,7 @@ def pull_answered(st, ev, out):
     if nxt < req:
         out.report("INV-PULL-2", f"nextBeginOffset {nxt} goes back from the request offset {req}", key)
     unit = qs.units.get(pq.client if pq.broadcast else "")
-    _reset_reached(st, qs, pq, req, sq, out)
+    _reset_reached(qs, pq, req, sq, out)
     bf = ev.get("broker_filtered") or ()
     cf = ev.get("client_filtered") or ()
     implied = ()
@@ -2168,10 +2168,10 @@ def check_quiescent(st, out):
     for qs in st.queues.values():
         for pq in qs.pqs.values():
             _settle(st, qs, pq, out)
-            if pq.pull_id is not None and pq.status != "dropped" and pq.next_pull == qs.reset_ahead:
+            if pq.pull_id is not None and pq.status != "dropped" and qs.reset_ahead is not None:
                 sq = st.stored.get(qs.key[1:])
                 if _end(sq) >= pq.next_pull:
-                    _reset_reached(st, qs, pq, pq.next_pull, sq, out)
+                    _reset_reached(qs, pq, pq.next_pull, sq, out)
     for key, unit, p, sq in unconsumed(st):
         if p is None:
             out.report("INV-LIVE-1", f"{sq.next - sq.min} stored messages and group {key[0]}"
