@@ -394,6 +394,47 @@ def test_a_move_during_a_call_holds_and_kills_its_mutant(mutant, tmp_path):
     assert info.value.finding.inv == inv
 
 
+# The brokers refuse a reset of a group with no committed offset on a queue ("the consumer group
+# not exist"), and a group's first offsets reach them with its first persistAll, 10 s after its
+# clients start, while its first calls begin at once. reset_during_call used to reset as soon as
+# a call was open, so after `begin` its reset was refused and the move did nothing (most of its
+# draws on GID_O, 2026-12-04); it now lets the clock run until a call is open at a moment the
+# brokers take the reset, and the reset cuts across the 25 s orderly call: the call ends on a
+# ProcessQueue the reset dropped while it ran.
+RESET_AFTER_BEGIN = """\
+state.application(concurrent_ms=None, failure=None, orderly_ms=25000)
+state.begin(clients=['o1'], count=4)
+state.reset_during_call(group='GID_O')
+"""
+
+
+def test_a_reset_during_a_call_waits_until_the_brokers_take_it(tmp_path):
+    import orjson
+
+    from rocketspec.spec.replay import check_trace
+
+    state = machine_class("rocketmq-4.9.8")()
+    try:
+        exec(compile(RESET_AFTER_BEGIN, "<steps>", "exec"), {"state": state})
+        # one line for the move: the reset it makes is not logged again (run again, the
+        # printed code would reset twice)
+        assert state.steps[1:] == RESET_AFTER_BEGIN.splitlines()
+        assert any(c.consume_service.in_flight for c in state.run.consumers.values() if c.group == "GID_O")
+    finally:
+        state.teardown()
+    path = Path(state.monitor.write(str(tmp_path / "t.jsonl")))
+    evs = [orjson.loads(x) for x in path.read_bytes().splitlines()]
+    key = lambda e: (e.get("client"), e.get("broker"), e.get("queue"))  # noqa: E731
+    drops = [e for e in evs if e["kind"] == "pq_dropped" and e.get("group") == "GID_O" and e["reason"] == "reset"]
+    assert drops, "the reset did nothing"
+    first = drops[0]
+    started = [e for e in evs if e["kind"] == "consume_started" and e.get("group") == "GID_O" and key(e) == key(first)]
+    cut = [e for e in evs if e["kind"] == "consume_finished" and e.get("group") == "GID_O" and key(e) == key(first)
+           and e["consume_id"] == started[0]["consume_id"]]
+    assert started[0]["seq"] < first["seq"] < cut[0]["seq"] and cut[0]["dropped"]
+    assert check_trace(str(path)).findings.error_count == 0
+
+
 # Under 5.x an orderly call that outlives the unlock delay (20 s) during a handover is consumed
 # by two clients (#7644, orderly-long-call-handover): a loss of 5.x the spec reports, not a fault
 # of the reference, so the machine keeps 5.x's orderly calls shorter.
