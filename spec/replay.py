@@ -18,7 +18,7 @@ from functools import lru_cache
 from ..traces.io import TraceInputError, out_of_order, read_events
 from ..traces.schema import validate_event
 from . import invariants as _inv
-from .actions import HANDLERS, MECHANISMS
+from .actions import HANDLERS, JUDGED_ENDS, MECHANISMS
 from .limits import BadConfig
 from .profiles import Profile, UnknownProfile, get_profile
 from .state import SpecState, compact_chain, compact_queue
@@ -129,15 +129,31 @@ class Report:
     findings: Findings | None = None
     seconds: float = 0.0
     live_keys: dict = field(default_factory=dict)
+    position: str = "line"      # what a finding's `line` counts: "line" (JSON Lines) or "row" (Parquet)
 
     @property
     def ok(self) -> bool:
         return self.findings.error_count == 0
 
+    @property
+    def liveness_not_judged(self) -> str | None:
+        """Why the end-of-trace invariants (form "end": liveness) were not judged, or None when
+        they were. They are judged only at a trace_ended that says nothing is left to do; a trace
+        cut short (a crash of its writer, a cap) may look clean only because its end is missing."""
+        if self.ended is None:
+            return "the trace has no trace_ended"
+        if self.ended not in JUDGED_ENDS:
+            return f"the trace ended by {self.ended}, not at quiescence or a horizon"
+        return None
+
     def to_dict(self):
         f = self.findings
         return {"path": self.path, "profile": self.profile, "events": self.events, "ended": self.ended,
-                "verdict": "holds" if self.ok else "violated", "errors": f.error_count,
+                "verdict": "holds" if self.ok else "violated",
+                "judged": "safety" if self.liveness_not_judged else "safety and liveness",
+                "liveness_not_judged": self.liveness_not_judged,
+                "liveness_invariants": [i.id for i in _inv.CATALOGUE if i.form == "end"],
+                "position": self.position, "errors": f.error_count,
                 "counts": dict(sorted(f.counts.items())),
                 "violations": [e.to_dict() for e in f.errors],
                 "warnings": [w.to_dict() for w in f.warnings],
@@ -289,11 +305,12 @@ def fast_validator() -> FastValidator:
 
 
 def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50, progress=None,
-                keep: list | None = None) -> Report:
+                keep: list | None = None, findings=None) -> Report:
     """Validate the trace at `path` against the spec. Raises TraceInputError on bad input.
     The trace is read by traces.io (any format it reads; `progress` as in `read_events`).
     With `keep` (a list), every event is also appended to it, for a caller that needs the
-    events after the verdict (explain) without reading the file twice."""
+    events after the verdict (explain) without reading the file twice. `findings`: the class of
+    the findings' sink, as for check_events."""
     from ..traces.parquet_trust import TrustingValidator
 
     validate = fast_validator()
@@ -329,8 +346,11 @@ def check_trace(path, profile: str | Profile | None = None, max_listed: int = 50
     was = gc.isenabled()
     gc.disable()
     try:
-        return check_events(chained if keep is None else kept(), prof, path, max_listed=max_listed,
-                            validate=validate)
+        rep = check_events(chained if keep is None else kept(), prof, path, max_listed=max_listed,
+                           validate=validate, findings=findings)
+        if trust.batches:
+            rep.position = "row"
+        return rep
     finally:
         if was:
             gc.enable()

@@ -60,11 +60,26 @@ def test_verdict_and_invariant(name, inv):
 def test_text_report_is_readable(name):
     res = run(TRACES / name)
     assert res.exit_code == 1
+    lines = res.output.splitlines()
+    # the verdict on the first line, the violated invariant and its cause right after
+    assert "VIOLATED" in lines[0] and name in lines[0]
+    assert lines[2].startswith("  INV-") and lines[3].strip()      # the first error, then its cause
     out = res.output
-    assert "VIOLATED" in out and EXPECTED[name] in out
+    assert EXPECTED[name] in out
     assert "event: seq" in out and "line" in out and "key:" in out
-    assert "last accepted state of the key" in out
     assert "Traceback" not in out
+    # no state dump without --verbose: no JSON object, no "last accepted state"
+    assert "last accepted state of the key" not in out
+    assert not [ln for ln in lines if ln.strip() in ("{", "}") or ln.strip().startswith('"')]
+    assert "--verbose" in out      # and it says how to get it
+
+
+@pytest.mark.parametrize("name", [n for n, inv in EXPECTED.items() if inv])
+def test_verbose_adds_the_state_of_the_key(name):
+    res = run(TRACES / name, "--verbose")
+    assert res.exit_code == 1
+    assert "last accepted state of the key" in res.output
+    assert "VIOLATED" in res.output.splitlines()[0]
 
 
 @pytest.mark.parametrize("name,expect", sorted(BAD.items()))
@@ -100,4 +115,18 @@ def test_parquet_input(tmp_path):
     write_trace(out, iter_trace(TRACES / "wrong_two_lock_holders.jsonl"))
     res = run(out, "--json")
     assert res.exit_code == 1
-    assert "INV-LOCK-1" in [v["invariant"] for v in orjson.loads(res.output)["violations"]]
+    rep = orjson.loads(res.output)
+    assert "INV-LOCK-1" in [v["invariant"] for v in rep["violations"]]
+    assert rep["position"] == "row"
+
+
+def test_parquet_findings_are_placed_by_row_not_line(tmp_path):
+    from rocketspec.traces.io import iter_trace, write_trace
+
+    out = tmp_path / "t.parquet"
+    write_trace(out, iter_trace(TRACES / "wrong_two_lock_holders.jsonl"))
+    text = run(out).output
+    assert "event: seq 9, row 10," in text
+    assert " line " not in text
+    # the same trace in JSON Lines keeps its lines
+    assert "event: seq 9, line 10," in run(TRACES / "wrong_two_lock_holders.jsonl").output

@@ -22,25 +22,35 @@ def _fmt_state(state, indent="      ") -> str:
     return "\n".join(indent + ln for ln in lines)
 
 
-def render_text(rep) -> str:
+def render_text(rep, verbose: bool = False) -> str:
+    """The report, verdict first: the verdict (and what it did not judge), a note when a known
+    bug's scenario was judged under another profile, then each error with its cause and place,
+    the counts and the next steps. `verbose` adds each error's last accepted state of its key
+    (a JSON dump, up to 40 lines each)."""
+    from rocketspec.commands.verdict_notes import bug_profile_hint, verdict_word
+
     d = rep.to_dict()
-    out = []
-    verdict = "HOLDS" if rep.ok else "VIOLATED"
-    out.append(f"{d['path']}: {verdict} under profile {d['profile']} ({d['events']} events, "
-               f"ended {d['ended'] or 'without trace_ended'})")
+    at = d["position"]      # "line" of a JSON Lines file, "row" of a Parquet one
+    # the verdict word says how a trace ended when that kept liveness from being judged
+    ended = "" if rep.liveness_not_judged else f", ended {d['ended']}"
+    out = [f"{d['path']}: {verdict_word(rep)} under profile {d['profile']} ({d['events']} events{ended})"]
+    hint = bug_profile_hint(rep)
+    if hint:
+        out.append(f"  {hint}")
     for v in d["violations"]:
         key = v["key"]
         keys = ", ".join(f"{k}={val}" for k, val in key.items()) if key else "-"
         out.append("")
         out.append(f"  {v['invariant']} {v['title']}")
+        out.append(f"    {v['message']}")
         if v.get("guarantee"):
             out.append(f"    guarantee lost: {v['guarantee']}")
-        out.append(f"    {v['message']}")
-        out.append(f"    event: seq {v['seq']}, line {v['line']}, kind {v['event_kind']}"
+        out.append(f"    event: seq {v['seq']}, {at} {v['line']}, kind {v['event_kind']}"
                    f"{' (' + v['action'] + ')' if v['action'] else ''}")
         out.append(f"    key: {keys}")
-        out.append("    last accepted state of the key:")
-        out.append(_fmt_state(v["last_state"]))
+        if verbose:
+            out.append("    last accepted state of the key:")
+            out.append(_fmt_state(v["last_state"]))
     hidden = d["errors"] - len(d["violations"])
     if hidden > 0:
         out.append(f"\n  ... and {hidden} more errors")
@@ -49,6 +59,8 @@ def render_text(rep) -> str:
         p = _shell_word(d["path"])
         out.append("")
         out.append("  next steps:")
+        if not verbose:
+            out.append(f"    rocketspec check {p} --verbose   # also the last accepted state of each key")
         out.append(f"    rocketspec minimize {p} -o min.jsonl   # the shortest trace that still fails this way")
         out.append(f"    rocketspec explain {p} --html why.html  # the story and timeline of the violated queue")
     return "\n".join(out)
@@ -60,6 +72,7 @@ def _counts_with_examples(d) -> list:
     from rocketspec.spec import invariants as inv
 
     counts = d["counts"]
+    at = d["position"]
     if not counts:
         return []
     examples: dict = {}
@@ -74,7 +87,7 @@ def _counts_with_examples(d) -> list:
         exs = examples.get(k, [])
         for w in exs[:2]:
             key = ", ".join(f"{a}={b}" for a, b in (w["key"] or {}).items()) or "-"
-            out.append(f"      e.g. seq {w['seq']} (line {w['line']}, {w['event_kind']}; {key}): {w['message']}")
+            out.append(f"      e.g. seq {w['seq']} ({at} {w['line']}, {w['event_kind']}; {key}): {w['message']}")
         if not exs and k in listed:
             out.append("      (examples listed above)")
         elif not exs:
@@ -88,7 +101,20 @@ def _shell_word(path: str) -> str:
     return shlex.quote(path) if path != "<stdin>" else "TRACE"
 
 
-def _check_run(run_dir, profile, max_listed):
+def require_end(rep):
+    """--require-end: a trace with no trace_ended is bad input (for CI, where a trace cut short must
+    not pass on its safety verdict alone)."""
+    from rocketspec.errors import UserError
+
+    if rep.ended is None:
+        safety = "holds" if rep.ok else f"violated ({rep.findings.error_count} errors)"
+        raise UserError(f"the trace has no trace_ended event ({rep.events} events read; on safety alone it "
+                        f"{safety}); --require-end expects a complete trace whose last event is trace_ended",
+                        file=rep.path)
+    return rep
+
+
+def _check_run(run_dir, profile, max_listed, end_required=False):
     """One run of a dataset (its one trace file, as `simulate --events` writes it): a Report, or
     the bad input as an exception (reported with the run, not raised: the other runs go on)."""
     from pathlib import Path
@@ -102,7 +128,8 @@ def _check_run(run_dir, profile, max_listed):
         return UserError(f"{len(files)} files in this run; `check` reads one trace file per run (`replay` reads "
                          "runs of several files)", file=run_dir)
     try:
-        return check_trace(files[0], profile, max_listed=max_listed)
+        rep = check_trace(files[0], profile, max_listed=max_listed)
+        return require_end(rep) if end_required else rep
     except UserError as exc:
         return exc
 
@@ -115,11 +142,19 @@ def _check_run(run_dir, profile, max_listed):
 @click.option("--max-violations", default=50, show_default=True, type=click.IntRange(0, 1_000_000),
               help="List at most this many errors.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
-def check(path, profile, as_json, max_violations, quiet):
+@click.option("--verbose", is_flag=True, help="Also print the last accepted state of each error's key (JSON).")
+@click.option("--require-end", "end_required", is_flag=True,
+              help="A trace with no trace_ended event is bad input (exit 2), instead of being judged for "
+                   "safety only.")
+def check(path, profile, as_json, max_violations, quiet, verbose, end_required):
     """Replay the trace at PATH through the spec: JSON Lines (- for standard input) or Parquet,
     gzip or zstd compressed or not (told by the file's first bytes). A directory of run=<id>
     partitions (what `simulate --events` writes) is a dataset of runs: each run is checked as its
     own trace, one line per run, then the reports of those that fail.
+
+    A trace with no trace_ended event (or one that ended by something other than quiescence or a
+    horizon) is judged for safety only: liveness (INV-LIVE-1) is judged at the end, and the
+    verdict says it was not; --require-end makes a missing trace_ended an error, for CI.
 
     Progress is shown on standard error when it is a terminal. Exit 0 when it holds, 1 on a
     violation, 2 on bad input."""
@@ -134,7 +169,7 @@ def check(path, profile, as_json, max_violations, quiet):
     if runs:
         from rocketspec.commands.runs import report_runs
 
-        sys.exit(report_runs(path, runs, [_check_run(d, profile, max_violations) for _, d in runs], None, as_json))
+        sys.exit(report_runs(path, runs, [_check_run(d, profile, max_violations, end_required) for _, d in runs], None, as_json))
 
     # the total only for a bar that is shown: for Parquet it reads the footer a second time
     total, unit = input_size(path) if progress_shown(not quiet) else (None, "B")
@@ -149,9 +184,11 @@ def check(path, profile, as_json, max_violations, quiet):
     finally:
         if bar is not None:
             bar.close()
+    if end_required:
+        require_end(rep)
     if as_json:
         sys.stdout.write(orjson.dumps(rep.to_dict(), option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
     else:
-        click.echo(render_text(rep))
+        click.echo(render_text(rep, verbose=verbose))
     sys.exit(0 if rep.ok else 1)
 
