@@ -21,8 +21,9 @@ Commands:
   offsets                         the broker's committed offsets and each client's offset table
   queues client=C                 the client's ProcessQueues
 
-`run_script(text, rewrite=False)` returns the text with actual outputs; with rewrite the
-caller stores it (pytest --rewrite), otherwise compares it with the file.
+`run_script(text)` runs the script and returns its text with every expected output replaced by
+the actual one. The caller compares that with the file (tests/test_scripts.py), or, under
+`pytest tests/test_scripts.py --rewrite`, writes it back to the file.
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 A profile names a release (or a release with a known defect) and fixes each switch. The
 reference and the spec both take a profile; neither branches on version strings. Sources
-are cited per switch as digest sections (docs/rocketmq-semantics.md) and upstream issues.
+are cited per switch as RocketMQ classes and methods, sections of docs/rocketmq-facts.md ("digest
+section N" is section N there) and upstream issues.
 """
 from __future__ import annotations
 
@@ -173,9 +174,12 @@ BUG_5481_ROCKETMQ_5_0_0 = replace(
 
 BUG_2449_ROCKETMQ_4_8_0 = replace(
     ROCKETMQ_4_9_8, name="bug-2449-rocketmq-4.8.0", release="4.8.0",
-    description="Concurrent resetOffset creates a second PullRequest for a queue: two pulls in flight per "
-                "ProcessQueue and continuous duplicate consumption.",
-    known_bug="#2449", expected_violation="INV-PULL-1", reset_offset_duplicates_pull=True)
+    description="Two resetOffset calls overlap (MQClientInstance.resetOffset, serialized since 4.9.0): the second "
+                "writes its offset over the queue's live ProcessQueue that the first one's resume recreated "
+                "(INV-OFFSET-1, what check reports first), then removes it undropped (INV-PQ-1); its PullRequest "
+                "pulls on beside the new one: two pulls in flight per queue (INV-PULL-1) and continuous duplicate "
+                "consumption.",
+    known_bug="#2449", expected_violation="INV-OFFSET-1", reset_offset_duplicates_pull=True)
 
 BUG_2708_ROCKETMQ_4_9_0 = replace(
     ROCKETMQ_4_9_8, name="bug-2708-rocketmq-4.9.0", release="4.9.0",

@@ -11,10 +11,24 @@ import sys
 import click
 
 
+def _defaults_text() -> str:
+    """What the gate runs without --config, read from the defaults themselves."""
+    from pathlib import Path
+
+    from rocketspec.conformance.gate import DEFAULTS, REPO
+
+    scopes = DEFAULTS["scopes"]
+    names = ", ".join(s["name"] for s in scopes)
+    profiles = list(dict.fromkeys(p for s in scopes for p in s["profiles"]))
+    dirs = ", ".join(str(Path(d).relative_to(REPO)) if Path(d).is_relative_to(REPO) else d
+                     for d in DEFAULTS["traces"]["dirs"])
+    return (f"{len(scopes)} scopes ({names}), each searched in full under {' and '.join(profiles)}; the Hypothesis state "
+            f"machine under {' and '.join(DEFAULTS['statemachine']['profiles'])}; every trace in {dirs}")
+
+
 @click.command("gate")
 @click.option("--config", "config_path", default=None,
-              help="Gate configuration (TOML; docs/gate.md). Default: the project's defaults (scope tiny under "
-                   "both release profiles, the state machine's CI profile, tests/fixtures/real).")
+              help=f"Gate configuration (TOML; docs/gate.md). Default: the project's defaults: {_defaults_text()}.")
 @click.option("--junit", "junit_path", default=None, help="Write JUnit XML here (one test case per scope, "
                                                           "state machine, trace and mutant).")
 @click.option("--summary", "summary_path", default=None,

@@ -1,5 +1,6 @@
 """`rocketspec profiles`: the version profiles, their switches, and the known-bug profiles with
-the upstream issue each reproduces and the invariant the checker must flag."""
+the upstream issue each reproduces and the invariant `check` reports first on the bug's
+scenario simulated under the profile (tests/test_docs_agree.py keeps the two equal)."""
 from __future__ import annotations
 
 import click
@@ -11,7 +12,11 @@ import click
 @click.option("--diff", "diff_base", default=None, metavar="BASE",
               help="Show only the switches that differ from profile BASE.")
 def profiles(name, as_json, diff_base):
-    """List the profiles, or show one profile's switches (NAME)."""
+    """List the profiles, or show one profile's switches (NAME).
+
+    A known-bug profile names its upstream issue and the invariant `check` reports first on the
+    bug's scenario simulated under it (`rocketspec simulate --scenario bug-2449 --profile
+    bug-2449-rocketmq-4.8.0`, then `rocketspec check`); its description says what follows."""
     import sys
 
     import orjson
@@ -45,7 +50,8 @@ def profiles(name, as_json, diff_base):
         for p in chosen:
             if not p.known_bug:
                 click.echo(f"  {p.name:28} {p.description}")
-        click.echo("\nKnown-bug profiles (the checker must flag each with its invariant):")
+        click.echo("\nKnown-bug profiles (-> the invariant `check` reports first on the bug's scenario, "
+                   "bug-NNNN or, for #6163, orderly-dlq, simulated under the profile):")
         for p in chosen:
             if p.known_bug:
                 click.echo(f"  {p.name:28} {p.known_bug:7} -> {p.expected_violation:12} {p.description}")
@@ -56,7 +62,7 @@ def profiles(name, as_json, diff_base):
         if d["description"]:
             click.echo(f"  {d['description']}")
         if d["known_bug"]:
-            click.echo(f"  known bug {d['known_bug']}: expected violation {d['expected_violation']} "
+            click.echo(f"  known bug {d['known_bug']}: `check` reports {d['expected_violation']} first "
                        f"({d.get('expected_violation_title')})")
         for k, v in d["switches"].items():
             click.echo(f"  {k} = {v!r}")
