@@ -198,5 +198,6 @@ def page(ex: Explanation) -> str:
 
 
 def write_html(ex: Explanation, path) -> None:
+    text = page(ex)     # drawn whole before the file is opened: a failure leaves no empty page
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(page(ex))
+        fh.write(text)

@@ -16,6 +16,7 @@ from .narrate import describe, offs, qname, secs
 LANE_FIELDS = ("group", "topic", "broker", "queue")
 MAX_LANES = 24          # past this, the lanes with a violation and the first others are shown
 MAX_MATTERS = 40        # events that matter listed per violation
+MAX_OWNERS = 8          # ownerships named per lane in the lanes' summary
 
 # Lane key as a user types it: "GROUP/TOPIC/BROKER/QUEUE" or "field=value,..." (see parse_key).
 KEY_FIELDS = ("group", "topic", "broker", "queue", "client", "origin_msg_id")
@@ -92,6 +93,22 @@ class Timeline:
     steps: bool = False      # draw against event order: the trace's clock barely moves (explorer traces)
     s_min: int = 0
     s_max: int = 0
+    errors: int = 0          # errors in the whole trace, as `check` counts them
+    more: dict = field(default_factory=dict)      # invariant -> [Violation]: the next few after its first, in brief
+    summary: dict = field(default_factory=dict)   # lane -> what happened on it (owners, calls, retries, ...)
+
+    def error_counts(self) -> dict:
+        """Errors per invariant, as `check` counts them (warnings left out)."""
+        from rocketspec.spec import invariants as inv_cat
+
+        return {k: n for k, n in self.counts.items() if inv_cat.severity(k) == "error"}
+
+    def listed(self) -> list:
+        """Every violation the timeline knows: the first of each invariant and the next few."""
+        out = list(self.violations)
+        for vs in self.more.values():
+            out.extend(vs)
+        return out
 
     def lane_name(self, lane) -> str:
         return lane_name(lane)
@@ -159,7 +176,17 @@ def parse_key(text: str) -> dict:
 
 
 class _Builder:
-    def __init__(self, lanes, lease_ms, msg_lane):
+    """Reads the events of the shown lanes into rows, bars and marks. With keep_items False (text
+    only) it keeps no bar or mark, only each lane's summary: memory then follows the open
+    intervals, not the trace."""
+
+    def __init__(self, lanes, lease_ms, msg_lane, keep_items=True):
+        self.keep = keep_items
+        self.stored_lanes: dict = {}
+        for ln in lanes:
+            self.stored_lanes.setdefault((ln[1], ln[2], ln[3]), []).append(ln)
+        self.summary = {ln: {"owners": [], "owned": 0, "calls": 0, "retries": 0, "dlq": 0, "commit": None}
+                        for ln in lanes}
         self.rows: list[Row] = []
         self.row_of: dict = {}
         self.bars: list[Bar] = []
@@ -174,7 +201,9 @@ class _Builder:
         self.open_pull: dict = {}
         self.open_pause: dict = {}
         self.cur_seq = 0
-        self.ts_list: list = []          # (ts, seq) of every event, to place a time in event order
+        self.cur_ts = None
+        self.closed_now: list = []       # (lane, seqs, client) of the intervals closed at cur_ts
+        self.ts_list: list | None = None  # (ts, seq) of every event, to place a time in event order
         self.client_rows: dict = {}      # client -> [row index]
         self.broker_rows: dict = {}      # broker -> [row index]
         self.lane_rows: dict = {}        # lane -> [row index]
@@ -206,11 +235,25 @@ class _Builder:
         event after it."""
         import bisect
 
+        if self.ts_list is None:
+            return self.cur_seq
         i = bisect.bisect_right(self.ts_list, (ts, float("inf")))
         return (self.ts_list[i][1] - 0.5) if i < len(self.ts_list) else self.cur_seq
 
     def bar(self, row, t0, t1, cat, client, text, seqs, open_=False, status=None, s0=None, s1=None):
         if row is not None:
+            sm = self.summary.get(self.rows[row].lane)
+            if sm is not None and cat == "pq":
+                sm["owned"] += 1
+                if len(sm["owners"]) < MAX_OWNERS:
+                    sm["owners"].append((t0, f"{client} {secs(t0)}-{'end' if open_ else secs(t1)}"))
+            elif sm is not None and cat == "call":
+                sm["calls"] += 1
+            if cat in ("pq", "lock", "lock_expired", "lease", "call") and self.cur_ts is not None and t1 >= self.cur_ts:
+                # closed at this very moment: still open at the time of an event that follows it
+                self.closed_now.append((self.rows[row].lane, seqs, client))
+            if not self.keep:
+                return
             a = seqs[0] if seqs and seqs[0] is not None else self.cur_seq
             z = seqs[1] if len(seqs) > 1 and seqs[1] is not None else self.cur_seq
             self.bars.append(Bar(row, t0, max(t0, t1), cat, client, text, tuple(s for s in seqs if s is not None),
@@ -218,6 +261,16 @@ class _Builder:
 
     def mark(self, row, ev, cat, label=None, client=None):
         if row is not None:
+            sm = self.summary.get(self.rows[row].lane)
+            if sm is not None:
+                if cat == "retry":
+                    sm["retries"] += 1
+                elif cat == "dlq":
+                    sm["dlq"] += 1
+                elif cat == "commit":
+                    sm["commit"] = label
+            if not self.keep:
+                return
             self.marks.append(Mark(row, ev["ts"], cat, client if client is not None else ev.get("client"),
                                    f"seq {ev['seq']} · {secs(ev['ts'])}<br>{describe(ev)}", ev["seq"], label))
 
@@ -292,6 +345,9 @@ class _Builder:
         kind = ev["kind"]
         t, seq = ev["ts"], ev["seq"]
         self.cur_seq = seq
+        if t != self.cur_ts:
+            self.cur_ts = t
+            self.closed_now = []
         lane = lane_of(ev)
         if lane is not None and lane not in self.lane_rows:
             lane = None if kind != "message_stored" else lane
@@ -343,18 +399,18 @@ class _Builder:
             self.mark(self.row(lane, client), ev, "offset")
         elif kind == "offset_persisted" and lane:
             self.mark(self.row(lane, client), ev, "persist_lost" if ev.get("lost") else "persist")
+        elif kind == "offset_flushed" and lane:
+            self.mark(self.row(lane, client if client is not None else "broker"), ev, "flushed")
         elif kind == "offset_committed" and lane:
             self.mark(self.row(lane, "broker"), ev, "commit", str(ev.get("offset")))
         elif kind in ("consume_suspended", "pull_flow_controlled", "pq_rolled_back", "consume_resubmitted") and lane:
             self.mark(self.row(lane, client), ev, "suspend")
         elif kind == "message_stored":
-            for ln in self.lanes:
-                if (ln[1], ln[2], ln[3]) == (ev["topic"], ev["broker"], ev["queue"]):
-                    self.mark(self.row(ln, "broker"), ev, "stored", client="")
+            for ln in self.stored_lanes.get((ev["topic"], ev["broker"], ev["queue"]), ()):
+                self.mark(self.row(ln, "broker"), ev, "stored", client="")
         elif kind in ("messages_deleted", "queue_snapshot"):
-            for ln in self.lanes:
-                if (ln[1], ln[2], ln[3]) == (ev["topic"], ev["broker"], ev["queue"]):
-                    self.mark(self.row(ln, "broker"), ev, "retention", client="")
+            for ln in self.stored_lanes.get((ev.get("topic"), ev.get("broker"), ev.get("queue")), ()):
+                self.mark(self.row(ln, "broker"), ev, "retention", client="")
         elif kind == "send_back_requested":
             ln = lane or self.msg_lane.get((ev.get("group"), ev.get("msg_id")))
             if ln is not None and ln in self.lane_rows:
@@ -424,59 +480,229 @@ def _key_matches(lane, key, lane_clients, chain_lanes) -> bool:
     return True
 
 
-def build(events: list, report, key: dict | None = None) -> Timeline:
-    """The timeline of `events` (a whole trace, replayed by spec.replay into `report`)."""
-    from rocketspec.spec import invariants as inv_cat
-    from rocketspec.spec.limits import ClientLimits
-    from rocketspec.spec.profiles import get_profile
+BRIEF_PER_INVARIANT = 10     # violations of one invariant listed in brief after its first
 
-    prof = get_profile(report.profile)
-    lane_clients: dict = {}
-    lane_first: dict = {}
-    msg_lane: dict = {}
-    chain_lanes: dict = {}
-    lease_ms: dict = {}
-    for ev in events:
+
+def explain_findings(max_brief: int = BRIEF_PER_INVARIANT):
+    """The findings' sink of explain's replay: `check`'s own (spec.replay.Findings: the same
+    counts, the same warnings' examples), listing per invariant its first error in full and the
+    next `max_brief` in brief, instead of the first N errors of the trace (which may all be of
+    one invariant). Memory: a few findings per invariant, whatever the trace's length."""
+    from rocketspec.spec import invariants as inv_cat
+    from rocketspec.spec.replay import Finding, Findings
+
+    class ExplainFindings(Findings):
+        def __init__(self, st, max_listed=50, warn_examples=3):
+            super().__init__(st, max_listed=0, warn_examples=warn_examples)
+            self.first: dict = {}      # invariant -> its first error, in order of first occurrence
+            self.brief: dict = {}      # invariant -> the next few
+
+        def report(self, inv, message, key=None, state=None):
+            super().report(inv, message, key, state)
+            if inv_cat.severity(inv) != "error":
+                return
+            ev = self.ev or {}
+            if inv in self.first:
+                lst = self.brief.setdefault(inv, [])
+                if len(lst) >= max_brief:
+                    return
+            else:
+                lst = None
+            f = Finding(inv, "error", message, key, ev.get("seq"), self.line, ev.get("kind"), dict(ev) if ev else None,
+                        None)
+            if lst is None:
+                self.first[inv] = f
+            else:
+                lst.append(f)
+
+    return ExplainFindings
+
+
+class LaneIndex:
+    """What explain learns while `check`'s replay reads the trace (it is the replay's `keep`
+    sink): the lanes and their clients, where each consumed message lives, the clock. Holds no
+    event, unless asked to (`events`: standard input, which cannot be read twice)."""
+
+    def __init__(self, keep_events: bool = False, origin: str | None = None):
+        self.lane_first: dict = {}
+        self.lane_clients: dict = {}
+        self.configs: dict = {}
+        self.msg_lane: dict = {}
+        self.chain_lanes: dict = {}
+        self.origin = origin
+        self.events = [] if keep_events else None
+        self.n = 0
+        self.distinct_ts = 0
+        self.t_min = self.t_max = None
+        self.s_min = self.s_max = None
+
+    def append(self, ev) -> None:
+        if self.events is not None:
+            self.events.append(ev)
+        ts = ev["ts"]
+        if self.t_max is None or ts != self.t_max:
+            self.distinct_ts += 1
+        if self.t_min is None:
+            self.t_min, self.s_min = ts, ev["seq"]
+        self.t_max, self.s_max = ts, ev["seq"]
+        self.n += 1
         kind = ev["kind"]
         if kind == "client_started":
-            try:
-                lease_ms[ev["client"]] = ClientLimits(prof, ev.get("config")).lease_ms
-            except ValueError:
-                pass
+            self.configs[ev.get("client")] = ev.get("config")
         lane = lane_of(ev)
         if lane is not None and kind != "message_stored":
-            lane_first.setdefault(lane, ev["seq"])
+            if lane not in self.lane_first:
+                self.lane_first[lane] = ev["seq"]
             c = ev.get("client")
             if c is not None:
-                lst = lane_clients.setdefault(lane, [])
+                lst = self.lane_clients.setdefault(lane, [])
                 if c not in lst:
                     lst.append(c)
             if kind == "consume_started":
+                g = ev["group"]
                 for mid in ev.get("msg_ids") or ():
-                    msg_lane[(ev["group"], mid)] = lane
-                for o in ev.get("origin_msg_ids") or ():
-                    chain_lanes.setdefault(o, set()).add(lane)
-        elif kind == "message_stored" and ev.get("group") is not None:
-            lane = (ev["group"], ev["topic"], ev["broker"], ev["queue"])
-            msg_lane.setdefault((ev["group"], ev["msg_id"]), lane)
-        if kind == "message_stored":
-            o = ev.get("origin_msg_id")
-            if o is not None:
-                for ln in lane_first:
+                    self.msg_lane[(g, mid)] = lane
+                if self.origin is not None and self.origin in (ev.get("origin_msg_ids") or ()):
+                    self.chain_lanes.setdefault(self.origin, set()).add(lane)
+        elif kind == "message_stored":
+            if ev.get("group") is not None:
+                self.msg_lane.setdefault((ev["group"], ev["msg_id"]), (ev["group"], ev["topic"], ev["broker"],
+                                                                        ev["queue"]))
+            if self.origin is not None and ev.get("origin_msg_id") == self.origin:
+                for ln in self.lane_first:
                     if (ln[1], ln[2], ln[3]) == (ev["topic"], ev["broker"], ev["queue"]):
-                        chain_lanes.setdefault(o, set()).add(ln)
+                        self.chain_lanes.setdefault(self.origin, set()).add(ln)
+
+    def lease_ms(self, prof) -> dict:
+        from rocketspec.spec.limits import ClientLimits
+
+        out = {}
+        for c, cfg in self.configs.items():
+            try:
+                out[c] = ClientLimits(prof, cfg).lease_ms
+            except ValueError:
+                pass
+        return out
+
+
+class _Matters:
+    """The events that matter to one violation, found while the events before it stream by: the
+    rejected event; what was open in its lane at that moment (ownerships, lock entries, leases,
+    listener calls); the events about the same messages (offsets, message ids, retry chain); the
+    last pause, crash or restart of the clients and broker involved; and the stored offset the
+    event should have kept to (the broker's committed offset, a local offsets file's flush, the
+    previous value of the same store)."""
+
+    READS = ("offset_read", "pq_created", "pull_issued", "pull_answered", "offset_updated", "pq_committed",
+             "offset_persisted")
+    STORES = ("offset_committed", "offset_updated", "pq_committed")
+
+    def __init__(self, v: Violation, finding):
+        ev = finding.event or {}
+        self.v = v
+        self.ev = ev
+        self.seq, self.ts = finding.seq, ev.get("ts")
+        self.lane = v.lane
+        self.ids = set(ev.get("msg_ids") or ()) | ({ev["msg_id"]} if ev.get("msg_id") else set())
+        self.origin = ev.get("origin_msg_id")
+        self.offsets = set(ev.get("offsets") or ())
+        self.out = set() if self.seq is None or self.ts is None else {self.seq}
+        self.done = self.seq is None or self.ts is None
+
+    def see(self, e, lane_e) -> None:
+        """An event before the violation."""
+        if self.origin is not None and e.get("origin_msg_id") == self.origin:
+            self.out.add(e["seq"])
+        elif self.ids and (e.get("msg_id") in self.ids or not self.ids.isdisjoint(e.get("msg_ids") or ())):
+            self.out.add(e["seq"])
+        elif self.offsets and lane_e == self.lane and not self.offsets.isdisjoint(e.get("offsets") or ()):
+            self.out.add(e["seq"])
+
+    def at(self, b: _Builder, life: dict, last: dict) -> None:
+        """The violation's own event, before the builder reads it."""
+        self.done = True
+        lane, ev = self.lane, self.ev
+        involved = {ev.get("client")} - {None}
+        if lane is not None:
+            opened = []
+            lk = b.open_lock.get(lane)
+            if lk is not None:
+                opened.append((lk[2], lk[0]))
+            for (ln, c), p in b.open_pq.items():
+                if ln == lane:
+                    opened.append((p[1], c))
+            for (ln, c), p in b.open_lease.items():
+                if ln == lane:
+                    opened.append((p[1], c))
+            for (ln, c, _), p in b.open_call.items():
+                if ln == lane:
+                    opened.append((p[1], c))
+            for ln, seqs, c in b.closed_now:
+                if ln == lane:
+                    opened.extend((s, c) for s in seqs)
+            for s, c in opened:
+                if s is not None:
+                    self.out.add(s)
+                if c:
+                    involved.add(c)
+        for (kind, who), s in life.items():
+            if kind == "broker_restarted":
+                if lane is not None and who == lane[2]:
+                    self.out.add(s)
+            elif who in involved:
+                self.out.add(s)
+        k = ev.get("kind")
+        if lane is not None and k in self.READS:
+            # the broker's committed offset, or a local store's flush, the client should have kept to
+            for key in (("offset_committed", lane, None), ("offset_flushed", lane, ev.get("client")),
+                        ("offset_flushed", lane, None)):
+                if key in last:
+                    self.out.add(last[key])
+        if lane is not None and k in self.STORES:
+            key = (k, lane, None if k == "offset_committed" else ev.get("client"))
+            if key in last:
+                self.out.add(last[key])
+
+    def result(self) -> list:
+        res = sorted(self.out)
+        if len(res) > MAX_MATTERS:
+            res = sorted(sorted(res, key=lambda s: abs(s - self.seq))[:MAX_MATTERS])
+        return res
+
+
+LIFE_KINDS = ("client_paused", "client_crashed", "broker_restarted", "client_resumed")
+
+
+def _violation(f, cat, ln, row) -> Violation:
+    ev = f.event or {}
+    return Violation(f.inv, cat.title if cat else "guard of the action", cat.statement if cat else
+                     "The event is not a step the spec allows in this state (a failed guard).",
+                     (cat.guarantee or None) if cat else None, f.message, f.seq, ev.get("ts"), ln, row, f.key_dict())
+
+
+def build(index: LaneIndex, report, events, key: dict | None = None, pictures: bool = True,
+          progress=None) -> Timeline:
+    """The timeline of a trace replayed by spec.replay into `report` (with `explain_findings`)
+    while `index` watched it; `events` iterates the trace's events again (the second reading).
+    With pictures False, no bar or mark is kept (the text needs only the lanes' summaries)."""
+    from rocketspec.spec import invariants as inv_cat
+    from rocketspec.spec.profiles import get_profile
+
+    prof = get_profile(report.profile)
+    fd = report.findings
+    firsts = sorted(fd.first.values(), key=lambda f: (f.seq is None, f.seq or 0))
+    lane_first, lane_clients, msg_lane = index.lane_first, index.lane_clients, index.msg_lane
     # a lane exists for a queue a group did something on (not just a stored message)
     lanes = sorted(lane_first, key=lambda ln: (ln[0], ln[1].startswith("%"), ln[1], ln[2], ln[3]))
     all_lanes = len(lanes)
-
-    errors = list(report.findings.errors)
+    listed = list(firsts) + [f for inv in fd.brief for f in fd.brief[inv]]
     viol_lanes = []
-    for f in errors:
+    for f in listed:
         ln = _finding_lane(f, msg_lane)
         if ln is not None and ln not in viol_lanes:
             viol_lanes.append(ln)
     if key:
-        lanes = [ln for ln in lanes if _key_matches(ln, key, lane_clients, chain_lanes)]
+        lanes = [ln for ln in lanes if _key_matches(ln, key, lane_clients, index.chain_lanes)]
         if not lanes:
             from rocketspec.errors import UserError
 
@@ -490,48 +716,69 @@ def build(events: list, report, key: dict | None = None) -> Timeline:
         hidden = len(lanes) - len(keep)
         lanes = sorted(keep, key=lanes.index)
 
-    b = _Builder(lanes, lease_ms, msg_lane)
-    b.ts_list = [(ev["ts"], ev["seq"]) for ev in events]
+    steps = index.distinct_ts <= max(2, index.n // 4)
+    b = _Builder(lanes, index.lease_ms(prof), msg_lane, keep_items=pictures)
+    if pictures and steps:
+        b.ts_list = []
     b.make_rows(lane_clients)
     shown = set(lanes)
-    shown_stored = {(x[1], x[2], x[3]) for x in shown}
-    by_seq = {}
-    for ev in events:
-        b.event(ev)
-        ln = lane_of(ev)
-        if ln is None or ln in shown or (ln[1], ln[2], ln[3]) in shown_stored:
-            by_seq[ev["seq"]] = ev
-    t_min = events[0]["ts"] if events else 0
-    t_max = events[-1]["ts"] if events else 0
-    b.finish(t_max, events[-1]["seq"] if events else None)
 
-    by_all = {ev["seq"]: ev for ev in events} if errors else {}
-    viols = []
-    for f in errors:
-        cat = inv_cat.BY_ID.get(f.inv)
+    def row_of(ln, ev):
+        if ln is None or ln not in shown:
+            return None
+        r = b.row(ln, ev.get("client")) if ev.get("client") else None
+        return r if r is not None else b.row(ln, "broker")
+
+    viols, trackers = [], []
+    for f in firsts:
         ln = _finding_lane(f, msg_lane)
-        ev = f.event or {}
-        row = None
-        if ln is not None and ln in shown:
-            row = b.row(ln, ev.get("client")) if ev.get("client") else None
-            if row is None:
-                row = b.row(ln, "broker")
-        v = Violation(f.inv, cat.title if cat else "guard of the action", cat.statement if cat else
-                      "The event is not a step the spec allows in this state (a failed guard).",
-                      (cat.guarantee or None) if cat else None, f.message, f.seq, ev.get("ts"), ln, row,
-                      f.key_dict())
-        v.matters = events_that_matter(events, by_all, f, ln, b)
+        v = _violation(f, inv_cat.BY_ID.get(f.inv), ln, row_of(ln, f.event or {}))
         viols.append(v)
+        trackers.append(_Matters(v, f))
+    more = {}
+    for inv, fs in fd.brief.items():
+        more[inv] = []
+        for f in fs:
+            ln = _finding_lane(f, msg_lane)
+            more[inv].append(_violation(f, inv_cat.BY_ID.get(f.inv), ln, row_of(ln, f.event or {})))
+
+    # the second reading: the shown lanes' rows, bars and marks, and the events that matter
+    pending = sorted((t for t in trackers if not t.done), key=lambda t: t.seq)
+    life: dict = {}
+    last: dict = {}
+    n = 0
+    for ev in events:
+        seq = ev["seq"]
+        kind = ev["kind"]
+        ln = lane_of(ev)
+        while pending and pending[0].seq == seq:
+            pending.pop(0).at(b, life, last)
+        for t in pending:
+            t.see(ev, ln)
+        if b.ts_list is not None:
+            b.ts_list.append((ev["ts"], seq))
+        b.event(ev)
+        if kind in LIFE_KINDS:
+            life[(kind, ev.get("broker") if kind == "broker_restarted" else ev.get("client"))] = seq
+        elif ln is not None and kind in ("offset_committed", "offset_updated", "pq_committed", "offset_flushed"):
+            last[(kind, ln, None if kind == "offset_committed" else ev.get("client"))] = seq
+        n += 1
+        if progress is not None and not n & 0xFFF:
+            progress(n)
+    if progress is not None:
+        progress(n)
+    b.finish(index.t_max if index.t_max is not None else 0, index.s_max)
+    for t in trackers:
+        t.v.matters = t.result()
+
     clients = []
     for r in b.rows:
         if r.who != "broker" and r.who not in clients:
             clients.append(r.who)
-    distinct = len({ev["ts"] for ev in events})
-    steps = distinct <= max(2, len(events) // 4)
-    return Timeline(str(report.path), report.profile, report.ok, report.events, report.ended, t_min, t_max,
-                    lanes, b.rows, b.bars, b.marks, viols, clients, dict(sorted(report.findings.counts.items())),
-                    hidden, all_lanes, by_seq, steps, events[0]["seq"] if events else 0,
-                    events[-1]["seq"] if events else 0)
+    return Timeline(str(report.path), report.profile, report.ok, report.events, report.ended,
+                    index.t_min or 0, index.t_max or 0, lanes, b.rows, b.bars, b.marks, viols, clients,
+                    dict(sorted(fd.counts.items())), hidden, all_lanes, {}, steps, index.s_min or 0,
+                    index.s_max or 0, fd.error_count, more, b.summary)
 
 
 def _finding_lane(f, msg_lane):
@@ -545,67 +792,3 @@ def _finding_lane(f, msg_lane):
     if ev.get("group") is not None and ev.get("msg_id") is not None:
         return msg_lane.get((ev["group"], ev["msg_id"]))
     return None
-
-
-def events_that_matter(events, by_seq, finding, lane, b: _Builder) -> list:
-    """The events a reader needs to see the violation: the rejected event; what was going on in
-    its lane at that moment (ownerships, lock entries, leases, listener calls and pulls open at
-    its time); the events about the same messages (offsets, message ids, retry chain); and the
-    pauses and crashes of the clients involved before it. Ascending seqs, at most MAX_MATTERS
-    (the nearest in time kept)."""
-    ev = finding.event or {}
-    seq, ts = finding.seq, ev.get("ts")
-    if seq is None or ts is None:
-        return []
-    out = {seq}
-    involved = {ev.get("client")} - {None}
-    if lane is not None:
-        rows = set(b.lane_rows.get(lane, ()))
-        for bar in b.bars:
-            if bar.row in rows and bar.cat in ("pq", "lock", "lock_expired", "lease", "call") \
-                    and bar.t0 <= ts and (bar.t1 >= ts or bar.open):
-                s0 = bar.seqs[0] if bar.seqs else None
-                if s0 is not None and s0 <= seq:
-                    out.update(bar.seqs)
-                    if bar.client:
-                        involved.add(bar.client)
-    ids = set(ev.get("msg_ids") or ()) | ({ev["msg_id"]} if ev.get("msg_id") else set())
-    origin = ev.get("origin_msg_id")
-    offsets = set(ev.get("offsets") or ())
-    for e in events:
-        if e["seq"] > seq:
-            break
-        if e["seq"] == seq:
-            continue
-        if origin is not None and e.get("origin_msg_id") == origin:
-            out.add(e["seq"])
-            continue
-        if ids and (set(e.get("msg_ids") or ()) & ids or e.get("msg_id") in ids):
-            out.add(e["seq"])
-            continue
-        if lane is not None and lane_of(e) == lane and offsets and set(e.get("offsets") or ()) & offsets:
-            out.add(e["seq"])
-    last_pause = {}
-    for e in events:
-        if e["seq"] > seq:
-            break
-        if e["kind"] in ("client_paused", "client_crashed", "broker_restarted", "client_resumed") and \
-                (e.get("client") in involved or e["kind"] == "broker_restarted" and lane and e.get("broker") == lane[2]):
-            last_pause[(e["kind"], e.get("client"))] = e["seq"]
-    out.update(last_pause.values())
-    if lane is not None and ev.get("kind") in ("offset_read", "pq_created", "pull_issued", "pull_answered",
-                                               "offset_updated", "pq_committed", "offset_persisted"):
-        # the broker's committed offset the client should have started from or kept to
-        prev = [e["seq"] for e in events if e["seq"] < seq and e["kind"] == "offset_committed" and lane_of(e) == lane]
-        if prev:
-            out.add(prev[-1])
-    if lane is not None and ev.get("kind") in ("offset_committed", "offset_updated", "pq_committed"):
-        # the previous value of the same offset store, to see the jump
-        prev = [e["seq"] for e in events if e["seq"] < seq and e["kind"] == ev["kind"] and lane_of(e) == lane
-                and (ev["kind"] == "offset_committed" or e.get("client") == ev.get("client"))]
-        if prev:
-            out.add(prev[-1])
-    res = sorted(out)
-    if len(res) > MAX_MATTERS:
-        res = sorted(sorted(res, key=lambda s: abs(s - seq))[:MAX_MATTERS])
-    return res
