@@ -9,6 +9,7 @@ duplicate keys, a supported schema_version, nothing after trace_ended) hold for 
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -49,14 +50,18 @@ def trace_format(path) -> str:
 # ---------------------------------------------------------------- writing
 
 class JsonlWriter:
-    """One compact JSON object per line, written in chunks."""
+    """One compact JSON object per line, written in chunks. A file is written under a temporary
+    name and appears only complete: `close()` renames it onto `path`, `abort()` removes it
+    (rocketspec/outputs.py). Standard output ("-") is a stream, written as it goes. As a context
+    manager: close on success, abort on an exception."""
 
     _CHUNK = 2048
 
     def __init__(self, path):
         self.path = path
         self._stdout = str(path) == "-"
-        self._fh = sys.stdout.buffer if self._stdout else _open_for_writing(path)
+        self._file = None if self._stdout else _open_for_writing(path)
+        self._fh = sys.stdout.buffer if self._stdout else self._file
         self._lines: list[bytes] = []
 
     def write(self, event: dict) -> None:
@@ -73,7 +78,26 @@ class JsonlWriter:
         if self._stdout:
             self._fh.flush()
         else:
-            self._fh.close()
+            self._file.commit()
+
+    def abort(self) -> None:
+        """Stop without making the file: what was written is removed, an older file stays."""
+        self._lines.clear()
+        if self._stdout:
+            with contextlib.suppress(OSError, ValueError):
+                self._fh.flush()
+        else:
+            self._file.discard()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
 
 
 def _arrow_schema():
@@ -100,7 +124,12 @@ class ParquetWriter:
         self._names = self._schema.names
         self._json = _json_fields()
         self._rows: list[dict] = []
-        self._writer = pq.ParquetWriter(path, self._schema, compression="zstd")
+        self._file = _open_for_writing(path)
+        try:
+            self._writer = pq.ParquetWriter(self._file.fh, self._schema, compression="zstd")
+        except BaseException:
+            self._file.discard()
+            raise
 
     def write(self, event: dict) -> None:
         self._rows.append(event)
@@ -130,34 +159,57 @@ class ParquetWriter:
         self._rows = []
 
     def close(self) -> None:
-        self._flush()
-        self._writer.close()
+        try:
+            self._flush()
+            self._writer.close()
+        except BaseException:
+            self._file.discard()
+            raise
+        self._file.commit()
+
+    def abort(self) -> None:
+        """Stop without making the file: what was written is removed, an older file stays."""
+        self._rows = []
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        self._file.discard()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
 
 
 def _open_for_writing(path):
+    from rocketspec.outputs import AtomicFile
+
     if os.path.isdir(str(path)):
         raise TraceInputError(path, None, "is a directory; expected the path of a trace file to write")
     try:
-        return open(path, "wb")
-    except OSError as exc:
-        raise TraceInputError(path, None, f"cannot write: {exc.strerror}") from None
+        return AtomicFile(path)
+    except UserError as exc:
+        raise TraceInputError(path, None, exc.message) from None
 
 
 def open_writer(path):
-    if trace_format(path) == "parquet":
-        _open_for_writing(path).close()  # the same clear error for a directory or a read-only place
+    """A writer for a trace file by its name (.jsonl or .parquet; "-" is standard output). The file
+    appears at `path` only when the writer is closed: use it as a context manager, or call
+    `abort()` when the run fails, so no prefix is ever left under the name."""
     return ParquetWriter(path) if trace_format(path) == "parquet" else JsonlWriter(path)
 
 
 def write_trace(path, events) -> int:
-    w = open_writer(path)
+    """Write `events` to `path`, whole or not at all."""
     n = 0
-    try:
+    with open_writer(path) as w:
         for e in events:
             w.write(e)
             n += 1
-    finally:
-        w.close()
     return n
 
 

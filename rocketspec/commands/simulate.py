@@ -38,6 +38,7 @@ def simulate(scenario_name, seed, profile, out, quiet, min_events, workers, max_
     # bad input (profile, scenario, output path) raises a UserError: the CLI's one error path
     prof = get_profile(profile)
     sc = load_scenario(scenario_name)
+    _refuse_scenario_as_output(scenario_name, out)
     if max_events is not None and min_events is not None:
         raise click.UsageError("--max-events bounds one run; --events makes a dataset of complete runs")
     if min_events is not None:
@@ -60,14 +61,17 @@ def simulate(scenario_name, seed, profile, out, quiet, min_events, workers, max_
             bar.set_postfix(events=count, refresh=False)
 
     t0 = time.perf_counter()
+    # The file appears only when the run ends (or its budget does): Ctrl-C, SIGTERM or an error
+    # leaves no prefix under its name, and an older file there stays as it was.
     try:
-        reason = run(sc, seed, prof, sink)
-    except _BudgetSpent:
-        reason = None
+        with writer:
+            try:
+                reason = run(sc, seed, prof, sink)
+            except _BudgetSpent:
+                reason = None
     finally:
         if bar is not None:
             bar.close()
-        writer.close()
     dt = time.perf_counter() - t0
     if reason is None:
         # Not an error: the run asked for more than the budget allows (a long drain, say).
@@ -79,6 +83,18 @@ def simulate(scenario_name, seed, profile, out, quiet, min_events, workers, max_
         # the summary goes to stderr when the trace itself goes to stdout
         click.echo(f"{sc['name']} seed={seed} profile={prof.name}: {count} events, ended {reason}, "
                    f"{dt:.2f}s -> {'standard output' if out == '-' else out}", err=out == "-")
+
+
+def _refuse_scenario_as_output(scenario_name, out):
+    """--out naming the scenario file (not a built-in name) would overwrite it."""
+    import os
+
+    from rocketspec.outputs import refuse_input_as_output
+    from rocketspec.reference.scenario import builtin_names
+
+    if os.path.isfile(scenario_name) and (scenario_name.endswith((".toml", ".json"))
+                                          or scenario_name not in builtin_names()):
+        refuse_input_as_output(out, "--out", [("--scenario", scenario_name)])
 
 
 class _BudgetSpent(Exception):
