@@ -1,5 +1,5 @@
-"""The allocation strategies and MessageQueue ordering, against the digest's facts
-(docs/rocketmq-semantics.md section 1) and RocketMQ's own strategy tests."""
+"""The allocation strategies and MessageQueue ordering, against RocketMQ's facts
+(docs/rocketmq-facts.md section 1) and RocketMQ's own strategy tests."""
 from __future__ import annotations
 
 import re
