@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocketspec.cli import COMMANDS, main
+from rocketspec.spec.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -140,8 +141,6 @@ def test_the_readme_lists_every_builtin_scenario():
     listed = set(re.findall(r"`([a-z0-9][a-z0-9-]*)`", section))
     assert sorted(set(names) - listed) == [], "scenarios missing from the README's list"
     # every backticked scenario-like name in the list is a scenario (or a profile or command)
-    from rocketspec.spec.profiles import PROFILES
-
     others = listed - set(names) - set(PROFILES) - set(COMMANDS) - {"expect"}
     assert sorted(others) == [], "names in the README's scenario list that are not scenarios"
 
@@ -154,14 +153,16 @@ def _help(*args) -> str:
     return " ".join(r.output.split())
 
 
-def test_gate_help_names_the_scopes_the_default_gate_runs():
+def test_gate_help_and_readme_name_the_scopes_the_default_gate_runs():
     from rocketspec.conformance.gate import DEFAULTS
 
     text = _help("gate")
+    row = " ".join(d for _, d in readme_rows(README.read_text())["gate"])
     scopes = [s["name"] for s in DEFAULTS["scopes"]]
     assert len(scopes) >= 2
     for name in scopes:
         assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text), (name, text)
+        assert f"`{name}`" in row, (name, row)
     assert f"{len(scopes)} scopes" in text or "scopes " + ", ".join(scopes[:-1]) in text
 
 
@@ -191,11 +192,8 @@ def _first_error(profile) -> str:
     return min(rep.findings.errors, key=lambda f: f.seq).inv
 
 
-@pytest.mark.parametrize("pname", sorted(n for n, p in __import__("rocketspec.spec.profiles", fromlist=["x"])
-                                         .PROFILES.items() if p.known_bug))
+@pytest.mark.parametrize("pname", sorted(n for n, p in PROFILES.items() if p.known_bug))
 def test_each_bug_profile_advertises_what_check_reports_first(pname):
-    from rocketspec.spec.profiles import PROFILES
-
     p = PROFILES[pname]
     assert _first_error(p) == p.expected_violation
     out = CliRunner().invoke(main, ["profiles"], terminal_width=10_000).output
