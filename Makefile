@@ -26,13 +26,26 @@ test: $(STAMP) browser
 
 # Debian's chromium, for the test of explain's HTML in a real headless browser
 # (tests/test_explain_browser.py); installed as a system package, never downloaded by a tool.
-# Without root or apt the test skips (and fails under ROCKETSPEC_REQUIRE_REAL=1, as in CI).
+# apt-get waits up to APT_LOCK_TIMEOUT s for another package manager's lock (DPkg::Lock::Timeout
+# covers dpkg's lock; `update`, whose lists lock it may not cover, is retried). If the install still
+# fails, or there is no root or apt, the tests run anyway: that test skips, and fails under
+# ROCKETSPEC_REQUIRE_REAL=1 (as in CI). `make browser` tries again on its own.
+APT_LOCK_TIMEOUT ?= 300
+APT_GET := apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT)
+BROWSER_SKIPS := tests/test_explain_browser.py will skip (and fail under ROCKETSPEC_REQUIRE_REAL=1)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing chromium (apt-get) for the headless browser test"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "note: chromium is missing (apt-get install chromium): tests/test_explain_browser.py will skip"; fi; }
+	    echo "installing chromium (apt-get, waiting up to $(APT_LOCK_TIMEOUT) s for the package manager's lock) for the headless browser test"; \
+	    n=0; until out=$$($(APT_GET) update -qq 2>&1); do \
+	      echo "$$out" >&2; \
+	      case "$$out" in *lock*) ;; *) echo "note: apt-get update failed; installing from the package lists as they are"; break;; esac; \
+	      n=$$((n + 5)); if [ $$n -gt $(APT_LOCK_TIMEOUT) ]; then \
+	        echo "note: the package lists stayed locked for $(APT_LOCK_TIMEOUT) s; installing from them as they are"; break; fi; \
+	      sleep 5; done; \
+	    if DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq chromium >/dev/null; then :; else \
+	      echo "note: chromium could not be installed (apt-get install failed, above): $(BROWSER_SKIPS); \`make browser\` tries again"; fi; \
+	  else echo "note: chromium is missing (apt-get install chromium, as root): $(BROWSER_SKIPS)"; fi; }
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
