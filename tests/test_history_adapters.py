@@ -175,9 +175,10 @@ def oc_lines(n=3):
 
 
 @pytest.mark.parametrize("bad, message", [
-    ("0\tenqueue\tREQUEST\t9\tnull\t100", "REQUEST line with 6 fields: expected 7"),
-    ("0\tenqueue\tREQUEST\t9\tnull\t100\tnull\tmore", "REQUEST line with 8 fields: expected 7"),
-    ("0\tenqueue\tRESPONSE\tSUCCESS\t9\tnull\t101\t1\tnull", "RESPONSE line with 9 fields: expected 10"),
+    ("0\tenqueue\tREQUEST\t9\tnull", "REQUEST line with 5 fields: expected 6 or 7"),
+    ("0\tenqueue\tREQUEST\t9\tnull\t100\tnull\tmore", "REQUEST line with 8 fields: expected 6 or 7"),
+    ("0\tenqueue\tRESPONSE\tSUCCESS\t9\tnull\t101", "RESPONSE line with 7 fields: expected 8 or 9 or 10"),
+    ("0\tenqueue\tRESPONSE\tSUCCESS\t9\tnull\t101\t1\tnull\t0\tx", "RESPONSE line with 11 fields: expected 8"),
     ("0\tput\tREQUEST\t9\tnull\t100\tnull", "operation 'put': expected enqueue or dequeue"),
     ("fault\trandom-kill\tstart", "fault line with 3 fields: expected 4"),
     ("fault\trandom-kill\tmiddle\t150", "fault operation 'middle'"),

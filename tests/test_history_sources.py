@@ -123,6 +123,9 @@ def test_msgtrace_unreadable_records_are_reported_with_their_line(tmp_path):
             + S.join(["Bogus", "1"]) + F + "\n"
             + S.join(["SubBefore", "2000", "R", "G", "req1", "m1", "0", "k1"]) + F + "\n"
             + S.join(["SubAfter", "req1", "m1"]))       # truncated, no terminator
+    # more records read than not: a history read mostly (a file read mostly wrong is refused)
+    text = "".join(S.join(["Pub", "1000", "R", "PID", "T", f"g{i}", "TagA", "k", "b", "5", "2", "0", "O", "true"]) + F
+                   for i in range(4)) + text
     p = write(tmp_path, "bad.msgtrace", text)
     h = load_history(p, complete=None)
     where = [(pr.line, pr.message) for pr in h.problems]
@@ -184,6 +187,7 @@ def test_openchaos_sharding_key_order_and_faults(tmp_path):
 def test_openchaos_unreadable_lines_are_reported(tmp_path):
     lines = ["0\tenqueue\tREQUEST\tv0\tnull\t100\tnull", "0\tenqueue\tRESPONSE\tMAYBE\tv0\tnull\t110\t10\tnull\t0",
              "garbage", "fault\tkill", "x\tdequeue\tRESPONSE\tSUCCESS\tv0\tnull\t1\t0\tnull\t0"]
+    lines += [f"0\tenqueue\tRESPONSE\tSUCCESS\tv{i}\tnull\t110\t10\tnull\t0" for i in range(1, 5)]  # read mostly
     h = load_history(write(tmp_path, "bad.history", "\n".join(lines) + "\n"), "openchaos")
     assert [(p.line, p.message.split(":")[0]) for p in h.problems] == [
         (2, "result 'MAYBE'"), (3, "expected clientId, operation, REQUEST|RESPONSE, ... or a fault line"),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...errors import UserError
 from .guarantees import GUARANTEES, missing
 from .judge import WINDOW_MS, Judge
 from .model import Consume, DeadLetter, Disruption, Expired, History, Produce, Reset
@@ -152,8 +153,41 @@ def open_history(path, fmt: str | None = None, complete: bool | None = None, gro
     h = new_history(path, fmt)
     h.declared_complete = complete
     if groups:
-        declare_groups(h, groups, path)
-    return h, stream(path, h)
+        declare_groups(h, groups, getattr(groups, "source", None))
+    return h, readable_only(h, stream(path, h))
+
+
+# What each format's records look like, for the message that refuses a file read as it.
+EXPECTED = {
+    "trace": "a rocketspec trace (JSON Lines or Parquet)",
+    "msgtrace": "RMQ_SYS_TRACE_TOPIC message bodies (Pub, SubBefore, SubAfter, EndTransaction records, fields "
+                "separated by \\u0001, each ending with \\u0002), one body per line, or an export of them "
+                "(JSON lines with body and bornHost, or `mqadmin printMsg` output): docs/history.md",
+    "openchaos": "an OpenChaos history: tab-separated lines of clientId, enqueue|dequeue, REQUEST (6 or 7 fields) "
+                 "or RESPONSE (8 to 10 fields), or fault lines",
+}
+
+
+def readable_only(h: History, records):
+    """Pass `records` on, then refuse a history that was not read: no readable record, more
+    unreadable records than readable ones, or not one send or delivery (a verdict on such a
+    file would be a pass on nothing, whatever --complete says)."""
+    judged = 0
+    for rec in records:
+        if type(rec) in (Produce, Consume, DeadLetter):
+            judged += 1
+        yield rec
+    bad = h.problem_count
+    readable = h.records - bad
+    if bad and (readable <= 0 or bad > readable):
+        p = h.problems[0]
+        what = ("no record could be read" if readable <= 0 else
+                f"{bad} of {h.records} records could not be read, more than were read")
+        raise UserError(f"{what} as {h.format}: the first, {p.message}; expected {EXPECTED[h.format]}"
+                        + ("" if h.format == "trace" else " (is --format right?)"), file=p.file, line=p.line)
+    if not judged:
+        raise UserError(f"nothing to judge: no send, delivery or dead letter in the {h.records} record(s) read as "
+                        f"{h.format}; expected {EXPECTED[h.format]}", file=h.source)
 
 
 def check_path(path, fmt: str | None = None, complete: bool | None = None, groups=None,

@@ -12,6 +12,12 @@ OrderTestResult). One line per record, tab-separated; a null string is written "
             extraInfo  endToEndLatency                                                        (10 fields)
   fault     fault  faultName  start|end  timestamp                                              (4 fields)
 
+Older Recorders (io.openmessaging.chaos) wrote fewer fields, read here too: until September
+2020 REQUEST without extraInfo (6) and RESPONSE without extraInfo and endToEndLatency (8;
+sendLatency was "latency"), then RESPONSE without endToEndLatency (9). A first-generation line
+carries no SendResult or receipt: no topic, queue or offset (the one chaos topic is named
+UNNAMED_TOPIC), and the dequeue value is the message body, the enqueued counter.
+
 operation is enqueue or dequeue (a KV-model history's put/get is refused); result SUCCESS,
 FAILURE or UNKNOWN. The value is a counter the harness draws per enqueue (SequenceGenerator),
 unique in a run: the history's message identity. Each QueueClient (clientId) owns one producer
@@ -52,7 +58,14 @@ _RECV = re.compile(r"receive status \[ msgId = (?P<msg>[^,]*), topic = (?P<topic
                    r"queueId = (?P<queue>-?\d+), queueOffset = (?P<offset>-?\d+)\]")
 RESULTS = ("SUCCESS", "FAILURE", "UNKNOWN")
 DEFAULT_GROUP = "ChaosTest_ConsumerGroup"   # QueueClient.SUBSCRIPTION_NAME
-FIELDS = {"REQUEST": 7, "RESPONSE": 10}
+# Field counts by Recorder generation (openmessaging/openchaos, RequestLogEntry and
+# ResponseLogEntry.toString): the first, io.openmessaging.chaos before September 2020, writes
+# REQUEST with 6 fields and RESPONSE with 8 (no extraInfo, no endToEndLatency); from then until
+# October 2020, 7 and 9 (extraInfo added); since, 7 and 10 (endToEndLatency added).
+FIELDS = {"REQUEST": (6, 7), "RESPONSE": (8, 9, 10)}
+# The first generation names no topic (no SendResult): every QueueClient sends to the one chaos
+# topic the run created, whose name the history does not hold.
+UNNAMED_TOPIC = "(the chaos topic)"
 
 
 def _null(s):
@@ -165,16 +178,19 @@ def _record(h: History, f: list[str], where: str, st: dict):
     _int(client, "clientId")
     if op not in ("enqueue", "dequeue"):
         raise ValueError(f"operation {op!r}: expected enqueue or dequeue (a queue-model history)")
-    if len(f) != FIELDS[typ]:
-        raise ValueError(f"{typ} line with {len(f)} fields: expected {FIELDS[typ]}")
+    if len(f) not in FIELDS[typ]:
+        raise ValueError(f"{typ} line with {len(f)} fields: expected {' or '.join(map(str, FIELDS[typ]))} (the "
+                         "Recorder's layouts: docs/history.md)")
     if typ == "REQUEST":
         ts = _int(f[5], "timestamp")
         if st["first"] is None:
             st["first"] = ts
         return
-    result, value, key, ts, extra = f[3], _null(f[4]), _null(f[5]), _int(f[6], "timestamp"), _null(f[8])
+    result, value, key, ts = f[3], _null(f[4]), _null(f[5]), _int(f[6], "timestamp")
+    extra = _null(f[8]) if len(f) >= 9 else None
     _int(f[7], "sendLatency")
-    _int(f[9], "endToEndLatency")
+    if len(f) == 10:
+        _int(f[9], "endToEndLatency")
     if result not in RESULTS:
         raise ValueError(f"result {result!r}: expected one of {', '.join(RESULTS)}")
     if st["first"] is None:
@@ -183,12 +199,13 @@ def _record(h: History, f: list[str], where: str, st: dict):
         if value is None:
             raise ValueError("enqueue response without a value")
         m = _SEND.search(extra or "")
-        if m and m["topic"] not in st["topics"]:
-            st["topics"].add(m["topic"])
+        topic = m["topic"] if m else (UNNAMED_TOPIC if len(f) == 8 else None)
+        if topic is not None and topic not in st["topics"]:
+            st["topics"].add(topic)
             for g in h.groups.values():
                 _subscribe(g, st["topics"])
         ok = {"SUCCESS": True, "FAILURE": False, "UNKNOWN": None}[result]
-        yield Produce(value, m["topic"] if m else None, ts, ok, (m["topic"], m["broker"], int(m["queue"])) if m else None,
+        yield Produce(value, topic, ts, ok, (m["topic"], m["broker"], int(m["queue"])) if m else None,
                       int(m["offset"]) if m else None, None, key, None, key, where)
         return
     if result != "SUCCESS":
@@ -198,6 +215,10 @@ def _record(h: History, f: list[str], where: str, st: dict):
     if value is None:
         raise ValueError("a dequeue SUCCESS without a value")
     m = _RECV.search(extra or "")
+    if m is None and len(f) == 8 and UNNAMED_TOPIC not in st["topics"]:
+        st["topics"].add(UNNAMED_TOPIC)
+        for g in h.groups.values():
+            _subscribe(g, st["topics"])
     if m and m["topic"] not in st["topics"]:
         st["topics"].add(m["topic"])
         for g in h.groups.values():
