@@ -62,3 +62,25 @@ def test_unknown_format_content_is_bad_input(tmp_path):
     p.write_text("hello world\n")
     res = cli("history", p)
     assert res.exit_code == 2 and "give --format" in res.stderr
+
+
+def test_a_bad_groups_file_is_named_with_its_line_not_the_history(tmp_path):
+    g = tmp_path / "groups.json"
+    g.write_text('{\n  "G": {\n    "max_reconsume_times": 3,\n    "consume_mode": "SOMETIMES"\n  }\n}\n')
+    d = orjson.loads(cli("history", REAL_BASIC, "--groups", g, "--json").stdout)
+    assert d["verdict"] == "bad_input" and d["file"] == str(g) and d["line"] == 4, d
+    assert d["field"] == "G.consume_mode"
+    # a subscription's expression, at its own line; and the minimizer reads the file the same way
+    g.write_text('{"G": {"subscriptions": {\n  "T": "TagA",\n  "U": 5}}}')
+    for args in (["history", REAL_BASIC], ["minimize", REAL_BASIC, "--format", "trace", "-o", tmp_path / "m.jsonl"]):
+        res = cli(*args, "--groups", g, "--json")
+        d = orjson.loads(res.stdout)
+        assert res.exit_code == 2 and d["file"] == str(g) and d["line"] == 3 and d["field"] == "G.subscriptions.U", d
+
+
+def test_a_groups_file_that_is_not_json_names_its_line(tmp_path):
+    g = tmp_path / "groups.json"
+    g.write_text('{"G": {"consume_mode": "ORDERLY"},\n "G": {}}')
+    res = cli("history", REAL_BASIC, "--groups", g, "--json")
+    d = orjson.loads(res.stdout)
+    assert res.exit_code == 2 and d["file"] == str(g) and d["line"] == 2 and "duplicate key" in d["message"]

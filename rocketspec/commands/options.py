@@ -33,17 +33,10 @@ def _stderr_is_terminal() -> bool:
 
 
 def read_groups_file(path):
-    """The JSON of a history's `--groups` file (group -> subscriptions and settings), or None."""
-    import orjson
-
-    from rocketspec.errors import UserError
-
+    """A history's `--groups` file (group -> subscriptions and settings), checked, or None:
+    errors name this file and the line (spec.history.sources.read_groups)."""
     if path is None:
         return None
-    try:
-        with open(path, "rb") as fh:
-            return orjson.loads(fh.read())
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", file=path) from None
-    except orjson.JSONDecodeError as exc:
-        raise UserError(f"not JSON: {exc}", file=path) from None
+    from rocketspec.spec.history.sources import read_groups
+
+    return read_groups(path)

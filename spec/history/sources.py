@@ -1,6 +1,7 @@
 """Which adapter reads a file, and declarations of what a source does not carry."""
 from __future__ import annotations
 
+from rocketspec.config_files import path_key
 from rocketspec.config_files import short as _short_value
 
 from ...errors import UserError
@@ -68,30 +69,92 @@ def stream(path, h: History):
     return stream_openchaos(path, h)
 
 
-def declare_groups(h: History, groups: dict, source) -> None:
+class Groups(dict):
+    """A --groups file's declarations, with the file they came from and the line of each key
+    (`lines`: (group,), (group, setting) or (group, "subscriptions", topic) -> line), so that
+    an error names the groups file, not the history it is applied to."""
+
+    def __init__(self, data: dict, source: str, lines: dict):
+        super().__init__(data)
+        self.source, self.lines = source, lines
+
+
+def read_groups(path) -> Groups:
+    """The --groups file at `path` (JSON: group name -> settings), checked: any problem is a
+    UserError naming this file and the line of the key at fault."""
+    from rocketspec.config_files import parse, read_text
+
+    text = read_text(path, "--groups file (JSON: group name -> settings)")
+    groups = Groups(parse(text, "json", str(path)), str(path), key_lines(text))
+    declare_groups(History(source=str(path), format="trace", complete=None), groups)   # checked before any history
+    return groups
+
+
+def key_lines(text: str) -> dict:
+    """The line of each object key of JSON `text` (already parsed), by its path of keys."""
+    import json
+
+    dec = json.JSONDecoder()
+    out, stack, i, n = {}, [], 0, len(text)       # stack: per open container, [path, key or None]
+    pending = None
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            key, end = dec.raw_decode(text, i)
+            j = end
+            while j < n and text[j] in " \t\r\n":
+                j += 1
+            if stack and stack[-1][1] is not None and j < n and text[j] == ":":
+                path = (*stack[-1][0], key)
+                out.setdefault(path, text.count("\n", 0, i) + 1)
+                pending = path
+            i = end
+            continue
+        if ch in "{[":
+            base = pending if pending is not None else (stack[-1][0] if stack else ())
+            stack.append([base, ch == "{" or None])
+            pending = None
+        elif ch in "}]" and stack:
+            stack.pop()
+            pending = None
+        elif ch == ",":
+            pending = None
+        i += 1
+    return out
+
+
+def declare_groups(h: History, groups: dict, source=None) -> None:
     """Apply declarations {group: {consume_mode, message_model, max_reconsume_times,
-    consume_timeout_ms, subscriptions: {topic: expr | {type, expr}}}} (a --groups file)."""
+    consume_timeout_ms, subscriptions: {topic: expr | {type, expr}}}} (a --groups file; a
+    `Groups` names its own file and lines, else `source`)."""
+    source = getattr(groups, "source", None) or source
+    lines = getattr(groups, "lines", {})
+
+    def bad(message, *at):
+        """The error, located in the groups file: its key's line, else its parent's."""
+        line = next((lines[at[:i]] for i in range(len(at), 0, -1) if at[:i] in lines), None)
+        return UserError(message, file=source, line=line, field=".".join(map(path_key, at)) or None)
+
     if not isinstance(groups, dict):
-        raise UserError("expected an object of group name -> settings", file=source)
+        raise bad("expected an object of group name -> settings")
     for name, d in groups.items():
         if not isinstance(d, dict):
-            raise UserError("expected an object of settings", file=source, field=name)
+            raise bad("expected an object of settings", name)
         g = h.group(name)
         for k, v in d.items():
-            f = f"{name}.{k}"
             if k in GROUP_KEYS:
                 if v not in GROUP_KEYS[k]:
-                    raise UserError(f"expected one of {', '.join(GROUP_KEYS[k])}, got {_short_value(v)}", file=source, field=f)
+                    raise bad(f"expected one of {', '.join(GROUP_KEYS[k])}, got {_short_value(v)}", name, k)
                 setattr(g, k, v)
                 g.declared.add(k)
             elif k in ("max_reconsume_times", "consume_timeout_ms"):
                 if not isinstance(v, int) or isinstance(v, bool) or v < -1:
-                    raise UserError(f"expected an integer >= -1, got {_short_value(v)}", file=source, field=f)
+                    raise bad(f"expected an integer >= -1, got {_short_value(v)}", name, k)
                 setattr(g, k, v)
                 g.declared.add(k)
             elif k == "subscriptions":
                 if not isinstance(v, dict):
-                    raise UserError("expected an object of topic -> expression", file=source, field=f)
+                    raise bad("expected an object of topic -> expression", name, k)
                 subs = {}
                 for t, e in v.items():
                     if isinstance(e, str):
@@ -100,10 +163,9 @@ def declare_groups(h: History, groups: dict, source) -> None:
                             isinstance(e.get("expr"), str):
                         subs[t] = (e.get("type", "TAG"), e["expr"])
                     else:
-                        raise UserError("expected a tag expression or {type: TAG|SQL92, expr}", file=source,
-                                        field=f"{f}.{t}")
+                        raise bad("expected a tag expression or {type: TAG|SQL92, expr}", name, k, t)
                 g.subscriptions, g.subscriptions_inferred = subs, False
                 g.declared.add(k)
             else:
-                raise UserError("unknown setting: expected consume_mode, message_model, max_reconsume_times, "
-                                "consume_timeout_ms or subscriptions", file=source, field=f)
+                raise bad("unknown setting: expected consume_mode, message_model, max_reconsume_times, "
+                          "consume_timeout_ms or subscriptions", name, k)
