@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from rocketspec import stdio
 from rocketspec.errors import EXIT_INTERRUPTED, debug_requested, report_exception
 
 # name -> (module, attribute, one-line help)
@@ -77,8 +78,12 @@ class RocketspecGroup(click.Group):
         args = sys.argv[1:] if args is None else list(args)
         as_json = _flag_given(args, "--json")
         debug = _flag_given(args, "--debug") or debug_requested()
+        stdio.guard()
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            try:
+                rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            finally:
+                stdio.finish()  # here, not at interpreter exit, where a fault cannot be reported
         except SystemExit:
             raise
         except (click.exceptions.Abort, KeyboardInterrupt):
@@ -89,22 +94,18 @@ class RocketspecGroup(click.Group):
                 exc.show()
                 sys.exit(exc.exit_code)
             sys.exit(report_exception(exc, command=_command_name(args), as_json=as_json, debug=debug))
-        except BrokenPipeError:
-            _quiet_stdout()
+        except (BrokenPipeError, stdio.ReaderGone):
+            stdio.silence_stdout()
             sys.exit(1)
+        except stdio.StreamError as exc:
+            broken_out = exc.file == stdio.STDOUT
+            if broken_out:
+                stdio.silence_stdout()
+            sys.exit(report_exception(exc, command=_command_name(args), as_json=as_json and not broken_out,
+                                      debug=debug))
         except Exception as exc:  # noqa: BLE001 - the one place that decides what an error means
             sys.exit(report_exception(exc, command=_command_name(args), as_json=as_json, debug=debug))
         sys.exit(rv if isinstance(rv, int) else 0)
-
-
-def _quiet_stdout() -> None:
-    """The reader went away: keep Python's exit-time flush of stdout quiet too."""
-    import os
-
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 @click.group(cls=RocketspecGroup, context_settings={"help_option_names": ["-h", "--help"]})

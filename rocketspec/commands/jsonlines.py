@@ -3,7 +3,6 @@ line with a precise error, describing a value's JSON type, and the answer loop t
 each answer and stops quietly when the reader goes away."""
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any, Callable
 
@@ -52,18 +51,12 @@ def _ascii_safe(value: Any) -> Any:
 
 
 def serve(input_file, answer_line: Callable[[bytes, int], dict | None]) -> None:
-    """Answer every non-blank line in order, flushing each answer; exit 1 if stdout closes."""
+    """Answer every non-blank line in order, flushing each answer. A reader that goes away or a
+    full disk under standard output ends the command through the CLI's error path
+    (rocketspec/stdio.py)."""
     out = sys.stdout.buffer
-    try:
-        for lineno, raw in enumerate(input_file, start=1):
-            answer = answer_line(raw, lineno)
-            if answer is not None:
-                out.write(dumps(answer) + b"\n")
-                out.flush()
-    except BrokenPipeError:
-        # The reader went away: stop quietly, and keep Python's exit-time flush quiet too.
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
-        sys.exit(1)
+    for lineno, raw in enumerate(input_file, start=1):
+        answer = answer_line(raw, lineno)
+        if answer is not None:
+            out.write(dumps(answer) + b"\n")
+            out.flush()

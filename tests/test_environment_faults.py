@@ -1,0 +1,82 @@
+"""Faults of the environment, not of rocketspec: a full disk under standard output, a reader
+that went away, a closed standard input, an unwritable TMPDIR. Each is exit 2 with one line
+naming the stream (or, for a reader that went away, a quiet exit 1), never exit 3 and never
+Python's own "Exception ignored" at exit. Real processes: the faults live in file descriptors."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROCKETSPEC = Path(sys.executable).with_name("rocketspec")
+TRACES = Path(__file__).parent / "traces"
+VALID = TRACES / "valid_concurrent.jsonl"
+FULL = "/dev/full"
+
+
+def run(argv, *, stdout=None, stdin=subprocess.DEVNULL, close_stdin=False, input=None, env=None):
+    pre = (lambda: os.close(0)) if close_stdin else None
+    return subprocess.run([str(ROCKETSPEC), *map(str, argv)], stdout=stdout or subprocess.PIPE,
+                          stderr=subprocess.PIPE, stdin=None if close_stdin else (subprocess.PIPE if input is not None else stdin),
+                          input=input, preexec_fn=pre, env=env, timeout=120)
+
+
+def one_line_error(p, *needles):
+    err = p.stderr.decode()
+    assert p.returncode == 2, (p.returncode, err)
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "internal error" not in err and "Traceback" not in err and "Exception ignored" not in err
+    for n in needles:
+        assert n in err, (n, err)
+    return err
+
+
+PRINTING = [
+    ["scenarios"], ["profiles"], ["schema"], ["--help"], ["check", "--help"],
+    ["check", VALID], ["check", VALID, "--json"], ["explain", VALID], ["explain", VALID, "--json"],
+    ["history", VALID], ["history", VALID, "--json"], ["prove", "--list"],
+    ["simulate", "--scenario", "basic", "--out", "-"],
+]
+
+
+@pytest.mark.skipif(not os.path.exists(FULL), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", PRINTING, ids=lambda a: " ".join(map(str, a)).replace(str(TRACES) + "/", ""))
+def test_a_full_disk_under_stdout_is_bad_input_naming_stdout(argv):
+    with open(FULL, "wb") as full:
+        p = run(argv, stdout=full)
+    one_line_error(p, "<stdout>", "No space left on device")
+
+
+@pytest.mark.skipif(not os.path.exists(FULL), reason="needs /dev/full")
+@pytest.mark.parametrize("cmd", ["allocate", "filter"])
+def test_jsonlines_commands_on_a_full_disk(cmd):
+    line = (b'{"strategy": "avg", "consumer": "c1", "consumers": ["c1"], "queues": ["q0"]}\n' if cmd == "allocate"
+            else b'{"expression": "a", "tags": "a"}\n')
+    with open(FULL, "wb") as full:
+        p = subprocess.run([str(ROCKETSPEC), cmd], input=line, stdout=full, stderr=subprocess.PIPE, timeout=60)
+    one_line_error(p, "<stdout>")
+
+
+@pytest.mark.parametrize("argv", [["check", "-"], ["check", "-", "--json"], ["allocate"], ["filter"],
+                                  ["history", "-", "--format", "trace"]])
+def test_a_closed_stdin_is_bad_input_naming_stdin(argv):
+    p = run(argv, close_stdin=True)
+    if "--json" in argv:
+        import json
+
+        assert p.returncode == 2 and json.loads(p.stdout)["file"] == "<stdin>"
+    else:
+        one_line_error(p, "<stdin>", "closed")
+
+
+def test_a_reader_that_goes_away_ends_quietly():
+    # `rocketspec schema | head -c 1`: the rest of the output has nowhere to go.
+    proc = subprocess.Popen([str(ROCKETSPEC), "check", VALID, "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) in (0, 1), err
+    assert "Traceback" not in err and "Exception ignored" not in err and "internal error" not in err
