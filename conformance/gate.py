@@ -264,13 +264,17 @@ class Clock:
         return self.budget_s - (time.monotonic() - self.t0)
 
 
+def scope_label(name: str, profile: str) -> str:
+    """A scope's case name: a scope file by its stem."""
+    return f"{Path(name).stem if name.endswith('.toml') else name} [{profile}]"
+
+
 def run_scope(scope: dict, profile: str, budget_s: float, out_dir: Path) -> Case:
     """One explorer run as a subprocess (so its budget can end it)."""
     import orjson
 
     name = scope["name"]
-    label = f"{Path(name).stem if name.endswith('.toml') else name} [{profile}]"
-    case = Case("exhaustive", label)
+    case = Case("exhaustive", scope_label(name, profile))
     cex_dir = out_dir / "explore" / f"{Path(name).stem}-{profile}"
     cmd = [sys.executable, "-c", "from rocketspec.cli import main; main()", "explore", "--scope", name, "--profile", profile, "--json",
            "--quiet", "--out-dir", str(cex_dir)]
@@ -412,7 +416,9 @@ def configured_verdict(path: Path, expect: dict, source: str):
     return None
 
 
-def run_trace(path: Path, tr: dict, source: str) -> Case:
+def run_trace(path: Path, tr: dict, source: str, require_end: bool = False) -> Case:
+    from rocketspec.commands.check import require_end as end_required
+    from rocketspec.commands.verdict_notes import scope_clause
     from rocketspec.conformance.verdicts import judge_trace
     from rocketspec.traces.io import TraceInputError
 
@@ -423,6 +429,8 @@ def run_trace(path: Path, tr: dict, source: str) -> Case:
         # the trace's own declaration is read by the one rule for declared verdicts
         # (conformance.verdicts, the scenario parser's reading of `expect`)
         j = judge_trace(path, tr.get("profile"))
+        if require_end:
+            end_required(j.report)
     except (TraceInputError, UserError) as exc:
         case.status = "bad_input"
         case.message = str(exc)
@@ -433,11 +441,11 @@ def run_trace(path: Path, tr: dict, source: str) -> Case:
         declared, want = True, configured
     else:
         declared, want = j.declared, set(j.want)
-    verdict = "holds" if not got else ", ".join(sorted(got))
+    verdict = ("holds" if not got else ", ".join(sorted(got))) + scope_clause(rep)
     expected = "holds" if not want else ", ".join(sorted(want))
     from rocketspec.commands.check import render_text
 
-    case.details = render_text(rep)
+    case.details = render_text(rep, verbose=True)
     if got == want:
         case.message = f"{verdict} (as {'declared' if declared else 'expected: no declared verdict, so it must hold'})"
         return case
@@ -508,7 +516,10 @@ def run_mutant(mid: str, mu: dict, budget_s: float, out_dir: Path) -> Case:
 
 
 def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_dir: str = "gate-out",
-             progress=None) -> GateResult:
+             progress=None, started=None, require_end: bool = False) -> GateResult:
+    """Run every case. `progress(case)` is called as each case ends; `started(suite, name,
+    budget_s)` as each case starts (budget_s None: a trace, which has no budget of its own).
+    `require_end`: a trace with no trace_ended is bad input (else it is judged for safety only)."""
     clock = Clock(float(cfg["budget_s"]))
     out = Path(out_dir)
     cases: list[Case] = []
@@ -518,6 +529,10 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
         if progress is not None:
             progress(c)
 
+    def start(suite, name, budget_s):
+        if started is not None:
+            started(suite, name, budget_s)
+
     def out_of_budget(suite, name) -> Case:
         return Case(suite, name, "incomplete", 0.0, f"not run: the gate's budget of {cfg['budget_s']} s ran out")
 
@@ -525,10 +540,11 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
         for p in scope["profiles"]:
             left = clock.left()
             if left <= 0:
-                note(out_of_budget("exhaustive", f"{scope['name']} [{p}]"))
+                note(out_of_budget("exhaustive", scope_label(scope["name"], p)))
                 continue
+            start("exhaustive", scope_label(scope["name"], p), min(scope["budget_s"], left))
             note(_guarded(lambda: run_scope(scope, p, min(scope["budget_s"], left), out), "exhaustive",
-                          f"{scope['name']} [{p}]"))
+                          scope_label(scope["name"], p)))
     sm = cfg["statemachine"]
     if sm.get("enabled", True):
         for p in sm["profiles"]:
@@ -536,10 +552,12 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
             if left <= 0:
                 note(out_of_budget("statemachine", f"reference state machine [{p}]"))
                 continue
+            start("statemachine", f"reference state machine [{p}]", min(sm["budget_s"], left))
             note(_guarded(lambda: run_statemachine(sm, p, min(sm["budget_s"], left)), "statemachine",
                           f"reference state machine [{p}]"))
     for path in trace_files(cfg["traces"]["dirs"]):
-        note(_guarded(lambda: run_trace(path, cfg["traces"], source), "traces", path.name))
+        start("traces", path.name, None)
+        note(_guarded(lambda: run_trace(path, cfg["traces"], source, require_end), "traces", path.name))
     if mutants:
         from rocketspec.conformance.mutants import CATALOGUE, SURVIVORS
 
@@ -556,6 +574,7 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
             if left <= 0:
                 note(out_of_budget("mutants", m.id))
                 continue
+            start("mutants", m.id, min(mu["budget_s"], left))
             note(_guarded(lambda: run_mutant(m.id, mu, min(mu["budget_s"], left), out), "mutants", m.id))
     return GateResult(cases, round(time.monotonic() - clock.t0, 3), source)
 

@@ -261,3 +261,71 @@ def test_the_state_machine_case_runs_the_reference_under_hypothesis():
     pytest.importorskip("rocketspec.conformance.statemachine")
     case = G.run_statemachine({"max_examples": 3, "budget_s": 60}, "rocketmq-5.3.3", 60)
     assert case.status == "passed" and "3 examples, no finding" in case.message
+
+
+def test_each_case_is_shown_as_it_starts_with_its_budget_and_the_verdict_leads_the_end(tmp_path, traces):
+    cfg = config(tmp_path, traces, PASSING)
+    r = gate("--config", cfg, "--out-dir", tmp_path / "o")
+    assert r.returncode == 1, r.stdout + r.stderr      # declares-loss.jsonl does not show its loss
+    lines = r.stdout.splitlines()
+    names = [("exhaustive", "micro [rocketmq-5.3.3]", "(budget 60 s)")] + [
+        ("traces", n, "(no budget of its own)") for n in ("bug-5481.jsonl", "clean.jsonl", "declares-loss.jsonl")]
+    for suite, name, budget in names:
+        start = lines.index(f"[{suite}] {name}: started {budget}")
+        end = next(i for i, ln in enumerate(lines) if ln.startswith(f"[{suite}] {name}: ") and i != start)
+        assert start + 1 == end, lines        # one case at a time: its start, then its end
+    tail = lines[-2:]
+    assert tail[0].startswith("gate: FAILED (exit 1): 4 cases in ")
+    assert tail[1].startswith("  failed: [traces] declares-loss.jsonl: verdict holds; expected INV-LOSS-1")
+    q = gate("--config", cfg, "--out-dir", tmp_path / "o", "--quiet")
+    ql = q.stdout.splitlines()       # --quiet: the verdict and the cases that did not pass, nothing else
+    assert ql[0].startswith("gate: FAILED (exit 1): 4 cases in ") and ql[1:] == tail[1:]
+
+
+def test_a_running_case_is_shown_before_it_ends(tmp_path, traces):
+    # the start line reaches a pipe (a CI log) while the case still runs
+    slow = """[[scopes]]
+name = "tiny"
+profiles = ["rocketmq-5.3.3"]
+budget_s = 8
+"""
+    proc = subprocess.Popen([sys.executable, "-c", "from rocketspec.cli import main; main()", "gate", "--config",
+                             str(config(tmp_path, traces, slow)), "--out-dir", str(tmp_path / "o")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert first == "[exhaustive] tiny [rocketmq-5.3.3]: started (budget 8 s)\n"
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_run_gate_calls_started_before_each_case(tmp_path, traces):
+    cfg, source = G.load_config(config(tmp_path, traces, PASSING))
+    seen = []
+    res = G.run_gate(cfg, source=source, out_dir=str(tmp_path / "o"),
+                     started=lambda s, n, b: seen.append(("start", s, n, b)),
+                     progress=lambda c: seen.append(("end", c.suite, c.name, c.status)))
+    assert len(seen) == 2 * len(res.cases)
+    for i, c in enumerate(res.cases):
+        assert seen[2 * i][:3] == ("start", c.suite, c.name) and seen[2 * i + 1][:3] == ("end", c.suite, c.name)
+    assert seen[0][3] == 60 and all(s[3] is None for s in seen[2::2] if s[1] == "traces")
+
+
+def test_a_trace_without_its_end_is_judged_for_safety_only_or_refused(tmp_path, traces):
+    d = tmp_path / "cut"
+    d.mkdir()
+    lines = (traces / "clean.jsonl").read_text().splitlines(keepends=True)
+    assert '"trace_ended"' in lines[-1]
+    (d / "cut.jsonl").write_text("".join(lines[:-1]))
+    p = tmp_path / "gate.toml"
+    p.write_text(f'budget_s = 60\nscopes = []\n[statemachine]\nenabled = false\n[traces]\ndirs = ["{d}"]\n')
+    r = gate("--config", p, "--out-dir", tmp_path / "o")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("[traces] cut.jsonl: passed" in r.stdout
+            and "holds (safety only: the trace has no trace_ended, so liveness (INV-LIVE-1) was not judged)" in r.stdout)
+    r = gate("--config", p, "--out-dir", tmp_path / "o", "--require-end")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "  bad_input: [traces] cut.jsonl: " in r.stdout and "no trace_ended" in r.stdout
+    assert "--require-end expects a complete trace" in r.stdout

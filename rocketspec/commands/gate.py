@@ -38,25 +38,39 @@ def _defaults_text() -> str:
 @click.option("--out-dir", "out_dir", default="gate-out", show_default=True,
               help="Directory for counterexample traces.")
 @click.option("--json", "as_json", is_flag=True, help="Print the cases as JSON instead of text.")
-@click.option("--quiet", is_flag=True, help="Print only the final line.")
-def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, quiet):
+@click.option("--quiet", is_flag=True, help="Print only the verdict and the cases that did not pass.")
+@click.option("--require-end", "require_end", is_flag=True,
+              help="A trace with no trace_ended event is bad input (exit 2), instead of being judged for "
+                   "safety only.")
+def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, quiet, require_end):
     """Run the conformance gate within its time budget: exhaustive scopes, the Hypothesis state
     machine on the reference, every configured trace against its verdict and, with --mutants,
     the mutants of the reference.
 
     Exit 0 when every case passed, 1 when one failed, 2 on bad configuration, 3 on an internal
-    error, 4 when a case ran out of budget (and is not declared a bounded check)."""
+    error, 4 when a case ran out of budget (and is not declared a bounded check).
+
+    Each case is shown as it starts, with its budget, and as it ends; the last lines are the
+    verdict and each case that did not pass, with its cause."""
     import orjson
 
     from rocketspec.conformance.gate import junit_xml, load_config, markdown_summary, run_gate
 
     cfg, source = load_config(config_path)
 
-    def progress(c):
-        if not quiet and not as_json:
-            click.echo(f"[{c.suite}] {c.name}: {c.status} ({c.seconds:.1f} s) {c.message}", err=False)
+    shown = not quiet and not as_json
 
-    res = run_gate(cfg, source=source, mutants=with_mutants, out_dir=out_dir, progress=progress)
+    def started(suite, name, budget_s):
+        if shown:
+            budget = f"budget {budget_s:.0f} s" if budget_s is not None else "no budget of its own"
+            click.echo(f"[{suite}] {name}: started ({budget})")
+
+    def progress(c):
+        if shown:
+            click.echo(f"[{c.suite}] {c.name}: {c.status} ({c.seconds:.1f} s) {c.message}")
+
+    res = run_gate(cfg, source=source, mutants=with_mutants, out_dir=out_dir, progress=progress, started=started,
+                   require_end=require_end)
     if junit_path:
         with open(junit_path, "wb") as fh:
             fh.write(junit_xml(res))
@@ -68,6 +82,18 @@ def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, 
                                        "counts": res.counts(),
                                        "cases": [c.to_dict() for c in res.cases]}).decode() + "\n")
     else:
-        counts = ", ".join(f"{n} {s}" for s, n in sorted(res.counts().items()))
-        click.echo(f"gate: {len(res.cases)} cases in {res.seconds:.0f} s: {counts}; exit {res.exit_code}")
+        click.echo("\n".join(verdict_lines(res)))
     sys.exit(res.exit_code)
+
+VERDICT = {0: "PASSED", 1: "FAILED", 2: "BAD INPUT", 3: "INTERNAL ERROR", 4: "INCOMPLETE"}
+
+
+def verdict_lines(res) -> list[str]:
+    """The gate's verdict, then each case that did not pass (or was skipped) with its cause."""
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(res.counts().items()))
+    out = [f"gate: {VERDICT.get(res.exit_code, res.exit_code)} (exit {res.exit_code}): {len(res.cases)} cases in "
+           f"{res.seconds:.0f} s: {counts}"]
+    for c in res.cases:
+        if c.status != "passed":
+            out.append(f"  {c.status}: [{c.suite}] {c.name}: {c.message}")
+    return out
