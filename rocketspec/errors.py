@@ -9,6 +9,7 @@ standard output, with the same fields for every command.
 """
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -64,6 +65,27 @@ def _user_error_from(exc: BaseException) -> UserError | None:
         # A path the user named could not be opened, read or written (a directory, no
         # permission, a full disk): about the environment and the input, not a bug.
         return UserError(f"cannot use this path: {exc.strerror}", file=exc.filename)
+    if isinstance(exc, OSError):
+        return _environment_error(exc)
+    return None
+
+
+# Faults of the machine, whichever file they struck: a full or read-only disk, a quota, a
+# device error, no file descriptors left. Never a bug in rocketspec.
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO, errno.EMFILE,
+                       errno.ENFILE}
+
+
+def _environment_error(exc: OSError) -> UserError | None:
+    text = str(exc.strerror or exc)
+    if "No usable temporary directory" in text:
+        # tempfile found no writable directory among TMPDIR, TEMP, TMP, /tmp, /var/tmp and the
+        # current directory.
+        where = os.environ.get("TMPDIR") or os.environ.get("TEMP") or os.environ.get("TMP") or "/tmp"
+        return UserError("no writable temporary directory; set TMPDIR to a writable directory",
+                         file=f"TMPDIR={where}")
+    if exc.errno in _ENVIRONMENT_ERRNOS:
+        return UserError(f"the environment refused a write or an open: {os.strerror(exc.errno)}")
     return None
 
 

@@ -215,3 +215,11 @@ def test_json_scenario_with_a_lone_surrogate(tmp_path):
     p = tmp_path / "s.json"
     p.write_text('{"name": "a\\ud800b"}')
     bad_input(simulate(p), str(p), "surrogate")
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "-inf", "0", "-1", "1e400"])
+def test_record_timeout_must_be_a_finite_positive_number(tmp_path, timeout):
+    # Refused at option parsing, before any Java or classpath is looked for.
+    err = bad_input(cli("record", "--scenario", "basic", "--out", tmp_path / "o.jsonl", "--timeout", timeout),
+                    "--timeout", "finite")
+    assert "classpath" not in err

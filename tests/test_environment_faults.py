@@ -80,3 +80,23 @@ def test_a_reader_that_goes_away_ends_quietly():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) in (0, 1), err
     assert "Traceback" not in err and "Exception ignored" not in err and "internal error" not in err
+
+
+def test_no_usable_temporary_directory_is_bad_input_naming_tmpdir(monkeypatch, tmp_path):
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from rocketspec.cli import main
+
+    real = tmp_path / "basic.jsonl"
+    assert CliRunner().invoke(main, ["simulate", "--scenario", "basic", "--out", str(real), "--quiet"]).exit_code == 0
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("TMPDIR", str(blocked / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setattr(tempfile, "_candidate_tempdir_list", lambda: [str(blocked / "tmp")])
+    res = CliRunner().invoke(main, ["diff", "--scenario", "basic", "--real", str(real)])
+    assert res.exit_code == 2, (res.exit_code, res.output)
+    err = res.stderr.strip()
+    assert err.startswith("error: TMPDIR=") and "\n" not in err and "TMPDIR" in err, err

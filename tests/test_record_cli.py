@@ -12,7 +12,10 @@ from rocketspec.reference.scenario import load_scenario
 
 
 def run(args, env=None):
-    return CliRunner().invoke(record_cmd, args, env=env)
+    # Through the command line's one error path, as a user meets it.
+    from rocketspec.cli import main
+
+    return CliRunner().invoke(main, ["record", *args], env=env)
 
 
 def test_unsupported_steps_are_refused_with_their_names(tmp_path):

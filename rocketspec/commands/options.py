@@ -10,6 +10,31 @@ import click
 SEED = click.IntRange(0, 2**63 - 1)
 
 
+class Seconds(click.ParamType):
+    """A duration in seconds: a finite number above 0 and at most `max_s` (click's FloatRange
+    lets nan through, since every comparison with nan is false)."""
+
+    name = "SECONDS"
+
+    def __init__(self, max_s: float):
+        self.max_s = max_s
+
+    def convert(self, value, param, ctx):
+        import math
+
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            v = float(value)
+        else:
+            try:
+                v = float(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(v) or not 0 < v <= self.max_s:
+            self.fail(f"{value!r} is not a finite number of seconds above 0 and at most {self.max_s:g}",
+                      param, ctx)
+        return v
+
+
 def progress_shown(enabled: bool = True) -> bool:
     """Whether a progress bar would be shown: standard error is a terminal and not in CI."""
     return enabled and _stderr_is_terminal() and os.environ.get("CI", "").lower() not in ("1", "true", "yes")

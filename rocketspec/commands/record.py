@@ -19,6 +19,9 @@ from pathlib import Path
 
 import click
 
+from rocketspec.commands.options import SEED, Seconds
+from rocketspec.errors import UserError
+
 # What real runs can do, and why the rest cannot be done.
 UNSUPPORTED_STEPS = {
     "restart_broker": "a broker restart is not driven on real runs yet",
@@ -48,7 +51,7 @@ JVM_FLAGS = [
 ]
 
 
-class RecordError(Exception):
+class RecordError(UserError):
     """Bad input or a missing prerequisite (exit 2)."""
 
 
@@ -292,20 +295,17 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
 @click.option("--scenario", "scenario_name", required=True,
               help="A built-in scenario name or a .toml/.json scenario file (the ones `simulate` reads).")
 @click.option("--out", required=True, help="Trace file to write (.jsonl).")
-@click.option("--timeout", "timeout_s", type=float, default=None,
-              help="Wall-clock bound in seconds (default: the scenario's duration + drain + 60 s).")
-@click.option("--seed", default=1, show_default=True, type=int, help="Seed of the producers' and listeners' choices.")
+@click.option("--timeout", "timeout_s", type=Seconds(max_s=7 * 24 * 3600), default=None,
+              help="Wall-clock bound in seconds, above 0 and at most a week (default: the scenario's "
+                   "duration + drain + 60 s).")
+@click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the producers' and listeners' choices.")
 @click.option("--keep", default=None, help="Keep the run's folder (plan, logs, store, trace parts) here.")
 @click.option("--msgtrace", default=None,
               help="Also run with enableMsgTrace and write the RMQ_SYS_TRACE_TOPIC message bodies here "
                    "(read them with `rocketspec history --format msgtrace`).")
 def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace):
     """Run a scenario on a real in-process RocketMQ 4.9.8 and write the recorded trace."""
-    try:
-        rc, message = record(scenario_name, out, timeout_s, seed, keep, msgtrace)
-    except RecordError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    rc, message = record(scenario_name, out, timeout_s, seed, keep, msgtrace)
     click.echo(message, err=rc != 0)
     sys.exit(rc)
 
