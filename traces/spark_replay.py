@@ -52,10 +52,13 @@ AS_IS = "as is"            # _replay_partition's decode: the payload is the even
 
 def expand_paths(paths) -> list[str]:
     """The trace files named by `paths`: a file as given, a directory as the Parquet files under
-    it (a partitioned Parquet dataset), in path order."""
+    it (a partitioned Parquet dataset), in path order; file:///x as /x, another file system's
+    URL refused (traces.spark_preflight.local_path)."""
+    from .spark_preflight import local_path
+
     out = []
     for p in paths:
-        s = str(p)
+        s = local_path(p)
         if os.path.isdir(s):
             files = sorted(str(f) for f in Path(s).rglob("*.parquet")
                            if not any(part.startswith((".", "_")) for part in f.relative_to(s).parts))
@@ -510,21 +513,41 @@ def _maxrss_kb() -> int:
 
 def spark_session(master: str | None = None, app: str = "rocketspec-replay", progress: bool = False,
                   conf: dict | None = None):
-    """A Spark session whose Python workers run this interpreter (the project's venv: pyarrow,
-    orjson and rocketspec itself), quiet unless `progress`."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    """A Spark session on `master`; with none, on the master the JVM was given (spark-submit's
+    --master, PYSPARK_SUBMIT_ARGS, spark-defaults.conf), else an embedded local[*]. Python
+    workers run spark.pyspark.python or PYSPARK_PYTHON when given (a shipped venv), else this
+    interpreter (the project's venv: pyarrow, orjson and rocketspec itself). Java and the master
+    are checked first (traces.spark_preflight: exit 2 in seconds). Quiet unless `progress`."""
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    b = SparkSession.builder.appName(app)
-    if master is not None:
-        b = b.master(master)
-    else:
-        from pyspark import SparkConf
+    from .spark_preflight import check_java, check_master
 
-        if not SparkConf().contains("spark.master"):    # (spark-submit gives one: kept)
-            b = b.master("local[*]")
-    b = (b.config("spark.pyspark.python", sys.executable)
+    checked = None
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        check_java()            # (under spark-submit the JVM is up already)
+        if master is not None:
+            check_master(master)
+            checked = master
+    # The JVM first: before it exists SparkConf() is an empty dict, blind to spark-submit's master.
+    # Launch-time settings (spark.driver.memory) go with the launch.
+    launch = SparkConf()
+    for k, v in (conf or {}).items():
+        launch.set(k, v)
+    SparkContext._ensure_initialized(conf=launch)
+    given = SparkConf()         # now the JVM's: --master, --conf, spark-defaults.conf
+    if master is None and given.contains("spark.master"):
+        master = given.get("spark.master")
+    if master is not None and master != checked:
+        check_master(master)
+    python = given.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or sys.executable
+    os.environ["PYSPARK_PYTHON"] = python
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+    b = SparkSession.builder.master(master or "local[*]")
+    if not given.contains("spark.app.name"):
+        b = b.appName(app)
+    b = (b.config("spark.pyspark.python", python)
          .config("spark.ui.showConsoleProgress", "true" if progress else "false")
          .config("spark.python.worker.reuse", "true"))
     for k, v in (conf or {}).items():

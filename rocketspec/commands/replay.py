@@ -16,8 +16,9 @@ import click
 
 @click.command("replay")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--master", default=None, help="Spark master URL (default: an embedded local[*] session; "
-                                             "e.g. spark://host:7077 for a standalone cluster).")
+@click.option("--master", default=None, help="Spark master URL: local[N], spark://HOST:PORT, yarn, k8s://... "
+                                             "(default: the one spark-submit gives, else an embedded local[*]). "
+                                             "Checked before Spark starts.")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write violations.parquet (one row per invariant and key), report.txt and a witness trace "
                    "per listed violation into this directory.")
@@ -37,7 +38,8 @@ import click
 def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partitions, arrow, quiet):
     """Replay the trace given by PATHS through the spec on Spark: JSON Lines (gzip or zstd
     compressed or not), Parquet files, partitioned Parquet directories; several paths are
-    parts of one trace.
+    parts of one trace. Paths are local (or file:///...): on a cluster, on a file system every
+    executor mounts at the same path (docs/replay.md).
 
     Spark's progress bar and its UI address are shown on standard error when it is a
     terminal. Exit 0 when it holds, 1 on a violation, 2 on bad input."""
@@ -50,7 +52,12 @@ def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partiti
     from rocketspec.errors import UserError
     from rocketspec.traces.datasets import dataset_runs
 
-    expand_paths(paths)     # bad paths fail before Spark starts
+    from rocketspec.traces.spark_preflight import local_path
+
+    # bad paths fail before Spark starts (as do Java and the master: spark_session)
+    paths = tuple(local_path(p) for p in paths)
+    out_dir = None if out_dir is None else local_path(out_dir, "--out")
+    expand_paths(paths)
     runs = [dataset_runs(p) for p in paths]
     if any(runs) and len(paths) > 1:
         given = next(p for p, r in zip(paths, runs) if r)
