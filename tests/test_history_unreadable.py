@@ -46,7 +46,8 @@ def bad_input(res, path, line=None):
 def test_random_bytes_never_hold(tmp_path, raw, fmt, complete):
     p = tmp_path / "random.bin"
     p.write_bytes(raw)
-    args = ["history", p, "--json", "--quiet"] + (["--format", fmt] if fmt else []) + (["--complete"] if complete else [])
+    args = ["history", p, "--json", "--quiet"] + (["--format", fmt] if fmt else [])
+    args += ["--complete"] if complete else []
     res = cli(*args)
     assert res.exit_code == 2, (res.exit_code, res.output)
     assert str(p) in orjson.loads(res.stdout)["message"] or orjson.loads(res.stdout)["file"] == str(p)

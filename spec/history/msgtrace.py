@@ -20,7 +20,12 @@ dead letters or faults: the guarantees that need them are skipped. The dispatche
 when its queue is full (AsyncTraceDispatcher), so a message-trace history is lossy.
 
 A file holds message bodies one after another, plain, gzip or zstd (a newline between bodies is
-allowed). Each record that cannot be read is reported with the file and the line it starts on,
+allowed), or an export of the trace messages, one a line, that keeps each message's bornHost:
+JSON lines `{"body": ..., "bornHost": "/10.0.0.5:53122", ...}` (other keys ignored), or the
+output of `mqadmin printMsg -t RMQ_SYS_TRACE_TOPIC -d true` (`MSGID: <id> MessageExt [...,
+bornHost=/10.0.0.5:53122, ...] BODY: <body>`, the tool's own status lines passed over). Bodies
+name no consumer; in an export the consumer of each SubBefore/SubAfter is the host of its
+trace message's bornHost, as TraceView.decodeFromTraceTransData takes it (client_host). Each record that cannot be read is reported with the file and the line it starts on,
 and counted: a body cut short before the next one (a record broken by a line end), a last
 record without its \\u0002, bytes that are not UTF-8, a wrong field count, an unknown record
 type, a field that is not a number or a boolean where TraceDataEncoder parses one.
@@ -34,6 +39,11 @@ SubBefore 8, EndTransaction 13. A field left empty at the end is dropped by Stri
 one fewer is accepted where the last field may be empty (keys).
 """
 from __future__ import annotations
+
+import itertools
+import re
+
+import orjson
 
 from ...errors import UserError
 from .model import Consume, History, Produce
@@ -50,9 +60,18 @@ HOLD_MS = 120_000
 
 def records(path):
     """(line, fields) for each record of the file, fields split as Java's String.split does;
-    (line, Unreadable(why)) for a record that cannot be read."""
+    (line, Unreadable(why)) for a record that cannot be read. The file holds bodies one after
+    another, or an export of the trace messages (`export`): then each record's fields are
+    `Fields` carrying the host of the client that wrote them."""
+    data = chunks(path)
+    first = next(data, b"")
+    layout = export_layout(first)
+    data = itertools.chain((first,), data)
+    if layout is not None:
+        yield from exported(data, layout)
+        return
     line, rest = 1, b""
-    for data in chunks(path):
+    for data in data:
         parts = (rest + data).split(b"\x02")
         rest = parts.pop()
         for raw in parts:
@@ -61,6 +80,116 @@ def records(path):
             yield from _record(start, raw, True)
     if rest.strip(b"\r\n"):
         yield from _record(line, rest, False)
+
+
+# ------------------------------------------------------------------ exports: bodies with their bornHost
+
+class Fields(list):
+    """A record's fields and `host`: the client that wrote it, from its trace message's bornHost."""
+    __slots__ = ("host",)
+
+    def __init__(self, fields, host):
+        super().__init__(fields)
+        self.host = host
+
+
+# What RocketMQ's tools print around the messages (printMsg, printMsgByQueue, consumeMessage):
+# not records, passed over.
+_TOOL_LINES = re.compile(rb"^(minOffset=\S*, maxOffset=\S*, MessageQueue \[.*\]|-{8,}|Consume ok"
+                         rb"|.* no matched msg\. .*|.* print msg finished\. .*|The old(?:l)?er \d+ message.*"
+                         rb"|.* no matched msg, offset=.*)\s*$")
+_PRINTED = re.compile(r"^MSGID: (?P<id>\S*) MessageExt \[.*?, bornHost=(?P<born>[^,\]]*), ")
+_BODY_AT = "'}] BODY: "        # Message.toString ends with transactionId='...'}, MessageExt's with ]
+
+
+def export_layout(head: bytes):
+    """"json" (JSON lines, one trace message each), "printmsg" (`mqadmin printMsg` output) or
+    None (bodies), told by the first bytes."""
+    s = head.lstrip(b" \t\r\n")
+    if s[:1] == b"{":
+        return "json"
+    first = s.split(b"\n", 1)[0]
+    if first.startswith(b"MSGID: ") or _TOOL_LINES.match(first):
+        return "printmsg"
+    return None
+
+
+def client_host(born: str | None) -> str | None:
+    """The client's identity from a bornHost as exports write it (Java's InetSocketAddress:
+    "/10.0.0.5:53122", "host/10.0.0.5:53122", or a bare address): its IP address, without the
+    port, as TraceView.decodeFromTraceTransData takes it (MessageExt.getBornHostString). One
+    process's trace producer is shared by its clients and connects to each broker on its own
+    port, so the port names a connection, not a consumer."""
+    if born is None:
+        return None
+    a = born.strip().rpartition("/")[2]
+    if a.startswith("["):                        # [v6]:port
+        return a[1:a.index("]")] if "]" in a else a
+    if a.count(":") in (1, 8):                  # v4:port, or Java's full v6 form and a port
+        a = a.rsplit(":", 1)[0]
+    return a or None
+
+
+def exported(data, layout):
+    """Records of an export, line by line: each line one trace message (its body and bornHost)."""
+    n, rest = 0, b""
+    for chunk in data:
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        for raw in parts:
+            n += 1
+            yield from _exported_line(n, raw.rstrip(b"\r"), layout)
+    if rest.strip():
+        yield from _exported_line(n + 1, rest.rstrip(b"\r"), layout)
+
+
+def _exported_line(n, raw: bytes, layout):
+    if not raw.strip():
+        return
+    if layout == "printmsg" and _TOOL_LINES.match(raw):
+        return
+    body, host = _message(raw, layout)
+    if isinstance(body, Unreadable):
+        yield n, body
+        return
+    parts = body.encode("utf-8", "surrogatepass").split(b"\x02")
+    last = parts.pop()
+    out = [r for raw_rec in parts for r in _record(n, raw_rec, True)]
+    if last.strip(b"\r\n"):
+        out.extend(_record(n, last, False))
+    if not out:
+        yield n, Unreadable("a trace message with an empty body")
+    for line, f in out:
+        yield line, (f if isinstance(f, Unreadable) else Fields(f, host))
+
+
+def _message(raw: bytes, layout):
+    """(body, client host) of one exported trace message, or (Unreadable(why), None)."""
+    text, bad = decode(raw)
+    if bad is not None:
+        return Unreadable(bad), None
+    if layout == "json":
+        try:
+            d = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            return Unreadable(f"not JSON ({exc}): expected one trace message per line, "
+                              '{"body": ..., "bornHost": ...}'), None
+        if not isinstance(d, dict) or not isinstance(d.get("body"), str):
+            return Unreadable('a JSON line without a "body" string: expected one trace message per line, '
+                              '{"body": ..., "bornHost": ...}'), None
+        born = d.get("bornHost")
+        if born is not None and not isinstance(born, str):
+            return Unreadable(f"bornHost {born!r}: expected a string such as \"/10.0.0.5:53122\""), None
+        return d["body"], client_host(born)
+    m = _PRINTED.match(text)
+    at = text.find(_BODY_AT)
+    if m is None or at < 0:
+        return Unreadable("expected a message as `mqadmin printMsg` prints it: MSGID: <id> MessageExt [..., "
+                          "bornHost=..., ...] BODY: <body>"), None
+    body = text[at + len(_BODY_AT):]
+    if body == "NOT PRINT BODY":
+        return Unreadable("printed without its body: run printMsg with -d true"), None
+    return body, client_host(m["born"])
 
 
 def _record(line, raw: bytes, terminated: bool):
@@ -132,6 +261,7 @@ def stream_msgtrace(path, h: History, recs=None):
     open_calls: dict[str, list] = {}        # requestId -> [messages, SubAfters still to come]
     tx: dict[str, Produce] = {}             # half messages until their EndTransaction
     unmatched_after = 0
+    hosts = set()                           # consumer hosts an export named
     n, now = 0, None
     for line, f in (records(path) if recs is None else recs):
         n += 1
@@ -139,6 +269,8 @@ def stream_msgtrace(path, h: History, recs=None):
         if isinstance(f, Unreadable):
             h.problem(path, line, f)
             continue
+        if getattr(f, "host", None) is not None and f and f[0] in ("SubBefore", "SubAfter"):
+            hosts.add(f.host)
         try:
             kind = f[0]
             if kind == "Pub":
@@ -151,8 +283,8 @@ def stream_msgtrace(path, h: History, recs=None):
                     yield p
             elif kind == "SubBefore":
                 _need(f, 7, 8, "SubBefore")
-                c = Consume(f[3], f[5], _int(f[1], "timestamp"), None, None, None, None, _int(f[6], "retryTimes"),
-                            None, None, f[4], where)
+                c = Consume(f[3], f[5], _int(f[1], "timestamp"), None, getattr(f, "host", None), None, None,
+                            _int(f[6], "retryTimes"), None, None, f[4], where)
                 h.group(f[3])
                 now = c.ts
                 before[(f[4], f[5])] = c
@@ -170,7 +302,8 @@ def stream_msgtrace(path, h: History, recs=None):
                     unmatched_after += 1
                     if len(f) >= 9:     # its group and time are known: a delivery whose SubBefore was lost
                         h.group(f[8])
-                        yield Consume(f[8], f[2], None, end, None, None, None, None, ok, None, f[1], where)
+                        yield Consume(f[8], f[2], None, end, getattr(f, "host", None), None, None, None, ok, None, f[1],
+                                      where)
                     continue
                 oc = open_calls[f[1]]
                 c.success = ok
@@ -206,8 +339,11 @@ def stream_msgtrace(path, h: History, recs=None):
         raise UserError("no message-trace records (\\u0002-terminated) in the file", file=path)
     if unmatched_after:
         h.notes.append(f"{unmatched_after} SubAfter record(s) without their SubBefore (dropped by the dispatcher?)")
-    h.notes.append("message-trace records carry no queue, offset, consumer id, stored-copy id, dead letters or "
-                   "faults")
+    if hosts:
+        h.notes.append(f"consumers told apart by their host (the trace messages' bornHost, as TraceView reads it): "
+                       f"{len(hosts)} host(s); consumers of one group on one host count as one")
+    h.notes.append("message-trace records carry no queue, offset, " + ("" if hosts else "consumer id, ")
+                   + "stored-copy id, dead letters or faults")
 
 
 def _give_up(before, open_calls, tx, edge):
@@ -271,6 +407,36 @@ def encode_trace(events, region="DefaultRegion", producer_group="PID_trace") -> 
     """Message-trace bodies for a rocketspec trace, in TraceDataEncoder's layout: one Pub per
     producer message, a SubBefore and a SubAfter per listener call (one record per message of
     the batch, as the consume hook writes them). For fixtures and for comparing the levels."""
+    return [body for _, body in _encode(events, region, producer_group)]
+
+
+def encode_export(events, layout="json", region="DefaultRegion", producer_group="PID_trace") -> list[str]:
+    """The trace messages of `encode_trace` as an export writes them, one a line, each with the
+    bornHost of the client that sent it: "json" ({"body", "bornHost", "storeTimestamp"}) or
+    "printmsg" (`mqadmin printMsg -d true`). Client number i is host 10.0.0.i; the port changes
+    from message to message (one connection per broker), as a trace producer's does."""
+    hosts: dict = {}
+    out = []
+    for i, (client, body) in enumerate(_encode(events, region, producer_group)):
+        ip = f"10.0.0.{hosts.setdefault(client, len(hosts) + 1)}"
+        born = f"/{ip}:{50000 + i % 3}"
+        ts = int(body.split(CONTENT, 2)[1]) if body.split(CONTENT, 2)[1].isdigit() else 0
+        if layout == "json":
+            out.append(orjson.dumps({"msgId": f"TRACE{i}", "bornHost": born, "storeTimestamp": ts,
+                                     "body": body}).decode())
+        else:
+            raw = list(body.encode())
+            out.append(f"MSGID: TRACE{i} MessageExt [brokerName=broker-a, queueId=0, storeSize={len(raw) + 200}, "
+                       f"queueOffset={i}, sysFlag=0, bornTimestamp={ts}, bornHost={born}, storeTimestamp={ts}, "
+                       f"storeHost=/10.0.1.1:10911, msgId=TRACE{i}, commitLogOffset={i * 400}, bodyCRC=1, "
+                       f"reconsumeTimes=0, preparedTransactionOffset=0, "
+                       f"toString()=Message{{topic='RMQ_SYS_TRACE_TOPIC', flag=0, properties={{KEYS=m{i}, WAIT=true}}, "
+                       f"body={raw}, transactionId='null'}}] BODY: {body}")
+    return out
+
+
+def _encode(events, region, producer_group):
+    """(client, body) per trace message of `encode_trace` (client: the trace's client, "producer")."""
     out = []
     start = {}
     stored = {}
@@ -279,18 +445,19 @@ def encode_trace(events, region="DefaultRegion", producer_group="PID_trace") -> 
         if k == "message_stored":
             stored[ev["msg_id"]] = ev
             if ev["source"] == "producer":
-                out.append(CONTENT.join(map(str, (
+                out.append(("producer", CONTENT.join(map(str, (
                     "Pub", ev["ts"], region, producer_group, ev["topic"], ev["msg_id"], ev.get("tags") or "null",
                     ev.get("keys") or "null", ev["broker"], ev.get("body_size", 0), 0, 0,
-                    f"{ev['broker']}:{ev['offset']}", "true"))) + FIELD)
+                    f"{ev['broker']}:{ev['offset']}", "true"))) + FIELD))
         elif k == "consume_started":
             start[(ev["client"], ev["consume_id"])] = ev
             rid = f"{ev['client']}/{ev['consume_id']}"
             origins = ev.get("origin_msg_ids") or [stored.get(m, {}).get("origin_msg_id", m) for m in ev["msg_ids"]]
             recons = ev.get("reconsume_list") or [0] * len(origins)
-            out.append("".join(CONTENT.join(map(str, ("SubBefore", ev["ts"], region, ev["group"], rid, oid, rc,
-                                                      stored.get(m, {}).get("keys") or "null"))) + FIELD
-                               for m, oid, rc in zip(ev["msg_ids"], origins, recons)))
+            out.append((ev["client"], "".join(
+                CONTENT.join(map(str, ("SubBefore", ev["ts"], region, ev["group"], rid, oid, rc,
+                                       stored.get(m, {}).get("keys") or "null"))) + FIELD
+                for m, oid, rc in zip(ev["msg_ids"], origins, recons))))
         elif k == "consume_finished":
             st = start.pop((ev["client"], ev["consume_id"]), None)
             if st is None:
@@ -299,8 +466,8 @@ def encode_trace(events, region="DefaultRegion", producer_group="PID_trace") -> 
             ok = ev["status"] in ("CONSUME_SUCCESS", "SUCCESS", "COMMIT")
             cost = (ev["ts"] - st["ts"]) // max(1, len(st["msg_ids"]))
             origins = st.get("origin_msg_ids") or [stored.get(m, {}).get("origin_msg_id", m) for m in st["msg_ids"]]
-            out.append("".join(CONTENT.join(map(str, ("SubAfter", rid, oid, cost, str(ok).lower(),
-                                                      stored.get(m, {}).get("keys") or "null", 0 if ok else 4,
-                                                      ev["ts"], st["group"]))) + FIELD
-                               for m, oid in zip(st["msg_ids"], origins)))
+            out.append((ev["client"], "".join(
+                CONTENT.join(map(str, ("SubAfter", rid, oid, cost, str(ok).lower(),
+                                       stored.get(m, {}).get("keys") or "null", 0 if ok else 4, ev["ts"], st["group"])))
+                + FIELD for m, oid in zip(st["msg_ids"], origins))))
     return out

@@ -11,8 +11,9 @@ GROUP_KEYS = {"consume_mode": ("CONCURRENTLY", "ORDERLY"), "message_model": ("CL
 
 
 def detect_format(path) -> str:
-    """trace (JSON Lines / Parquet), msgtrace (\\u0001-separated fields), or openchaos
-    (tab-separated), plain, gzip or zstd: told by the file's first bytes."""
+    """trace (JSON Lines / Parquet), msgtrace (\\u0001-separated fields, or an export of trace
+    messages: JSON lines with a body, `mqadmin printMsg` output), or openchaos (tab-separated),
+    plain, gzip or zstd: told by the file's first bytes."""
     from ...traces.io import _decompressing, _open_raw
 
     if str(path) == "-":
@@ -30,9 +31,14 @@ def detect_format(path) -> str:
     finally:
         if owned:
             fh.close()
-    if sample.lstrip()[:1] == b"{":
-        return "trace"
-    if b"\x01" in sample:
+    from .msgtrace import export_layout
+
+    layout = export_layout(sample)
+    if layout == "json":
+        # a trace's events have a kind; a message-trace export's lines have a body
+        first = sample.lstrip().split(b"\n", 1)[0]
+        return "msgtrace" if b'"body"' in first and b'"kind"' not in first else "trace"
+    if layout == "printmsg" or b"\x01" in sample:
         return "msgtrace"
     if b"\t" in sample:
         return "openchaos"
