@@ -460,7 +460,9 @@ def write_history(out, res: HMinimized) -> None:
 
         sys.stdout.write(text)
         return
-    Path(out).write_text(text, encoding="utf-8")
+    from rocketspec.outputs import write_bytes
+
+    write_bytes(out, text.encode("utf-8"))   # whole or not at all
 
 
 def default_output(path: str, fmt: str) -> str:

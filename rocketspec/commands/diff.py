@@ -209,11 +209,8 @@ def simulate_reference(scenario: str, seed: int, profile: str | None, out_path: 
 
     prof = get_profile(profile)
     sc = load_scenario(scenario)
-    writer = open_writer(out_path)
-    try:
+    with open_writer(out_path) as writer:    # the file appears only when the run is complete
         run(sc, seed, prof, writer.write)
-    finally:
-        writer.close()
 
 
 @click.command("diff")
@@ -252,6 +249,12 @@ def diff(ref, real, scenario, real_opt, seed, profile, keep_ref, time_tolerance_
         if real_opt is None:
             raise UserError("--scenario needs --real REAL.jsonl: the real trace to compare with")
         real = real_opt
+        from rocketspec.outputs import refuse_input_as_output
+
+        # --keep-ref over the real trace would destroy the recording and compare the simulation
+        # with itself
+        refuse_input_as_output(keep_ref, "--keep-ref", [("--real", real)]
+                               + ([("--scenario", scenario)] if os.path.isfile(scenario) else []))
         first = _first_event(real)
         from rocketspec.reference.scenario import load_scenario
 

@@ -55,7 +55,10 @@ def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, 
     import orjson
 
     from rocketspec.conformance.gate import junit_xml, load_config, markdown_summary, run_gate
+    from rocketspec.outputs import refuse_input_as_output, write_bytes
 
+    refuse_input_as_output(junit_path, "--junit", [("--config", config_path)])
+    refuse_input_as_output(summary_path, "--summary", [("--config", config_path)])
     cfg, source = load_config(config_path)
 
     shown = not quiet and not as_json
@@ -72,11 +75,9 @@ def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, 
     res = run_gate(cfg, source=source, mutants=with_mutants, out_dir=out_dir, progress=progress, started=started,
                    require_end=require_end)
     if junit_path:
-        with open(junit_path, "wb") as fh:
-            fh.write(junit_xml(res))
+        write_bytes(junit_path, junit_xml(res))      # whole or not at all
     if summary_path:
-        with open(summary_path, "a", encoding="utf-8") as fh:
-            fh.write(markdown_summary(res))
+        write_bytes(summary_path, markdown_summary(res).encode("utf-8"), append=True)
     if as_json:
         sys.stdout.write(orjson.dumps({"exit_code": res.exit_code, "seconds": res.seconds,
                                        "counts": res.counts(),
@@ -84,6 +85,7 @@ def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, 
     else:
         click.echo("\n".join(verdict_lines(res)))
     sys.exit(res.exit_code)
+
 
 VERDICT = {0: "PASSED", 1: "FAILED", 2: "BAD INPUT", 3: "INTERNAL ERROR", 4: "INCOMPLETE"}
 

@@ -133,6 +133,7 @@ def minimize_cmd(path, out, invariant, profile, match, fmt, complete, groups_fil
         return _minimize_history(path, out, invariant, profile, match, fmt, complete, groups_file, as_json, quiet)
 
     from rocketspec.commands.options import progress_bar
+    from rocketspec.outputs import refuse_input_as_output
     from rocketspec.traces.io import input_size, read_events, write_trace
     from rocketspec.traces.minimize import minimize, validate_events
 
@@ -140,6 +141,7 @@ def minimize_cmd(path, out, invariant, profile, match, fmt, complete, groups_fil
         if path == "-":
             raise click.UsageError("reading standard input: give -o/--out (a file, or - for standard output)")
         out = default_output(path)
+    refuse_input_as_output(out, "-o/--out", [("the trace", path)])
     total, unit = input_size(path) if not quiet else (None, "B")
     bar = progress_bar(enabled=not quiet, total=total, unit=unit, unit_scale=unit == "B", desc="reading")
     reading = None
@@ -231,6 +233,7 @@ def _minimize_history(path, out, invariant, profile, match, fmt, complete, group
     import orjson
 
     from rocketspec.commands.options import progress_bar, read_groups_file
+    from rocketspec.outputs import refuse_input_as_output
     from rocketspec.spec.history.sources import detect_format
     from rocketspec.spec.profiles import get_profile
     from rocketspec.traces.minimize_history import default_output as history_output
@@ -240,6 +243,7 @@ def _minimize_history(path, out, invariant, profile, match, fmt, complete, group
     if path == "-":
         raise click.UsageError("a history is read from a file, not standard input")
     out = out or history_output(path, fmt)
+    refuse_input_as_output(out, "-o/--out", [("the history", path), ("--groups", groups_file)])
     groups = read_groups_file(groups_file)
     prof = get_profile(profile) if profile else None
     bar = progress_bar(enabled=not quiet, unit=" checks", desc="minimizing")
