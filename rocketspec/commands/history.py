@@ -2,8 +2,9 @@
 consume records (spec/history, docs/history.md).
 
 Exit codes: 0 every judged guarantee holds (skipped and suspect ones allowed), 1 a violation,
-2 bad input (a missing file, an unknown format, a bad --groups file; with --strict, any
-unparseable record).
+2 bad input (a missing file, an unknown format, a bad --groups file, a history with no readable
+record, more unreadable records than readable ones, or no send or delivery at all; with
+--strict, any unparseable record).
 """
 from __future__ import annotations
 
@@ -44,14 +45,17 @@ def render_text(rep, max_listed: int) -> str:
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--format", "fmt", type=click.Choice(["trace", "msgtrace", "openchaos"]), default=None,
               help="trace (a rocketspec trace: its history is derived), msgtrace (RMQ_SYS_TRACE_TOPIC message "
-                   "bodies), openchaos (an OpenChaos history file). Default: told by each file's first bytes.")
+                   "bodies, or an export of the trace messages with their bornHost, the consumer: JSON lines "
+                   "{body, bornHost} or `mqadmin printMsg -d true` output), openchaos (an OpenChaos history file). "
+                   "Default: told by each file's first bytes.")
 @click.option("--complete/--lossy", "complete", default=None,
               help="Declare that every record is present and the run had settled (an unconsumed message is "
                    "lost), or not (unobserved). Default: the source's own (trace: ended quiescent; "
                    "openchaos: complete; msgtrace: lossy).")
 @click.option("--groups", "groups_file", default=None,
               help="JSON file declaring what the source does not carry, per group: consume_mode, "
-                   "message_model, max_reconsume_times, consume_timeout_ms, subscriptions {topic: expr}.")
+                   "message_model, max_reconsume_times, consume_timeout_ms, subscriptions {topic: expr}. Checked "
+                   "before any history is read.")
 @click.option("--profile", default=None, help="Profile whose defaults apply (maxReconsumeTimes -1 -> 16).")
 @click.option("--strict", is_flag=True, help="Any unparseable record is bad input (exit 2).")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON report (several paths: one "
@@ -67,7 +71,9 @@ def history(paths, fmt, complete, groups_file, profile, strict, as_json, max_lis
     subscribed message consumed or dead-lettered, the retry limit, orderly exclusivity and order,
     duplicates only for a reason. A guarantee whose fields the history lacks is skipped, and the
     report says which. Each history is streamed: memory in proportion to its live messages and
-    queues, not its length. Each PATH is judged on its own."""
+    queues, not its length. Each PATH is judged on its own. A history that could not be read
+    (no readable record, mostly unreadable, or not one send or delivery) is bad input, never a
+    verdict."""
     import orjson
 
     from rocketspec.commands.options import progress_bar, read_groups_file
