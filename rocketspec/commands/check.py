@@ -11,11 +11,11 @@ import click
 
 
 def _fmt_state(state, indent="      ") -> str:
-    import orjson
+    from rocketspec import jsonout
 
     if not state:
         return f"{indent}(no state for this key yet)"
-    text = orjson.dumps(state, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    text = jsonout.dumps(state, indent=True, non_str_keys=True)
     lines = text.splitlines()
     if len(lines) > 40:
         lines = lines[:40] + ["..."]
@@ -158,8 +158,7 @@ def check(path, profile, as_json, max_violations, quiet, verbose, end_required):
 
     Progress is shown on standard error when it is a terminal. Exit 0 when it holds, 1 on a
     violation, 2 on bad input."""
-    import orjson
-
+    from rocketspec import jsonout
     from rocketspec.commands.options import progress_bar, progress_shown
     from rocketspec.spec.replay import check_trace
     from rocketspec.traces.datasets import dataset_runs
@@ -187,7 +186,7 @@ def check(path, profile, as_json, max_violations, quiet, verbose, end_required):
     if end_required:
         require_end(rep)
     if as_json:
-        sys.stdout.write(orjson.dumps(rep.to_dict(), option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        sys.stdout.write(jsonout.dumps(rep.to_dict(), non_str_keys=True) + "\n")
     else:
         click.echo(render_text(rep, verbose=verbose))
     sys.exit(0 if rep.ok else 1)
