@@ -173,8 +173,12 @@ def render(fmt: str, raw) -> str:
 
         return orjson.dumps(raw).decode()
     if fmt == "msgtrace":
-        from ..spec.history.msgtrace import CONTENT, FIELD
+        from ..spec.history.msgtrace import CONTENT, FIELD, Fields
 
+        if isinstance(raw, Fields):     # read from an export: keep the consumer (bornHost) it named
+            import orjson
+
+            return orjson.dumps({"body": CONTENT.join(raw) + FIELD, "bornHost": raw.host}).decode()
         return CONTENT.join(raw) + FIELD
     return raw
 
