@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-real test-spark-cluster bench clean rocketmq recorder diff-reports browser catalogue
+.PHONY: setup demo test test-slow test-real test-spark-cluster bench clean rocketmq rocketmq-jars recorder diff-reports browser catalogue
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -59,7 +59,8 @@ test-spark-cluster: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow tests/test_replay_cluster.py
 
 # Real RocketMQ 4.9.8 (../shared/rocketmq: sources and build.sh), compiled with javac into
-# $(RMQ_BUILD); ROCKETMQ_CLASSPATH, when set, is used instead.
+# $(RMQ_BUILD); ROCKETMQ_CLASSPATH, when set, is used instead. The registry here serves no 4.9.8
+# namesrv or broker jar, so 4.9.8 is not among the pinned jars below (third_party/rocketmq/README.md).
 RMQ_SHARED ?= ../shared/rocketmq
 RMQ_BUILD  ?= build/rocketmq
 RECORDER_SRC := $(shell find traces/recorder/src -name '*.java' 2>/dev/null)
@@ -68,17 +69,25 @@ RECORDER_SRC := $(shell find traces/recorder/src -name '*.java' 2>/dev/null)
 rocketmq:
 	@if [ -z "$$ROCKETMQ_CLASSPATH" ]; then mkdir -p build && flock build/rocketmq.lock bash $(RMQ_SHARED)/build.sh $(RMQ_BUILD); fi
 
-# The recorder and scenario driver (traces/recorder), against RocketMQ's classpath.
-recorder: build/recorder/.built
+# Pinned release jars from Maven Central (third_party/rocketmq/VERSION: pom.xml, jars.lock), each
+# checked against its lock into build/rocketmq-VERSION/ (lib/, classpath.txt); a jar that differs
+# stops the install, named. Once installed, a release is only re-hashed: no Maven, no network.
+RMQ_RELEASES ?= $(patsubst third_party/rocketmq/%/jars.lock,%,$(wildcard third_party/rocketmq/*/jars.lock))
+rocketmq-jars:
+	@$(PYTHON) traces/rocketmq_jars.py install $(RMQ_RELEASES)
 
-build/recorder/.built: $(RECORDER_SRC)
-	@$(MAKE) -s rocketmq
-	@cp="$${ROCKETMQ_CLASSPATH:-$$(cat $(RMQ_BUILD)/classpath.txt)}"; \
+# The recorder and scenario driver (traces/recorder), against RocketMQ's classpath; rebuilt when a
+# source is newer or the classpath changed (the stamp holds the classpath it was built against).
+recorder:
+	@if [ -z "$$ROCKETMQ_CLASSPATH" ]; then $(MAKE) -s rocketmq; fi
+	@cp="$${ROCKETMQ_CLASSPATH:-$(RMQ_BUILD)/classpath.txt}"; \
 	 case "$$cp" in *.txt) cp="$$(cat $$cp)";; esac; \
 	 [ -d "$$cp" ] && [ -f "$$cp/classpath.txt" ] && cp="$$(cat $$cp/classpath.txt)"; \
-	 rm -rf build/recorder/classes && mkdir -p build/recorder/classes && \
+	 if [ -f build/recorder/.built ] && [ "$$(cat build/recorder/.built)" = "$$cp" ] && \
+	    [ -z "$$(find traces/recorder/src -name '*.java' -newer build/recorder/.built)" ]; then exit 0; fi; \
+	 rm -rf build/recorder/classes build/recorder/.built && mkdir -p build/recorder/classes && \
 	 javac -nowarn -encoding UTF-8 -d build/recorder/classes -cp "$$cp" $(RECORDER_SRC) 2>&1 | grep -v '^Note:' ; \
-	 test -f build/recorder/classes/rocketspec/recorder/Driver.class && touch $@
+	 test -f build/recorder/classes/rocketspec/recorder/Driver.class && printf '%s\n' "$$cp" > build/recorder/.built
 
 # Differential reports (docs/differential/): the reference against each real scenario's trace,
 # the committed fixtures by default; RECORD=1 records fresh real traces first (needs Java).

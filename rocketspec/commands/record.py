@@ -171,8 +171,9 @@ def recorder_classes(root: Path, classpath: str) -> Path:
     if not sources:
         raise RecordError(f"recorder sources missing under {root / 'traces' / 'recorder' / 'src'}")
 
-    def fresh():
-        return stamp.exists() and all(s.stat().st_mtime <= stamp.stat().st_mtime for s in sources)
+    def fresh():  # the stamp holds the classpath the classes were compiled against
+        return (stamp.exists() and stamp.read_text().strip() == classpath.strip()
+                and all(s.stat().st_mtime <= stamp.stat().st_mtime for s in sources))
 
     if fresh():
         return out
