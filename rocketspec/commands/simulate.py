@@ -105,23 +105,33 @@ def _simulate_dataset(sc, seed, prof, out, quiet, min_events, workers):
     import os
 
     from rocketspec.errors import UserError
+    from rocketspec.outputs import claim_directory, sigterm_interrupts
     from rocketspec.reference.bulk import simulate_dataset
 
     if out == "-" or out.endswith((".jsonl", ".parquet", ".gz", ".zst")):
         raise UserError("with --events, --out is a directory (one Parquet partition per run)", file=out)
-    if os.path.exists(out) and (not os.path.isdir(out) or any(n.startswith("run=") for n in os.listdir(out))):
+    if os.path.exists(out) and not os.path.isdir(out):
         raise UserError("exists and is not an empty dataset directory: give a new one", file=out)
-    os.makedirs(out, exist_ok=True)
-    bar = progress_bar(enabled=not quiet, total=min_events, unit=" events", unit_scale=True)
-
-    def progress(n):
-        bar.update(n - bar.n)
-
     try:
-        r = simulate_dataset(sc, prof.name, out, min_events, seed, workers, progress if bar is not None else None)
-    finally:
-        if bar is not None:
-            bar.close()
+        os.makedirs(out, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the dataset directory: {exc.strerror}", file=out) from None
+    # One writer per dataset: the claim comes before the look for runs, so two writers started
+    # together cannot both find the directory empty. Runs appear whole (reference/bulk.py).
+    with claim_directory(out, "the dataset directory"), sigterm_interrupts():
+        if any(n.startswith("run=") for n in os.listdir(out)):
+            raise UserError("exists and is not an empty dataset directory: give a new one", file=out)
+        bar = progress_bar(enabled=not quiet, total=min_events, unit=" events", unit_scale=True)
+
+        def progress(n):
+            bar.update(n - bar.n)
+
+        try:
+            r = simulate_dataset(sc, prof.name, out, min_events, seed, workers,
+                                 progress if bar is not None else None)
+        finally:
+            if bar is not None:
+                bar.close()
     if not quiet:
         click.echo(f"{sc['name']} profile={prof.name}: {r['events']:,} events in {r['runs']} runs (seeds "
                    f"{r['seeds'][0]}..{r['seeds'][1]}), {r['seconds']:.1f}s = {r['events_per_s']:,.0f} events/s "
