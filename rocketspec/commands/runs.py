@@ -33,11 +33,14 @@ def report_runs(dataset, runs, reps, out_dir, as_json) -> int:
         for r, rep in good:
             t = violations_table(rep)
             tables.append(t.append_column("run", pa.array([r] * t.num_rows, pa.string())))
+        from rocketspec.outputs import atomic_path, write_bytes
+
+        # each file whole or not at all
         if tables:
-            pq.write_table(pa.concat_tables(tables), os.path.join(out_dir, "violations.parquet"))
-        with open(os.path.join(out_dir, "report.txt"), "w") as fh:
-            for r, rep in good:
-                fh.write(f"run={r}: " + render_text(rep) + "\n\n")
+            with atomic_path(os.path.join(out_dir, "violations.parquet")) as tmp:
+                pq.write_table(pa.concat_tables(tables), tmp)
+        write_bytes(os.path.join(out_dir, "report.txt"),
+                    "".join(f"run={r}: " + render_text(rep) + "\n\n" for r, rep in good).encode("utf-8"))
     if as_json:
         out = []
         for (r, d), rep in zip(runs, reps):
