@@ -90,6 +90,44 @@ def test_maven_resolving_other_jars_than_the_lock_stops_the_install(tree, tmp_pa
     assert not (rel.parent.parent / "build" / "rocketmq-9.9.9").exists()  # nothing half-installed
 
 
+def test_a_fresh_install_copies_the_locked_jars_in_lock_order(tree, tmp_path, monkeypatch, capsys):
+    """Maven's jars as the lock pins them: copied into lib/, classpath.txt in the lock's order, stamped,
+    and the next install runs no Maven. The build folder may lie outside the checkout."""
+    rel, lib = tree
+    shutil.rmtree(lib.parent)
+    monkeypatch.setattr(rj, "REPO", tmp_path / "elsewhere")
+    m2 = tmp_path / "m2"
+    m2.mkdir()
+    (m2 / "one-1.0.jar").write_bytes(b"first jar")
+    (m2 / "two.jar").write_bytes(b"second")
+    # Maven lists them in another order than the lock: the lock's order is the classpath's
+    monkeypatch.setattr(rj, "maven_resolve", lambda pom: [("b:two:jar:linux-x86_64:2.0", m2 / "two.jar"),
+                                                          ("a:one:jar:1.0", m2 / "one-1.0.jar")])
+    probed = []
+    monkeypatch.setattr(rj, "probe", lambda cp: probed.append(cp) or [])
+    assert rj.main(["install", "9.9.9"]) == 0
+    cp = (lib.parent / "classpath.txt").read_text().strip()
+    assert cp == f"{lib / 'one-1.0.jar'}:{lib / 'two-2.0-linux-x86_64.jar'}" and probed == [cp]
+    assert (lib / "two-2.0-linux-x86_64.jar").read_bytes() == b"second"
+    monkeypatch.setattr(rj, "maven_resolve", lambda pom: pytest.fail("Maven was run for an installed release"))
+    assert rj.main(["install", "9.9.9"]) == 0
+
+
+def test_classes_that_do_not_load_stop_the_install(tree, tmp_path, monkeypatch, capsys):
+    rel, lib = tree
+    shutil.rmtree(lib.parent)
+    m2 = tmp_path / "m2"
+    m2.mkdir()
+    (m2 / "one-1.0.jar").write_bytes(b"first jar")
+    (m2 / "two.jar").write_bytes(b"second")
+    monkeypatch.setattr(rj, "maven_resolve", lambda pom: [("a:one:jar:1.0", m2 / "one-1.0.jar"),
+                                                          ("b:two:jar:linux-x86_64:2.0", m2 / "two.jar")])
+    monkeypatch.setattr(rj, "probe", lambda cp: ["org.apache.rocketmq.broker.BrokerStartup: NoClassDefFoundError x/Y"])
+    assert rj.main(["install", "9.9.9"]) == 1
+    assert "BrokerStartup: NoClassDefFoundError x/Y" in capsys.readouterr().err
+    assert not lib.parent.exists()
+
+
 def test_a_pom_edited_after_its_lock_is_refused(tree, capsys):
     rel, _ = tree
     (rel / "pom.xml").write_text("<project><!-- another dependency --></project>\n")

@@ -184,6 +184,11 @@ def maven_resolve(pom: Path) -> list[tuple[str, Path]]:
 
 
 # ------------------------------------------------------------------------------ commands
+def shown(path: Path) -> str:
+    """path relative to the checkout when it is inside it."""
+    return os.path.relpath(path, REPO) if path.is_relative_to(REPO) else str(path)
+
+
 def out_dir(version: str) -> Path:
     return BUILD / f"rocketmq-{version}"
 
@@ -255,8 +260,8 @@ def install(version: str) -> Path:
             raise JarsError(f"RocketMQ {version}: classes do not load from the pinned jars:\n  " + "\n  ".join(missing),
                             EXIT_MISMATCH)
         stamp.write_text(want + "\n")
-        print(f"RocketMQ {version}: {len(jars)} jars checked against {lock_path.relative_to(REPO)} "
-              f"into {out.relative_to(REPO)}", file=sys.stderr)
+        print(f"RocketMQ {version}: {len(jars)} jars checked against {shown(lock_path)} into {shown(out)}",
+              file=sys.stderr)
     return out
 
 
@@ -269,7 +274,7 @@ def lock(version: str) -> Path:
         raise JarsError(f"two jars share a file name: {', '.join(dup)}", EXIT_USAGE)
     jars = [Jar(c, p.name, sha256_file(p)) for c, p in resolved]
     write_lock(d / "jars.lock", version, sha256_file(d / "pom.xml"), jars)
-    print(f"wrote {(d / 'jars.lock').relative_to(REPO)}: {len(jars)} jars", file=sys.stderr)
+    print(f"wrote {shown(d / 'jars.lock')}: {len(jars)} jars", file=sys.stderr)
     return d / "jars.lock"
 
 
