@@ -348,3 +348,12 @@ def test_gate_summary_appends_whole(tmp_path):
     write_bytes(s, b"after\n", append=True)
     assert s.read_text() == "# before\nafter\n"
     assert sorted(os.listdir(tmp_path)) == ["summary.md"]
+
+
+def test_an_output_that_cannot_be_written_is_bad_input_and_leaves_nothing(tmp_path):
+    res = cli("simulate", "--out", tmp_path / "no" / "such" / "t.jsonl", "--quiet")
+    assert res.exit_code == 2 and "cannot write" in res.stderr and "t.jsonl" in res.stderr, res.output
+    (tmp_path / "d.parquet").mkdir()
+    res = cli("simulate", "--out", tmp_path / "d.parquet", "--quiet")
+    assert res.exit_code == 2 and "is a directory" in res.stderr, res.output
+    assert sorted(os.listdir(tmp_path)) == ["d.parquet"] and not os.listdir(tmp_path / "d.parquet")

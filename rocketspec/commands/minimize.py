@@ -94,7 +94,7 @@ def _brief(ev) -> str:
 @click.argument("path")
 @click.option("-o", "--out", "out", default=None,
               help="Where to write the minimized trace (JSON Lines; - for standard output). Default: "
-                   "TRACE.min.jsonl next to the input.")
+                   "TRACE.min.jsonl next to the input. Never one of the inputs.")
 @click.option("--invariant", default=None,
               help="The invariant id to keep (default: the trace's first violation's).")
 @click.option("--profile", default=None,

@@ -17,11 +17,13 @@ from rocketspec.spec.profiles import DEFAULT_PROFILE, get_profile
               help="Seed of the simulator's random source (0 to 2^63-1).")
 @click.option("--profile", default=DEFAULT_PROFILE, show_default=True, help="Version profile (see `rocketspec profiles`).")
 @click.option("--out", "out", default="trace.jsonl", show_default=True,
-              help="Trace file to write: .jsonl or .parquet; - for standard output (JSON Lines).")
+              help="Trace file to write: .jsonl or .parquet; - for standard output (JSON Lines). A file appears "
+                   "only complete: an interrupted run leaves no part of it and an older file as it was.")
 @click.option("--quiet", is_flag=True, help="Print nothing on success, and no progress.")
 @click.option("--events", "min_events", default=None, type=click.IntRange(1, None),
               help="Large data: run seeds --seed, --seed + 1, ... until at least this many events, each run a "
-                   "complete trace in OUT/run=<seed>/part-0.parquet (--out is then a directory).")
+                   "complete trace in OUT/run=<seed>/part-0.parquet (--out is then a directory, one writer at a "
+                   "time; a run appears only complete).")
 @click.option("--workers", default=None, type=click.IntRange(1, 256),
               help="With --events: worker processes (default: one per core).")
 @click.option("--max-events", "max_events", default=None, type=click.IntRange(1, None),
