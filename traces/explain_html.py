@@ -52,14 +52,15 @@ def figure(ex: Explanation):
                         pattern=dict(shape="/" if cat in ("pause", "lock_expired") else "", fgcolor="#222222",
                                      fgopacity=0.6)),
             hovertext=[b.text for b in bars], hoverinfo="text", legendgroup=cat))
+    written = _spaced_labels(tl)
     for cat, (name, symbol, _mpl, dy, size) in MARKS.items():
         marks = [m for m in tl.marks if m.cat == cat]
         if not marks:
             continue
         color = FIXED_MARK_COLORS.get(cat)
         colors = [color or ex.client_color(m.client) for m in marks]
-        labels = [m.label or "" for m in marks]
-        show_text = any(labels) and len(marks) <= 80
+        labels = [m.label if id(m) in written else "" for m in marks]
+        show_text = any(labels)
         fig.add_trace(go.Scatter(
             name=name, x=[tl.x(m.t, m.seq) for m in marks], y=[_row_y(tl, m.row) + dy for m in marks],
             mode="markers+text" if show_text else "markers", text=labels if show_text else None,
@@ -67,23 +68,24 @@ def figure(ex: Explanation):
             marker=dict(symbol=symbol, size=size, color=colors, line=dict(width=1, color=colors)),
             hovertext=[m.text for m in marks], hoverinfo="text", legendgroup=cat))
     shapes, annotations = [], []
-    labelled = set()
-    for i, v in enumerate(tl.violations, 1):
+    stars: dict = {}
+    for v in tl.listed():
         if v.lane is None or v.ts is None or v.lane not in tl.lanes:
             continue
         ys = [r.y for r in tl.rows if r.lane == v.lane]
         vxx = tl.x(v.ts, v.seq)
         shapes.append(dict(type="line", x0=vxx, x1=vxx, y0=min(ys) - 0.5, y1=max(ys) + 0.5,
                            line=dict(color=VIOLATION_COLOR, width=2, dash="dot")))
-        y = tl.rows[v.row].y if v.row is not None else min(ys)
-        if (v.inv, v.lane) in labelled:
-            continue
-        labelled.add((v.inv, v.lane))
-        annotations.append(dict(x=vxx, y=y, text=f"<b>{html.escape(v.inv)}</b>", showarrow=True,
-                                arrowcolor=VIOLATION_COLOR, font=dict(color=VIOLATION_COLOR, size=12),
-                                ax=30, ay=-30 - 14 * (i % 3), bgcolor="rgba(255,255,255,0.85)"))
+        stars.setdefault(v.lane, []).append((vxx, tl.rows[v.row].y if v.row is not None else min(ys), v.inv))
+    for lane_stars in stars.values():
+        # the violations of a lane close in time share one label naming their invariants
+        for x0, y0, invs in _clusters(sorted(lane_stars), _span(tl) * 0.04):
+            annotations.append(dict(x=x0, y=y0, text=f"<b>{html.escape(', '.join(invs))}</b>", showarrow=True,
+                                    arrowcolor=VIOLATION_COLOR, font=dict(color=VIOLATION_COLOR, size=12),
+                                    ax=30, ay=-30, xanchor="left", bgcolor="rgba(255,255,255,0.85)"))
     # the events that matter: red rings on their rows
     mx, my, mt = [], [], []
+    mark_y = {m.seq: tl.rows[m.row].y + MARKS[m.cat][3] for m in tl.marks}     # a ring goes round its mark
     for v in tl.violations:
         for s in v.matters:
             ev = tl.by_seq.get(s)
@@ -91,7 +93,7 @@ def figure(ex: Explanation):
             if r is None:
                 continue
             mx.append(tl.x(ev["ts"], ev["seq"]))
-            my.append(tl.rows[r].y)
+            my.append(mark_y.get(s, tl.rows[r].y))
             mt.append(f"matters for {v.inv}: seq {s} · {secs(ev['ts'])}<br>{html.escape(_describe(ev))}")
     if mx:
         fig.add_trace(go.Scatter(name="an event that matters", x=mx, y=my, mode="markers", hovertext=mt,
@@ -122,6 +124,37 @@ def figure(ex: Explanation):
         title=dict(text=("VIOLATED: " + ", ".join(dict.fromkeys(v.inv for v in tl.violations))) if not tl.ok
                    else "HOLDS", font=dict(color=VIOLATION_COLOR if not tl.ok else "#2ca02c")))
     return fig
+
+
+def _span(tl) -> float:
+    return max((tl.s_max - tl.s_min) if tl.steps else (tl.t_max - tl.t_min) / 1000.0, 1e-9)
+
+
+def _clusters(points, gap):
+    """(x, y, [invariants]) of sorted (x, y, invariant) points, a cluster per run closer than gap."""
+    out: list = []
+    for x, y, inv in points:
+        if out and x - out[-1][0] <= gap:
+            if inv not in out[-1][2]:
+                out[-1][2].append(inv)
+        else:
+            out.append((x, y, [inv]))
+    return out
+
+
+def _spaced_labels(tl, per_row_gap: float = 0.06) -> set:
+    """The marks whose label is written: on each row, one every `per_row_gap` of the time span
+    at most, so labels never pile on each other (the rest show on hover)."""
+    gap = _span(tl) * per_row_gap
+    last: dict = {}
+    out = set()
+    for m in sorted((m for m in tl.marks if m.label), key=lambda m: (m.row, m.seq)):
+        x = tl.x(m.t, m.seq)
+        if m.row in last and x - last[m.row] < gap:
+            continue
+        last[m.row] = x
+        out.add(id(m))
+    return out
 
 
 def _describe(ev):

@@ -9,7 +9,9 @@ from .explain import BARS, FIXED_MARK_COLORS, MARKS, VIOLATION_COLOR, Explanatio
 from .narrate import secs
 
 S = 1000.0
-MAX_LABELS = 60       # marks with a label (lock holder, commit value) written out when this few
+MAX_LABELS = 200      # labels written at most; the rest are counted under the plot (hover them in the HTML)
+LABEL_PT = 7          # mark labels' font size (points)
+INV_PT = 10           # violation labels' font size
 
 
 def figure(ex: Explanation):
@@ -23,7 +25,7 @@ def figure(ex: Explanation):
     tl = ex.timeline
     nrows = len(tl.rows)
     notes = _notes(ex)
-    note_lines = sum(n.count("\n") + 1 for n in notes)
+    note_lines = sum(n.count("\n") + 1 for n in notes) + 1      # + 1: the line of labels left out
     plot_h = 1.2 + 0.55 * nrows + 0.2 * len(tl.lanes)
     fig_h = plot_h + 1.6 + 0.17 * note_lines
     fig = plt.figure(figsize=(15, fig_h), dpi=100)
@@ -56,8 +58,7 @@ def figure(ex: Explanation):
                            linewidths=[0.6 if grey or b.open else 0 for b in bs], zorder=2 + z)
         handles.append(Patch(facecolor="#888888" if grey else "#1f77b4", alpha=opacity, hatch="//" if grey else None,
                              label=name))
-    labels = [m for m in tl.marks if m.label]
-    write_labels = len(labels) <= MAX_LABELS
+    pending = []          # (priority, x, y, text, points, style): laid out once the axes' limits are set
     for cat, (name, _sym, marker, dy, size) in MARKS.items():
         marks = [m for m in tl.marks if m.cat == cat]
         if not marks:
@@ -70,23 +71,22 @@ def figure(ex: Explanation):
                    edgecolors=None if marker in "|_x+" else colors, linewidths=1, zorder=20)
         handles.append(Line2D([], [], marker=marker, linestyle="", color=fixed or "#1f77b4",
                               markerfacecolor=(fixed or "#1f77b4") if filled else "none", label=name))
-        if write_labels:
-            for m in marks:
-                if m.label:
-                    ax.annotate(m.label, (tl.x(m.t, m.seq), tl.rows[m.row].y + dy), xytext=(0, 6), textcoords="offset points",
-                                ha="center", fontsize=7, color="#333333", zorder=25)
+        for m in marks:
+            if m.label:
+                pending.append((1, tl.x(m.t, m.seq), tl.rows[m.row].y + dy, m.label, LABEL_PT, "mark"))
     # the violations and the events that matter
     from .explain_html import _event_row
 
+    mark_y = {m.seq: tl.rows[m.row].y + MARKS[m.cat][3] for m in tl.marks}     # a ring goes round its mark
     for v in tl.violations:
         for s in v.matters:
             ev = tl.by_seq.get(s)
             r = _event_row(tl, ev)
             if r is not None:
-                ax.scatter([tl.x(ev["ts"], ev["seq"])], [tl.rows[r].y], s=220, facecolors="none", edgecolors=VIOLATION_COLOR,
+                ax.scatter([tl.x(ev["ts"], ev["seq"])], [mark_y.get(s, tl.rows[r].y)], s=220, facecolors="none", edgecolors=VIOLATION_COLOR,
                            linewidths=1.4, zorder=30)
-    labelled = set()
-    for i, v in enumerate(tl.violations):
+    stars = {}            # (lane, x) -> the invariants violated there: one label for them all
+    for i, v in enumerate(tl.listed()):
         if v.lane is None or v.ts is None or v.lane not in tl.lanes:
             continue
         ys = [r.y for r in tl.rows if r.lane == v.lane]
@@ -96,13 +96,17 @@ def figure(ex: Explanation):
         if v.row is not None:
             y = tl.rows[v.row].y
             ax.scatter([vx], [y], s=420, marker="*", color=VIOLATION_COLOR, edgecolors="black", zorder=32)
-            if (v.inv, v.lane) in labelled:
-                continue
-            labelled.add((v.inv, v.lane))
-            ax.annotate(v.inv, (vx, y), xytext=(14, -16 - 12 * (len(labelled) % 3)), textcoords="offset points",
-                        color=VIOLATION_COLOR, fontsize=10, fontweight="bold", zorder=33,
-                        bbox=dict(boxstyle="round,pad=0.2", fc="white", ec=VIOLATION_COLOR, alpha=0.9),
-                        arrowprops=dict(arrowstyle="-", color=VIOLATION_COLOR))
+            stars.setdefault(v.lane, []).append((vx, y, v.inv))
+    for lane_stars in stars.values():
+        # the stars of a lane close in time share one label naming their invariants
+        group: list = []
+        for vx, y, inv in sorted(lane_stars) + [(None, None, None)]:
+            if group and (vx is None or vx - group[0][0] > span * 0.04):
+                invs = list(dict.fromkeys(g[2] for g in group))
+                pending.append((0, group[0][0], group[0][1], ", ".join(invs), INV_PT, "violation"))
+                group = []
+            if vx is not None:
+                group.append((vx, y, inv))
     if tl.violations:
         handles.append(Line2D([], [], marker="*", linestyle="", color=VIOLATION_COLOR, markersize=14,
                               markeredgecolor="black", label="the violation"))
@@ -118,6 +122,19 @@ def figure(ex: Explanation):
     ax.set_xlabel(tl.x_label())
     ax.grid(axis="x", color="#dddddd", zorder=1)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    placed, left_out = layout_labels(ax, pending)
+    for x, y, text, pt, style, (dx, dy) in placed:
+        if style == "violation":
+            ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", ha="left", va="center",
+                        color=VIOLATION_COLOR, fontsize=pt, fontweight="bold", zorder=33, gid="label",
+                        bbox=dict(boxstyle="square,pad=0", fc="white", ec="none", alpha=0.9),
+                        arrowprops=dict(arrowstyle="-", color=VIOLATION_COLOR))
+        else:
+            ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", ha="left", va="center",
+                        fontsize=pt, color="#333333", zorder=25, gid="label")
+    if left_out:
+        notes.insert(0, f"{left_out} label(s) of marks not written where they would cover others "
+                        "(the HTML page shows each on hover)")
     verdict = "HOLDS" if tl.ok else "VIOLATED: " + ", ".join(dict.fromkeys(v.inv for v in tl.violations))
     fig.suptitle(f"{tl.path} - {verdict}   (profile {tl.profile}, {tl.n_events} events, "
                  f"{len(tl.lanes)} of {tl.all_lanes} lanes)", x=0.02, ha="left", fontsize=12,
@@ -131,25 +148,26 @@ def figure(ex: Explanation):
 
 
 def _notes(ex: Explanation) -> list:
-    """The text under the plot: each violation's invariant, statement and message (wrapped)."""
+    """The text under the plot: each violated invariant's statement and its first violation
+    (wrapped), with the number of its violations as `check` counts them."""
     tl = ex.timeline
     out = []
     w = 170
-    by_inv: dict = {}
-    for v in tl.violations:
-        by_inv.setdefault(v.inv, []).append(v)
-    for inv_id, vs in list(by_inv.items())[:4]:
-        v = vs[0]
+    counts = tl.error_counts()
+    if tl.violations:
+        out.append(f"{tl.errors} error(s), as `rocketspec check` counts them: "
+                   + ", ".join(f"{v.inv} {counts.get(v.inv, 0)}" for v in tl.violations))
+    for v in tl.violations[:4]:
         head = f"{v.inv} {v.title}" + (f"  (guarantee lost: {v.guarantee})" if v.guarantee else "")
         out.append(head)
         out.append(textwrap.fill("The rule: " + v.statement, w))
-        for x in vs[:3]:
-            out.append(textwrap.fill(f"What broke it (seq {x.seq} at {secs(x.ts) if x.ts is not None else '?'}): "
-                                     f"{x.message}", w))
-        if len(vs) > 3:
-            out.append(f"... and {len(vs) - 3} more {inv_id} violations")
-    if len(by_inv) > 4:
-        out.append(f"... and {len(by_inv) - 4} more invariants violated (rocketspec explain prints them all)")
+        out.append(textwrap.fill(f"What broke it first (seq {v.seq} at {secs(v.ts) if v.ts is not None else '?'}): "
+                                 f"{v.message}", w))
+        n = counts.get(v.inv, 1) - 1
+        if n > 0:
+            out.append(f"... and {n} more {v.inv} violation(s) (rocketspec explain lists them)")
+    if len(tl.violations) > 4:
+        out.append(f"... and {len(tl.violations) - 4} more invariants violated (rocketspec explain tells them all)")
     if not tl.violations:
         out.append("The trace holds: every invariant of the spec is kept.")
         out.extend(textwrap.fill(s, w) for s in ex.lanes_summary[:6])
@@ -165,3 +183,65 @@ def write_png(ex: Explanation, path) -> None:
         fig.savefig(path, format="png", metadata={"Software": None})
     finally:
         plt.close(fig)
+
+
+def _box(px, py, text, pt, dx, dy, dpi):
+    """The box (x0, y0, x1, y1, in pixels) a label takes, written from (px, py) shifted by (dx,
+    dy) points: a generous estimate of DejaVu Sans (bold), so that estimated boxes that do not
+    overlap are drawn as texts that do not either."""
+    scale = dpi / 72.0
+    w = (0.68 * pt * len(text) + 2) * scale
+    h = 1.45 * pt * scale
+    x0 = px + dx * scale
+    yc = py + dy * scale
+    return (x0, yc - h / 2, x0 + w, yc + h / 2)
+
+
+# where a label may go, in points from its point: right of it, then above, below, further out
+SLOTS = [(6, 0), (6, 9), (6, -9), (6, 18), (6, -18), (-60, 9), (-60, -9), (6, 27), (6, -27)]
+
+
+def layout_labels(ax, pending, max_labels: int = MAX_LABELS):
+    """Place the labels so that none covers another: the violations' first, then the marks' in
+    time order, each in the first free slot around its point; a label with no free slot (or past
+    `max_labels`) is left out and counted. Returns ([(x, y, text, pt, style, (dx, dy))], left out)."""
+    fig = ax.figure
+    dpi = fig.dpi
+    trans = ax.transData
+    boxes: list = []
+    placed = []
+    area = ax.get_window_extent()           # labels stay inside the plot: off it they would cover the row names
+    left_out = 0
+    # a grid of buckets of 64 px, so that a label is compared with its neighbours only
+    grid: dict = {}
+
+    def free(b):
+        if b[0] < area.x0 or b[2] > area.x1 or b[1] < area.y0 or b[3] > area.y1:
+            return False
+        for gx in range(int(b[0]) // 64, int(b[2]) // 64 + 1):
+            for gy in range(int(b[1]) // 64, int(b[3]) // 64 + 1):
+                for o in grid.get((gx, gy), ()):
+                    if b[0] < o[2] and o[0] < b[2] and b[1] < o[3] and o[1] < b[3]:
+                        return False
+        return True
+
+    def take(b):
+        boxes.append(b)
+        for gx in range(int(b[0]) // 64, int(b[2]) // 64 + 1):
+            for gy in range(int(b[1]) // 64, int(b[3]) // 64 + 1):
+                grid.setdefault((gx, gy), []).append(b)
+
+    for prio, x, y, text, pt, style in sorted(pending, key=lambda p: (p[0], p[1])):
+        if len(placed) >= max_labels:
+            left_out += 1
+            continue
+        px, py = trans.transform((x, y))
+        for dx, dy in SLOTS:
+            b = _box(px, py, text, pt, dx, dy, dpi)
+            if free(b):
+                take(b)
+                placed.append((x, y, text, pt, style, (dx, dy)))
+                break
+        else:
+            left_out += 1
+    return placed, left_out
