@@ -46,11 +46,8 @@ def demo(out_dir, seed, verbose):
         click.echo(f"== {name}: {words if verbose else first_sentence(words)}")
         for profile in DEMO_PROFILES:
             path = os.path.join(out_dir, f"{name}-{profile}-seed{seed}.jsonl")
-            w = open_writer(path)
-            try:
+            with open_writer(path) as w:
                 reason = run(sc, seed, profile, w.write)
-            finally:
-                w.close()
             rep = check_trace(path)
             runs += 1
             want = expected_failures(sc, profile)
