@@ -59,13 +59,11 @@ LAYERS: dict[str, int] = {
     "rocketspec.spec.profiles": FACTS,
     "rocketspec.spec.limits": FACTS,
     "rocketspec.spec.filter": FACTS,
-    "rocketspec.spec.tag_rules": FACTS,
     # the trace contract: schema, kind registry, readers, writers, adapters
     "rocketspec.traces.schema": CONTRACT,
     "rocketspec.traces.io": CONTRACT,
     "rocketspec.traces.datasets": CONTRACT,
     "rocketspec.traces.parquet_trust": CONTRACT,
-    "rocketspec.traces.spark_arrow": CONTRACT,
     "rocketspec.traces.scopes": CONTRACT,
     "rocketspec.traces": CONTRACT,  # the package's __init__
     "rocketspec.spec.kinds": CONTRACT,
@@ -74,6 +72,7 @@ LAYERS: dict[str, int] = {
     "rocketspec.spec.history.openchaos": CONTRACT,
     "rocketspec.spec.history.from_trace": CONTRACT,
     "rocketspec.spec.history.model": CONTRACT,
+    "rocketspec.spec.history.text": CONTRACT,
     # the two independent readings
     "rocketspec.spec": MODELS,
     "rocketspec.reference": MODELS,
@@ -91,8 +90,8 @@ LAYERS: dict[str, int] = {
     "rocketspec.traces.narrate": TOOLS,
     "rocketspec.traces.oracle": TOOLS,
     "rocketspec.traces.renumber": TOOLS,
-    "rocketspec.traces.replay_submit": TOOLS,
     "rocketspec.traces.rocketmq_jars": TOOLS,
+    "rocketspec.traces.spark_arrow": TOOLS,
     "rocketspec.traces.spark_preflight": TOOLS,
     "rocketspec.traces.spark_replay": TOOLS,
     "rocketspec.traces.spark_scoped": TOOLS,
@@ -105,6 +104,7 @@ LAYERS: dict[str, int] = {
     # the command line
     "rocketspec.cli": CLI,
     "rocketspec.commands": CLI,
+    "rocketspec.traces.replay_submit": CLI,   # spark-submit's entry point: `rocketspec replay`
 }
 # Units of the package view besides setup.py's folders: the CLI is not a base module.
 CLI_UNITS: dict[str, str] = {"rocketspec.cli": "rocketspec", "rocketspec.commands": "rocketspec/commands"}
