@@ -14,6 +14,10 @@ or other run-dependent values in it:
   check     every trace fixture in tests/traces and tests/fixtures (JSON Lines): verdict,
             judged, errors, counts, the (invariant, seq, line) of every violation and warning,
             or the one-line error a bad input gives;
+  explain   `rocketspec explain --json` on every fixture check can read (verdict, lanes,
+            marks, the story told);
+  minimize  `rocketspec minimize --json` on every violated fixture, and the sha256 of the
+            trace it writes;
   history   the black-box histories in tests/fixtures/history: `rocketspec history --json`
             without its timing fields;
   explore   each scope (default tiny and tiny-tags, profile rocketmq-5.3.3, stopping at the
@@ -156,6 +160,48 @@ def _without_timings(x):
     return x
 
 
+def _cli(args: list[str]) -> dict:
+    from click.testing import CliRunner
+
+    from rocketspec.cli import main as cli
+
+    r = CliRunner().invoke(cli, args)
+    try:
+        body = json.loads(r.output)
+    except ValueError:
+        body = {"output": r.output}
+    return {"exit": r.exit_code, "report": _without_timings(body)}
+
+
+def explain_all(checked: dict) -> dict:
+    """`rocketspec explain --json` on each fixture `check` could read: story, lanes, marks."""
+    return {rel: _cli(["explain", str(ROOT / rel), "--json"]) for rel, r in checked.items() if "error" not in r}
+
+
+def minimize_all(checked: dict, tmp: str) -> dict:
+    """`rocketspec minimize --json` on each violated fixture, and the sha256 of what it wrote."""
+    out = {}
+    for rel, r in checked.items():
+        if r.get("verdict") != "violated":
+            continue
+        path = os.path.join(tmp, "min.jsonl")
+        if os.path.exists(path):
+            os.remove(path)
+        res = _cli(["minimize", str(ROOT / rel), "--json", "--quiet", "-o", path])
+        res["report"] = _without_paths(res["report"], path)
+        res["written_sha256"] = _sha256(path) if os.path.exists(path) else None
+        out[rel] = res
+    return out
+
+
+def _without_paths(x, path: str):
+    if isinstance(x, dict):
+        return {k: _without_paths(v, path) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_without_paths(v, path) for v in x]
+    return x.replace(path, "<out>") if isinstance(x, str) else x
+
+
 def explore_all(scopes, profile: str = "rocketmq-5.3.3") -> dict:
     from rocketspec.model_checks.refexplore import RefExplorer
     from rocketspec.model_checks.scopes import load_scope
@@ -190,6 +236,8 @@ def snapshot(seeds, scopes, replay: bool) -> tuple[dict, dict]:
     snap = {}
     with tempfile.TemporaryDirectory() as tmp:
         for part, fn in (("simulate", lambda: simulate_all(seeds, tmp)), ("check", check_all),
+                         ("explain", lambda: explain_all(snap["check"])),
+                         ("minimize", lambda: minimize_all(snap["check"], tmp)),
                          ("history", history_all), ("explore", lambda: explore_all(scopes)),
                          *((("replay", replay_all),) if replay else ())):
             t0 = time.process_time()
@@ -216,8 +264,8 @@ def main(argv=None) -> int:
     else:
         Path(a.out).write_text(text)
     parts = ", ".join(f"{k} {v:.1f}" for k, v in timings.items())
-    print(f"behaviour snapshot: {len(snap['simulate'])} simulations, {len(snap['check'])} checked fixtures, "
-          f"{len(snap['history'])} histories, {len(snap['explore'])} explorations"
+    print(f"behaviour snapshot: {len(snap['simulate'])} simulations, {len(snap['check'])} checked fixtures "
+          f"({len(snap['explain'])} explained, {len(snap['minimize'])} minimized), {len(snap['history'])} histories, {len(snap['explore'])} explorations"
           f"{', replay' if a.replay else ''}; CPU s {parts}; total {time.process_time() - t0:.1f} CPU s, "
           f"{time.perf_counter() - w0:.1f} s wall", file=sys.stderr)
     return 0
