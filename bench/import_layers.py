@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -424,7 +425,12 @@ def main(argv=None) -> int:
     ap.add_argument("--quiet", action="store_true", help="counts and violations only")
     ap.add_argument("--edges", action="store_true", help="list every edge between packages, with file:line")
     a = ap.parse_args(argv)
-    return report(Path(a.root).resolve(), show_modules=a.modules, quiet=a.quiet, show_edges=a.edges)
+    try:
+        return report(Path(a.root).resolve(), show_modules=a.modules, quiet=a.quiet, show_edges=a.edges)
+    except BrokenPipeError:
+        # the reader (`| head`) has gone: the rest of the report is not wanted
+        sys.stdout = open(os.devnull, "w")
+        return 1
 
 
 if __name__ == "__main__":
