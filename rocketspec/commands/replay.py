@@ -43,8 +43,7 @@ def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partiti
 
     Spark's progress bar and its UI address are shown on standard error when it is a
     terminal. Exit 0 when it holds, 1 on a violation, 2 on bad input."""
-    import orjson
-
+    from rocketspec import jsonout
     from rocketspec.commands.check import render_text
     from rocketspec.commands.options import progress_bar
     from rocketspec.traces.spark_replay import expand_paths, replay, spark_session, violations_table
@@ -100,7 +99,7 @@ def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partiti
         d = rep.to_dict()
         d["spark"] = rep.spark
         d["witnesses"] = rep.witnesses
-        sys.stdout.write(orjson.dumps(d, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        sys.stdout.write(jsonout.dumps(d, non_str_keys=True) + "\n")
     else:
         click.echo(text)
         for w in rep.witnesses:

@@ -12,8 +12,7 @@ def report_runs(dataset, runs, reps, out_dir, as_json) -> int:
     """The verdict of every run of a dataset, then the reports of the runs that fail. Exit code:
     2 when a run is bad input (each such run named with its file and line), else 1 when a run
     violates the spec, else 0."""
-    import orjson
-
+    from rocketspec import jsonout
     from rocketspec.commands.check import render_text
     from rocketspec.errors import UserError
 
@@ -53,9 +52,9 @@ def report_runs(dataset, runs, reps, out_dir, as_json) -> int:
                     rd["spark"] = rep.spark
                     rd["witnesses"] = rep.witnesses
                 out.append({"run": r, "path": d, "report": rd})
-        sys.stdout.write(orjson.dumps({"dataset": str(dataset), "runs": out, "verdict": verdict, "events": events,
-                                       "runs_violated": len(violated), "runs_bad_input": len(bad)},
-                                      option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        sys.stdout.write(jsonout.dumps({"dataset": str(dataset), "runs": out, "verdict": verdict, "events": events,
+                                        "runs_violated": len(violated), "runs_bad_input": len(bad)},
+                                       non_str_keys=True) + "\n")
     else:
         click.echo(f"{dataset}: a dataset of {len(runs)} runs, each its own trace ({events:,} events in the runs read)")
         for (r, _), rep in zip(runs, reps):
