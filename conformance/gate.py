@@ -120,15 +120,42 @@ def _bad(msg, source, field_path):
     raise UserError(msg, file=source, field=field_path)
 
 
-def _num(v, source, at, lo=0):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < lo:
-        _bad(f"expected a number >= {lo}, got {v!r}", source, at)
+# Bounds that keep a value usable where it goes: a budget is a timeout of the OS and of
+# subprocess (a week is far past any CI job), counts and seeds are 64-bit in the explorer and
+# the traces, and the explorer runs at most 64 workers (`explore --workers`).
+MAX_BUDGET_S = 7 * 24 * 3600
+MAX_INT = 2**63 - 1
+MAX_WORKERS = 64
+
+
+def _num(v, source, at, lo=0, hi=MAX_BUDGET_S):
+    """A finite number in [lo, hi] (nan compares false with everything: refused by name)."""
+    import math
+
+    if (isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, float) and not math.isfinite(v)
+            or not lo <= v <= hi):
+        _bad(f"expected a finite number from {lo} to {hi}, got {short(v)}", source, at)
     return v
+
+
+def _int(v, source, at, lo=1, hi=MAX_INT):
+    """An integer in [lo, hi]: 1.5 examples or 2.0 workers are not counts."""
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        _bad(f"expected an integer from {lo} to {hi}, got {short(v)}", source, at)
+    return v
+
+
+def _bool(table, key, source, at):
+    if key in table and not isinstance(table[key], bool):
+        _bad(f"expected true or false, got {short(table[key])}", source, f"{at}.{key}")
 
 
 def _strs(v, source, at):
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        _bad(f"expected a list of strings, got {v!r}", source, at)
+        _bad(f"expected a list of strings, got {short(v)}", source, at)
+    for i, x in enumerate(v):
+        if "\x00" in x:
+            _bad("a NUL character; expected a name or a path", source, f"{at}[{i}]")
     return v
 
 
@@ -158,11 +185,12 @@ def load_config(path: str | None) -> tuple[dict, str]:
     if "traces" in given and isinstance(given["traces"], dict):
         cfg["traces"].setdefault("expect", {})
         # directories are relative to the config file
-        cfg["traces"]["dirs"] = [str((base / d).resolve()) if isinstance(d, str) else d
+        cfg["traces"]["dirs"] = [str((base / d).resolve()) if isinstance(d, str) and "\x00" not in d else d
                                  for d in cfg["traces"].get("dirs", [])]
     if "scopes" in given and isinstance(given["scopes"], list):
         for s in cfg["scopes"]:
-            if isinstance(s, dict) and isinstance(s.get("name"), str) and s["name"].endswith(".toml"):
+            if (isinstance(s, dict) and isinstance(s.get("name"), str) and s["name"].endswith(".toml")
+                    and "\x00" not in s["name"]):
                 s["name"] = str((base / s["name"]).resolve())
     return validate(cfg, str(path)), str(path)
 
@@ -182,28 +210,37 @@ def validate(cfg: dict, source: str) -> dict:
 
     for i, s in enumerate(cfg["scopes"]):
         at = f"scopes[{i}]"
+        if not isinstance(s, dict):
+            _bad(f"expected a table ([[scopes]] with a name), got {short(s)}", source, at)
         for k in sorted(set(s) & set(_SCOPE_RETIRED)):
             _bad(f"{k} was a key of the explorer's own model, retired: {_SCOPE_RETIRED[k]}", source, f"{at}.{k}")
         _keys(s, _SCOPE, source, at)
         name = s.get("name")
-        if not isinstance(name, str) or not (name in named_scopes() or (name.endswith(".toml") and os.path.isfile(name))):
-            _bad(f"expected a named scope ({', '.join(named_scopes())}) or an existing scope .toml file, got {name!r}",
+        if not isinstance(name, str) or "\x00" in name or not (
+                name in named_scopes() or (name.endswith(".toml") and os.path.isfile(name))):
+            _bad(f"expected a named scope ({', '.join(named_scopes())}) or an existing scope .toml file, "
+                 f"got {short(name)}",
                  source, f"{at}.name")
         profiles(s.setdefault("profiles", RELEASES), f"{at}.profiles")
         _num(s.setdefault("budget_s", 120), source, f"{at}.budget_s", 1)
-        if "bounded" in s and not isinstance(s["bounded"], bool):
-            _bad(f"expected true or false, got {s['bounded']!r}", source, f"{at}.bounded")
-        for n in ("max_depth", "max_states", "workers"):
+        _bool(s, "bounded", source, at)
+        for n in ("max_depth", "max_states"):
             if n in s:
-                _num(s[n], source, f"{at}.{n}", 1)
+                _int(s[n], source, f"{at}.{n}")
+        if "workers" in s:
+            _int(s["workers"], source, f"{at}.workers", hi=MAX_WORKERS)
         if s.setdefault("engine", "reference") != "reference":
             _bad(f"the explorer's own model is retired: the explorer searches the reference broker and client "
                  f"themselves; expected \"reference\" or no engine key, got {s['engine']!r}", source, f"{at}.engine")
     sm = cfg["statemachine"]
     _keys(sm, _SM, source, "statemachine")
     profiles(sm.setdefault("profiles", RELEASES), "statemachine.profiles")
-    _num(sm.setdefault("max_examples", 40), source, "statemachine.max_examples", 1)
+    _int(sm.setdefault("max_examples", 40), source, "statemachine.max_examples", hi=10**6)
     _num(sm.setdefault("budget_s", 110), source, "statemachine.budget_s", 1)
+    _bool(sm, "enabled", source, "statemachine")
+    _bool(sm, "bounded", source, "statemachine")
+    if sm.get("seed") is not None:
+        _int(sm["seed"], source, "statemachine.seed", lo=0)
     tr = cfg["traces"]
     _keys(tr, _TRACES, source, "traces")
     _strs(tr.setdefault("dirs", []), source, "traces.dirs")
@@ -218,12 +255,16 @@ def validate(cfg: dict, source: str) -> dict:
     mu = cfg["mutants"]
     _keys(mu, _MUT, source, "mutants")
     seeds = mu.setdefault("seeds", [1, 2, 3])
-    if not isinstance(seeds, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds):
-        _bad(f"expected a list of integers, got {seeds!r}", source, "mutants.seeds")
+    if not isinstance(seeds, list):
+        _bad(f"expected a list of integers, got {short(seeds)}", source, "mutants.seeds")
+    for i, x in enumerate(seeds):
+        _int(x, source, f"mutants.seeds[{i}]", lo=0)
+    if "hypothesis_max_examples" in mu:
+        _int(mu["hypothesis_max_examples"], source, "mutants.hypothesis_max_examples", hi=10**6)
     profiles(mu.setdefault("profiles", RELEASES), "mutants.profiles")
     _num(mu.setdefault("budget_s", 60), source, "mutants.budget_s", 1)
-    if not isinstance(mu.setdefault("include_survivors", False), bool):
-        _bad(f"expected true or false, got {mu['include_survivors']!r}", source, "mutants.include_survivors")
+    mu.setdefault("include_survivors", False)
+    _bool(mu, "include_survivors", source, "mutants")
     for m in _strs(mu.setdefault("methods", ["simulate"]), source, "mutants.methods"):
         if m not in ("simulate", "hypothesis", "exhaustive"):
             _bad(f"unknown method {m!r}; known: ['exhaustive', 'hypothesis', 'simulate']", source, "mutants.methods")

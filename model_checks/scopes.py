@@ -82,8 +82,21 @@ RETIRED = {
 # (an extra zero or three) is an error with the bound named, not hours of search.
 BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": (0, 12), "max_reconsume_times": (0, 16),
           "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024), "consume_batch": (1, 1024),
-          "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000)}
+          "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000),
+          # a scenario's times are at most 7 days; the last of 4 clients starts at 3 gaps
+          "horizon_ms": (0, 7 * 24 * 3600 * 1000), "start_gap_ms": (0, 24 * 3600 * 1000)}
 MAX_PAUSE_MS = 24 * 3600 * 1000
+MAX_CONSUME_MS = 7 * 24 * 3600 * 1000
+# The scope key behind each field of the scenario a scope makes (model_checks/world.py), so that
+# what only the scenario's validation can judge is still reported under the key the user wrote.
+_SCENARIO_FIELD_KEY = (("groups[0].listener", "consume_ms"), ("groups[0].subscriptions", "subscription"),
+                       ("groups[0].consume_thread_max", "threads"), ("groups[0].pull_batch_size", "pull_batch"),
+                       ("groups[0].consume_message_batch_max_size", "consume_batch"),
+                       ("groups[0].max_reconsume_times", "max_reconsume_times"),
+                       ("groups[0].consume_from_where", "consume_from_where"), ("groups[0].strategy", "strategy"),
+                       ("steps[0].tags", "tags"), ("steps[0].props", "props"), ("steps[0].count", "messages"),
+                       ("steps", "start_gap_ms"), ("drain_limit_ms", "horizon_ms"), ("topics", "queues"),
+                       ("brokers", "brokers"))
 
 
 def _validate(d: dict, origin: str) -> Scope:
@@ -146,7 +159,33 @@ def _validate(d: dict, origin: str) -> Scope:
                              for p in s.pause_ms) or len(s.pause_ms) > 8:
         raise ScopeError(origin, f"expected a list of 1 to 8 pause lengths in ms, each from 1 to {MAX_PAUSE_MS}, "
                          f"got {short(list(s.pause_ms))}", "pause_ms")
+    if not (1 <= len(s.consume_ms) <= 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                and 0 <= x <= MAX_CONSUME_MS for x in s.consume_ms)
+            and list(s.consume_ms) == sorted(s.consume_ms)):
+        raise ScopeError(origin, f"expected [ms] or [lo, hi] with 0 <= lo <= hi <= {MAX_CONSUME_MS} (7 days), "
+                         f"got {short(list(s.consume_ms))}", "consume_ms")
+    from rocketspec.reference.scenario import CRASH_MODES
+
+    if not s.crash_modes or any(m not in CRASH_MODES for m in s.crash_modes):
+        raise ScopeError(origin, f"expected a non-empty list of {', '.join(CRASH_MODES)}, got {short(list(s.crash_modes))}",
+                         "crash_modes")
+    _scenario_of(s, origin)
     return s
+
+
+def _scenario_of(s: Scope, origin: str) -> None:
+    """Build the scope's scenario now, so that what its validation refuses is bad input of the
+    scope file, under the scope key that made it."""
+    from rocketspec.errors import UserError
+    from rocketspec.model_checks.world import scenario
+
+    try:
+        scenario(s)
+    except UserError as exc:
+        field = exc.field or ""
+        key = next((k for prefix, k in _SCENARIO_FIELD_KEY if field.startswith(prefix)), None)
+        raise ScopeError(origin, f"{exc.message} (in the scenario this scope makes: {field or 'its top level'})",
+                         key) from None
 
 
 # Known bug -> the scope (and overrides) in which the explorer (model_checks/refexplore.py) finds

@@ -103,6 +103,12 @@ def parse(text: str, fmt: str, source: str) -> dict:
     except RecursionError:
         raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source,
                         line=_deep_line(text)) from None
+    except ValueError as exc:
+        if not _is_digit_limit(exc):
+            raise
+        raise UserError(f"an integer of more than {_digit_limit()} digits; no field takes a number this long",
+                        file=source,
+                        line=_long_number_line(text)) from None
     if not isinstance(value, dict):
         raise UserError(f"expected a table (a JSON object), got {type(value).__name__}", file=source)
     try:
@@ -114,6 +120,24 @@ def parse(text: str, fmt: str, source: str) -> dict:
         raise UserError(f"nested too deeply; expected at most {MAX_NESTING} levels", file=source,
                         line=_deep_line(text))
     return value
+
+
+def _digit_limit() -> int:
+    import sys
+
+    return sys.get_int_max_str_digits() or 4300
+
+
+def _is_digit_limit(exc: ValueError) -> bool:
+    """Python refuses to convert an integer of more digits than its limit (CVE-2020-10735)."""
+    return "integer string conversion" in str(exc)
+
+
+def _long_number_line(text: str) -> int | None:
+    import re
+
+    m = re.search(r"\d[\d_]{%d,}" % _digit_limit(), text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
 
 
 def _depth(value) -> int:
@@ -205,6 +229,11 @@ def short(value, limit: int = 60) -> str:
         r = repr(value)
     except RecursionError:
         r = f"<a {type(value).__name__} nested too deeply>"
+    except ValueError as exc:  # an integer past Python's digit limit, alone or inside a value
+        if not _is_digit_limit(exc):
+            raise
+        r = (f"<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>" if isinstance(value, int)
+             else f"<a {type(value).__name__} holding an integer of thousands of digits>")
     return r if len(r) <= limit else r[:limit - 3] + "..."
 
 
