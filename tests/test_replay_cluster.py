@@ -1,7 +1,10 @@
 """`rocketspec replay` on a real standalone Spark cluster: a master and two workers started on
 this machine with spark-class (the PyPI package has no start-master.sh), the replay run
 against it as a separate driver, and an executor killed (SIGKILL) in the middle of a run:
-Spark re-runs the lost work and the results are unchanged. `make test-spark-cluster`."""
+Spark re-runs the lost work and the results are unchanged. Also `spark-submit` as
+docs/replay.md shows it, with rocketspec shipped to the driver and the executors as a wheel in
+--py-files to a Python that lacks it: the application is the master's and its executors ran on
+the workers. `make test-spark-cluster`."""
 from __future__ import annotations
 
 import json
@@ -63,7 +66,7 @@ def cluster(tmp_path_factory):
                 pass
             assert time.time() < deadline, "the standalone cluster did not come up"
             time.sleep(2)
-        yield {"url": url, "workers": procs[1:], "env": env}
+        yield {"url": url, "workers": procs[1:], "env": env, "ui": ui, "dir": d}
     finally:
         for p in reversed(procs):
             try:
@@ -181,3 +184,79 @@ def test_a_long_trace_of_many_deployments_on_the_cluster_is_check_and_survives_a
     again = _replay(cluster, d, kill=True)
     assert (again["verdict"], again["counts"], again["events"], again["errors"]) == \
         (got["verdict"], got["counts"], got["events"], got["errors"])
+
+
+def _bare_python(d: Path) -> str:
+    """A Python with rocketspec's dependencies and not rocketspec: this venv's interpreter
+    without its site hooks (the editable install is a .pth hook), its site-packages on the path."""
+    import sysconfig
+
+    py = d / "python-without-rocketspec"
+    py.write_text("#!/bin/sh\n"
+                  f'PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{sysconfig.get_paths()["purelib"]}" '
+                  f'exec {sys.executable} -S "$@"\n')
+    py.chmod(0o755)
+    probe = subprocess.run([str(py), "-c", "import orjson, pyarrow, pyspark; import rocketspec"],
+                           capture_output=True, text=True, cwd=d)
+    assert "No module named 'rocketspec'" in probe.stderr, probe.stderr
+    return str(py)
+
+
+def _ship_zip(d: Path) -> str:
+    """docs/replay.md's steps: a wheel of the project (pure Python), as a .zip for --py-files."""
+    import shutil
+
+    src = d / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "out", "*.egg-info",
+                                                              "__pycache__", "tests", "bench", "docs", "shared"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(d / "dist"), str(src)], check=True, capture_output=True)
+    (whl,) = (d / "dist").glob("rocketspec-*-py3-none-any.whl")
+    shutil.copy(whl, d / "dist" / "rocketspec.zip")
+    return str(d / "dist" / "rocketspec.zip")
+
+
+def _apps(cluster) -> dict:
+    state = json.load(urllib.request.urlopen(f"http://127.0.0.1:{cluster['ui']}/json/", timeout=10))
+    return {a["id"]: a for a in state.get("activeapps", []) + state.get("completedapps", [])}
+
+
+def test_spark_submit_with_rocketspec_as_py_files_runs_on_the_cluster(cluster, tmp_path):
+    """spark-submit --master spark://... --py-files dist/rocketspec.zip traces/replay_submit.py,
+    driver and executors on a Python without rocketspec: check's verdict; the application is
+    registered with the master and its executors ran on the workers (their work directories
+    hold the executors' logs); without --py-files the same submission fails, naming the module."""
+    home = os.path.dirname(pyspark.__file__)
+    path = _trace(tmp_path, events=20_000)
+    want = replay_local_check(path)
+    bare, ship = _bare_python(tmp_path), _ship_zip(tmp_path)
+    before = set(_apps(cluster))
+
+    def submit(*extra):
+        cmd = [os.path.join(home, "bin", "spark-submit"), "--master", cluster["url"], *extra,
+               "--conf", f"spark.pyspark.python={bare}", "--conf", f"spark.pyspark.driver.python={bare}",
+               "--conf", "spark.executor.memory=1g",
+               str(ROOT / "traces" / "replay_submit.py"), path, "--json", "--quiet", "--partitions", "4"]
+        env = {k: v for k, v in cluster["env"].items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+
+    p = submit("--py-files", ship)
+    assert p.returncode in (0, 1), p.stderr[-3000:]
+    got = orjson.loads(p.stdout)
+    assert got["spark"]["master"] == cluster["url"]
+    assert (got["verdict"], got["counts"], got["events"]) == want
+    new = {i: a for i, a in _apps(cluster).items() if i not in before}
+    assert len(new) == 1, new
+    (app_id,) = new
+    ran = [w for w in ("w0", "w1") if list((cluster["dir"] / w / app_id).glob("*/stderr"))]
+    assert ran, f"no executor of {app_id} ran on a worker"
+
+    p = submit()
+    assert p.returncode != 0 and "No module named 'rocketspec'" in p.stderr + p.stdout
+
+
+def replay_local_check(path):
+    from bench.replay_scale import run_check      # (_trace put the project on the path)
+
+    c = run_check(sorted(str(p) for p in Path(path).glob("*.parquet")))[2].to_dict()
+    return c["verdict"], c["counts"], c["events"]
