@@ -79,6 +79,9 @@ class RocketspecGroup(click.Group):
         as_json = _flag_given(args, "--json")
         debug = _flag_given(args, "--debug") or debug_requested()
         stdio.guard()
+        trace_io = sys.modules.get("rocketspec.traces.io")
+        if trace_io is not None:  # pipes read by an earlier invocation in this process (tests)
+            trace_io._STREAMS_READ.clear()
         try:
             try:
                 rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)

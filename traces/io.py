@@ -219,16 +219,26 @@ GZIP_MAGIC, ZSTD_MAGIC, PARQUET_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"PAR1
 EXPECTED_FORMATS = "JSON Lines (one JSON object per line) or Parquet, optionally gzip or zstd compressed"
 PROGRESS_EVERY = 1 << 16
 MAX_LINE = 16 << 20  # an event is a few hundred bytes; its config object a few kilobytes
+# Blank lines are skipped (an editor's last newline, a separator), but the work they cost is
+# bounded by the events: a trace may hold this many more blank lines than events, no more, so
+# that a gigabyte of newlines is refused at once instead of read for an hour.
+BLANK_ALLOWANCE = 1024
 
 
 class _Prefixed(io.RawIOBase):
-    """A stream whose first bytes were already read (to tell the format of standard input)."""
+    """A stream whose first bytes were already read (to tell the format of a stream that cannot
+    seek back: standard input, a pipe, a FIFO). `owns`: closing it closes `rest`."""
 
-    def __init__(self, head: bytes, rest):
-        self._head, self._rest = head, rest
+    def __init__(self, head: bytes, rest, owns: bool = False):
+        self._head, self._rest, self._owns = head, rest, owns
 
     def readable(self):
         return True
+
+    def close(self):
+        if self._owns and not self.closed:
+            self._rest.close()
+        super().close()
 
     def readinto(self, b):
         if self._head:
@@ -252,12 +262,52 @@ def _open_raw(path):
     if not os.path.exists(p):
         raise TraceInputError(path, None, "no such file")
     try:
-        fh = open(p, "rb")
+        fh = _open_waiting(p)
+        if not fh.seekable():
+            # a pipe (`<(zcat t.gz)`) or a FIFO: read as a stream, like standard input, and once
+            st = os.fstat(fh.fileno())
+            if (st.st_dev, st.st_ino) in _STREAMS_READ:
+                fh.close()
+                raise TraceInputError(path, None, "a pipe or FIFO that was already read: this command reads its "
+                                                  "input more than once; give a file (e.g. `zcat t.gz > t.jsonl`)")
+            _STREAMS_READ.add((st.st_dev, st.st_ino))
+            head = fh.read(4)
+            return io.BufferedReader(_Prefixed(head, fh, owns=True), 1 << 20), head, True
         head = fh.read(4)
         fh.seek(0)
     except OSError as exc:
-        raise TraceInputError(path, None, f"cannot read: {exc.strerror}") from None
+        raise TraceInputError(path, None, f"cannot read: {exc.strerror or exc}") from None
     return fh, head, True
+
+
+WAIT_NOTICE_S = 1.0
+_STREAMS_READ: set = set()  # (device, inode) of the pipes and FIFOs this process has read
+
+
+def _open_waiting(p: str):
+    """open(p, "rb"); a FIFO's open waits for a writer, and if that takes more than a second a
+    line on standard error says what rocketspec waits for, so that a job never hangs silently."""
+    import stat
+    import threading
+
+    try:
+        fifo = stat.S_ISFIFO(os.stat(p).st_mode)
+    except OSError:
+        fifo = False
+    if not fifo:
+        return open(p, "rb")
+
+    def notice():
+        sys.stderr.write(f"rocketspec: {p} is a FIFO with no writer yet: waiting for one to open it\n")
+        sys.stderr.flush()
+
+    timer = threading.Timer(WAIT_NOTICE_S, notice)
+    timer.daemon = True
+    timer.start()
+    try:
+        return open(p, "rb")
+    finally:
+        timer.cancel()
 
 
 class _CompressedDataError(Exception):
@@ -473,7 +523,7 @@ def _iter_jsonl(path, stream, raw_fh, comp, progress) -> Iterator[tuple[int, dic
     rules = _Stream(path)
     check = rules.check
     every = PROGRESS_EVERY
-    lineno = 0
+    lineno = blank = 0
     try:
         # lines are read at most MAX_LINE + 1 bytes at a time: a file without newlines costs no
         # more memory than that (an over-long line does not parse, and is reported as too long)
@@ -482,6 +532,12 @@ def _iter_jsonl(path, stream, raw_fh, comp, progress) -> Iterator[tuple[int, dic
                 ev = loads(raw)
             except err as exc:
                 if not raw.strip():
+                    blank += 1
+                    if blank > BLANK_ALLOWANCE + lineno - blank:
+                        raise TraceInputError(path, lineno, f"{blank:,} blank lines against {lineno - blank:,} "
+                                                            "event(s): not a trace (a blank line is allowed, but "
+                                                            f"at most {BLANK_ALLOWANCE:,} more of them than "
+                                                            "events)") from None
                     continue
                 if len(raw) > MAX_LINE:
                     raise TraceInputError(path, lineno, f"a line longer than {MAX_LINE >> 20} MiB; expected one "
@@ -807,7 +863,8 @@ def _parquet_batches(path, fh, owned, progress, on_batch):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    source = fh if owned else pa.BufferReader(fh.read())  # Parquet needs to seek: standard input is read whole
+    # Parquet needs to seek: a stream (standard input, a pipe, a FIFO) is read whole
+    source = fh if owned and fh.seekable() else pa.BufferReader(fh.read())
     try:
         pf = pq.ParquetFile(source)
     except Exception as exc:  # pyarrow raises several types for a bad file
