@@ -88,11 +88,24 @@ def partition_path(out_dir: str, seed: int) -> str:
     return os.path.join(out_dir, f"run={seed}", "part-0.parquet")
 
 
+FIRST_RUN_S = 1.0
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity; a container's limit shows there)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def simulate_dataset(scenario: dict, profile: str, out_dir: str, min_events: int, seed: int = 1,
                      workers: int | None = None, progress=None) -> dict:
     """Run seeds from `seed` on until at least `min_events` events are written; return a summary.
     `progress(events_so_far)` is called about twice a second."""
-    workers = workers or os.cpu_count() or 1
+    # More processes than usable cores only add memory (each worker is a Python process with the
+    # reference loaded, about 140 MB): the pool has at most one per core.
+    workers = min(workers or usable_cores(), usable_cores())
     ctx = get_context("spawn")       # no fork of a parent that may hold threads
     counter = ctx.Value("q", 0)
     stop = ctx.Value("b", 0)
@@ -111,8 +124,11 @@ def simulate_dataset(scenario: dict, profile: str, out_dir: str, min_events: int
             next_seed += 1
 
         try:
-            for _ in range(workers):
-                submit()
+            # One run first: the events a run makes are learnt from it, and the pool grows only as
+            # far as the target needs (--events 1 is one run, not one per worker). A first run
+            # slower than FIRST_RUN_S (from its first event) fills the pool without waiting for its count.
+            first_events_t = None
+            submit()
             while running:
                 finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
                 for f in finished:
@@ -124,6 +140,12 @@ def simulate_dataset(scenario: dict, profile: str, out_dir: str, min_events: int
                 if progress is not None:
                     progress(counter.value)
                 # keep the pool busy while what is running will not reach the target by itself
+                if per_run is None:
+                    if first_events_t is None and counter.value:
+                        first_events_t = time.perf_counter()  # the first run is past its start-up
+                    if (first_events_t is None or time.perf_counter() - first_events_t < FIRST_RUN_S
+                            or counter.value >= min_events):
+                        continue
                 while len(running) < workers and done + len(running) * (per_run or 0) < min_events:
                     submit()
         except BaseException:
@@ -138,4 +160,4 @@ def simulate_dataset(scenario: dict, profile: str, out_dir: str, min_events: int
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     return {"runs": runs, "events": done, "seconds": dt, "events_per_s": done / dt if dt else 0.0,
             "cpu_seconds": cpu, "events_per_cpu_s": done / cpu if cpu else 0.0,
-            "workers": workers, "seeds": [seed, next_seed - 1], "out": out_dir}
+            "workers": min(workers, runs) or 1, "seeds": [seed, next_seed - 1], "out": out_dir}

@@ -223,3 +223,17 @@ def test_record_timeout_must_be_a_finite_positive_number(tmp_path, timeout):
     err = bad_input(cli("record", "--scenario", "basic", "--out", tmp_path / "o.jsonl", "--timeout", timeout),
                     "--timeout", "finite")
     assert "classpath" not in err
+
+
+def test_simulate_events_starts_only_the_runs_the_events_need(tmp_path):
+    # --events 1 needs one run: one worker process, however many were asked for (each costs
+    # about 140 MB); workers past the usable cores are capped, and the note says so.
+    out = tmp_path / "ds"
+    res = cli("simulate", "--scenario", "basic", "--events", 1, "--workers", 32, "--out", out)
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("run=")) == ["run=1"]
+    assert "in 1 runs" in res.stdout and "on 1 workers" in res.stdout, res.stdout
+    import os
+
+    if len(os.sched_getaffinity(0)) < 32:
+        assert "capped" in res.stderr, res.stderr

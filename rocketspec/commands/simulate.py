@@ -25,7 +25,8 @@ from rocketspec.spec.profiles import DEFAULT_PROFILE, get_profile
                    "complete trace in OUT/run=<seed>/part-0.parquet (--out is then a directory, one writer at a "
                    "time; a run appears only complete).")
 @click.option("--workers", default=None, type=click.IntRange(1, 256),
-              help="With --events: worker processes (default: one per core).")
+              help="With --events: worker processes (default and at most: one per usable core; no more than "
+                   "the runs the events need).")
 @click.option("--max-events", "max_events", default=None, type=click.IntRange(1, None),
               help="A budget: stop after this many events. A run cut short has no trace_ended (check then "
                    "judges safety only) and exits 4, incomplete.")
@@ -134,6 +135,8 @@ def _simulate_dataset(sc, seed, prof, out, quiet, min_events, workers):
         finally:
             if bar is not None:
                 bar.close()
+    if not quiet and workers is not None and r["workers"] < workers:
+        click.echo(f"note: --workers {workers} capped to the {r['workers']} core(s) this machine gives", err=True)
     if not quiet:
         click.echo(f"{sc['name']} profile={prof.name}: {r['events']:,} events in {r['runs']} runs (seeds "
                    f"{r['seeds'][0]}..{r['seeds'][1]}), {r['seconds']:.1f}s = {r['events_per_s']:,.0f} events/s "
