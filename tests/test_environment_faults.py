@@ -100,3 +100,26 @@ def test_no_usable_temporary_directory_is_bad_input_naming_tmpdir(monkeypatch, t
     assert res.exit_code == 2, (res.exit_code, res.output)
     err = res.stderr.strip()
     assert err.startswith("error: TMPDIR=") and "\n" not in err and "TMPDIR" in err, err
+
+
+def test_minimize_refuses_a_trace_past_its_memory_share_naming_the_line(monkeypatch, tmp_path):
+    # minimize holds the whole trace (about 5 bytes per byte of JSON: bench.minimize_memory);
+    # past half the available memory it stops reading, as bad input at the line reached.
+    from click.testing import CliRunner
+
+    from rocketspec.cli import main
+    from rocketspec.traces import minimize as M
+
+    bug = tmp_path / "bug.jsonl"
+    assert CliRunner().invoke(main, ["simulate", "--scenario", "bug-2724", "--profile", "bug-2724-rocketmq-4.9.1",
+                                     "--out", str(bug), "--quiet"]).exit_code == 0
+    # a machine with 1 GB available, on which the process grows 200 MB per 64 events read
+    grown = iter(range(0, 100 * 2**30, 200 * 2**20))
+    monkeypatch.setattr(M, "_available_bytes", lambda: 2**30)
+    monkeypatch.setattr(M, "_resident_bytes", lambda: next(grown))
+    monkeypatch.setattr(M.MemoryBound, "EVERY", 64)
+    res = CliRunner().invoke(main, ["minimize", str(bug), "-o", str(tmp_path / "m.jsonl"), "--quiet"])
+    assert res.exit_code == 2, (res.exit_code, res.output)
+    err = res.stderr.strip()
+    assert err.startswith(f"error: {bug}:193:") and "0.5 GB" in err and "too large to minimize" in err and "\n" not in err, err
+    assert not (tmp_path / "m.jsonl").exists()

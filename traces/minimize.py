@@ -165,6 +165,56 @@ class Minimized:
                 "seconds": round(self.seconds, 3), "exact": self.exact, "spec_crashes": self.spec_crashes}
 
 
+class MemoryBound:
+    """Minimize holds the whole trace in memory (about 6 bytes per byte of JSON Lines:
+    `python -m bench.minimize_memory`), where `check` streams it. Reading stops, as bad input
+    naming the line reached, once the events read take more than SHARE of the memory the
+    machine had available when reading began: the search needs the rest, and a machine that
+    swaps or kills the process would lose the work anyway."""
+
+    SHARE = 0.5
+    EVERY = 1 << 14  # events between two looks at the process's resident memory
+
+    def __init__(self, path):
+        self.path = path
+        self.start = _resident_bytes()
+        avail = _available_bytes()
+        self.limit = None if self.start is None or avail is None else self.start + int(avail * self.SHARE)
+
+    def check(self, line, events: int) -> None:
+        if self.limit is None or not events:
+            return
+        now = _resident_bytes()
+        if now is not None and now > self.limit:
+            gb = (self.limit - self.start) / 2**30
+            raise UserError(f"too large to minimize here: after {events:,} events the trace takes more than "
+                            f"{gb:.1f} GB, half the memory this machine has available, and minimize holds the "
+                            "whole trace in memory; minimize a shorter trace that still fails: the first "
+                            "violation's line is in `rocketspec check`'s report, and the lines up to it (`head "
+                            "-n LINE`) fail the same way", file=self.path, line=line)
+
+
+def _resident_bytes() -> int | None:
+    import os
+
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def validate_events(events, path="<events>", numbered: bool = False) -> list[dict]:
     """The events as a list, checked as `rocketspec check` checks a file: schema per event,
     trace_started first, seq increasing, ts not decreasing; TraceInputError naming the line.
@@ -174,7 +224,10 @@ def validate_events(events, path="<events>", numbered: bool = False) -> list[dic
     out: list[dict] = []
     validate = FastValidator()
     last_seq = last_ts = None
+    memory = MemoryBound(path)
     for line, ev in pairs:
+        if not len(out) % MemoryBound.EVERY:
+            memory.check(line, len(out))
         problem = validate(ev)
         if problem:
             raise TraceInputError(path, line, problem)
