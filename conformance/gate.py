@@ -177,7 +177,8 @@ def load_config(path: str | None) -> tuple[dict, str]:
     from rocketspec.config_files import parse, read_text
 
     text = read_text(path, "gate configuration (.toml)")
-    given = parse(text, "toml", str(path))
+    # an empty file is not the defaults: those are what no --config gives
+    given = parse(text, "toml", str(path), what="gate configuration (docs/gate.md); for the defaults, give no --config")
     _keys(given, _TOP, path, None)
     base = Path(path).resolve().parent
     for k, v in given.items():

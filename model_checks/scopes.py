@@ -232,7 +232,7 @@ def load_scope(name_or_path: str, **overrides) -> Scope:
     elif p.suffix in (".yaml", ".yml", ".json"):
         raise ScopeError(str(p), f"a scope file is TOML (.toml), not {p.suffix[1:].upper()} "
                                  "(see docs/model-checking.md)")
-    data = parse(read_text(p, "scope file (TOML)"), "toml", str(p))
+    data = parse(read_text(p, "scope file (TOML)"), "toml", str(p), what="scope (docs/model-checking.md)")
     data.setdefault("name", p.stem)
     data.update(overrides)
     return _validate(data, str(p))

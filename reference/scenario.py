@@ -185,7 +185,7 @@ def load_scenario(name_or_file: str) -> dict:
         source = str(p)
         try:
             raw = parse(read_text(p, "scenario file (.toml or .json)"), "json" if p.suffix == ".json" else "toml",
-                        source)
+                        source, what="scenario (topics, groups, steps: docs/scenarios.md)")
         except UserError as exc:
             raise ScenarioError(source, exc.field or "", exc.message, line=exc.line) from None
     elif name_or_file in builtin_names():

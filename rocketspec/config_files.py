@@ -77,8 +77,10 @@ def _duplicate_at(text: str):
     return None, None, None
 
 
-def parse(text: str, fmt: str, source: str) -> dict:
-    """Parse TOML (`fmt` "toml") or JSON ("json") text into a table; errors name the line."""
+def parse(text: str, fmt: str, source: str, *, what: str | None = None) -> dict:
+    """Parse TOML (`fmt` "toml") or JSON ("json") text into a table; errors name the line.
+    `what` (e.g. "scenario"): a table with no key is refused as an empty `what` file, since
+    running on defaults nobody wrote would pass on nothing."""
     import json
     import re
     import tomllib
@@ -111,6 +113,8 @@ def parse(text: str, fmt: str, source: str) -> dict:
                         line=_long_number_line(text)) from None
     if not isinstance(value, dict):
         raise UserError(f"expected a table (a JSON object), got {type(value).__name__}", file=source)
+    if what is not None and not value:
+        raise UserError(f"no settings (the file is empty or holds only comments); expected a {what}", file=source)
     try:
         deep = _depth(value) > MAX_NESTING
     except _BadString as bad:

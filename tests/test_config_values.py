@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketspec.cli import main
+from rocketspec.errors import UserError
 from rocketspec.model_checks.scopes import BOUNDS, ScopeError, load_scope
 
 HUGE = "9" * 5000
@@ -56,6 +57,20 @@ def test_a_4000_digit_integer_is_named_short(tmp_path):
     p.write_text(f"budget_s = {'9' * 4000}\n")
     err = bad_input(cli("gate", "--config", p), "budget_s", "604800")
     assert len(err) < 400
+
+
+# ------------------------------------------------------------------ empty files
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"])
+@pytest.mark.parametrize("command", ["simulate", "explore", "gate"])
+def test_an_empty_configuration_file_is_refused_not_run_on_defaults(tmp_path, command, text):
+    # A run on defaults nobody wrote passes on nothing (simulate's was 3 events, HOLDS).
+    p = tmp_path / "x.toml"
+    p.write_text(text)
+    argv = {"simulate": ["simulate", "--scenario", p, "--out", tmp_path / "o.jsonl"],
+            "explore": ["explore", "--scope", p, "--max-states", 10],
+            "gate": ["gate", "--config", p]}[command]
+    bad_input(cli(*argv), f"{p}: no settings")
 
 
 # ------------------------------------------------------------------ gate values
@@ -120,3 +135,5 @@ def test_any_scope_is_a_scope_or_an_error_naming_its_own_key(tmp_path, values):
     except ScopeError as exc:
         assert exc.file == str(p)
         assert exc.field in values or exc.field in ("max_states", "subscription"), (exc.field, str(exc))
+    except UserError as exc:  # a file with no key at all
+        assert not values and exc.file == str(p) and "no settings" in exc.message
