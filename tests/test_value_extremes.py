@@ -71,3 +71,19 @@ def test_parquet_uint64_columns_are_judged(tmp_path, column):
     for extra in ([], ["--json"]):
         res = CliRunner().invoke(main, ["check", str(out), *extra])
         assert res.exit_code in (0, 1), (res.exit_code, res.output)
+
+
+@pytest.mark.parametrize("command", [["explain"], ["minimize", "-o", "{out}"], ["history"]])
+def test_other_json_reports_carry_an_offset_of_2_64_minus_1(tmp_path, command):
+    # explain, minimize and history print the trace's values in their --json reports as check
+    # does: orjson stops at 64 bits, a report with 2^64-1 (or one past it) must still be written
+    events = [dict(e) for e in EVENTS]
+    stored = next(e for e in events if e["kind"] == "message_stored")
+    stored["offset"] = 2**64 - 1
+    p = tmp_path / "t.jsonl"
+    p.write_text("".join(json.dumps(e) + "\n" for e in events))
+    args = [a.replace("{out}", str(tmp_path / "m.jsonl")) for a in command]
+    res = CliRunner().invoke(main, [args[0], str(p), *args[1:], "--json"])
+    assert res.exit_code in (0, 1, 2), (res.exit_code, res.output)
+    assert "internal error" not in res.output
+    json.loads(res.stdout.strip().splitlines()[-1])

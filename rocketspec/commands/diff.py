@@ -12,6 +12,8 @@ import sys
 
 import click
 
+from rocketspec import jsonout
+
 from rocketspec.commands.options import SEED
 from rocketspec.errors import UserError
 
@@ -288,9 +290,8 @@ def diff(ref, real, scenario, real_opt, seed, profile, keep_ref, time_tolerance_
         report = build_report(ref, real, time_tolerance_ms)
 
     if as_json:
-        import orjson
 
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        sys.stdout.write(jsonout.dumps(report, non_str_keys=True) + "\n")
     elif markdown:
         sys.stdout.write(render_markdown(report))
     else:

@@ -16,6 +16,8 @@ import sys
 
 import click
 
+from rocketspec import jsonout
+
 
 def _progress_factory():
     """Progress bars on standard error, one per phase, only when it is a terminal (not in CI)."""
@@ -61,7 +63,6 @@ def explain(path, html_out, png_out, key, profile, as_json):
     in full and the next ones in brief, the story of the violated queue event by event, and,
     with --html / --png, its timeline. Progress goes to standard error when it is a terminal.
     Exit 0 when it holds, 1 on a violation, 2 on bad input."""
-    import orjson
 
     from rocketspec.traces.explain import explain as run
     from rocketspec.traces.timeline import parse_key
@@ -99,7 +100,7 @@ def explain(path, html_out, png_out, key, profile, as_json):
     if as_json:
         d = ex.to_dict()
         d["files"] = files
-        sys.stdout.write(orjson.dumps(d, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        sys.stdout.write(jsonout.dumps(d, non_str_keys=True) + "\n")
     sys.exit(0 if ex.timeline.ok else 1)
 
 

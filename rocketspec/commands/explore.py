@@ -22,6 +22,8 @@ from typing import NamedTuple
 
 import click
 
+from rocketspec import jsonout
+
 from rocketspec.model_checks.scopes import named_scopes
 
 # Bare `rocketspec explore` must answer within a minute: the full search of `tiny` does (about
@@ -163,7 +165,6 @@ def explore(scope_name, profile, as_json, out_dir, max_states, max_depth, keep_g
     ran out first (incomplete)."""
     import os
 
-    import orjson
 
     from rocketspec.model_checks.refexplore import RefExplorer
     from rocketspec.model_checks.result import write_trace
@@ -196,7 +197,7 @@ def explore(scope_name, profile, as_json, out_dir, max_states, max_depth, keep_g
         d = res.to_dict()
         d["violations"] = [dict(v.to_dict(), trace=p) for v, p in zip(res.violations, files)]
         d["verdict"] = "violated" if res.violations else "holds"
-        sys.stdout.write(orjson.dumps(d).decode() + "\n")
+        sys.stdout.write(jsonout.dumps(d) + "\n")
     else:
         click.echo(_render(res, files))
     sys.exit(1 if res.violations else 0 if res.complete else 4)  # 4: the state cap ran out first

@@ -12,6 +12,8 @@ import sys
 
 import click
 
+from rocketspec import jsonout
+
 
 def render_text(rep, max_listed: int) -> str:
     d = rep.to_dict(max_listed)
@@ -74,7 +76,6 @@ def history(paths, fmt, complete, groups_file, profile, strict, as_json, max_lis
     queues, not its length. Each PATH is judged on its own. A history that could not be read
     (no readable record, mostly unreadable, or not one send or delivery) is bad input, never a
     verdict."""
-    import orjson
 
     from rocketspec.commands.options import progress_bar, read_groups_file
     from rocketspec.errors import UserError
@@ -107,7 +108,7 @@ def history(paths, fmt, complete, groups_file, profile, strict, as_json, max_lis
     if as_json:
         d = reps[0].to_dict(max_listed) if len(reps) == 1 else {
             "ok": ok, "verdict": "holds" if ok else "violated", "histories": [r.to_dict(max_listed) for r in reps]}
-        sys.stdout.write(orjson.dumps(d, default=str).decode() + "\n")
+        sys.stdout.write(jsonout.dumps(d) + "\n")
     else:
         click.echo("\n".join(render_text(r, max_listed) for r in reps))
     sys.exit(0 if ok else 1)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import click
 
+from rocketspec import jsonout
+
 from rocketspec.errors import EXIT_FINDING
 
 SHOW_UNITS = 6      # unit names listed per kind in the text report
@@ -127,7 +129,6 @@ def minimize_cmd(path, out, invariant, profile, match, fmt, complete, groups_fil
 
     Exit 1 when the minimized trace is written (it fails, as the input did), 2 on bad input: a
     trace that holds has nothing to minimize."""
-    import orjson
 
     if _history_mode(path, fmt, invariant, complete, groups_file):
         return _minimize_history(path, out, invariant, profile, match, fmt, complete, groups_file, as_json, quiet)
@@ -171,7 +172,7 @@ def minimize_cmd(path, out, invariant, profile, match, fmt, complete, groups_fil
         d.update({"ok": False, "verdict": "violated", "exit_code": EXIT_FINDING, "command": "minimize",
                   "input": path, "output": out})
         stream = sys.stderr if out == "-" else sys.stdout
-        stream.write(orjson.dumps(d, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        stream.write(jsonout.dumps(d, non_str_keys=True) + "\n")
     else:
         click.echo(render_text(res, out), err=out == "-")
     sys.exit(EXIT_FINDING)
@@ -230,7 +231,6 @@ def render_history_text(res, out, read_back) -> str:
 
 
 def _minimize_history(path, out, invariant, profile, match, fmt, complete, groups_file, as_json, quiet):
-    import orjson
 
     from rocketspec.commands.options import progress_bar, read_groups_file
     from rocketspec.outputs import refuse_input_as_output
@@ -269,7 +269,7 @@ def _minimize_history(path, out, invariant, profile, match, fmt, complete, group
         d.update({"ok": False, "verdict": "violated", "exit_code": EXIT_FINDING, "command": "minimize",
                   "input": path, "output": out, "read_back": read_back})
         stream = sys.stderr if out == "-" else sys.stdout
-        stream.write(orjson.dumps(d, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        stream.write(jsonout.dumps(d, non_str_keys=True) + "\n")
     else:
         click.echo(render_history_text(res, out, read_back), err=out == "-")
     sys.exit(EXIT_FINDING)
