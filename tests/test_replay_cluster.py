@@ -141,6 +141,7 @@ def test_a_dataset_of_runs_whole_on_the_cluster_is_check_run_by_run_and_survives
     from rocketspec.spec.replay import check_trace
 
     d = str(tmp_path / "runs")
+    os.makedirs(d)      # (simulate_dataset writes into a directory its caller made and claimed)
     simulate_dataset(load_scenario("basic"), "rocketmq-5.3.3", d, 600_000)
 
     def replay():
