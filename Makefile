@@ -54,9 +54,10 @@ test-real: $(STAMP)
 	$(BIN)/python -m pytest -q -m real
 
 # rocketspec replay on a loopback standalone Spark cluster (a master, two workers), with an
-# executor killed mid-run (docs/replay.md); also part of test-slow
+# executor killed mid-run, and spark-submit with rocketspec shipped in --py-files (docs/replay.md);
+# also part of test-slow
 test-spark-cluster: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow tests/test_replay_cluster.py
+	$(BIN)/python -m pytest -q -p no:xdist -m slow tests/test_replay_cluster.py
 
 # Real RocketMQ 4.9.8 (../shared/rocketmq: sources and build.sh), compiled with javac into
 # $(RMQ_BUILD); ROCKETMQ_CLASSPATH, when set, is used instead. The registry here serves no 4.9.8
