@@ -171,3 +171,12 @@ def test_file_urls_are_local_paths(trace):
 def test_a_file_url_to_a_missing_file_names_it(trace):
     rc, _, err = _replay("file:///no/such/trace.jsonl")
     assert rc == 2 and "/no/such/trace.jsonl: no such file" in _one_error_line(err)
+
+
+def test_a_launcher_that_exits_is_exit_2_naming_its_arguments(trace):
+    """PYSPARK_SUBMIT_ARGS with a master Spark's launcher refuses: its JVM never starts."""
+    env = dict(os.environ, PYSPARK_SUBMIT_ARGS="--master bogus pyspark-shell")
+    rc, _, err = _replay(trace, env=env, timeout=120)
+    assert rc == 2 and "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: Spark's launcher (spark-submit) exited") and "--master bogus" in last

@@ -534,7 +534,17 @@ def spark_session(master: str | None = None, app: str = "rocketspec-replay", pro
     launch = SparkConf()
     for k, v in (conf or {}).items():
         launch.set(k, v)
-    SparkContext._ensure_initialized(conf=launch)
+    try:
+        SparkContext._ensure_initialized(conf=launch)
+    except Exception as exc:    # noqa: BLE001 - pyspark's launcher error, told by its class
+        if getattr(exc, "getCondition", lambda: None)() != "JAVA_GATEWAY_EXITED":
+            raise
+        from ..errors import UserError
+
+        given_args = os.environ.get("PYSPARK_SUBMIT_ARGS")
+        raise UserError("Spark's launcher (spark-submit) exited before its JVM started (its own message is above): "
+                        "check " + (f"PYSPARK_SUBMIT_ARGS={given_args!r}, " if given_args else "")
+                        + "SPARK_HOME and spark-defaults.conf") from None
     given = SparkConf()         # now the JVM's: --master, --conf, spark-defaults.conf
     if master is None and given.contains("spark.master"):
         master = given.get("spark.master")
