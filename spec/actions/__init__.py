@@ -20,60 +20,19 @@ from __future__ import annotations
 import heapq
 from itertools import chain
 
-from .allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
-from .tag_rules import client_keeps
-from .invariants import broker_offset_passes, client_offset_passes, orderly_consumers_at_once
-from .filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
-from . import limits
-from .pending import retries_in_flight, unconsumed
-from .kinds import KINDS, MECHANISMS  # noqa: F401 (MECHANISMS: re-exported)
-from .lifecycles import LOCK_TABLE, MSG_TABLE, PQ_TABLE
-from .state import (HELD_MAX, M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Client, Progress, QueueState,
-                    SpecState, StoredQueue, View)
-
-INT_MAX = 2 ** 31 - 1
-
-
-# ---------------------------------------------------------------------------- helpers
-
-def _q(st: SpecState, ev) -> QueueState:
-    key = (ev["group"], ev["topic"], ev["broker"], ev["queue"])
-    qs = st.queues.get(key)
-    if qs is None:
-        qs = st.queues[key] = QueueState(key)
-        st.dir.queue_keys.setdefault(key[:2], set()).add(key)
-    return qs
-
-
-def _client(st, ev, out, key=None):
-    """INV-CLIENT-1: the acting client is started and neither paused, stopped nor crashed."""
-    cid = ev["client"]
-    c = st.dir.clients.get(cid)
-    if c is None:
-        out.report("INV-CLIENT-1", f"client {cid!r} acts but never started", key)
-        return None
-    if c.status != "running":
-        if c.status == "paused" and ev["ts"] >= c.paused_until:
-            c.status = "running"
-        else:
-            out.report("INV-CLIENT-1", f"client {cid!r} acts while {c.status}", key)
-    return c
-
-
-def _unit(pq_or_client) -> str:
-    return pq_or_client.client if isinstance(pq_or_client, PQ) and pq_or_client.broadcast else (
-        pq_or_client.cid if isinstance(pq_or_client, Client) and pq_or_client.broadcast else "")
-
-
-def _group_client(st, group, cid=None):
-    d = st.dir
-    if cid is not None and cid in d.clients:
-        return d.clients[cid]
-    g = d.groups.get(group)
-    if g:
-        for c in g["clients"]:
-            return d.clients.get(c)
-    return None
+from ..allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
+from ..tag_rules import client_keeps
+from ..invariants import broker_offset_passes, client_offset_passes, orderly_consumers_at_once
+from ..filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
+from .. import limits
+from ..pending import retries_in_flight, unconsumed
+from ..kinds import KINDS, MECHANISMS  # noqa: F401 (MECHANISMS: re-exported)
+from ..lifecycles import MSG_TABLE, PQ_TABLE
+from ..state import (HELD_MAX, M_CODE, M_ID, M_PROPS, M_R, M_TAGS, PQ, Chain, Client, Progress, QueueState,
+                     StoredQueue, View)
+from .common import _q, _client, _group_client, _pauses_between, _end, _skip_to, _duplicate
+from .locks import (lock_live, holds_lock, lock_requested, lock_acquired, lock_rejected, lock_released,
+                    lock_release_ignored, lock_expired, pq_lock_changed, lease_expired, lock_noop)
 
 
 def _committed_for(st, qs: QueueState, client: Client | None):
@@ -184,11 +143,6 @@ def _released_cause(st, qs, cid, since):
     return why
 
 
-def _pauses_between(st, cid, lo, hi):
-    c = st.dir.clients.get(cid)
-    return [(t, d) for t, d in (c.pauses if c is not None else ()) if t <= hi and t + d >= lo]
-
-
 def _long_call_cause(st, broker, cid, since, now):
     """Why a listener call of `cid` that began at `since` was still running at `now`, against
     the limits it outlived (A-LEASE-MARGIN)."""
@@ -207,9 +161,9 @@ def _long_call_cause(st, broker, cid, since, now):
     return f"{what} ({ran} ms, within the {lim}): a lock or lease violation let the other client in"
 
 
-# ---------------------------------------------------------------------------- directory
-
 def trace_started(st, ev, out):
+    """RocketMQ: trace header.
+    Actor: recorder."""
     d = st.dir
     if d.started:
         out.report("GUARD", "trace_started twice", None)
@@ -227,17 +181,23 @@ JUDGED_ENDS = (QUIESCENT, HORIZON)
 
 
 def trace_ended(st, ev, out):
+    """RocketMQ: end of run (quiescence check).
+    Actor: recorder."""
     st.ended = ev["reason"]
     if ev["reason"] in JUDGED_ENDS:
         check_quiescent(st, out)
 
 
 def broker_started(st, ev, out):
+    """RocketMQ: BrokerController.start.
+    Actor: broker."""
     st.dir.brokers.setdefault(ev["broker"], 0)
     st.dir.broker_limits[ev["broker"]] = limits.BrokerLimits(st.profile, ev.get("config"))
 
 
 def broker_restarted(st, ev, out):
+    """RocketMQ: broker restart (in-memory tables lost).
+    Actor: broker."""
     b = ev["broker"]
     d = st.dir
     if b not in d.brokers:
@@ -256,18 +216,26 @@ def broker_restarted(st, ev, out):
 
 
 def topic_created(st, ev, out):
+    """RocketMQ: TopicConfigManager.
+    Actor: operator."""
     st.dir.topics[(ev["topic"], ev["broker"])] = (ev["queue_count"], ev.get("perm", 6))
 
 
 def consumer_registered(st, ev, out):
+    """RocketMQ: ConsumerManager.registerConsumer (heartbeat).
+    Actor: broker."""
     st.dir.registered.setdefault((ev["broker"], ev["group"]), set()).add(ev["client"])
 
 
 def consumer_unregistered(st, ev, out):
+    """RocketMQ: ConsumerManager.unregisterConsumer / channel expiry.
+    Actor: broker."""
     st.dir.registered.setdefault((ev["broker"], ev["group"]), set()).discard(ev["client"])
 
 
 def client_started(st, ev, out):
+    """RocketMQ: DefaultMQPushConsumer.start.
+    Actor: client."""
     d = st.dir
     cid = ev["client"]
     old = d.clients.get(cid)
@@ -317,6 +285,8 @@ def _drop_all(st, cid, reason):
 
 
 def client_stopped(st, ev, out):
+    """RocketMQ: DefaultMQPushConsumer.shutdown.
+    Actor: client."""
     c = _client(st, ev, out)
     if c is not None:
         c.status = "stopped"
@@ -324,6 +294,8 @@ def client_stopped(st, ev, out):
 
 
 def client_crashed(st, ev, out):
+    """RocketMQ: process death.
+    Actor: client."""
     c = st.dir.clients.get(ev["client"])
     if c is None:
         out.report("INV-CLIENT-1", f"client {ev['client']!r} crashed but never started", None)
@@ -333,6 +305,8 @@ def client_crashed(st, ev, out):
 
 
 def client_paused(st, ev, out):
+    """RocketMQ: stop-the-world pause.
+    Actor: client."""
     c = _client(st, ev, out)
     if c is not None:
         c.status = "paused"
@@ -341,6 +315,8 @@ def client_paused(st, ev, out):
 
 
 def client_resumed(st, ev, out):
+    """RocketMQ: pause ends.
+    Actor: client."""
     c = st.dir.clients.get(ev["client"])
     if c is None or c.status not in ("paused", "running"):
         out.report("INV-CLIENT-1", f"client {ev['client']!r} resumed but was not paused", None)
@@ -348,9 +324,9 @@ def client_resumed(st, ev, out):
     c.status = "running"
 
 
-# ---------------------------------------------------------------------------- rebalance
-
 def allocation_computed(st, ev, out):
+    """RocketMQ: RebalanceImpl.rebalanceByTopic + AllocateMessageQueueStrategy.
+    Actor: client."""
     c = _client(st, ev, out)
     if ev.get("ok") is False:
         return
@@ -400,6 +376,8 @@ def allocation_computed(st, ev, out):
 
 
 def pq_created(st, ev, out):
+    """RocketMQ: updateProcessQueueTableInRebalance (add) + computePullFromWhere.
+    Actor: client."""
     qs = _q(st, ev)
     key = qs.key
     c = _client(st, ev, out, key)
@@ -414,7 +392,7 @@ def pq_created(st, ev, out):
         if alloc is not None and mq not in alloc:
             out.report("INV-ALLOC-2", f"{cid} created a ProcessQueue for {list(mq)} outside its allocation", key)
         if orderly and ev["broker"] in st.dir.brokers:
-            if qs.holder != cid or ts > qs.lock_exp:
+            if not holds_lock(qs, cid, ts):
                 out.report("INV-OWNER-2", f"orderly {cid} created a ProcessQueue without holding the broker lock "
                            f"(holder {qs.holder}, expires_at {qs.lock_exp})", key)
     old = qs.pqs.get(cid)
@@ -513,18 +491,9 @@ def _unpersisted_cause(st, qs, cid, unit):
             f"first persist; persist interval {limits.client(st, prev[0] if prev else cid).persist_interval_ms} ms)")
 
 
-def _end(sq) -> int:
-    """A stored queue's maxOffset (its next offset); a queue with nothing stored yet is empty
-    (message_stored expects its first offset to be 0)."""
-    return sq.next if sq is not None else 0
-
-
-def _skip_to(p, off, sq):
-    """Mark [p.wm, min(off, max offset)) handled (skipped); return how many were unhandled."""
-    return p.skip_to(min(off, _end(sq)))
-
-
 def pq_dropped(st, ev, out):
+    """RocketMQ: ProcessQueue.setDropped(true).
+    Actor: client."""
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
     _settle(st, qs, pq, out)
@@ -542,6 +511,8 @@ def pq_dropped(st, ev, out):
 
 
 def pq_removed(st, ev, out):
+    """RocketMQ: removeUnnecessaryMessageQueue.
+    Actor: client."""
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
     _settle(st, qs, pq, out)
@@ -561,9 +532,9 @@ def pq_removed(st, ev, out):
     qs.reset_drops.pop(ev["client"], None)
 
 
-# ---------------------------------------------------------------------------- pull
-
 def pull_issued(st, ev, out):
+    """RocketMQ: DefaultMQPushConsumerImpl.pullMessage.
+    Actor: client."""
     qs = _q(st, ev)
     key = qs.key
     cid = ev["client"]
@@ -603,6 +574,8 @@ def pull_issued(st, ev, out):
 
 
 def pull_held(st, ev, out):
+    """RocketMQ: PullRequestHoldService (long polling).
+    Actor: broker."""
     pass
 
 
@@ -630,6 +603,8 @@ def _correction_scheduled(qs, cid, next_offset) -> None:
 
 
 def pull_answered(st, ev, out):
+    """RocketMQ: DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + ProcessQueue.putMessage.
+    Actor: broker."""
     qs = _q(st, ev)
     key = qs.key
     cid = ev["client"]
@@ -942,6 +917,8 @@ def _client_dropped_wrongly(b, cl):
 
 
 def messages_deleted(st, ev, out):
+    """RocketMQ: commit-log retention (DefaultMessageStore clean expired files).
+    Actor: broker."""
     tkey = (ev["topic"], ev["broker"], ev["queue"])
     sq = st.stored.get(tkey)
     if sq is None:
@@ -954,7 +931,10 @@ def messages_deleted(st, ev, out):
 
 
 def pull_failed(st, ev, out):
-    """The broker rejected the pull (e.g. SUBSCRIPTION_NOT_LATEST) or the call failed: the
+    """RocketMQ: PullCallback.onException (broker error response or failed call).
+    Actor: client.
+
+    The broker rejected the pull (e.g. SUBSCRIPTION_NOT_LATEST) or the call failed: the
     PullCallback's onException ends it and re-queues the same PullRequest later, so the next
     pull asks for the same offset. Only a pull still in flight ends: a second pull while one is
     really in flight stays INV-PULL-1 (#2449)."""
@@ -968,7 +948,10 @@ def pull_failed(st, ev, out):
 
 
 def queue_snapshot(st, ev, out):
-    """The queue holds [min_offset, max_offset) whose messages were not observed (observation
+    """RocketMQ: the queue's min/max offset when observation began (or after a gap).
+    Actor: recorder.
+
+    The queue holds [min_offset, max_offset) whose messages were not observed (observation
     began on a running broker, or a gap in observation). Below min_offset is retention; the
     next message_stored continues at max_offset."""
     tkey = (ev["topic"], ev["broker"], ev["queue"])
@@ -988,13 +971,15 @@ def queue_snapshot(st, ev, out):
 
 
 def pull_flow_controlled(st, ev, out):
+    """RocketMQ: pullMessage flow control.
+    Actor: client."""
     qs = _q(st, ev)
     _client(st, ev, out, qs.key)
 
 
-# ---------------------------------------------------------------------------- consume
-
 def consume_started(st, ev, out):
+    """RocketMQ: ConsumeRequest.run (listener called).
+    Actor: client."""
     qs = _q(st, ev)
     key = qs.key
     cid = ev["client"]
@@ -1035,9 +1020,9 @@ def consume_started(st, ev, out):
             if not pq.locked or ts - pq.last_lock_ts > lease:
                 out.report("INV-OWNER-2", f"{cid} consumes an orderly queue without a valid lease (locked="
                            f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts})", key)
-            elif (qs.holder != cid or ts > qs.lock_exp) and key[2] in st.dir.brokers:
+            elif not holds_lock(qs, cid, ts) and key[2] in st.dir.brokers:
                 # (a broker not observed yet, e.g. a recorder attached later, tells nothing)
-                if qs.holder is None or (qs.holder == cid and ts > qs.lock_exp):
+                if qs.holder is None or (qs.holder == cid and not lock_live(qs, ts)):
                     # nobody else holds the entry: a window of exposure, not a second owner
                     why = ("the broker restarted and forgot its locks (A-BROKER-LOCKS)"
                            if st.dir.brokers.get(key[2], 0) != qs.lock_epoch else
@@ -1087,14 +1072,9 @@ def consume_started(st, ev, out):
     pq.batches[cons_id] = tuple(offsets)
 
 
-def _duplicate(st, out, key, what):
-    """ANOM-DUP-1, once per repeated consumption of a message (at-least-once allows it)."""
-    st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
-    if out is not None:
-        out.example("ANOM-DUP-1", what, key)
-
-
 def consume_finished(st, ev, out):
+    """RocketMQ: listener returns.
+    Actor: client."""
     qs = _q(st, ev)
     key = qs.key
     cid = ev["client"]
@@ -1161,6 +1141,8 @@ def consume_finished(st, ev, out):
 
 
 def consume_resubmitted(st, ev, out):
+    """RocketMQ: submitConsumeRequestLater after failed send-back.
+    Actor: client."""
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
     if pq is None:
@@ -1172,11 +1154,16 @@ def consume_resubmitted(st, ev, out):
 
 
 def consume_suspended(st, ev, out):
+    """RocketMQ: ConsumeMessageOrderlyService suspend/retry later.
+    Actor: client."""
     _q(st, ev)
 
 
 def pq_messages_removed(st, ev, out):
-    """ProcessQueue.removeMessage: -1 if the tree was empty before, else the tree minimum after
+    """RocketMQ: ProcessQueue.removeMessage.
+    Actor: client.
+
+    ProcessQueue.removeMessage: -1 if the tree was empty before, else the tree minimum after
     removal, else queueOffsetMax + 1."""
     qs = _q(st, ev)
     key = qs.key
@@ -1215,6 +1202,8 @@ def pq_messages_removed(st, ev, out):
 
 
 def messages_taken(st, ev, out):
+    """RocketMQ: ProcessQueue.takeMessages.
+    Actor: client."""
     qs = _q(st, ev)
     key = qs.key
     pq = qs.pqs.get(ev["client"])
@@ -1245,6 +1234,8 @@ def messages_taken(st, ev, out):
 
 
 def pq_committed(st, ev, out):
+    """RocketMQ: ProcessQueue.commit.
+    Actor: client."""
     qs = _q(st, ev)
     key = qs.key
     if _orphan_outcome(st, qs, ev, out):
@@ -1342,6 +1333,8 @@ def _orphan_outcome(st, qs, ev, out) -> bool:
 
 
 def pq_rolled_back(st, ev, out):
+    """RocketMQ: ProcessQueue.rollback / makeMessageToConsumeAgain.
+    Actor: client."""
     qs = _q(st, ev)
     if _orphan_outcome(st, qs, ev, out):
         return
@@ -1359,8 +1352,6 @@ def pq_rolled_back(st, ev, out):
             pq.tree.add(o)
             heapq.heappush(pq.heap, o)
 
-
-# ---------------------------------------------------------------------------- offsets
 
 def _sampled_store(st, qs, ev, out):
     """An offset-store value read by polling (obs sampled): the store held `stored` at ts; which
@@ -1413,6 +1404,8 @@ def _reset_target(st, key, off) -> bool:
 
 
 def offset_updated(st, ev, out):
+    """RocketMQ: OffsetStore.updateOffset / updateAndFreeze.
+    Actor: client."""
     qs = _q(st, ev)
     _settle(st, qs, qs.pqs.get(ev["client"]), out)
     cl = st.dir.clients.get(ev["client"])
@@ -1509,6 +1502,8 @@ def offset_updated(st, ev, out):
 
 
 def offset_read(st, ev, out):
+    """RocketMQ: OffsetStore.readOffset.
+    Actor: client."""
     qs = _q(st, ev)
     key = qs.key
     cid = ev["client"]
@@ -1543,11 +1538,15 @@ def offset_read(st, ev, out):
 
 
 def offset_removed(st, ev, out):
+    """RocketMQ: OffsetStore.removeOffset.
+    Actor: client."""
     qs = _q(st, ev)
     qs.stores.pop(ev["client"], None)
 
 
 def offset_persisted(st, ev, out):
+    """RocketMQ: OffsetStore.persist (one-way).
+    Actor: client."""
     qs = _q(st, ev)
     key = qs.key
     cid = ev["client"]
@@ -1572,6 +1571,8 @@ def offset_persisted(st, ev, out):
 
 
 def offset_committed(st, ev, out):
+    """RocketMQ: ConsumerOffsetManager.commitOffset.
+    Actor: broker."""
     qs = _q(st, ev)
     key = qs.key
     off = ev["offset"]
@@ -1708,6 +1709,8 @@ def _delivered_again(st, qs, unit, lo, hi, cid, handled):
 
 
 def offset_flushed(st, ev, out):
+    """RocketMQ: offset table flush.
+    Actor: broker or client."""
     qs = _q(st, ev)
     if ev["store"] == "broker":
         if qs.committed is not None and ev["offset"] != qs.committed:
@@ -1722,6 +1725,8 @@ def offset_flushed(st, ev, out):
 
 
 def offset_erased(st, ev, out):
+    """RocketMQ: LocalFileOffsetStore.persistAll rewrite (pre-#7740); broker: commitOffset get-then-put race.
+    Actor: broker or client."""
     qs = _q(st, ev)
     if ev["store"] == "broker":
         # ConsumerOffsetManager.commitOffset's get-then-put: two first commits of one topic@group
@@ -1737,6 +1742,8 @@ def offset_erased(st, ev, out):
 
 
 def offset_loaded(st, ev, out):
+    """RocketMQ: offset table load.
+    Actor: broker or client."""
     qs = _q(st, ev)
     if ev["store"] == "broker":
         off = ev["offset"]
@@ -1759,8 +1766,6 @@ def offset_loaded(st, ev, out):
             out.report("INV-START-1", f"local offsets file reloads {ev['offset']}, last flushed {loc[0]}", qs.key)
 
 
-# ---------------------------------------------------------------------------- retry, schedule, DLQ
-
 def _chain(st, group, origin) -> Chain:
     k = (group, origin)
     ch = st.chains.get(k)
@@ -1770,6 +1775,8 @@ def _chain(st, group, origin) -> Chain:
 
 
 def send_back_requested(st, ev, out):
+    """RocketMQ: DefaultMQPushConsumerImpl.sendMessageBack.
+    Actor: client."""
     cid = ev["client"]
     c = _client(st, ev, out)
     ckey = (ev["group"], ev["origin_msg_id"])
@@ -1816,6 +1823,8 @@ def send_back_requested(st, ev, out):
 
 
 def send_back_failed(st, ev, out):
+    """RocketMQ: send-back and fallback failed.
+    Actor: client."""
     ch = st.chains.get((ev["group"], ev["origin_msg_id"]))
     req = ch.requests.pop((ev["client"], ev["msg_id"]), None) if ch is not None else None
     if req is None:
@@ -1836,6 +1845,8 @@ def send_back_failed(st, ev, out):
 
 
 def message_sent_back(st, ev, out):
+    """RocketMQ: consumerSendMsgBack / handleRetryAndDLQ.
+    Actor: broker."""
     ckey = (ev["group"], ev["origin_msg_id"])
     ch = _chain(st, *ckey)
     cid = ev.get("client")
@@ -1913,6 +1924,8 @@ def message_sent_back(st, ev, out):
 
 
 def message_scheduled(st, ev, out):
+    """RocketMQ: delay level -> SCHEDULE_TOPIC_XXXX.
+    Actor: broker."""
     real = ev.get("real_topic") or ""
     if real.startswith(DLQ_PREFIX):
         out.report("INV-DLQ-1", f"a dead-lettered copy of {ev['origin_msg_id']} goes through the schedule (delay level "
@@ -1959,6 +1972,8 @@ def message_scheduled(st, ev, out):
 
 
 def schedule_delivered(st, ev, out):
+    """RocketMQ: ScheduleMessageService.messageTimeUp.
+    Actor: broker."""
     real = ev.get("real_topic") or ""
     group = ev.get("group") or (real[len(RETRY_PREFIX):] if real.startswith(RETRY_PREFIX) else None)
     if group is None:
@@ -1990,6 +2005,8 @@ def schedule_delivered(st, ev, out):
 
 
 def message_stored(st, ev, out):
+    """RocketMQ: CommitLog append + ConsumeQueue dispatch.
+    Actor: broker."""
     tkey = (ev["topic"], ev["broker"], ev["queue"])
     sq = st.stored.get(tkey)
     if sq is None:
@@ -2030,6 +2047,8 @@ def message_stored(st, ev, out):
 
 
 def message_dead_lettered(st, ev, out):
+    """RocketMQ: %DLQ% store.
+    Actor: broker."""
     ckey = (ev["group"], ev["origin_msg_id"])
     ch = st.chains.get(ckey)
     if ch is not None:
@@ -2041,120 +2060,11 @@ def _gc_chain(st, ckey, ch):
         st.chains.pop(ckey, None)
 
 
-# ---------------------------------------------------------------------------- locks
-
-def lock_requested(st, ev, out):
-    c = _client(st, ev, out)
-    if c is not None:
-        c.lock_req_ts = ev["ts"]
-    if c is not None and c.broadcast and not st.profile.broadcast_orderly_takes_locks:
-        out.report("INV-BCAST-1", "a broadcasting client asked for broker locks (#8772 fixed in 5.3.2)", None)
-
-
-def lock_acquired(st, ev, out):
-    qs = _q(st, ev)
-    key = qs.key
-    cid, ts, reason = ev["client"], ev["ts"], ev["reason"]
-    p = st.profile
-    if (qs.lock_state, "lock_acquired") not in LOCK_TABLE:
-        out.report("INV-LOCK-1", f"lock acquired in state {qs.lock_state}", key)
-    life = limits.broker(st, key[2]).lock_max_live_ms
-    if reason == "snapshot":
-        pass        # an entry already held when observation began: its lastUpdate is before the trace
-    elif ev.get("obs") == "sampled":
-        if not ts - life < ev["expires_at"] <= ts + life:
-            out.report("INV-LOCK-1", f"lock entry seen at {ts} expires at {ev['expires_at']}, must be within the "
-                       f"broker's lock lifetime {life} of its last update (at or before {ts})", key)
-    else:
-        # lastUpdate is the broker's clock when it handled the lock request: between the
-        # client's request (lock_requested) and this event (a recorder sees it after; the
-        # reference at once)
-        c = st.dir.clients.get(cid)
-        lo = min(c.lock_req_ts, ts) if c is not None and c.lock_req_ts is not None else ts
-        if not lo + life <= ev["expires_at"] <= ts + life:
-            out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be its update time + {life} "
-                       f"(the broker's lock lifetime), the update at {lo}..{ts}", key)
-    h = qs.holder
-    if h is not None and h != cid and ts <= qs.lock_exp:
-        out.report("INV-LOCK-1", f"{cid} acquires the lock ({reason}) while {h} holds it until {qs.lock_exp}: "
-                   f"two lock holders", key)
-    elif reason == "new" and h is not None and qs.lock_state != "unlocked":
-        if h != cid:
-            out.report("INV-LOCK-1", f"lock 'new' although {h}'s expired entry exists (takeover expected)", key)
-    elif reason == "takeover" and (h is None or h == cid) and ev.get("previous_holder") not in (None, cid):
-        out.report("INV-LOCK-1", f"takeover from {ev.get('previous_holder')} but the entry names {h}", key)
-    elif reason == "renewed" and h != cid:
-        out.report("INV-LOCK-1", f"{cid} renews a lock held by {h}", key)
-    g = st.dir.groups.get(key[0])
-    if g is not None and g["model"] == "BROADCASTING" and not p.broadcast_orderly_takes_locks:
-        out.report("INV-BCAST-1", "a broadcasting group holds a broker lock (#8772)", key)
-    qs.holder, qs.lock_exp, qs.lock_ts, qs.lock_state = cid, ev["expires_at"], ts, "held"
-    qs.lock_epoch = st.dir.brokers.get(key[2], 0)
-
-
-def lock_rejected(st, ev, out):
-    qs = _q(st, ev)
-    if qs.holder is None or qs.holder != ev["holder"] or ev["ts"] > qs.lock_exp or qs.holder == ev["client"]:
-        out.report("INV-LOCK-1", f"lock of {ev['client']} rejected for holder {ev['holder']}, but the entry names "
-                   f"{qs.holder} (expires_at {qs.lock_exp})", qs.key)
-
-
-def lock_released(st, ev, out):
-    qs = _q(st, ev)
-    if qs.holder != ev["client"]:
-        out.report("INV-LOCK-1", f"unlock by {ev['client']} removed an entry held by {qs.holder}", qs.key)
-    qs.holder, qs.lock_state, qs.lock_exp = None, "unlocked", 0
-    qs.released = (ev["client"], ev["ts"])
-
-
-def lock_release_ignored(st, ev, out):
-    qs = _q(st, ev)
-    if qs.holder == ev["client"]:
-        out.report("INV-LOCK-1", f"unlock by the owner {ev['client']} was ignored", qs.key)
-
-
-def lock_expired(st, ev, out):
-    qs = _q(st, ev)
-    if qs.holder != ev["holder"]:
-        out.report("INV-LOCK-1", f"expiry of {ev['holder']}'s lock, the entry names {qs.holder}", qs.key)
-    elif ev["ts"] <= qs.lock_exp:
-        out.report("INV-LOCK-1", f"lock found expired at {ev['ts']}, it expires only after {qs.lock_exp}", qs.key)
-    qs.lock_state = "expired"
-
-
-def pq_lock_changed(st, ev, out):
-    qs = _q(st, ev)
-    pq = qs.pqs.get(ev["client"])
-    if pq is None:
-        return
-    if ev["locked"] and pq.orderly and not pq.broadcast and qs.key[2] in st.dir.brokers:
-        if qs.holder != ev["client"] or ev["ts"] > qs.lock_exp:
-            out.report("INV-OWNER-2", f"{ev['client']}'s ProcessQueue marked locked but the broker lock is "
-                       f"held by {qs.holder}", qs.key)
-    if ev["last_lock_ts"] > ev["ts"]:
-        out.report("GUARD", "lastLockTimestamp in the future", qs.key)
-    pq.locked = ev["locked"]
-    pq.last_lock_ts = ev["last_lock_ts"]
-
-
-def lease_expired(st, ev, out):
-    qs = _q(st, ev)
-    pq = qs.pqs.get(ev["client"])
-    lease = limits.client(st, ev["client"]).lease_ms
-    if pq is not None and pq.locked and ev["ts"] - pq.last_lock_ts <= lease:
-        out.report("GUARD", f"lease reported expired at {ev['ts']} but last lock {pq.last_lock_ts} is within "
-                   f"{lease} ms (the client's lease)", qs.key)
-
-
 def oneway_lost(st, ev, out):
+    """RocketMQ: network loss of a one-way call.
+    Actor: network."""
     pass
 
-
-def lock_noop(st, ev, out):
-    pass
-
-
-# ---------------------------------------------------------------------------- end of trace
 
 def check_quiescent(st, out):
     """INV-LIVE-1 at trace_ended{reason: quiescent or horizon}: nothing is owed (spec.pending).

@@ -1,0 +1,71 @@
+"""Helpers every mechanism's actions share: the queue and client an event names, the stored
+queue's end, skipping offsets, pauses, duplicates."""
+from __future__ import annotations
+
+from ..state import PQ, Client, QueueState, SpecState
+
+
+INT_MAX = 2 ** 31 - 1
+
+
+def _q(st: SpecState, ev) -> QueueState:
+    key = (ev["group"], ev["topic"], ev["broker"], ev["queue"])
+    qs = st.queues.get(key)
+    if qs is None:
+        qs = st.queues[key] = QueueState(key)
+        st.dir.queue_keys.setdefault(key[:2], set()).add(key)
+    return qs
+
+
+def _client(st, ev, out, key=None):
+    """INV-CLIENT-1: the acting client is started and neither paused, stopped nor crashed."""
+    cid = ev["client"]
+    c = st.dir.clients.get(cid)
+    if c is None:
+        out.report("INV-CLIENT-1", f"client {cid!r} acts but never started", key)
+        return None
+    if c.status != "running":
+        if c.status == "paused" and ev["ts"] >= c.paused_until:
+            c.status = "running"
+        else:
+            out.report("INV-CLIENT-1", f"client {cid!r} acts while {c.status}", key)
+    return c
+
+
+def _unit(pq_or_client) -> str:
+    return pq_or_client.client if isinstance(pq_or_client, PQ) and pq_or_client.broadcast else (
+        pq_or_client.cid if isinstance(pq_or_client, Client) and pq_or_client.broadcast else "")
+
+
+def _group_client(st, group, cid=None):
+    d = st.dir
+    if cid is not None and cid in d.clients:
+        return d.clients[cid]
+    g = d.groups.get(group)
+    if g:
+        for c in g["clients"]:
+            return d.clients.get(c)
+    return None
+
+
+def _pauses_between(st, cid, lo, hi):
+    c = st.dir.clients.get(cid)
+    return [(t, d) for t, d in (c.pauses if c is not None else ()) if t <= hi and t + d >= lo]
+
+
+def _end(sq) -> int:
+    """A stored queue's maxOffset (its next offset); a queue with nothing stored yet is empty
+    (message_stored expects its first offset to be 0)."""
+    return sq.next if sq is not None else 0
+
+
+def _skip_to(p, off, sq):
+    """Mark [p.wm, min(off, max offset)) handled (skipped); return how many were unhandled."""
+    return p.skip_to(min(off, _end(sq)))
+
+
+def _duplicate(st, out, key, what):
+    """ANOM-DUP-1, once per repeated consumption of a message (at-least-once allows it)."""
+    st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
+    if out is not None:
+        out.example("ANOM-DUP-1", what, key)

@@ -1,0 +1,142 @@
+"""Orderly locks: the broker's lock table (RebalanceLockManager) and the client's lease on its
+ProcessQueue; `lock_live` and `holds_lock` state when a lock entry is live, once."""
+from __future__ import annotations
+
+from .. import limits
+from ..lifecycles import LOCK_TABLE
+from ..state import QueueState
+from .common import _client, _q
+
+
+def lock_live(qs: QueueState, ts) -> bool:
+    """The queue's lock entry is live at `ts`: it expires only at a ts past `lock_exp`
+    (LockEntry.isExpired), whoever holds it."""
+    return ts <= qs.lock_exp
+
+
+def holds_lock(qs: QueueState, cid, ts) -> bool:
+    """`cid` holds the queue's lock at `ts`: it is the holder and the entry is live."""
+    return qs.holder == cid and lock_live(qs, ts)
+
+
+def lock_requested(st, ev, out):
+    """RocketMQ: RebalanceImpl.lock / lockAll.
+    Actor: client."""
+    c = _client(st, ev, out)
+    if c is not None:
+        c.lock_req_ts = ev["ts"]
+    if c is not None and c.broadcast and not st.profile.broadcast_orderly_takes_locks:
+        out.report("INV-BCAST-1", "a broadcasting client asked for broker locks (#8772 fixed in 5.3.2)", None)
+
+
+def lock_acquired(st, ev, out):
+    """RocketMQ: RebalanceLockManager.tryLock.
+    Actor: broker."""
+    qs = _q(st, ev)
+    key = qs.key
+    cid, ts, reason = ev["client"], ev["ts"], ev["reason"]
+    p = st.profile
+    if (qs.lock_state, "lock_acquired") not in LOCK_TABLE:
+        out.report("INV-LOCK-1", f"lock acquired in state {qs.lock_state}", key)
+    life = limits.broker(st, key[2]).lock_max_live_ms
+    if reason == "snapshot":
+        pass        # an entry already held when observation began: its lastUpdate is before the trace
+    elif ev.get("obs") == "sampled":
+        if not ts - life < ev["expires_at"] <= ts + life:
+            out.report("INV-LOCK-1", f"lock entry seen at {ts} expires at {ev['expires_at']}, must be within the "
+                       f"broker's lock lifetime {life} of its last update (at or before {ts})", key)
+    else:
+        # lastUpdate is the broker's clock when it handled the lock request: between the
+        # client's request (lock_requested) and this event (a recorder sees it after; the
+        # reference at once)
+        c = st.dir.clients.get(cid)
+        lo = min(c.lock_req_ts, ts) if c is not None and c.lock_req_ts is not None else ts
+        if not lo + life <= ev["expires_at"] <= ts + life:
+            out.report("INV-LOCK-1", f"lock entry expires at {ev['expires_at']}, must be its update time + {life} "
+                       f"(the broker's lock lifetime), the update at {lo}..{ts}", key)
+    h = qs.holder
+    if h is not None and h != cid and lock_live(qs, ts):
+        out.report("INV-LOCK-1", f"{cid} acquires the lock ({reason}) while {h} holds it until {qs.lock_exp}: "
+                   f"two lock holders", key)
+    elif reason == "new" and h is not None and qs.lock_state != "unlocked":
+        if h != cid:
+            out.report("INV-LOCK-1", f"lock 'new' although {h}'s expired entry exists (takeover expected)", key)
+    elif reason == "takeover" and (h is None or h == cid) and ev.get("previous_holder") not in (None, cid):
+        out.report("INV-LOCK-1", f"takeover from {ev.get('previous_holder')} but the entry names {h}", key)
+    elif reason == "renewed" and h != cid:
+        out.report("INV-LOCK-1", f"{cid} renews a lock held by {h}", key)
+    g = st.dir.groups.get(key[0])
+    if g is not None and g["model"] == "BROADCASTING" and not p.broadcast_orderly_takes_locks:
+        out.report("INV-BCAST-1", "a broadcasting group holds a broker lock (#8772)", key)
+    qs.holder, qs.lock_exp, qs.lock_ts, qs.lock_state = cid, ev["expires_at"], ts, "held"
+    qs.lock_epoch = st.dir.brokers.get(key[2], 0)
+
+
+def lock_rejected(st, ev, out):
+    """RocketMQ: RebalanceLockManager.tryLock (held by another).
+    Actor: broker."""
+    qs = _q(st, ev)
+    if qs.holder is None or qs.holder != ev["holder"] or not lock_live(qs, ev["ts"]) or qs.holder == ev["client"]:
+        out.report("INV-LOCK-1", f"lock of {ev['client']} rejected for holder {ev['holder']}, but the entry names "
+                   f"{qs.holder} (expires_at {qs.lock_exp})", qs.key)
+
+
+def lock_released(st, ev, out):
+    """RocketMQ: RebalanceLockManager.unlockBatch.
+    Actor: broker."""
+    qs = _q(st, ev)
+    if qs.holder != ev["client"]:
+        out.report("INV-LOCK-1", f"unlock by {ev['client']} removed an entry held by {qs.holder}", qs.key)
+    qs.holder, qs.lock_state, qs.lock_exp = None, "unlocked", 0
+    qs.released = (ev["client"], ev["ts"])
+
+
+def lock_release_ignored(st, ev, out):
+    """RocketMQ: unlockBatch by a non-owner.
+    Actor: broker."""
+    qs = _q(st, ev)
+    if qs.holder == ev["client"]:
+        out.report("INV-LOCK-1", f"unlock by the owner {ev['client']} was ignored", qs.key)
+
+
+def lock_expired(st, ev, out):
+    """RocketMQ: LockEntry.isExpired.
+    Actor: broker."""
+    qs = _q(st, ev)
+    if qs.holder != ev["holder"]:
+        out.report("INV-LOCK-1", f"expiry of {ev['holder']}'s lock, the entry names {qs.holder}", qs.key)
+    elif lock_live(qs, ev["ts"]):
+        out.report("INV-LOCK-1", f"lock found expired at {ev['ts']}, it expires only after {qs.lock_exp}", qs.key)
+    qs.lock_state = "expired"
+
+
+def pq_lock_changed(st, ev, out):
+    """RocketMQ: ProcessQueue.setLocked / lastLockTimestamp.
+    Actor: client."""
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    if pq is None:
+        return
+    if ev["locked"] and pq.orderly and not pq.broadcast and qs.key[2] in st.dir.brokers:
+        if not holds_lock(qs, ev["client"], ev["ts"]):
+            out.report("INV-OWNER-2", f"{ev['client']}'s ProcessQueue marked locked but the broker lock is "
+                       f"held by {qs.holder}", qs.key)
+    if ev["last_lock_ts"] > ev["ts"]:
+        out.report("GUARD", "lastLockTimestamp in the future", qs.key)
+    pq.locked = ev["locked"]
+    pq.last_lock_ts = ev["last_lock_ts"]
+
+
+def lease_expired(st, ev, out):
+    """RocketMQ: ProcessQueue.isLockExpired.
+    Actor: client."""
+    qs = _q(st, ev)
+    pq = qs.pqs.get(ev["client"])
+    lease = limits.client(st, ev["client"]).lease_ms
+    if pq is not None and pq.locked and ev["ts"] - pq.last_lock_ts <= lease:
+        out.report("GUARD", f"lease reported expired at {ev['ts']} but last lock {pq.last_lock_ts} is within "
+                   f"{lease} ms (the client's lease)", qs.key)
+
+
+def lock_noop(st, ev, out):
+    pass
