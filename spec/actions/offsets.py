@@ -1,0 +1,506 @@
+"""Offsets: the client's offset store (memory or local file), the broker's offset table, reads,
+persists, commits, flushes, loads and operators' resets."""
+from __future__ import annotations
+
+import heapq
+from itertools import chain
+
+from ..invariants import broker_offset_passes, client_offset_passes
+from ..filtering import RETRY_PREFIX, decide, subscription
+from .. import limits
+from ..state import HELD_MAX, M_CODE, M_PROPS, M_TAGS, Client, QueueState
+from .common import _end, _pauses_between, _q, _skip_to
+from .consume import _settle
+
+
+def _committed_for(st, qs: QueueState, client: Client | None):
+    """The committed offset a store read must return: broker table (clustering) or the
+    client's local offsets file (broadcasting; the spec keeps the value even if a buggy
+    rewrite erased it)."""
+    if client is not None and client.broadcast:
+        loc = qs.local.get(client.cid)
+        return None if loc is None else loc[0]
+    return qs.committed
+
+
+def _set_committed(st, qs: QueueState, value):
+    """The broker table's entry for the queue becomes `value` (None: no entry). A client whose
+    store read may be on its way (RemoteBrokerOffsetStore.readOffset(READ_FROM_STORE) is a
+    QUERY_CONSUMER_OFFSET round trip, issued after its allocation of the topic, before its first
+    pull) keeps the replaced value: the broker may have answered with it."""
+    old = qs.committed
+    if old == value:
+        return
+    qs.committed = value
+    group, topic, broker, queue = qs.key
+    g = st.dir.groups.get(group)
+    if g is None:
+        return
+    mq = (topic, broker, queue)
+    d = st.dir
+    for cid in g["clients"]:
+        c = d.clients.get(cid)
+        if c is None or c.broadcast or mq not in d.alloc.get((cid, topic), ()):
+            continue
+        pq = qs.pqs.get(cid)
+        if pq is not None and pq.status == "active":
+            continue            # it has pulled: no read of the queue follows until its next allocation
+        h = qs.held.get(cid, ())
+        if old not in h:
+            h = (h + (old,))[-HELD_MAX:]
+            qs.held[cid] = h
+
+
+def _read_answers(qs: QueueState, cid, committed):
+    """The table values a store read of `cid` may be answered with: the current one and those
+    replaced since its read could have been issued."""
+    return (committed,) + qs.held.get(cid, ())
+
+
+def _store_read_ok(off, values) -> bool:
+    """ConsumerManageProcessor.queryConsumerOffset: the entry's value; with no entry 0 (offset 0
+    still in memory) or QUERY_NOT_FOUND (-1). -2: the query failed on the client, -3 a failed
+    local file read."""
+    if off == -2:
+        return True
+    for v in values:
+        if v is None:
+            if off in (-1, 0, -3):
+                return True
+        elif off == v:
+            return True
+    return False
+
+
+def _pull_from_where(st, qs, client, read, sq):
+    """computePullFromWhere of a store read: (exact value or None, low, high)."""
+    if read >= 0:
+        return read, read, read
+    topic = qs.key[1]
+    fw = client.from_where if client else "CONSUME_FROM_LAST_OFFSET"
+    mx = _end(sq)
+    mn = sq.min if sq else 0
+    if read == -1:
+        if "TIMESTAMP" in fw:
+            if topic.startswith(RETRY_PREFIX):
+                return mx, mx, mx
+            return None, mn, mx
+        if "FIRST" in fw:
+            return 0, 0, 0
+        if topic.startswith(RETRY_PREFIX):
+            return 0, 0, 0
+        return mx, mx, mx
+    return None, None, None   # -2/-3: computePullFromWhere fails; no ProcessQueue should follow
+
+
+def _sampled_store(st, qs, ev, out):
+    """An offset-store value read by polling (obs sampled): the store held `stored` at ts; which
+    updateOffset produced it is not known. Judged as a state: it never passes a message the
+    ProcessQueue still holds unconsumed (INV-OFFSET-3), and never goes back within a live
+    ProcessQueue (INV-OFFSET-2). Messages below it that the group handled have left the tree
+    (removeMessage is not observable from outside the client)."""
+    key, cid, v = qs.key, ev["client"], ev["stored"]
+    pq = qs.pqs.get(cid)
+    s = qs.stores.get(cid)
+    if pq is not None and pq.live:
+        if s is not None and v < s[0] and not pq.orderly:
+            out.report("INV-OFFSET-2", f"client offset moves back from {s[0]} to {v} in a live ProcessQueue "
+                       f"(sampled)", key)
+        # the handled messages below it have left the tree (removeMessage, not observable)
+        unit = qs.units.get(pq.client if pq.broadcast else "")
+        tree, heap = pq.tree, pq.heap
+        while heap and heap[0] < v:
+            o = heapq.heappop(heap)
+            if o not in tree:
+                continue
+            if unit is not None and not unit.handled(o) and pq.failed.get(o) not in ("requested", "expired_sent"):
+                heapq.heappush(heap, o)
+                break
+            tree.discard(o)
+            pq.failed.pop(o, None)
+        m = client_offset_passes(pq, v, taken=False)
+        if m is not None:
+            out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {m}, still unconsumed in the "
+                       f"ProcessQueue or in a listener call", key)
+        pq.pending_upd.clear()
+    qs.stores[cid] = [v, ev.get("frozen") or False]
+    st.sampled_stores.add((key, cid))
+
+
+def _note_reset(qs, off) -> None:
+    """An operator's reset of the queue's offset to `off`: the recent ones (newest last) are
+    what a client's later persist of it may carry."""
+    qs.resets.append(off)
+    if len(qs.resets) > 4:
+        gone = qs.resets.pop(0)
+        if gone not in qs.resets:
+            qs.written_ahead.discard(gone)
+
+
+def _reset_target(st, key, off) -> bool:
+    """Whether `off` is an offset resetOffsetByTime could set on the queue: in [min, max]."""
+    sq = st.stored.get((key[1], key[2], key[3]))
+    return sq is not None and sq.min <= off <= sq.next
+
+
+def offset_updated(st, ev, out):
+    """RocketMQ: OffsetStore.updateOffset / updateAndFreeze.
+    Actor: client."""
+    qs = _q(st, ev)
+    _settle(st, qs, qs.pqs.get(ev["client"]), out)
+    cl = st.dir.clients.get(ev["client"])
+    unit = qs.units.get(ev["client"] if cl is not None and cl.broadcast else "")
+    if unit is not None:
+        unit.had_offset = True      # the client's offset table has an entry for the queue now
+    if ev.get("obs") == "sampled":
+        _sampled_store(st, qs, ev, out)
+        return
+    key = qs.key
+    cid = ev["client"]
+    c = st.dir.clients.get(cid)
+    off, inc = ev["offset"], ev["increase_only"]
+    pq = qs.pqs.get(cid)
+    s = qs.stores.get(cid)
+    prev = s[0] if s is not None else None
+    frozen = s[1] if s is not None else False
+    source = None
+    # a value the ProcessQueue may still update to; once it is dropped, neither consume service
+    # updates the offset any more (processConsumeResult checks isDropped), so an updateOffset(...,
+    # false) there is first the client's own task of a correction or a reset, and only then the
+    # dropped queue's (INV-DROP-1 below)
+    pending = pq is not None and pq.pending_upd and off in pq.pending_upd
+    if pending and (inc or pq.status != "dropped"):
+        pq.pending_upd.remove(off)
+        source = "pq"
+    elif not inc and off in qs.illegal.get(cid, ()):
+        fixes = qs.illegal[cid]
+        fixes.remove(off)
+        if not fixes:
+            del qs.illegal[cid]
+        source = "illegal"
+    if source is None:
+        committed = _committed_for(st, qs, c)
+        due = qs.reset_drops.get(cid)
+        if not inc and off >= 0 and due is not None and ev["ts"] >= due:
+            # MQClientInstance.resetOffset dropped this client's ProcessQueue: its next
+            # updateOffset(mq, offset, false) of the queue is the operator's offset. Nothing else
+            # sets one in between: the ProcessQueue stays in the table until the reset removes
+            # it, so no rebalance creates one and reads the store (a drop by an OFFSET_ILLEGAL
+            # answer, whose correction matched above, is not a reset's). A ProcessQueue dropped
+            # before and kept in the table (an orderly one whose call held the consume lock)
+            # is dropped by the reset again: setDropped(true) is called on every queue of the
+            # topic it holds. Before the 10 s are up, an update is not the reset's
+            source = "reset"
+            _note_reset(qs, off)
+        elif pending:       # the dropped ProcessQueue's own update
+            pq.pending_upd.remove(off)
+            source = "pq"
+        # READ_FROM_STORE: the client adopts the store's value with updateOffset(..., false)
+        elif not inc and off >= 0 and _store_read_ok(off, _read_answers(qs, cid, committed)):
+            source = "read"
+        elif not inc and off in qs.resets:
+            source = "reset"        # MQClientInstance.resetOffset: updateOffset(mq, reset, false)
+        elif not inc and off >= 0 and (
+                pq is not None and pq.status == "dropped" and c is not None
+                and c.status in ("running", "paused") and _reset_target(st, key, off)):
+            # the operator's offset, which the broker handed this client (Broker2Client.resetOffset
+            # commits nothing while the group's consumers are online): not the client's to judge.
+            # The reset shows by the ProcessQueue it dropped (above), or not at all when an OFFSET_ILLEGAL
+            # answer dropped it already: MQClientInstance.resetOffset drops it again, which no
+            # trace shows (a drop is reported once), and 10 s later sets the operator's offset;
+            # then an offset the reset could set (in [minOffset, maxOffset]:
+            # getOffsetInQueueByTime) is taken as one.
+            source = "reset"
+            _note_reset(qs, off)
+        else:
+            out.report("INV-OFFSET-1", f"offset update to {off} that the ProcessQueue did not produce "
+                       f"(pending {pq.pending_upd[-4:] if pq else []}, committed {committed})", key)
+            source = "unknown"
+    if source == "pq" and pq is not None and pq.status == "dropped":
+        out.report("INV-DROP-1", f"offset update to {off} from a dropped ProcessQueue", key)
+    if source == "illegal" and st.profile.controllable_offset:
+        want, want_frozen = off, True          # updateAndFreeze
+    elif frozen:
+        want, want_frozen = prev, True
+    elif inc:
+        want, want_frozen = (off if prev is None else max(prev, off)), False
+    else:
+        want, want_frozen = off, False
+    stored = ev["stored"]
+    if stored != want:
+        out.report("INV-OFFSET-1", f"store holds {stored} after update({off}, increaseOnly={inc}) from {prev}"
+                   f"{' (frozen)' if frozen else ''}; expected {want}", key)
+    if pq is not None and pq.live and source == "pq":
+        if prev is not None and stored < prev:
+            out.report("INV-OFFSET-2", f"client offset moves back from {prev} to {stored} in a live ProcessQueue", key)
+    m = client_offset_passes(pq, stored)
+    if m is not None:
+        out.report("INV-OFFSET-3", f"client offset {stored} passes unconsumed offset {m} still in the "
+                   f"ProcessQueue", key)
+    fr = ev.get("frozen")
+    qs.stores[cid] = [stored, want_frozen if fr is None else fr]
+
+
+def offset_read(st, ev, out):
+    """RocketMQ: OffsetStore.readOffset.
+    Actor: client."""
+    qs = _q(st, ev)
+    key = qs.key
+    cid = ev["client"]
+    off = ev["offset"]
+    c = st.dir.clients.get(cid)
+    if ev["source"] == "store":
+        committed = _committed_for(st, qs, c)
+        broadcast = c is not None and c.broadcast
+        values = (committed,) if broadcast else _read_answers(qs, cid, committed)
+        if not _store_read_ok(off, values):
+            where = "local offsets file" if broadcast else "broker"
+            since = "" if len(values) == 1 else f" (and since {cid}'s allocation held {list(values[1:])})"
+            if committed is not None:
+                out.report("INV-START-1", f"store read returns {off}, the {where} holds {committed}{since}", key)
+            else:
+                out.report("INV-START-1", f"store read returns {off} but no offset is committed{since}", key)
+        # the next read (the orderly first pull's re-read) is issued after this one was answered
+        qs.held.pop(cid, None)
+        qs.reads[cid] = off
+        pq = qs.pqs.get(cid)
+        if pq is not None and pq.status == "created":
+            # orderly first pull after locking re-reads the offset (computePullFromWhere)
+            sq = st.stored.get((key[1], key[2], key[3]))
+            exact, lo, hi = _pull_from_where(st, qs, c, off, sq)
+            pq.alt_pull = exact
+            qs.reads.pop(cid, None)
+    else:
+        s = qs.stores.get(cid)
+        want = s[0] if s is not None else -1
+        if off != want:
+            out.report("INV-OFFSET-1", f"memory read returns {off}, the store holds {want}", key)
+
+
+def offset_removed(st, ev, out):
+    """RocketMQ: OffsetStore.removeOffset.
+    Actor: client."""
+    qs = _q(st, ev)
+    qs.stores.pop(ev["client"], None)
+
+
+def offset_persisted(st, ev, out):
+    """RocketMQ: OffsetStore.persist (one-way).
+    Actor: client."""
+    qs = _q(st, ev)
+    key = qs.key
+    cid = ev["client"]
+    s = qs.stores.get(cid)
+    off = ev["offset"]
+    if s is not None and (key, cid) in st.sampled_stores:
+        # the store is seen by polling: the persist (exact) shows a value the poll had not seen
+        # yet; in a live ProcessQueue it can only be newer (increaseOnly)
+        if off < s[0]:
+            pq = qs.pqs.get(cid)
+            if pq is not None and pq.live and not pq.orderly:
+                out.report("INV-OFFSET-1", f"persist sends {off}, below the store's value {s[0]} seen earlier", key)
+        s[0] = off
+    elif s is not None and s[0] != off:
+        out.report("INV-OFFSET-1", f"persist sends {off}, the client store holds {s[0]}", key)
+    c = st.dir.clients.get(cid)
+    if c is not None and c.broadcast:
+        out.report("INV-BCAST-1", "a broadcasting client persisted an offset to the broker", key)
+    if not ev["lost"]:
+        k = (cid, off)
+        qs.persists[k] = qs.persists.get(k, 0) + 1
+
+
+def offset_committed(st, ev, out):
+    """RocketMQ: ConsumerOffsetManager.commitOffset.
+    Actor: broker."""
+    qs = _q(st, ev)
+    key = qs.key
+    off = ev["offset"]
+    src = ev.get("source", "persist")
+    cid = ev.get("client")
+    if src == "snapshot":
+        # the value the broker held when observation began (schema v2): nothing to judge; the
+        # group's progress below it happened unobserved, so it is not a skip
+        _set_committed(st, qs, off)
+        qs.flushed = off
+        unit = qs.units.get("")
+        if unit is not None:
+            unit.skip_to(off, unit.wm)
+        return
+    sampled = ev.get("obs") == "sampled"
+    if sampled:
+        # the table was seen holding `off` by polling: a state, not a step. When a persist or a
+        # pull in flight carries the value, its exact commit event describes the change (before
+        # or after this one): nothing to do here. Otherwise the change is judged as a state below.
+        if off == qs.committed or any(k[1] == off for k in qs.persists) or off in qs.pull_commit.values():
+            return
+    elif src == "persist":
+        k = (cid, off)
+        n = qs.persists.get(k)
+        if n is None and cid is None:
+            k = next((kk for kk in qs.persists if kk[1] == off), None)
+            n = qs.persists.get(k) if k else None
+        if not n:
+            out.report("INV-OFFSET-1", f"broker commits {off} from {cid}, which no persist in flight carries", key)
+        elif n == 1:
+            del qs.persists[k]
+        else:
+            qs.persists[k] = n - 1
+    elif src == "pull":
+        pc = qs.pull_commit.get(cid)
+        if pc != off:
+            out.report("INV-OFFSET-1", f"broker commits {off} from {cid}'s pull, which carried {pc}", key)
+    if "previous" in ev and ev.get("previous") != qs.committed and not sampled:
+        out.report("GUARD", f"broker commit says previous {ev.get('previous')}, the table held {qs.committed}", key)
+    g = st.dir.groups.get(key[0])
+    if g is not None and g["model"] == "BROADCASTING" and src != "reset":
+        # (an operator may write any group's broker offset; broadcasting clients never read it)
+        out.report("INV-BCAST-1", "offset committed on the broker for a broadcasting group", key)
+    unit = qs.units.get("")
+    # an operator's reset: written by mqadmin (no consumer online), or carried by a client whose
+    # offset table holds it: set on the broker's request (MQClientInstance.resetOffset, then
+    # removeUnnecessaryMessageQueue persists it), or read from the broker before a correction
+    # replaced it there, and committed again by a persist or by a pull (PullMessageRequestHeader's
+    # commitOffset, which the broker commits as a persist) over another value (a pull that commits
+    # the table's own value again changes nothing: the reset is judged where it was)
+    reset = src == "reset" or (off in qs.resets and (src == "persist" or (src == "pull" and off != qs.committed)))
+    if qs.committed is not None and off < qs.committed and not reset and src != "snapshot":
+        _offset_back(st, qs, g, unit, off, src, cid, ev["ts"], out)
+    if reset:
+        if src == "reset":
+            _note_reset(qs, off)
+        sq = st.stored.get((key[1], key[2], key[3]))
+        qs.reset_ahead = off if off > _end(sq) else None
+        if qs.reset_ahead is not None:
+            qs.written_ahead.add(off)       # (a reset's value: in qs.resets)
+        # a client persisting the operator's offset again (its table still holds it) skips what
+        # the write skipped; past the queue's end, nothing stored since: its pull is answered
+        # OFFSET_ILLEGAL and corrected (pull_answered judges that correction's skip)
+        if unit is not None and (src == "reset" or qs.reset_ahead is None):
+            left = _skip_to(unit, off, sq)
+            if left:
+                out.report("ANOM-RESET-SKIP", f"operator reset to {off} skips {left} messages the group had "
+                           f"not consumed", key)
+    elif qs.reset_ahead is not None and off != qs.reset_ahead:
+        qs.reset_ahead = None       # the reset's offset is replaced (the illegal-offset correction landed)
+    _set_committed(st, qs, off)
+    qs.lost_entry = None
+    m = broker_offset_passes(st, qs)
+    if m is not None:
+        out.report("INV-OFFSET-3", f"broker commits {off} but offset {m} has not been consumed by the group", key)
+
+
+def _offset_back(st, qs, g, unit, off, src, cid, ts, out):
+    """The broker's committed offset moves back (commitOffset overwrites). Concurrent: allowed
+    (ANOM-OFFSET-BACK, a late persist). Orderly: more than one batch of consumed and committed
+    messages below the old value is INV-ORDER-3."""
+    prev = qs.committed
+    key = qs.key
+    n = 0
+    if g is not None and g["mode"] == "ORDERLY" and g["model"] == "CLUSTERING" and unit is not None:
+        # consumed and committed by the group in [off, prev): below the watermark all, above it the
+        # handled ones (counted without walking the gap); only messages still stored can be
+        # consumed again: none below the queue's min offset (retention) or at its end and past it
+        # (an operator's write past the end, which the watermark may have skipped to)
+        sq = st.stored.get((key[1], key[2], key[3]))
+        lo, hi = (max(off, sq.min), min(prev, sq.next)) if sq is not None else (off, off)   # (nothing stored)
+        n = max(0, min(hi, unit.wm) - lo) + sum(1 for o in unit.done if lo <= o < hi)
+        if n > qs.batch_max:
+            n = _delivered_again(st, qs, unit, lo, hi, cid, n)
+    if n > qs.batch_max:
+        c = st.dir.clients.get(cid) if cid else None
+        pauses = _pauses_between(st, cid, 0, ts) if cid else []
+        why = f"{cid} persisted its stale offset {off}"
+        if pauses:
+            t, d = pauses[-1]
+            lim = limits.client(st, cid)
+            b = limits.broker(st, key[2])
+            why += (f" after a pause at ts {t} of {d} ms (client lease {lim.lease_ms} ms, broker lock "
+                    f"{b.lock_max_live_ms} ms, channel expiry {b.channel_expired_ms} ms): meanwhile the queue "
+                    f"moved on to {prev}")
+        elif c is not None and c.status != "running":
+            why += f" while {c.status}"
+        out.report("INV-ORDER-3", f"the orderly queue's broker offset moves back from {prev} to {off} ({src} from "
+                   f"{cid}): {n} messages the group had consumed and committed will be consumed again, more "
+                   f"than the one batch in flight at a handover (largest batch {qs.batch_max}); cause: {why}", key)
+    else:
+        out.report("ANOM-OFFSET-BACK", f"broker offset moves back from {prev} to {off} ({src} from {cid})", key)
+
+
+def _delivered_again(st, qs, unit, lo, hi, cid, handled):
+    """Of the group's `handled` offsets in [lo, hi), how many a pull from lo hands to the
+    listener again: not those the subscription filters (the broker's tag-code or SQL92 filter,
+    or the client's exact re-check), which were skipped, never consumed, and are skipped again.
+    Every one counts where the subscription or the message is unknown."""
+    key = qs.key
+    c = st.dir.clients.get(cid) if cid else None
+    s = c.subs.get(key[1]) if c is not None and not key[1].startswith(RETRY_PREFIX) else None
+    sub = subscription(s.get("type"), s.get("expr")) if s is not None else None
+    sq = st.stored.get((key[1], key[2], key[3]))
+    if sq is None or sub is None or (sub[0] == "TAG" and sub[1].every):
+        return handled          # (nothing is filtered, or what is cannot be told)
+    msgs = sq.msgs
+    n = 0
+    for o in chain(range(lo, min(hi, unit.wm)), sorted(o for o in unit.done if lo <= o < hi)):
+        m = msgs.get(o)
+        if m is None or False not in decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS]):
+            n += 1
+    return n
+
+
+def offset_flushed(st, ev, out):
+    """RocketMQ: offset table flush.
+    Actor: broker or client."""
+    qs = _q(st, ev)
+    if ev["store"] == "broker":
+        if qs.committed is not None and ev["offset"] != qs.committed:
+            out.report("GUARD", f"broker flushes {ev['offset']}, its table holds {qs.committed}", qs.key)
+        qs.flushed = ev["offset"]
+    else:
+        cid = ev.get("client")
+        s = qs.stores.get(cid)
+        if s is not None and s[0] != ev["offset"]:
+            out.report("INV-OFFSET-1", f"local store flushes {ev['offset']}, it holds {s[0]}", qs.key)
+        qs.local[cid] = [ev["offset"], False]
+
+
+def offset_erased(st, ev, out):
+    """RocketMQ: LocalFileOffsetStore.persistAll rewrite (pre-#7740); broker: commitOffset get-then-put race.
+    Actor: broker or client."""
+    qs = _q(st, ev)
+    if ev["store"] == "broker":
+        # ConsumerOffsetManager.commitOffset's get-then-put: two first commits of one topic@group
+        # each put a new map, the second replaces the first and its entries (a real 4.9.8 race).
+        # The queue has no committed offset until its next commit: a read answers -1 (or 0).
+        if qs.committed is not None:
+            qs.lost_entry = qs.committed
+        _set_committed(st, qs, None)
+        return
+    loc = qs.local.get(ev.get("client"))
+    if loc is not None:
+        loc[1] = True       # the spec keeps the value: a correct LocalFileOffsetStore never forgets it
+
+
+def offset_loaded(st, ev, out):
+    """RocketMQ: offset table load.
+    Actor: broker or client."""
+    qs = _q(st, ev)
+    if ev["store"] == "broker":
+        off = ev["offset"]
+        if qs.flushed is not None and off != qs.flushed:
+            out.report("GUARD", f"broker reloads {off}, its last flush was {qs.flushed}", qs.key)
+        _set_committed(st, qs, off)
+        # ConsumerOffsetManager.load reads the last flush of consumerOffset.json: what was
+        # written after it is gone, a pending reset past the end with it, and the value may be an
+        # operator's own write (an older one, when a later write was not flushed yet). Past the
+        # queue's end, such a write is corrected as it was when written (OFFSET_ILLEGAL, then
+        # maxOffset), and what that skips is the operator's (ANOM-RESET-SKIP). So is a write that
+        # was past the end when made and that the queue has outgrown since: no correction comes,
+        # and the next owner starts there, past what was stored below it meanwhile
+        key = qs.key
+        end = _end(st.stored.get((key[1], key[2], key[3])))
+        qs.reset_ahead = off if off in qs.resets and (off > end or off in qs.written_ahead) else None
+    else:
+        loc = qs.local.get(ev.get("client"))
+        if loc is not None and loc[0] != ev["offset"]:
+            out.report("INV-START-1", f"local offsets file reloads {ev['offset']}, last flushed {loc[0]}", qs.key)
