@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketspec.commands.diff import compare
+from rocketspec.traces.differential import compare
 from rocketspec.traces.stats import CAUSES, stats_of_events
 
 G, T, B = "G", "T", "b"

@@ -28,11 +28,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def generated_block(root: Path, name: str, real: Path, seed: int = 1) -> str:
-    from rocketspec.commands.diff import _first_event, build_report, render_markdown, simulate_reference
+    from rocketspec.traces.differential import build_report, first_event, render_markdown, simulate_reference
     import tempfile
 
     scenario = root / "reference" / "scenarios" / f"{name}.toml"
-    prof = _first_event(real).get("profile")
+    prof = first_event(real).get("profile")
     import os
 
     cwd = os.getcwd()

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import UserError
 from ..spec import invariants as _inv
@@ -213,6 +214,16 @@ def _available_bytes() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def default_output(path: str) -> str:
+    """TRACE.jsonl -> TRACE.min.jsonl next to it (whatever the input's format or compression)."""
+    p = Path(path)
+    name = p.name
+    for suffix in (".gz", ".zst", ".zstd", ".jsonl", ".json", ".parquet"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return str(p.with_name(name + ".min.jsonl"))
 
 
 def validate_events(events, path="<events>", numbered: bool = False) -> list[dict]:

@@ -473,7 +473,7 @@ def default_output(path: str, fmt: str) -> str:
     """h.history -> h.min.history; a trace: TRACE.min.jsonl."""
     p = Path(path)
     if fmt == "trace":
-        from ..commands.minimize import default_output as trace_output
+        from .minimize import default_output as trace_output
 
         return trace_output(path)
     return str(p.with_name(p.stem + ".min" + p.suffix)) if p.suffix else str(p) + ".min"

@@ -12,7 +12,6 @@ input, including a trace that holds (nothing to minimize) or that does not viola
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -21,16 +20,6 @@ from rocketspec import jsonout
 from rocketspec.errors import EXIT_FINDING
 
 SHOW_UNITS = 6      # unit names listed per kind in the text report
-
-
-def default_output(path: str) -> str:
-    """TRACE.jsonl -> TRACE.min.jsonl next to it (whatever the input's format or compression)."""
-    p = Path(path)
-    name = p.name
-    for suffix in (".gz", ".zst", ".zstd", ".jsonl", ".json", ".parquet"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return str(p.with_name(name + ".min.jsonl"))
 
 
 def render_text(res, out: str | None) -> str:
@@ -136,7 +125,7 @@ def minimize_cmd(path, out, invariant, profile, match, fmt, complete, groups_fil
     from rocketspec.commands.options import progress_bar
     from rocketspec.outputs import refuse_input_as_output
     from rocketspec.traces.io import input_size, read_events, write_trace
-    from rocketspec.traces.minimize import minimize, validate_events
+    from rocketspec.traces.minimize import default_output, minimize, validate_events
 
     if out is None:
         if path == "-":
