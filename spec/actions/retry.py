@@ -1,0 +1,261 @@
+"""Retry and DLQ: send-back requests and their outcomes, the %RETRY% copies (their delay level,
+schedule and delivery) and dead-lettering."""
+from __future__ import annotations
+
+from ..filtering import DLQ_PREFIX, RETRY_PREFIX
+from .. import limits
+from ..lifecycles import MSG_TABLE
+from ..state import M_ID, M_R, Chain
+from .common import _client, _duplicate, _group_client
+
+
+def _chain(st, group, origin) -> Chain:
+    k = (group, origin)
+    ch = st.chains.get(k)
+    if ch is None:
+        ch = st.chains[k] = Chain()
+    return ch
+
+
+def send_back_requested(st, ev, out):
+    """RocketMQ: DefaultMQPushConsumerImpl.sendMessageBack.
+    Actor: client."""
+    cid = ev["client"]
+    c = _client(st, ev, out)
+    ckey = (ev["group"], ev["origin_msg_id"])
+    if c is not None and c.broadcast:
+        out.report("INV-BCAST-1", "a broadcasting client sent a message back", ckey)
+    qkey = None
+    off = ev.get("offset")
+    # the message's place is judged when the event gives all of it (each field is optional in
+    # the schema; without the broker, topic and queue name no queue)
+    if ev.get("topic") is not None and ev.get("broker") is not None and ev.get("queue") is not None \
+            and off is not None:
+        qkey = (ev["group"], ev["topic"], ev["broker"], ev["queue"])
+        qs = st.queues.get(qkey)
+        pq = qs.pqs.get(cid) if qs is not None else None
+        if pq is None:
+            out.report("INV-RETRY-3", f"send-back of offset {off} from a queue {cid} has no ProcessQueue for", ckey)
+        elif pq.orderly:
+            if off not in pq.consuming:
+                out.report("INV-RETRY-3", f"orderly send-back of offset {off} that is not being consumed", ckey)
+        else:
+            s = pq.failed.get(off)
+            if s is None and off not in pq.tree:
+                out.report("INV-RETRY-3", f"send-back of offset {off} that {cid} neither failed nor holds", ckey)
+            elif s is None and (off != pq.tree_min() or ev.get("delay_level") != 3):
+                # not failed, so only ProcessQueue.cleanExpiredMsg may send it back: it sends the
+                # tree's first message, with sendMessageBack(msg, 3)
+                out.report("INV-RETRY-3", f"send-back of offset {off} that {cid} did not fail, and not as "
+                           f"cleanExpiredMsg does (the tree's first message {pq.tree_min()}, delay level 3; got "
+                           f"delay level {ev.get('delay_level')})", ckey)
+            if s is not None:
+                pq.failed[off] = "requested"
+            elif off in pq.tree:
+                pq.failed[off] = "expired"      # cleanExpiredMsg: sendMessageBack(msg, 3), then removeMessage
+        sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
+        if sq is not None:
+            m = sq.msgs.get(off)
+            if m is not None and m[M_ID] != ev["msg_id"]:
+                out.report("INV-RETRY-3", f"send-back names {ev['msg_id']} but offset {off} holds {m[M_ID]}", ckey)
+            if m is not None and ev["reconsume_times"] < m[M_R]:
+                out.report("INV-RETRY-2", f"send-back with reconsume_times {ev['reconsume_times']} below the copy's "
+                           f"{m[M_R]}", ckey)
+    ch = _chain(st, *ckey)
+    ch.requests[(cid, ev["msg_id"])] = (ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off, ev["ts"])
+
+
+def send_back_failed(st, ev, out):
+    """RocketMQ: send-back and fallback failed.
+    Actor: client."""
+    ch = st.chains.get((ev["group"], ev["origin_msg_id"]))
+    req = ch.requests.pop((ev["client"], ev["msg_id"]), None) if ch is not None else None
+    if req is None:
+        out.report("GUARD", "send-back failed but was never requested", (ev["group"], ev["origin_msg_id"]))
+        return
+    qkey, off = req[3], req[4]
+    if qkey is not None:
+        qs = st.queues.get(qkey)
+        pq = qs.pqs.get(ev["client"]) if qs is not None else None
+        if pq is not None and off in pq.failed:
+            if pq.failed[off] == "expired":
+                # cleanExpiredMsg's send-back threw: the message stays in the tree, in its
+                # listener call, as if never sent (cleanExpiredMsg may try it again)
+                del pq.failed[off]
+            else:
+                pq.failed[off] = "resubmit"
+    _gc_chain(st, (ev["group"], ev["origin_msg_id"]), ch)
+
+
+def message_sent_back(st, ev, out):
+    """RocketMQ: consumerSendMsgBack / handleRetryAndDLQ.
+    Actor: broker."""
+    ckey = (ev["group"], ev["origin_msg_id"])
+    ch = _chain(st, *ckey)
+    cid = ev.get("client")
+    mid = ev["msg_id"]
+    req = ch.requests.pop((cid, mid), None)
+    if req is None:
+        for k in list(ch.requests):
+            if k[1] == mid:
+                req = ch.requests.pop(k)
+                cid = k[0]
+                break
+    # the path the copy took: the event's (a consumerSendMsgBack request may end as the fallback
+    # producer's send when the broker could not be reached), else the request's
+    via = ev.get("via") or (req[2] if req is not None else None)
+    r = req[0] if req is not None else ev["reconsume_times"]
+    if via == "consumer_send_back":
+        # consumerSendMsgBack looks the message up by commit-log offset: the count it judges is
+        # the stored copy's, not the client's in-memory one (raised by failed send-backs)
+        stored_r = None
+        if req is not None and req[3] is not None:
+            sq = st.stored.get(req[3][1:])
+            m = sq.msgs.get(req[4]) if sq is not None else None
+            stored_r = m[M_R] if m is not None else None
+        r = stored_r if stored_r is not None else ev["reconsume_times"]
+    dl = req[1] if req is not None else ev.get("delay_level", 0)
+    client = _group_client(st, ev["group"], cid)
+    mx = limits.max_reconsume(st, client)
+    if mx is None and via == "orderly_producer":
+        mx = r          # orderly sends back only once the count reached the client's maximum
+    what = f"copy {mid} with reconsume_times {r}"
+    if via == "fallback_producer":
+        # the fallback producer's send: handleRetryAndDLQ judges its new copy's count, the client's
+        # count + 1, with the release's comparison (4.9.x >=, 5.x >; a concurrent group holds no lock)
+        judged = r + 1
+        what += f" (its fallback copy {judged})"
+        over = mx is not None and (judged >= mx if st.profile.retry_dlq_compare == "ge" else judged > mx)
+    else:
+        over = mx is not None and r >= mx
+    should_dlq = over or (dl is not None and dl < 0)
+    outcome = ev["outcome"]
+    if outcome == "retry" and should_dlq:
+        out.report("INV-RETRY-1", f"{what} >= maxReconsumeTimes {mx} was sent to %RETRY% instead of the DLQ", ckey)
+    elif outcome == "dlq" and not should_dlq:
+        out.report("INV-RETRY-1", f"{what} < maxReconsumeTimes {mx} was dead-lettered early", ckey)
+    if (cid, mid) in ch.accepted and outcome != "discarded":
+        out.report("INV-RETRY-3", f"{cid} sent copy {mid} back twice: two retry copies of one failure", ckey)
+    ch.accepted.add((cid, mid))
+    if outcome == "retry":
+        levels = len(limits.broker(st, ev["broker"]).delay_ms) - 1
+        want = dl if (dl is not None and dl > 0) else 3 + r
+        want = min(want, levels)
+        got = ev.get("delay_level")
+        if got is not None and got != want:
+            out.report("INV-RETRY-2", f"retry of copy {mid} (reconsume_times {r}) at delay level {got}, "
+                       f"expected {want}", ckey)
+        ch.entries.append(["sent_back", r + 1, got if got is not None else want, None, None, mid,
+                           req[5] if req is not None and len(req) > 5 else ev["ts"]])
+    elif outcome == "discarded":
+        st.counts["ANOM-DISCARD"] = st.counts.get("ANOM-DISCARD", 0) + 1
+        if out is not None:
+            out.example("ANOM-DISCARD", f"{mid} sent back by {cid} was discarded (no retry queue)", ckey)
+    # the failed original is now handled by the group (its successor carries the obligation)
+    if req is not None and req[3] is not None:
+        qs = st.queues.get(req[3])
+        if qs is not None:
+            pq = qs.pqs.get(cid)
+            if pq is not None and not pq.broadcast:
+                unit = qs.units.get("")
+                if unit is not None:
+                    unit.handle(req[4])
+                if pq.failed.get(req[4]) == "expired":
+                    pq.failed[req[4]] = "expired_sent"
+                    pq.expired.add(req[4])
+    _gc_chain(st, ckey, ch)
+
+
+def message_scheduled(st, ev, out):
+    """RocketMQ: delay level -> SCHEDULE_TOPIC_XXXX.
+    Actor: broker."""
+    real = ev.get("real_topic") or ""
+    if real.startswith(DLQ_PREFIX):
+        out.report("INV-DLQ-1", f"a dead-lettered copy of {ev['origin_msg_id']} goes through the schedule (delay level "
+                   f"{ev['delay_level']}) instead of straight to {real} (#2724)",
+                   (ev.get("group") or real[len(DLQ_PREFIX):], ev["origin_msg_id"]))
+        return
+    if not real.startswith(RETRY_PREFIX):
+        return
+    group = ev.get("group") or real[len(RETRY_PREFIX):]
+    ckey = (group, ev["origin_msg_id"])
+    ch = st.chains.get(ckey)
+    lvl = ev["delay_level"]
+    entry = None
+    if ch is not None:
+        for e in ch.entries:
+            if e[0] == "sent_back" and e[2] == lvl:
+                entry = e
+                break
+        if entry is None:
+            entry = next((e for e in ch.entries if e[0] == "sent_back"), None)
+    if entry is None:
+        out.report("GUARD", f"retry copy scheduled without an accepted send-back (origin {ev['origin_msg_id']})", ckey)
+        ch = _chain(st, *ckey)
+        entry = ["sent_back", ev.get("reconsume_times", 0), lvl, None, None, None]
+        ch.entries.append(entry)
+    if ("sent_back", "message_scheduled") not in MSG_TABLE:
+        out.report("GUARD", "message lifecycle: scheduling not allowed", ckey)
+    table = limits.broker(st, ev["broker"]).delay_ms
+    if 0 < lvl < len(table):
+        # deliver time = the schedule copy's store time + the level's delay
+        # (ScheduleMessageService.computeDeliverTimestamp). A recorder sees the store after it
+        # happened: the store time lies between the send-back request (send_back_requested) and
+        # this event's ts (equal to both when the clock is the broker's, as in the reference)
+        stored_at = ev["deliver_ts"] - table[lvl]
+        lo = entry[6] if len(entry) > 6 and entry[6] is not None else ev["ts"]
+        if not min(lo, ev["ts"]) <= stored_at <= ev["ts"]:
+            out.report("INV-RETRY-2", f"delay level {lvl} is {table[lvl]} ms: the copy was stored at "
+                       f"{stored_at} by its deliver time {ev['deliver_ts']}, outside [{min(lo, ev['ts'])}, {ev['ts']}] "
+                       f"(send-back requested .. scheduled)", ckey)
+    if ev.get("reconsume_times") is not None and ev["reconsume_times"] != entry[1]:
+        out.report("INV-RETRY-2", f"scheduled copy carries reconsume_times {ev['reconsume_times']}, expected "
+                   f"{entry[1]}", ckey)
+    entry[0], entry[3], entry[4] = "delayed", ev["deliver_ts"], ev["msg_id"]
+
+
+def schedule_delivered(st, ev, out):
+    """RocketMQ: ScheduleMessageService.messageTimeUp.
+    Actor: broker."""
+    real = ev.get("real_topic") or ""
+    group = ev.get("group") or (real[len(RETRY_PREFIX):] if real.startswith(RETRY_PREFIX) else None)
+    if group is None:
+        return
+    ckey = (group, ev["origin_msg_id"])
+    ch = st.chains.get(ckey)
+    entry = None
+    if ch is not None:
+        entry = next((e for e in ch.entries if e[0] == "delayed" and e[4] == ev["msg_id"]), None)
+    if entry is None:
+        done = st.sched_done.get(ev["msg_id"])
+        if done is not None and st.dir.brokers.get(ev["broker"], 0) > done[1]:
+            # the schedule service's delay offsets are flushed every 10 s: after a broker
+            # restart it delivers again what it delivered since the last flush (at-least-once)
+            _duplicate(st, out, ckey, f"the schedule delivers {ev['msg_id']} again after a broker restart")
+            ch = _chain(st, *ckey)
+            ch.entries.append(["redelivered", done[0], ev["delay_level"], None, ev["msg_id"], None])
+            return
+        out.report("GUARD", f"schedule delivered {ev['msg_id']} that was never scheduled", ckey)
+        return
+    if ev["ts"] < entry[3]:
+        out.report("INV-RETRY-2", f"retry copy delivered at {ev['ts']}, before its deliver time {entry[3]}", ckey)
+    entry[0] = "redelivered"
+    sd = st.sched_done
+    sd[ev["msg_id"]] = (entry[1], st.dir.brokers.get(ev["broker"], 0))
+    if len(sd) > 200000:
+        for k in list(sd)[:100000]:
+            del sd[k]
+
+
+def message_dead_lettered(st, ev, out):
+    """RocketMQ: %DLQ% store.
+    Actor: broker."""
+    ckey = (ev["group"], ev["origin_msg_id"])
+    ch = st.chains.get(ckey)
+    if ch is not None:
+        _gc_chain(st, ckey, ch)
+
+
+def _gc_chain(st, ckey, ch):
+    if not ch.requests and all(e[0] in ("redelivered",) for e in ch.entries) and not ch.entries:
+        st.chains.pop(ckey, None)
