@@ -484,7 +484,7 @@ def run_scenario(name: str, seed: int, profile: str):
     A run stopped at MAX_EVENTS is judged on the events it emitted (a prefix of its trace)."""
     from rocketspec.reference import runner
     from rocketspec.reference.scenario import expected_failures, load_scenario
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.spec.replay import check_events
 
     sc = load_scenario(name)

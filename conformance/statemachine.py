@@ -31,7 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 from ..reference.choice import ScriptChooser
 from ..reference.runner import Run
 from ..reference.scenario import validate
-from ..spec.profiles import PROFILES, UnknownProfile
+from ..rocketmq.profiles import PROFILES, UnknownProfile
 from . import strategies as S
 from .monitor import SpecViolation, TraceMonitor
 

@@ -11,7 +11,7 @@ import dataclasses
 
 from rocketspec.spec.filter import java_string_hash, tags_code
 
-from rocketspec.spec.profiles import CLIENT_TIMING_KEYS, get_profile
+from rocketspec.rocketmq.profiles import CLIENT_TIMING_KEYS, get_profile
 from rocketspec.traces.schema import SCHEMA_VERSION
 
 from .broker.broker import Broker, BrokerUnavailable

@@ -10,7 +10,7 @@ from functools import partial
 
 from rocketspec.spec import filter as filter_language
 from rocketspec.spec.filter import build_subscription, client_tag_match
-from rocketspec.spec.profiles import CLIENT_TIMING_KEYS
+from rocketspec.rocketmq.profiles import CLIENT_TIMING_KEYS
 
 from .. import checks
 from ..allocation import STRATEGIES

@@ -53,7 +53,7 @@ from rocketspec.spec.filter import (
     stored_properties,
     tags_code,
 )
-from rocketspec.spec.profiles import PROFILES, UnknownProfile, get_profile
+from rocketspec.rocketmq.profiles import PROFILES, UnknownProfile, get_profile
 
 KINDS = ("expr", "tag", "sub")
 FIELDS = {
