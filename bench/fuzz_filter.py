@@ -25,7 +25,7 @@ import sys
 import time
 import traceback
 
-from rocketspec.spec.filter import (
+from rocketspec.rocketmq.filter import (
     MAX_DEPTH,
     MAX_EXPR_LENGTH,
     FilterCompileError,

@@ -3,7 +3,7 @@
 For each kind of nesting, prints the deepest that real RocketMQ 4.9.8 compiles on a
 default-stack thread (conformance/java/SqlDepth.java): cold (each probe in a fresh JVM, the
 parser interpreted) and warm (after N parses, the parser JIT-compiled), and the deepest
-that rocketspec compiles (spec.filter.sql92, JAVA_MAX_NESTING). rocketspec must compile at
+that rocketspec compiles (rocketspec.rocketmq.filter.sql92, JAVA_MAX_NESTING). rocketspec must compile at
 least the warm maximum. Needs java and the RocketMQ classpath (see conformance/realdiff.py);
 prints why and exits 0 when they are absent.
 
@@ -15,7 +15,7 @@ import argparse
 import time
 
 from rocketspec.conformance.realdiff import Unavailable, java_sql92_compile, java_sql92_edge
-from rocketspec.spec.filter import FilterCompileError, compile_sql92
+from rocketspec.rocketmq.filter import FilterCompileError, compile_sql92
 
 # The same shapes as SqlDepth.shape()
 SHAPES = {

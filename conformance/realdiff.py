@@ -362,7 +362,7 @@ def apply_sql92(expr: str, props: dict | None, profile: str = SQL92_PROFILE) -> 
     """rocketspec's answer in SqlDiff's shape: compile_sql92, Expression.evaluate on the
     properties as given (the evaluator alone), sql92_match (the broker's decision, on the
     properties as the broker stores them, which is what `rocketspec filter` answers)."""
-    from ..spec.filter import FilterCompileError, FilterEvaluateError, compile_sql92, sql92_match
+    from ..rocketmq.filter import FilterCompileError, FilterEvaluateError, compile_sql92, sql92_match
     try:
         compiled = compile_sql92(expr, profile, cache=False)
     except FilterCompileError as exc:

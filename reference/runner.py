@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from rocketspec.spec.filter import java_string_hash, tags_code
+from rocketspec.rocketmq.filter import java_string_hash, tags_code
 
 from rocketspec.rocketmq.profiles import CLIENT_TIMING_KEYS, get_profile
 from rocketspec.traces.schema import SCHEMA_VERSION

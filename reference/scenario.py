@@ -206,7 +206,7 @@ def _expect(source, path, value, types, what):
 
 def _check_subscription(source: str, path: str, expr) -> None:
     """A subscription must parse as RocketMQ's FilterAPI and, for SQL92, compile."""
-    from rocketspec.spec.filter import FilterCompileError, SubscriptionError, build_subscription, compile_sql92
+    from rocketspec.rocketmq.filter import FilterCompileError, SubscriptionError, build_subscription, compile_sql92
 
     if isinstance(expr, dict):
         bad = set(expr) - {"type", "expr"}

@@ -1,20 +1,17 @@
 """The one place where the spec decides whether a message matches a subscription.
 
 Tags: the spec's own reading (`spec.tag_rules`), not the implementation the reference filters
-with. SQL92: the one evaluator (`spec.filter`, tested against RocketMQ's Java evaluator); when
-it is not available, SQL92 decisions are "unknown" (None) and the spec does not judge them.
+with. SQL92: the one evaluator (`rocketspec.rocketmq.filter`, tested against RocketMQ's Java
+evaluator); a subscription that does not compile is None and the spec does not judge it.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
-from . import tag_rules
+from rocketspec.rocketmq.filter import compile_sql92 as _compile_sql92
+from rocketspec.rocketmq.filter import sql92_match as _sql92_match
 
-try:  # SQL92 lands separately (spec/filter/sql92); use it when present.
-    from .filter import compile_sql92 as _compile_sql92  # type: ignore[attr-defined]
-    from .filter import sql92_match as _sql92_match
-except ImportError:  # pragma: no cover - depends on the filter package's progress
-    _compile_sql92 = _sql92_match = None
+from . import tag_rules
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -33,8 +30,6 @@ def subscription(expr_type: str | None, expr: str | None):
 
 @lru_cache(maxsize=1024)
 def _sql(expr):
-    if _compile_sql92 is None:
-        return None
     try:
         return _compile_sql92(expr, None)
     except TypeError:

@@ -1,7 +1,7 @@
 """The tag filter rules as the spec states them (digest section 9), independent of the filter
-implementation the reference uses (`spec.filter.tags`), so that INV-FILTER-1 compares two
+implementation the reference uses (`rocketspec.rocketmq.filter.tags`), so that INV-FILTER-1 compares two
 readings of RocketMQ's source (tests/test_tag_rules.py shows they agree on all inputs). SQL92
-has one evaluator (`spec.filter.sql92`), tested against the real Java one instead.
+has one evaluator (`rocketspec.rocketmq.filter.sql92`), tested against the real Java one instead.
 
 A tag subscription is what `FilterAPI.buildSubscriptionData` makes of the consumer's string;
 the broker keeps a message whose consume-queue tags code is one of the subscribed tags' codes

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rocketspec.spec.filter import (
+from rocketspec.rocketmq.filter import (
     JAVA_MAX_NESTING,
     MAX_EXPR_LENGTH,
     Expression,
@@ -21,8 +21,8 @@ from rocketspec.spec.filter import (
     sql92_match,
     stored_properties,
 )
-from rocketspec.spec.filter.sql92.parser import JAVA_MEASURED_NESTING
-from rocketspec.spec.filter.sql92.javavalues import (
+from rocketspec.rocketmq.filter.sql92.parser import JAVA_MEASURED_NESTING
+from rocketspec.rocketmq.filter.sql92.javavalues import (
     JLong,
     compare,
     double_compare,

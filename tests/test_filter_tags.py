@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketspec.spec.filter import (
+from rocketspec.rocketmq.filter import (
     SUB_ALL,
     SubscriptionData,
     SubscriptionError,
@@ -15,7 +15,7 @@ from rocketspec.spec.filter import (
     java_string_hash,
     tags_code,
 )
-from rocketspec.spec.filter.tags import java_trim, to_int32
+from rocketspec.rocketmq.filter.tags import java_trim, to_int32
 
 
 def reference_hash(s: str) -> int:
@@ -184,7 +184,7 @@ def test_to_int32(n):
 
 # ---- the broker's whole decision (broker_match) ----------------------------------------
 
-from rocketspec.spec.filter import FilterCompileError, broker_matches, compile_sql92  # noqa: E402
+from rocketspec.rocketmq.filter import FilterCompileError, broker_matches, compile_sql92  # noqa: E402
 
 P4, P5 = "rocketmq-4.9.8", "rocketmq-5.3.3"
 

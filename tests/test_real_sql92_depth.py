@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketspec.conformance.realdiff import Unavailable, java_sql92_compile, java_sql92_edge, rocketmq_classpath
-from rocketspec.spec.filter import JAVA_MAX_NESTING, FilterCompileError, compile_sql92
+from rocketspec.rocketmq.filter import JAVA_MAX_NESTING, FilterCompileError, compile_sql92
 
 P4 = "rocketmq-4.9.8"
 

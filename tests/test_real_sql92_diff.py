@@ -1,6 +1,6 @@
 """rocketspec's SQL92 evaluator against RocketMQ 4.9.8's own filter, on generated selectors.
 
-rocketspec keeps one SQL92 evaluator (spec/filter/sql92/, what `rocketspec filter`, the
+rocketspec keeps one SQL92 evaluator (rocketspec/rocketmq/filter/sql92/, what `rocketspec filter`, the
 reference broker and INV-FILTER-1 use). A JVM runs `conformance/java/SqlDiff.java`: the
 real FilterFactory compiles each selector, its Expression evaluates on the broker's
 MessageEvaluationContext of the message's properties, and ExpressionMessageFilter decides

@@ -5,7 +5,7 @@ keeps the newest subVersion) and the client re-checks tags with its own
 the finding says so (INV-SUB-1), instead of blaming the client's re-check (INV-FILTER-1)."""
 import pytest
 
-from rocketspec.spec.filter import tags_code
+from rocketspec.rocketmq.filter import tags_code
 from rocketspec.spec.profiles import get_profile
 from rocketspec.spec.replay import check_events
 

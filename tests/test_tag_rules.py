@@ -1,5 +1,5 @@
 """The spec's own reading of the tag rules (spec.tag_rules) agrees with the tag filter the
-reference filters with (spec.filter.tags) on every input: subscription strings (with the
+reference filters with (rocketspec.rocketmq.filter.tags) on every input: subscription strings (with the
 separators, blanks and control characters Java's trim and split treat specially), tags
 (colliding hashes, lone surrogates, untagged) and consume-queue codes (any integer, compared as
 Java's int). INV-FILTER-1's tag part is a check because these are two readings of the source."""
@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rocketspec.spec import tag_rules
-from rocketspec.spec.filter.tags import (SubscriptionError, broker_tag_match, build_subscription,
+from rocketspec.rocketmq.filter.tags import (SubscriptionError, broker_tag_match, build_subscription,
                                          client_tag_match, tags_code)
 from rocketspec.spec.filtering import decide, subscription
 

@@ -1,7 +1,7 @@
 """The broker's per-pull message filter: which stored messages a pull may return.
 
 The decision itself (tags hash, SQL92, retry topics, filterSupportRetry) is RocketMQ's
-filter language, defined once in `rocketspec.spec.filter`; this module only gathers what the
+filter language, defined once in `rocketspec.rocketmq.filter`; this module only gathers what the
 broker knows for one pull request.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ def pull_filter(broker, req):
     if sub.expression_type == "TAG" and sub.sub_string == "*" and not (retry and support_retry):
         return _match_all  # SUB_ALL: the common fast path
 
-    from rocketspec.spec.filter import broker_matches
+    from rocketspec.rocketmq.filter import broker_matches
 
     def matches(m) -> bool:
         original = subs.get((group, m.retry_topic)) if retry and m.retry_topic else None

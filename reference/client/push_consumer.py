@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from rocketspec.spec import filter as filter_language
-from rocketspec.spec.filter import build_subscription, client_tag_match
+from rocketspec.rocketmq import filter as filter_language
+from rocketspec.rocketmq.filter import build_subscription, client_tag_match
 from rocketspec.rocketmq.profiles import CLIENT_TIMING_KEYS
 
 from .. import checks

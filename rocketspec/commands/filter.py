@@ -44,7 +44,7 @@ from typing import Any
 import click
 
 from rocketspec.commands.jsonlines import LineError, decode, serve, type_name
-from rocketspec.spec.filter import (
+from rocketspec.rocketmq.filter import (
     FilterCompileError,
     FilterEvaluateError,
     SubscriptionError,

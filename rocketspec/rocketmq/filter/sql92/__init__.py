@@ -88,7 +88,7 @@ def _string_functions(profile: Profile | str | None) -> bool:
 
 def compile_sql92(expr: str, profile: Profile | str | None = None, *, cache: bool = True) -> Expression:
     """Compile a selector as the given profile's broker does (``profile``: a
-    :class:`~rocketspec.spec.profiles.Profile`, a profile name, or None for the default).
+    :class:`~rocketspec.rocketmq.profiles.Profile`, a profile name, or None for the default).
     Raises :class:`FilterCompileError` with a message and position. Successful compilations
     are cached (like RocketMQ's parse cache); ``cache=False`` bypasses the cache."""
     sf = _string_functions(profile)

@@ -1,4 +1,4 @@
-"""The filter language of RocketMQ, as the spec's definition (digest section 9).
+"""The filter language of RocketMQ (digest section 9), written once.
 
 Pure, stateless definitions that the reference broker and client use directly. The spec
 judges tags with its own reading (`spec.tag_rules`), not with :mod:`.tags`; SQL92 is shared:
