@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _cases(tmp: Path):
     from rocketspec.reference.runner import run_to_list
     from rocketspec.reference.scenario import builtin_names, load_scenario
-    from rocketspec.spec.history import msgtrace, openchaos
+    from rocketspec.traces.history import msgtrace, openchaos
     from rocketspec.spec.history.guarantees import KNOWN_BUG_SYMPTOMS
     from rocketspec.spec.profiles import PROFILES
     from rocketspec.traces.io import write_trace

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from rocketspec.cli import main
 from rocketspec.errors import UserError
 from rocketspec.spec.history import check_path, load_history
-from rocketspec.spec.history.model import Consume, Disruption, Group, History, Produce
+from rocketspec.traces.history.model import Consume, Disruption, Group, History, Produce
 from rocketspec.spec.history.judge import WINDOW_MS
 
 HERE = os.path.dirname(__file__)

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketspec.spec.history import check_history, load_history
-from rocketspec.spec.history.from_trace import history_from_events
+from rocketspec.traces.history.from_trace import history_from_events
 from rocketspec.spec.history.guarantees import GUARANTEES, KNOWN_BUG_SYMPTOMS
-from rocketspec.spec.history.model import Consume, Disruption, Group, History, Produce
+from rocketspec.traces.history.model import Consume, Disruption, Group, History, Produce
 from rocketspec.spec.profiles import PROFILES
 
 reference = pytest.importorskip("rocketspec.reference.runner")

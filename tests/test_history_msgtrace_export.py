@@ -14,8 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from rocketspec.cli import main
-from rocketspec.spec.history import check_history, load_history, msgtrace
-from rocketspec.spec.history.msgtrace import CONTENT, FIELD, client_host
+from rocketspec.spec.history import check_history, load_history
+from rocketspec.traces.history import msgtrace
+from rocketspec.traces.history.msgtrace import CONTENT, FIELD, client_host
 from rocketspec.traces.io import iter_trace
 
 HERE = os.path.dirname(__file__)

@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from rocketspec.cli import main
-from rocketspec.spec.history import check_history, load_history, msgtrace, openchaos
+from rocketspec.spec.history import check_history, load_history
+from rocketspec.traces.history import msgtrace, openchaos
 from rocketspec.traces.io import iter_trace
 
 reference = pytest.importorskip("rocketspec.reference.runner")

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketspec.cli import main
-from rocketspec.spec.history import check_history, load_history, openchaos
+from rocketspec.spec.history import check_history, load_history
+from rocketspec.traces.history import openchaos
 from rocketspec.traces.io import iter_trace
 
 reference = pytest.importorskip("rocketspec.reference.runner")

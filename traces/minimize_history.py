@@ -134,7 +134,7 @@ _TRACE_READ = frozenset({
     "message_dead_lettered", "client_started", "client_stopped", "client_crashed", "client_paused",
     "client_resumed", "broker_restarted", "consumer_unregistered", "oneway_lost", "offset_committed",
     "pq_dropped", "messages_deleted", "queue_snapshot"})
-"""The trace kinds spec.history.from_trace reads (anything else is internals to a history)."""
+"""The trace kinds traces.history.from_trace reads (anything else is internals to a history)."""
 
 
 def _trace_reads(ev) -> bool:
@@ -152,16 +152,16 @@ def read_records(path, fmt: str) -> list[Record]:
 
         return [Record(line, ev) for line, ev in read_events(path)]
     if fmt == "msgtrace":
-        from ..spec.history.msgtrace import records
+        from .history.msgtrace import records
 
-        from ..spec.history.text import Unreadable
+        from .history.text import Unreadable
 
         # a record that cannot be read cannot be written back: it is left out
         return [Record(line, f) for line, f in records(path) if not isinstance(f, Unreadable)]
     if fmt == "openchaos":
-        from ..spec.history.openchaos import lines
+        from .history.openchaos import lines
 
-        from ..spec.history.text import Unreadable
+        from .history.text import Unreadable
 
         return [Record(line, text) for line, text in lines(path) if not isinstance(text, Unreadable)]
     raise UserError(f"unknown history format {fmt!r}: expected {', '.join(FORMATS)}", field="--format")
@@ -173,7 +173,7 @@ def render(fmt: str, raw) -> str:
 
         return orjson.dumps(raw).decode()
     if fmt == "msgtrace":
-        from ..spec.history.msgtrace import CONTENT, FIELD, Fields
+        from .history.msgtrace import CONTENT, FIELD, Fields
 
         if isinstance(raw, Fields):     # read from an export: keep the consumer (bornHost) it named
             import orjson
@@ -187,7 +187,7 @@ def parse(fmt: str, records: list[Record], source: str, groups=None, complete=No
     """The history of `records` as the adapter reads it (as `rocketspec history` would: groups
     declared, completeness declared or settled)."""
     from ..spec.history import _settle
-    from ..spec.history.sources import declare_groups, new_history
+    from .history.sources import declare_groups, new_history
 
     h = new_history(source, fmt)
     h.declared_complete = complete
@@ -195,15 +195,15 @@ def parse(fmt: str, records: list[Record], source: str, groups=None, complete=No
         declare_groups(h, groups, source)
     pairs = [(r.line, r.raw) for r in records]
     if fmt == "trace":
-        from ..spec.history.from_trace import stream_events
+        from .history.from_trace import stream_events
 
         recs = stream_events(h, pairs)
     elif fmt == "msgtrace":
-        from ..spec.history.msgtrace import stream_msgtrace
+        from .history.msgtrace import stream_msgtrace
 
         recs = stream_msgtrace(source, h, pairs)
     else:
-        from ..spec.history.openchaos import stream_openchaos
+        from .history.openchaos import stream_openchaos
 
         recs = stream_openchaos(source, h, pairs)
     for rec in recs:
@@ -261,7 +261,7 @@ def _label_msgtrace(records: list[Record]) -> None:
 
 
 def _label_openchaos(records: list[Record]) -> None:
-    from ..spec.history.openchaos import _RECV, _SEND, DEFAULT_GROUP
+    from .history.openchaos import _RECV, _SEND, DEFAULT_GROUP
 
     for r in records:
         f, u = r.raw.split("\t"), r.units

@@ -171,7 +171,7 @@ def _history_mode(path, fmt, invariant, complete, groups_file) -> bool:
     if fmt is not None or (invariant or "").startswith("H-"):
         return True
     if path != "-":
-        from rocketspec.spec.history.sources import detect_format
+        from rocketspec.traces.history.sources import detect_format
 
         try:
             if detect_format(path) != "trace":
@@ -223,7 +223,7 @@ def _minimize_history(path, out, invariant, profile, match, fmt, complete, group
 
     from rocketspec.commands.options import progress_bar, read_groups_file
     from rocketspec.outputs import refuse_input_as_output
-    from rocketspec.spec.history.sources import detect_format
+    from rocketspec.traces.history.sources import detect_format
     from rocketspec.spec.profiles import get_profile
     from rocketspec.traces.minimize_history import default_output as history_output
     from rocketspec.traces.minimize_history import minimize_history, write_history

@@ -59,9 +59,9 @@ def _stderr_is_terminal() -> bool:
 
 def read_groups_file(path):
     """A history's `--groups` file (group -> subscriptions and settings), checked, or None:
-    errors name this file and the line (spec.history.sources.read_groups)."""
+    errors name this file and the line (traces.history.sources.read_groups)."""
     if path is None:
         return None
-    from rocketspec.spec.history.sources import read_groups
+    from rocketspec.traces.history.sources import read_groups
 
     return read_groups(path)

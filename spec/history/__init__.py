@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ...errors import UserError
 from .guarantees import GUARANTEES, missing
 from .judge import WINDOW_MS, Judge
-from .model import Consume, DeadLetter, Disruption, Expired, History, Produce, Reset
+from ...traces.history.model import Consume, DeadLetter, Disruption, Expired, History, Produce, Reset
 
 FORMATS = ("trace", "msgtrace", "openchaos")
 
@@ -147,7 +147,7 @@ def open_history(path, fmt: str | None = None, complete: bool | None = None, gro
     """(header, record stream) of the history at `path` in `fmt` (None: detect); `complete`
     declares completeness over the source's default; `groups` (name -> dict) declares what a
     source does not carry (subscriptions, consume mode, maxReconsumeTimes)."""
-    from .sources import declare_groups, detect_format, new_history, stream
+    from ...traces.history.sources import declare_groups, detect_format, new_history, stream
 
     fmt = fmt or detect_format(path)
     h = new_history(path, fmt)

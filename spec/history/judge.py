@@ -24,7 +24,7 @@ import bisect
 from collections import Counter, defaultdict, deque
 
 from . import guarantees as G
-from .model import Consume, DeadLetter, Disruption, Expired, Produce, Reset
+from ...traces.history.model import Consume, DeadLetter, Disruption, Expired, Produce, Reset
 
 # Record time, in ms, that a message stays after its last record before it is judged; every
 # rule's own reach (10 s of offset lag, 1 s to the DLQ) fits well inside it.
