@@ -65,7 +65,7 @@ def retries_in_flight(st, live_only=True):
     of groups that have a live consumer (a copy of a group nobody consumes is owed to nobody)."""
     d = st.dir
     for ckey, ch in st.chains.items():
-        states = [e[0] for e in ch.entries if e[0] in IN_FLIGHT]
+        states = [e.state for e in ch.entries if e.state in IN_FLIGHT]
         if not states:
             continue
         if live_only:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import copy as _copy
 import heapq
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from .profiles import Profile
 
@@ -254,11 +256,11 @@ class QueueState:
         self.local: dict[str, list] = {}        # client -> [flushed value, erased] (LocalFileOffsetStore file)
         self.persists: dict[tuple, int] = {}    # (client, offset) -> one-way persists in flight
         self.units: dict[str, Progress] = {}    # "" (clustering group) or client id (broadcast)
-        self.busy: dict[str, tuple] = {}        # orderly: client -> (consume_id, start_ts)
+        self.busy: dict[str, Busy] = {}         # orderly: client -> its listener call in progress
         self.reads: dict[str, int] = {}         # client -> last store read (READ_FROM_STORE)
         self.pull_commit: dict[str, int] = {}   # client -> commit offset piggybacked on its last pull
         self.orphans: dict[tuple, tuple] = {}   # (client, consume_id) -> offsets: batches of removed pqs
-        self.orphan_outcome: dict[str, tuple] = {}  # orderly: client -> (orphan batch, ts): its commit/rollback may follow at ts
+        self.orphan_outcome: dict[str, OrphanOutcome] = {}  # orderly: client -> orphan batch whose commit/rollback may follow
         self.resets: list[int] = []             # recent operator resets of the group's offset (newest last)
         self.written_ahead: set = set()         # those of them written past the queue's end at the time
         self.reset_drops: dict = {}             # client whose ProcessQueue an operator's reset dropped (until removed) -> when its update may come
@@ -273,7 +275,7 @@ class QueueState:
         # entry); at most HELD_MAX. A remote read answers any of them or the current value.
         self.held: dict[str, tuple] = {}
         self.lost_entry = None                  # the committed offset the broker's table lost (offset_erased)
-        self.released = None                    # (client, ts) of the last unlock of the broker's lock entry
+        self.released: Released | None = None  # the last unlock of the broker's lock entry
 
 
 # A remote store read is a round trip: another client's commit may land between the broker's
@@ -296,12 +298,63 @@ class StoredQueue:
 M_ID, M_ORIGIN, M_TAGS, M_CODE, M_PROPS, M_R = range(6)
 
 
+class Busy(NamedTuple):
+    """An orderly client's listener call in progress on a queue (one consume thread per queue)."""
+    consume_id: object
+    start_ts: int
+
+
+class Released(NamedTuple):
+    """The last unlock of a queue's broker lock entry."""
+    client: str
+    ts: int
+
+
+class OrphanOutcome(NamedTuple):
+    """An orderly batch of a removed ProcessQueue whose commit or rollback may follow at `ts`."""
+    offsets: tuple
+    ts: int
+
+
+class ScheduleDone(NamedTuple):
+    """A schedule copy delivered: the copy's reconsume count, and the broker's restarts then."""
+    reconsume_times: int
+    restarts: int
+
+
+class SendBack(NamedTuple):
+    """A consumer's send-back request (sendMessageBack) waiting for the broker's outcome."""
+    reconsume_times: int
+    delay_level: int
+    via: str | None
+    queue_key: tuple | None     # the queue the message was consumed from (None: not known)
+    offset: int | None
+    ts: int
+
+
+@dataclass(slots=True)
+class RetryCopy:
+    """One %RETRY% copy of a message on its way: sent back, delayed, redelivered."""
+    state: str                  # "sent_back" | "delayed" | "redelivered"
+    r_next: int                 # the reconsume count the copy carries
+    level: int                  # its delay level
+    deliver_ts: int | None      # when the schedule delivers it
+    sched_id: str | None        # the schedule copy's msg_id
+    from_msg: str | None        # the msg_id it was sent back from
+    sent_ts: int | None = None  # when the send-back was requested (None: not seen)
+
+    def frozen(self) -> tuple:
+        # the send time is left out when unknown: one canonical form per copy
+        f = (self.state, self.r_next, self.level, self.deliver_ts, self.sched_id, self.from_msg)
+        return f if self.sent_ts is None else f + (self.sent_ts,)
+
+
 class Chain:
     __slots__ = ("requests", "entries", "accepted")
 
     def __init__(self):
-        self.requests: dict[tuple, tuple] = {}   # (client, msg_id) -> (r, delay_level, via, kind)
-        self.entries: list[list] = []            # [state, r_next, level, deliver_ts, sched_id, from_msg]
+        self.requests: dict[tuple, SendBack] = {}   # (client, msg_id) -> its send-back request
+        self.entries: list[RetryCopy] = []
         self.accepted: set[tuple] = set()        # (client, msg_id) send-backs accepted
 
 
@@ -329,7 +382,7 @@ class SpecState:
         self.views: dict[tuple, View] = {}
         self.ended = None
         self.counts: dict[str, int] = {}
-        self.sched_done: dict[str, tuple] = {}   # schedule copy id -> (reconsume_times, broker restarts)
+        self.sched_done: dict[str, ScheduleDone] = {}   # schedule copy id -> its delivery
         self.sampled_stores: set = set()         # (queue key, client) whose offset store a recorder polls
 
 
@@ -351,6 +404,8 @@ def freeze(obj):
         return tuple(sorted((freeze(v) for v in obj), key=repr))
     if isinstance(obj, (list, tuple)):
         return tuple(freeze(v) for v in obj)
+    if isinstance(obj, RetryCopy):
+        return tuple(freeze(v) for v in obj.frozen())
     if isinstance(obj, PQ):
         return ("PQ",) + tuple(freeze(getattr(obj, n)) for n in PQ.__slots__ if n not in ("heap", "pulls"))
     if hasattr(obj, "__slots__"):
@@ -394,14 +449,14 @@ def compact_queue(qs: QueueState | None, now: int | None = None) -> dict:
         units[u or "group"] = {"start": p.start, "handled_below": p.wm, "handled_above": _short(p.done, 6)}
     out["progress"] = units
     if qs.busy:
-        out["orderly_consuming"] = {c: {"consume_id": b[0], "since": b[1]} for c, b in qs.busy.items()}
+        out["orderly_consuming"] = {c: {"consume_id": b.consume_id, "since": b.start_ts} for c, b in qs.busy.items()}
     return out
 
 
 def compact_chain(ch: Chain | None) -> dict:
     if ch is None:
         return {}
-    return {"requests": [{"client": k[0], "msg_id": k[1], "reconsume_times": v[0], "delay_level": v[1]}
-                         for k, v in list(ch.requests.items())[:6]],
-            "copies_in_flight": [{"state": e[0], "next_reconsume_times": e[1], "delay_level": e[2]}
+    return {"requests": [{"client": cid, "msg_id": mid, "reconsume_times": v.reconsume_times,
+                          "delay_level": v.delay_level} for (cid, mid), v in list(ch.requests.items())[:6]],
+            "copies_in_flight": [{"state": e.state, "next_reconsume_times": e.r_next, "delay_level": e.level}
                                  for e in ch.entries[:6]]}

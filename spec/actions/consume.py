@@ -7,7 +7,7 @@ import heapq
 from ..invariants import orderly_consumers_at_once
 from ..filtering import DLQ_PREFIX
 from .. import limits
-from ..state import M_ID
+from ..state import M_ID, Busy, OrphanOutcome
 from .common import _client, _duplicate, _pauses_between, _q
 from .locks import holds_lock, lock_live
 
@@ -30,9 +30,9 @@ def _released_cause(st, qs, cid, since):
     """Why the other client got the lock, when the caller's own unlock let it in: its rebalance
     removed the ProcessQueue it had lost while this call ran (removeUnnecessaryMessageQueue)."""
     r = qs.released
-    if r is None or r[0] != cid or r[1] < since:
+    if r is None or r.client != cid or r.ts < since:
         return None
-    why = f"{cid} unlocked the queue at ts {r[1]}, its listener call still running: its rebalance removed the ProcessQueue it had lost"
+    why = f"{cid} unlocked the queue at ts {r.ts}, its listener call still running: its rebalance removed the ProcessQueue it had lost"
     if st.profile.orderly_remove_style == "5x":
         why += (f" (5.x tryRemoveOrderMessageQueue forces the unlock of a dropped queue once "
                 f"{st.profile.unlock_delay_ms} ms, rocketmq.client.unlockDelayTimeMills, have passed since its last "
@@ -117,8 +117,8 @@ def consume_started(st, ev, out):
             if b is not None:
                 # a step rule the state cannot show: one consume thread per queue in a client
                 out.report("INV-ORDER-1", f"client {cid} starts a second batch on the queue while consume "
-                           f"{b[0]} is still running (one consume thread per queue)", key)
-            qs.busy[cid] = (cons_id, ts)
+                           f"{b.consume_id} is still running (one consume thread per queue)", key)
+            qs.busy[cid] = Busy(cons_id, ts)
             _check_orderly_serial(st, qs, cid, ev, out)
     else:
         tree = pq.tree
@@ -168,21 +168,21 @@ def consume_finished(st, ev, out):
         if not ev.get("dropped") and not (pq is not None and pq.orderly):
             out.report("INV-DROP-1", "a batch of a removed ProcessQueue was processed (not reported dropped)", key)
         b = qs.busy.get(cid)
-        if b is not None and b[0] == ev["consume_id"]:
+        if b is not None and b.consume_id == ev["consume_id"]:
             del qs.busy[cid]
         if c is not None and c.orderly:
             # processConsumeResult works on the removed ProcessQueue the ConsumeRequest holds:
             # its commit or rollback, next, is that ProcessQueue's, not a newer one's
             # (processConsumeResult runs in the same task: the outcome, if any, has its time; a
             # ProcessQueue that resetOffset cleared has nothing to commit, and none follows)
-            qs.orphan_outcome[cid] = (tuple(orphan), ev["ts"])
+            qs.orphan_outcome[cid] = OrphanOutcome(tuple(orphan), ev["ts"])
         return
     if pq is None:
         out.report("GUARD", f"consume {ev['consume_id']} finished but never started", key)
         return
     batch = pq.batches.pop(ev["consume_id"], None)
     b = qs.busy.get(cid)
-    if b is not None and b[0] == ev["consume_id"]:
+    if b is not None and b.consume_id == ev["consume_id"]:
         del qs.busy[cid]
     if batch is None:
         out.report("GUARD", f"consume {ev['consume_id']} finished but never started", key)
@@ -394,9 +394,9 @@ def _orphan_outcome(st, qs, ev, out) -> bool:
     handled by the group; a rollback returns them to a tree that is gone."""
     cid = ev["client"]
     pending = qs.orphan_outcome.pop(cid, None) if qs.orphan_outcome else None
-    if pending is None or pending[1] != ev["ts"]:
+    if pending is None or pending.ts != ev["ts"]:
         return False
-    batch = pending[0]
+    batch = pending.offsets
     if ev["kind"] == "pq_committed":
         offsets = list(ev["offsets"])
         if not set(batch) <= set(offsets):

@@ -111,13 +111,13 @@ def client_started(st, ev, out):
             # value is not one (under 5.x it would be taken for updateAndFreeze's)
             qs.illegal.pop(cid, None)
             if qs.orphans:
-                qs.orphans = {k: v for k, v in qs.orphans.items() if k[0] != cid}
+                qs.orphans = {(c, i): v for (c, i), v in qs.orphans.items() if c != cid}
         # Nor has it sent anything back: a copy the old one sent back and never committed is
         # consumed again, and a second failure is a second copy (INV-RETRY-3 counts per consumer,
         # as for two clients across a rebalance).
         for ch in st.chains.values():
             if ch.accepted:
-                ch.accepted = {k for k in ch.accepted if k[0] != cid}
+                ch.accepted = {(c, mid) for c, mid in ch.accepted if c != cid}
     c = Client(cid, ev["group"], ev["consume_mode"], ev["message_model"], ev.get("subscriptions"), ev.get("config"))
     c.limits = limits.ClientLimits(st.profile, c.config)
     d.clients[cid] = c

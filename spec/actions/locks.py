@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import limits
 from ..lifecycles import LOCK_TABLE
-from ..state import QueueState
+from ..state import QueueState, Released
 from .common import _client, _q
 
 
@@ -88,7 +88,7 @@ def lock_released(st, ev, out):
     if qs.holder != ev["client"]:
         out.report("INV-LOCK-1", f"unlock by {ev['client']} removed an entry held by {qs.holder}", qs.key)
     qs.holder, qs.lock_state, qs.lock_exp = None, "unlocked", 0
-    qs.released = (ev["client"], ev["ts"])
+    qs.released = Released(ev["client"], ev["ts"])
 
 
 def lock_release_ignored(st, ev, out):

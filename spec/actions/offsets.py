@@ -332,13 +332,13 @@ def offset_committed(st, ev, out):
         # the table was seen holding `off` by polling: a state, not a step. When a persist or a
         # pull in flight carries the value, its exact commit event describes the change (before
         # or after this one): nothing to do here. Otherwise the change is judged as a state below.
-        if off == qs.committed or any(k[1] == off for k in qs.persists) or off in qs.pull_commit.values():
+        if off == qs.committed or any(p_off == off for _, p_off in qs.persists) or off in qs.pull_commit.values():
             return
     elif src == "persist":
         k = (cid, off)
         n = qs.persists.get(k)
         if n is None and cid is None:
-            k = next((kk for kk in qs.persists if kk[1] == off), None)
+            k = next(((c, p_off) for c, p_off in qs.persists if p_off == off), None)
             n = qs.persists.get(k) if k else None
         if not n:
             out.report("INV-OFFSET-1", f"broker commits {off} from {cid}, which no persist in flight carries", key)

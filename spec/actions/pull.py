@@ -481,13 +481,13 @@ def message_stored(st, ev, out):
                            f"maxReconsumeTimes {mx}", ckey)
             if ev.get("source") == "schedule":
                 ch = st.chains.get(ckey)
-                entry = next((e for e in ch.entries if e[0] == "redelivered"), None) if ch else None
+                entry = next((e for e in ch.entries if e.state == "redelivered"), None) if ch else None
                 if entry is None:
                     out.report("GUARD", f"retry copy {ev['msg_id']} stored without a schedule delivery", ckey)
                 else:
-                    if r != entry[1]:
-                        out.report("INV-RETRY-2", f"retry copy stored with reconsume_times {r}, expected {entry[1]}",
-                                   ckey)
+                    if r != entry.r_next:
+                        out.report("INV-RETRY-2", f"retry copy stored with reconsume_times {r}, "
+                                   f"expected {entry.r_next}", ckey)
                     ch.entries.remove(entry)
                     _gc_chain(st, ckey, ch)
         elif topic.startswith(DLQ_PREFIX):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..filtering import DLQ_PREFIX, RETRY_PREFIX
 from .. import limits
 from ..lifecycles import MSG_TABLE
-from ..state import M_ID, M_R, Chain
+from ..state import M_ID, M_R, Chain, RetryCopy, ScheduleDone, SendBack
 from .common import _client, _duplicate, _group_client
 
 
@@ -62,7 +62,8 @@ def send_back_requested(st, ev, out):
                 out.report("INV-RETRY-2", f"send-back with reconsume_times {ev['reconsume_times']} below the copy's "
                            f"{m[M_R]}", ckey)
     ch = _chain(st, *ckey)
-    ch.requests[(cid, ev["msg_id"])] = (ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off, ev["ts"])
+    ch.requests[(cid, ev["msg_id"])] = SendBack(ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off,
+                                                ev["ts"])
 
 
 def send_back_failed(st, ev, out):
@@ -73,7 +74,7 @@ def send_back_failed(st, ev, out):
     if req is None:
         out.report("GUARD", "send-back failed but was never requested", (ev["group"], ev["origin_msg_id"]))
         return
-    qkey, off = req[3], req[4]
+    qkey, off = req.queue_key, req.offset
     if qkey is not None:
         qs = st.queues.get(qkey)
         pq = qs.pqs.get(ev["client"]) if qs is not None else None
@@ -97,24 +98,25 @@ def message_sent_back(st, ev, out):
     req = ch.requests.pop((cid, mid), None)
     if req is None:
         for k in list(ch.requests):
-            if k[1] == mid:
+            k_cid, k_mid = k
+            if k_mid == mid:
                 req = ch.requests.pop(k)
-                cid = k[0]
+                cid = k_cid
                 break
     # the path the copy took: the event's (a consumerSendMsgBack request may end as the fallback
     # producer's send when the broker could not be reached), else the request's
-    via = ev.get("via") or (req[2] if req is not None else None)
-    r = req[0] if req is not None else ev["reconsume_times"]
+    via = ev.get("via") or (req.via if req is not None else None)
+    r = req.reconsume_times if req is not None else ev["reconsume_times"]
     if via == "consumer_send_back":
         # consumerSendMsgBack looks the message up by commit-log offset: the count it judges is
         # the stored copy's, not the client's in-memory one (raised by failed send-backs)
         stored_r = None
-        if req is not None and req[3] is not None:
-            sq = st.stored.get(req[3][1:])
-            m = sq.msgs.get(req[4]) if sq is not None else None
+        if req is not None and req.queue_key is not None:
+            sq = st.stored.get(req.queue_key[1:])
+            m = sq.msgs.get(req.offset) if sq is not None else None
             stored_r = m[M_R] if m is not None else None
         r = stored_r if stored_r is not None else ev["reconsume_times"]
-    dl = req[1] if req is not None else ev.get("delay_level", 0)
+    dl = req.delay_level if req is not None else ev.get("delay_level", 0)
     client = _group_client(st, ev["group"], cid)
     mx = limits.max_reconsume(st, client)
     if mx is None and via == "orderly_producer":
@@ -145,24 +147,24 @@ def message_sent_back(st, ev, out):
         if got is not None and got != want:
             out.report("INV-RETRY-2", f"retry of copy {mid} (reconsume_times {r}) at delay level {got}, "
                        f"expected {want}", ckey)
-        ch.entries.append(["sent_back", r + 1, got if got is not None else want, None, None, mid,
-                           req[5] if req is not None and len(req) > 5 else ev["ts"]])
+        ch.entries.append(RetryCopy("sent_back", r + 1, got if got is not None else want, None, None, mid,
+                                    req.ts if req is not None else ev["ts"]))
     elif outcome == "discarded":
         st.counts["ANOM-DISCARD"] = st.counts.get("ANOM-DISCARD", 0) + 1
         if out is not None:
             out.example("ANOM-DISCARD", f"{mid} sent back by {cid} was discarded (no retry queue)", ckey)
     # the failed original is now handled by the group (its successor carries the obligation)
-    if req is not None and req[3] is not None:
-        qs = st.queues.get(req[3])
+    if req is not None and req.queue_key is not None:
+        qs = st.queues.get(req.queue_key)
         if qs is not None:
             pq = qs.pqs.get(cid)
             if pq is not None and not pq.broadcast:
                 unit = qs.units.get("")
                 if unit is not None:
-                    unit.handle(req[4])
-                if pq.failed.get(req[4]) == "expired":
-                    pq.failed[req[4]] = "expired_sent"
-                    pq.expired.add(req[4])
+                    unit.handle(req.offset)
+                if pq.failed.get(req.offset) == "expired":
+                    pq.failed[req.offset] = "expired_sent"
+                    pq.expired.add(req.offset)
     _gc_chain(st, ckey, ch)
 
 
@@ -184,15 +186,15 @@ def message_scheduled(st, ev, out):
     entry = None
     if ch is not None:
         for e in ch.entries:
-            if e[0] == "sent_back" and e[2] == lvl:
+            if e.state == "sent_back" and e.level == lvl:
                 entry = e
                 break
         if entry is None:
-            entry = next((e for e in ch.entries if e[0] == "sent_back"), None)
+            entry = next((e for e in ch.entries if e.state == "sent_back"), None)
     if entry is None:
         out.report("GUARD", f"retry copy scheduled without an accepted send-back (origin {ev['origin_msg_id']})", ckey)
         ch = _chain(st, *ckey)
-        entry = ["sent_back", ev.get("reconsume_times", 0), lvl, None, None, None]
+        entry = RetryCopy("sent_back", ev.get("reconsume_times", 0), lvl, None, None, None)
         ch.entries.append(entry)
     if ("sent_back", "message_scheduled") not in MSG_TABLE:
         out.report("GUARD", "message lifecycle: scheduling not allowed", ckey)
@@ -203,15 +205,15 @@ def message_scheduled(st, ev, out):
         # happened: the store time lies between the send-back request (send_back_requested) and
         # this event's ts (equal to both when the clock is the broker's, as in the reference)
         stored_at = ev["deliver_ts"] - table[lvl]
-        lo = entry[6] if len(entry) > 6 and entry[6] is not None else ev["ts"]
+        lo = entry.sent_ts if entry.sent_ts is not None else ev["ts"]
         if not min(lo, ev["ts"]) <= stored_at <= ev["ts"]:
             out.report("INV-RETRY-2", f"delay level {lvl} is {table[lvl]} ms: the copy was stored at "
                        f"{stored_at} by its deliver time {ev['deliver_ts']}, outside [{min(lo, ev['ts'])}, {ev['ts']}] "
                        f"(send-back requested .. scheduled)", ckey)
-    if ev.get("reconsume_times") is not None and ev["reconsume_times"] != entry[1]:
+    if ev.get("reconsume_times") is not None and ev["reconsume_times"] != entry.r_next:
         out.report("INV-RETRY-2", f"scheduled copy carries reconsume_times {ev['reconsume_times']}, expected "
-                   f"{entry[1]}", ckey)
-    entry[0], entry[3], entry[4] = "delayed", ev["deliver_ts"], ev["msg_id"]
+                   f"{entry.r_next}", ckey)
+    entry.state, entry.deliver_ts, entry.sched_id = "delayed", ev["deliver_ts"], ev["msg_id"]
 
 
 def schedule_delivered(st, ev, out):
@@ -225,23 +227,25 @@ def schedule_delivered(st, ev, out):
     ch = st.chains.get(ckey)
     entry = None
     if ch is not None:
-        entry = next((e for e in ch.entries if e[0] == "delayed" and e[4] == ev["msg_id"]), None)
+        entry = next((e for e in ch.entries if e.state == "delayed" and e.sched_id == ev["msg_id"]), None)
     if entry is None:
         done = st.sched_done.get(ev["msg_id"])
-        if done is not None and st.dir.brokers.get(ev["broker"], 0) > done[1]:
+        if done is not None and st.dir.brokers.get(ev["broker"], 0) > done.restarts:
             # the schedule service's delay offsets are flushed every 10 s: after a broker
             # restart it delivers again what it delivered since the last flush (at-least-once)
             _duplicate(st, out, ckey, f"the schedule delivers {ev['msg_id']} again after a broker restart")
             ch = _chain(st, *ckey)
-            ch.entries.append(["redelivered", done[0], ev["delay_level"], None, ev["msg_id"], None])
+            ch.entries.append(RetryCopy("redelivered", done.reconsume_times, ev["delay_level"], None, ev["msg_id"],
+                                        None))
             return
         out.report("GUARD", f"schedule delivered {ev['msg_id']} that was never scheduled", ckey)
         return
-    if ev["ts"] < entry[3]:
-        out.report("INV-RETRY-2", f"retry copy delivered at {ev['ts']}, before its deliver time {entry[3]}", ckey)
-    entry[0] = "redelivered"
+    if ev["ts"] < entry.deliver_ts:
+        out.report("INV-RETRY-2", f"retry copy delivered at {ev['ts']}, before its deliver time {entry.deliver_ts}",
+                   ckey)
+    entry.state = "redelivered"
     sd = st.sched_done
-    sd[ev["msg_id"]] = (entry[1], st.dir.brokers.get(ev["broker"], 0))
+    sd[ev["msg_id"]] = ScheduleDone(entry.r_next, st.dir.brokers.get(ev["broker"], 0))
     if len(sd) > 200000:
         for k in list(sd)[:100000]:
             del sd[k]
@@ -257,5 +261,5 @@ def message_dead_lettered(st, ev, out):
 
 
 def _gc_chain(st, ckey, ch):
-    if not ch.requests and all(e[0] in ("redelivered",) for e in ch.entries) and not ch.entries:
+    if not ch.requests and all(e.state in ("redelivered",) for e in ch.entries) and not ch.entries:
         st.chains.pop(ckey, None)
