@@ -131,7 +131,7 @@ REAL_KEYS = {
 
 
 def _delay_levels(path, v):
-    from .broker.schedule import parse_delay_levels
+    from rocketspec.rocketmq.delays import parse_delay_levels
 
     checks.string(path, v)
     try:

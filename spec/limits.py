@@ -10,7 +10,7 @@ lookup, so no action reads a profile constant for these directly.
 from __future__ import annotations
 
 from rocketspec.config_files import short as _short_value
-
+from rocketspec.rocketmq.delays import DelayLevelError, parse_delay_levels
 from rocketspec.rocketmq.profiles import CLIENT_TIMING_KEYS
 
 # trace config key -> Profile field giving its default
@@ -23,25 +23,19 @@ CLIENT_KEYS = CLIENT_TIMING_KEYS
 # Older spellings the reference used before schema v2 (its broker_config table).
 _BROKER_ALIASES = {"lock_max_live_ms": "broker_lock_max_live_ms"}
 
-_UNIT_MS = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
-
 
 class BadConfig(ValueError):
     """A configuration value the spec cannot use (reported as bad input with its event)."""
 
 
 def delay_table(levels: str) -> tuple:
-    """messageDelayLevel -> (0, ms of level 1, ms of level 2, ...), as
-    ScheduleMessageService.parseDelayLevel reads it (tokens '<n><s|m|h|d>', blank-separated)."""
-    out = [0]
-    for tok in str(levels).split():
-        unit = _UNIT_MS.get(tok[-1:])
-        if unit is None or not tok[:-1].isdigit():
-            raise BadConfig(f"message_delay_level: token {tok!r} is not <number><s|m|h|d>")
-        out.append(int(tok[:-1]) * unit)
-    if len(out) == 1:
-        raise BadConfig("message_delay_level: no levels")
-    return tuple(out)
+    """messageDelayLevel -> (0, ms of level 1, ms of level 2, ...): level L's delay at index L."""
+    try:
+        return (0, *parse_delay_levels(str(levels)))
+    except DelayLevelError as exc:
+        if exc.empty:
+            raise BadConfig("message_delay_level: no levels") from None
+        raise BadConfig(f"message_delay_level: token {exc.token!r} is not <number><s|m|h|d>") from None
 
 
 class BrokerLimits:

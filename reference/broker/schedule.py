@@ -8,27 +8,13 @@ gives the same delivery times without simulating idle polls.
 """
 from __future__ import annotations
 
+from rocketspec.rocketmq.delays import parse_delay_levels
+
 from ..footprint import footprint
 from ..message import SCHEDULE_TOPIC, Message
 
 FIRST_DELAY_MS = 1000
 FLUSH_DELAY_OFFSET_INTERVAL_MS = 10000
-
-_UNITS = {"s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
-
-
-def parse_delay_levels(text: str) -> list[int]:
-    """'1s 5s ... 2h' -> [1000, 5000, ...]; index 0 is level 1."""
-    out = []
-    for i, word in enumerate(text.split()):
-        unit = _UNITS.get(word[-1:])
-        if unit is None or not word[:-1].isdigit():
-            raise ValueError(f"delay level {i + 1}: {word!r} is not <number><s|m|h|d>")
-        out.append(int(word[:-1]) * unit)
-    if not out:
-        raise ValueError("messageDelayLevel is empty")
-    return out
-
 
 class ScheduleMessageService:
     def __init__(self, broker, delay_levels: str):

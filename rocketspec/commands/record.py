@@ -21,6 +21,7 @@ import click
 
 from rocketspec.commands.options import SEED, Seconds
 from rocketspec.errors import UserError
+from rocketspec.rocketmq.delays import DEFAULT_DELAY_LEVELS
 
 # What real runs can do, and why the rest cannot be done.
 UNSUPPORTED_STEPS = {
@@ -42,7 +43,6 @@ KNOBS = {
     "unlock_delay_ms": "rocketmq.client.unlockDelayTimeMills",
     "max_time_consume_continuously_ms": "rocketmq.client.maxTimeConsumeContinuously",
 }
-DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 JVM_FLAGS = [
     "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens", "java.base/java.nio=ALL-UNNAMED",
     "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 from rocketspec.errors import UserError
 
-DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+from .delays import DEFAULT_DELAY_LEVELS
 
 # A client's timing settings as traces carry them (client_started.config key -> the Profile
 # field that is their default). The reference writes them, the spec reads them
