@@ -1,7 +1,7 @@
 """Forgetting a deployment whose events are over (the partitioned replay at scale).
 
 A replay partition learns (traces.scopes) when the last event of a *scope* has been replayed: a
-set of names (spec.kinds.names) that no later event mentions. Every state key is made of names
+set of names (traces.kinds.names) that no later event mentions. Every state key is made of names
 of one scope, and every action reads only keys made of its event's names (or found through
 them), so no later action reads that scope's state again, with one exception: the end-of-trace
 rule (spec.actions.check_quiescent) reads every key. `take` moves the scope's entries out of

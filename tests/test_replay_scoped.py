@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from rocketspec.reference.runner import run_to_list
 from rocketspec.reference.scenario import load_scenario
-from rocketspec.spec.kinds import names as event_names
+from rocketspec.traces.kinds import names as event_names
 from rocketspec.spec.replay import check_trace
 from rocketspec.traces.io import write_trace
 from rocketspec.traces.spark_replay import ScopesEnded

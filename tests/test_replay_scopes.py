@@ -8,7 +8,7 @@ import pytest
 
 from rocketspec.reference.runner import run_to_list
 from rocketspec.reference.scenario import load_scenario
-from rocketspec.spec.kinds import names
+from rocketspec.traces.kinds import names
 from rocketspec.spec.replay import check_trace
 from rocketspec.traces.io import write_trace
 

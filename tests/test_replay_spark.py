@@ -451,7 +451,7 @@ def test_one_registry_of_event_kinds():
     """Every schema kind has one registry entry, whose action is the spec's function of that
     name."""
     from rocketspec.spec import actions
-    from rocketspec.spec.kinds import KINDS
+    from rocketspec.traces.kinds import KINDS
     from rocketspec.traces.schema import kinds
 
     assert set(KINDS) == set(kinds())
@@ -480,7 +480,7 @@ def test_packed_places_unpack_to_the_places_of_every_event():
     """Rows carry an event's places packed (one object to pickle); unpacked, they are
     spec.kinds.atoms of the event again (tuples, so they key the plan), for every event of the
     built-in scenarios."""
-    from rocketspec.spec.kinds import atoms
+    from rocketspec.traces.kinds import atoms
     from rocketspec.traces.spark_replay import _pack_places, _places
 
     seen = set()

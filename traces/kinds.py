@@ -1,9 +1,10 @@
 """One registry of the facts about each trace event kind.
 
 For every kind: the RocketMQ mechanism its action models (`spec.actions.<kind>` is the action,
-named after the kind) and how its events are routed when a trace is replayed in partitions (the
-state keys it reads or writes). The tables the spec and the Spark replay used to keep
-separately are derived from here.
+named after the kind, and its header names both), who acts (broker, client, operator, recorder
+or network), and how its events are routed when a trace is replayed in partitions (the state
+keys it reads or writes). The tables the spec and the Spark replay used to keep separately are
+derived from here.
 
 Routes (the keys of `spec.state` an action reads or writes, beyond the directory):
 
@@ -25,72 +26,76 @@ RETRY_PREFIX, DLQ_PREFIX = "%RETRY%", "%DLQ%"
 @dataclass(frozen=True)
 class Kind:
     name: str
-    mechanism: str
+    mechanism: str      # the RocketMQ code the kind's action stands for
     route: str
+    actor: str          # who acts: broker, client, operator, recorder, network, or "broker or client"
 
 
-def _k(name, mechanism, route):
-    return Kind(name, mechanism, route)
+def _k(name, mechanism, route, actor):
+    return Kind(name, mechanism, route, actor)
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    _k("trace_started", "trace header", "directory"),
-    _k("trace_ended", "end of run (quiescence check)", "directory"),
-    _k("broker_started", "BrokerController.start", "directory"),
-    _k("broker_restarted", "broker restart (in-memory tables lost)", "directory"),
-    _k("topic_created", "TopicConfigManager", "directory"),
-    _k("consumer_registered", "ConsumerManager.registerConsumer (heartbeat)", "directory"),
-    _k("consumer_unregistered", "ConsumerManager.unregisterConsumer / channel expiry", "directory"),
-    _k("message_stored", "CommitLog append + ConsumeQueue dispatch", "stored"),
-    _k("messages_deleted", "commit-log retention (DefaultMessageStore clean expired files)", "stored"),
-    _k("message_scheduled", "delay level -> SCHEDULE_TOPIC_XXXX", "chain"),
-    _k("schedule_delivered", "ScheduleMessageService.messageTimeUp", "chain"),
-    _k("client_started", "DefaultMQPushConsumer.start", "directory"),
-    _k("client_stopped", "DefaultMQPushConsumer.shutdown", "directory"),
-    _k("client_crashed", "process death", "directory"),
-    _k("client_paused", "stop-the-world pause", "directory"),
-    _k("client_resumed", "pause ends", "directory"),
-    _k("allocation_computed", "RebalanceImpl.rebalanceByTopic + AllocateMessageQueueStrategy", "directory"),
-    _k("pq_created", "updateProcessQueueTableInRebalance (add) + computePullFromWhere", "queue"),
-    _k("pq_dropped", "ProcessQueue.setDropped(true)", "queue"),
-    _k("pq_removed", "removeUnnecessaryMessageQueue", "queue"),
-    _k("pull_issued", "DefaultMQPushConsumerImpl.pullMessage", "queue"),
-    _k("pull_held", "PullRequestHoldService (long polling)", "none"),
+    _k("trace_started", "trace header", "directory", "recorder"),
+    _k("trace_ended", "end of run (quiescence check)", "directory", "recorder"),
+    _k("broker_started", "BrokerController.start", "directory", "broker"),
+    _k("broker_restarted", "broker restart (in-memory tables lost)", "directory", "broker"),
+    _k("topic_created", "TopicConfigManager", "directory", "operator"),
+    _k("consumer_registered", "ConsumerManager.registerConsumer (heartbeat)", "directory", "broker"),
+    _k("consumer_unregistered", "ConsumerManager.unregisterConsumer / channel expiry", "directory", "broker"),
+    _k("message_stored", "CommitLog append + ConsumeQueue dispatch", "stored", "broker"),
+    _k("messages_deleted", "commit-log retention (DefaultMessageStore clean expired files)", "stored", "broker"),
+    _k("message_scheduled", "delay level -> SCHEDULE_TOPIC_XXXX", "chain", "broker"),
+    _k("schedule_delivered", "ScheduleMessageService.messageTimeUp", "chain", "broker"),
+    _k("client_started", "DefaultMQPushConsumer.start", "directory", "client"),
+    _k("client_stopped", "DefaultMQPushConsumer.shutdown", "directory", "client"),
+    _k("client_crashed", "process death", "directory", "client"),
+    _k("client_paused", "stop-the-world pause", "directory", "client"),
+    _k("client_resumed", "pause ends", "directory", "client"),
+    _k("allocation_computed", "RebalanceImpl.rebalanceByTopic + AllocateMessageQueueStrategy", "directory",
+       "client"),
+    _k("pq_created", "updateProcessQueueTableInRebalance (add) + computePullFromWhere", "queue", "client"),
+    _k("pq_dropped", "ProcessQueue.setDropped(true)", "queue", "client"),
+    _k("pq_removed", "removeUnnecessaryMessageQueue", "queue", "client"),
+    _k("pull_issued", "DefaultMQPushConsumerImpl.pullMessage", "queue", "client"),
+    _k("pull_held", "PullRequestHoldService (long polling)", "none", "broker"),
     _k("pull_answered", "DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + "
-       "ProcessQueue.putMessage", "queue"),
-    _k("pull_failed", "PullCallback.onException (broker error response or failed call)", "queue"),
-    _k("queue_snapshot", "the queue's min/max offset when observation began (or after a gap)", "stored"),
-    _k("pull_flow_controlled", "pullMessage flow control", "queue"),
-    _k("consume_started", "ConsumeRequest.run (listener called)", "queue"),
-    _k("consume_finished", "listener returns", "queue"),
-    _k("consume_resubmitted", "submitConsumeRequestLater after failed send-back", "queue"),
-    _k("consume_suspended", "ConsumeMessageOrderlyService suspend/retry later", "queue"),
-    _k("messages_taken", "ProcessQueue.takeMessages", "queue"),
-    _k("pq_committed", "ProcessQueue.commit", "queue"),
-    _k("pq_rolled_back", "ProcessQueue.rollback / makeMessageToConsumeAgain", "queue"),
-    _k("pq_messages_removed", "ProcessQueue.removeMessage", "queue"),
-    _k("offset_updated", "OffsetStore.updateOffset / updateAndFreeze", "queue"),
-    _k("offset_read", "OffsetStore.readOffset", "queue"),
-    _k("offset_removed", "OffsetStore.removeOffset", "queue"),
-    _k("offset_persisted", "OffsetStore.persist (one-way)", "queue"),
-    _k("offset_committed", "ConsumerOffsetManager.commitOffset", "queue"),
-    _k("offset_flushed", "offset table flush", "queue"),
-    _k("offset_erased", "LocalFileOffsetStore.persistAll rewrite (pre-#7740); broker: commitOffset get-then-put race", "queue"),
-    _k("offset_loaded", "offset table load", "queue"),
-    _k("send_back_requested", "DefaultMQPushConsumerImpl.sendMessageBack", "chain"),
-    _k("send_back_failed", "send-back and fallback failed", "chain"),
-    _k("message_sent_back", "consumerSendMsgBack / handleRetryAndDLQ", "chain"),
-    _k("message_dead_lettered", "%DLQ% store", "chain"),
+       "ProcessQueue.putMessage", "queue", "broker"),
+    _k("pull_failed", "PullCallback.onException (broker error response or failed call)", "queue", "client"),
+    _k("queue_snapshot", "the queue's min/max offset when observation began (or after a gap)", "stored",
+       "recorder"),
+    _k("pull_flow_controlled", "pullMessage flow control", "queue", "client"),
+    _k("consume_started", "ConsumeRequest.run (listener called)", "queue", "client"),
+    _k("consume_finished", "listener returns", "queue", "client"),
+    _k("consume_resubmitted", "submitConsumeRequestLater after failed send-back", "queue", "client"),
+    _k("consume_suspended", "ConsumeMessageOrderlyService suspend/retry later", "queue", "client"),
+    _k("messages_taken", "ProcessQueue.takeMessages", "queue", "client"),
+    _k("pq_committed", "ProcessQueue.commit", "queue", "client"),
+    _k("pq_rolled_back", "ProcessQueue.rollback / makeMessageToConsumeAgain", "queue", "client"),
+    _k("pq_messages_removed", "ProcessQueue.removeMessage", "queue", "client"),
+    _k("offset_updated", "OffsetStore.updateOffset / updateAndFreeze", "queue", "client"),
+    _k("offset_read", "OffsetStore.readOffset", "queue", "client"),
+    _k("offset_removed", "OffsetStore.removeOffset", "queue", "client"),
+    _k("offset_persisted", "OffsetStore.persist (one-way)", "queue", "client"),
+    _k("offset_committed", "ConsumerOffsetManager.commitOffset", "queue", "broker"),
+    _k("offset_flushed", "offset table flush", "queue", "broker or client"),
+    _k("offset_erased", "LocalFileOffsetStore.persistAll rewrite (pre-#7740); broker: commitOffset get-then-put race",
+       "queue", "broker or client"),
+    _k("offset_loaded", "offset table load", "queue", "broker or client"),
+    _k("send_back_requested", "DefaultMQPushConsumerImpl.sendMessageBack", "chain", "client"),
+    _k("send_back_failed", "send-back and fallback failed", "chain", "client"),
+    _k("message_sent_back", "consumerSendMsgBack / handleRetryAndDLQ", "chain", "broker"),
+    _k("message_dead_lettered", "%DLQ% store", "chain", "broker"),
     # (the lock request sets the client's last request time, read by every queue's lock_acquired)
-    _k("lock_requested", "RebalanceImpl.lock / lockAll", "directory"),
-    _k("lock_acquired", "RebalanceLockManager.tryLock", "queue"),
-    _k("lock_rejected", "RebalanceLockManager.tryLock (held by another)", "queue"),
-    _k("lock_released", "RebalanceLockManager.unlockBatch", "queue"),
-    _k("lock_release_ignored", "unlockBatch by a non-owner", "queue"),
-    _k("lock_expired", "LockEntry.isExpired", "queue"),
-    _k("pq_lock_changed", "ProcessQueue.setLocked / lastLockTimestamp", "queue"),
-    _k("lease_expired", "ProcessQueue.isLockExpired", "queue"),
-    _k("oneway_lost", "network loss of a one-way call", "none"),
+    _k("lock_requested", "RebalanceImpl.lock / lockAll", "directory", "client"),
+    _k("lock_acquired", "RebalanceLockManager.tryLock", "queue", "broker"),
+    _k("lock_rejected", "RebalanceLockManager.tryLock (held by another)", "queue", "broker"),
+    _k("lock_released", "RebalanceLockManager.unlockBatch", "queue", "broker"),
+    _k("lock_release_ignored", "unlockBatch by a non-owner", "queue", "broker"),
+    _k("lock_expired", "LockEntry.isExpired", "queue", "broker"),
+    _k("pq_lock_changed", "ProcessQueue.setLocked / lastLockTimestamp", "queue", "client"),
+    _k("lease_expired", "ProcessQueue.isLockExpired", "queue", "client"),
+    _k("oneway_lost", "network loss of a one-way call", "none", "network"),
 )}
 
 MECHANISMS = {n: k.mechanism for n, k in KINDS.items()}
@@ -181,7 +186,7 @@ _BY_KIND: dict = {}
 
 def _fields_of(kind: str) -> tuple:
     """(the name fields, the nested fields holding names) of a kind's schema, computed once."""
-    from ..traces.schema import kinds
+    from .schema import kinds
 
     kd = kinds()[kind]
     fs = (*kd["required"], *kd["optional"])

@@ -35,7 +35,7 @@ import time
 
 import orjson
 
-from ..spec.kinds import atoms as event_atoms
+from .kinds import atoms as event_atoms
 from .io import TraceInputError
 
 SEP, NULL = "\x1f", "\x00"       # joins the routing columns of a row into one key; a null

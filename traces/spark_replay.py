@@ -33,9 +33,9 @@ from pathlib import Path
 
 import orjson
 
-from ..spec.kinds import atoms as event_atoms
-from ..spec.kinds import key_atom
-from ..spec.kinds import names_packer
+from .kinds import atoms as event_atoms
+from .kinds import key_atom
+from .kinds import names_packer
 from .io import TraceInputError, out_of_order
 from .scopes import Scopes, UnionFind
 
@@ -349,7 +349,7 @@ def grouped_findings_class():
 
 
 def _findings_class():
-    from ..spec.kinds import HOME_FINDINGS
+    from .kinds import HOME_FINDINGS
     from ..spec.replay import LIVE
 
     class PartitionFindings(grouped_findings_class()):

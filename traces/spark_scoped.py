@@ -40,7 +40,7 @@ from itertools import chain, repeat
 
 import orjson
 
-from ..spec.kinds import INERT, KINDS, NAME_LETTERS, NESTED_NAME_FIELDS, key_atom, name_fields, nested_names, value_names
+from .kinds import INERT, KINDS, NAME_LETTERS, NESTED_NAME_FIELDS, key_atom, name_fields, nested_names, value_names
 from .io import TraceInputError, parquet_text_as_dictionary, valued_columns
 from .schema import ENVELOPE
 from .scopes import UnionFind

@@ -23,7 +23,7 @@ as globals of its own module (the replay's hot path).
 """
 from __future__ import annotations
 
-from ..kinds import KINDS, MECHANISMS  # noqa: F401 (MECHANISMS: re-exported)
+from ...traces.kinds import KINDS, MECHANISMS  # noqa: F401 (MECHANISMS: re-exported)
 
 from . import consume, directory, locks, offsets, pull, retry
 from .directory import HORIZON, JUDGED_ENDS, QUIESCENT, check_quiescent  # noqa: F401 (re-exported)
@@ -34,7 +34,7 @@ _MODULES = (directory, pull, consume, offsets, retry, locks)
 
 def _handlers() -> dict:
     """Each kind's action: the function of the kind's name defined in one of the modules (its
-    other facts, the mechanism it models and the keys it touches, are in spec.kinds)."""
+    other facts, the mechanism it models and the keys it touches, are in traces.kinds)."""
     found = {}
     for m in _MODULES:
         for name, f in vars(m).items():
