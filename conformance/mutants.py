@@ -134,8 +134,10 @@ CATALOGUE: tuple[Mutant, ...] = (
       "instead of its consumed offset: the next owner starts past messages still in the old owner's "
       "ProcessQueue, which is dropped, so they are never consumed."),
     M("fallback-send-wrong-delay", "client/push_consumer.py", "PushConsumer.send_message_back",
-      'return self.send_to_retry_topic(msg, msg.reconsume_times + 1, 3 + msg.reconsume_times, "fallback_producer")',
-      'return self.send_to_retry_topic(msg, msg.reconsume_times + 1, 2 + msg.reconsume_times, "fallback_producer")',
+      'return self.send_to_retry_topic(msg, msg.reconsume_times + 1, retry_delay_level(msg.reconsume_times), '
+      '"fallback_producer")',
+      'return self.send_to_retry_topic(msg, msg.reconsume_times + 1, retry_delay_level(msg.reconsume_times) - 1, '
+      '"fallback_producer")',
       "INV-RETRY-2",
       "The fallback producer send (when consumerSendMessageBack fails) uses delay level 2 + r instead of "
       "3 + r."),
@@ -271,7 +273,8 @@ CATALOGUE: tuple[Mutant, ...] = (
       "consumerSendMsgBack compares reconsumeTimes with > instead of >=: one retry too many before the "
       "DLQ."),
     M("sendback-fixed-delay", "broker/broker.py", "Broker.consumer_send_msg_back",
-      "level = 3 + r if delay_level == 0 else delay_level", "level = 3 if delay_level == 0 else delay_level",
+      "level = retry_delay_level(r) if delay_level == 0 else delay_level",
+      "level = retry_delay_level(0) if delay_level == 0 else delay_level",
       "INV-RETRY-2",
       "consumerSendMsgBack sends every retry with delay level 3 instead of 3 + reconsumeTimes."),
     M("sendback-count-not-raised", "broker/broker.py", "Broker.consumer_send_msg_back",

@@ -32,6 +32,7 @@ from ..reference.choice import ScriptChooser
 from ..reference.runner import Run
 from ..reference.scenario import validate
 from ..rocketmq.profiles import PROFILES, UnknownProfile
+from ..rocketmq.retry import lease_margin
 from . import strategies as S
 from .monitor import SpecViolation, TraceMonitor
 
@@ -279,7 +280,7 @@ class ReferenceMachine(RuleBasedStateMachine):
 
     def _lease_margin(self) -> int:
         p = self.run.profile
-        return p.broker_lock_max_live_ms - p.client_lock_max_live_ms
+        return lease_margin(p.broker_lock_max_live_ms, p.client_lock_max_live_ms)
 
     def _leave_allowed(self, client, crash: bool) -> bool:
         """A-OFFSET-ENTRY (and the first persist): a broadcasting client stops only once its offset

@@ -1,27 +1,14 @@
 """Messages as the broker stores them and as the client holds them."""
 from __future__ import annotations
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_PREFIX + group
-
-
-def is_retry_topic(topic: str) -> bool:
-    return topic.startswith(RETRY_PREFIX)
+from rocketspec.rocketmq.retry import (DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC,  # noqa: F401
+                                       dlq_topic, is_retry_topic, retry_topic)
 
 
 def reset_retry_topic(msgs, group: str) -> None:
     """resetRetryAndNamespace, before every listener call (concurrent and orderly): a message
     pulled from the group's own %RETRY% topic shows its original topic to the listener."""
-    group_retry = RETRY_PREFIX + group
+    group_retry = retry_topic(group)
     for m in msgs:
         if m.topic == group_retry and m.retry_topic:
             m.topic = m.retry_topic

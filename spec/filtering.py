@@ -10,11 +10,9 @@ from functools import lru_cache
 
 from rocketspec.rocketmq.filter import compile_sql92 as _compile_sql92
 from rocketspec.rocketmq.filter import sql92_match as _sql92_match
+from rocketspec.rocketmq.retry import DLQ_PREFIX, RETRY_PREFIX  # noqa: F401 (re-exported: importers of spec.filtering)
 
 from . import tag_rules
-
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 
 
 @lru_cache(maxsize=4096)

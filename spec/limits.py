@@ -10,6 +10,7 @@ state: one lookup, so no action reads a profile constant for these directly.
 """
 from __future__ import annotations
 
+from rocketspec.rocketmq import retry
 from rocketspec.rocketmq.config import (BROKER_KEYS, CLIENT_KEYS, BadConfig, BrokerLimits,  # noqa: F401
                                         ClientLimits, delay_table, resolve_max_reconsume)
 
@@ -34,9 +35,9 @@ def client(st, cid) -> ClientLimits:
 
 
 def lease_margin(st, broker_name, cid) -> int:
-    """A-LEASE-MARGIN: how long a listener call may outlive the client lease before another
-    client can take the broker lock (broker lock lifetime - client lease)."""
-    return broker(st, broker_name).lock_max_live_ms - client(st, cid).lease_ms
+    """A-LEASE-MARGIN (`rocketmq.retry.lease_margin`) between broker `broker_name`'s lock and
+    client `cid`'s lease, as each was configured."""
+    return retry.lease_margin(broker(st, broker_name).lock_max_live_ms, client(st, cid).lease_ms)
 
 
 def max_reconsume(st, c) -> int | None:

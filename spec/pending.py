@@ -14,7 +14,7 @@ nothing until a consumer comes back):
 """
 from __future__ import annotations
 
-from .filtering import DLQ_PREFIX, RETRY_PREFIX
+from rocketspec.rocketmq.retry import DLQ_PREFIX, RETRY_PREFIX
 
 # Chain entry states of a retry copy that is still on its way (spec.state.Chain.entries)
 IN_FLIGHT = ("sent_back", "delayed", "redelivered")

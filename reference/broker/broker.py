@@ -7,6 +7,8 @@ that is down raises BrokerUnavailable to synchronous callers.
 """
 from __future__ import annotations
 
+from rocketspec.rocketmq.retry import retry_delay_level
+
 from ..footprint import footprint
 from ..message import DLQ_PREFIX, Message, dlq_topic, is_retry_topic, retry_topic
 from ..sim import Process
@@ -371,9 +373,9 @@ class Broker:
             self.sim.emit("message_sent_back", broker=self.name, group=group, msg_id=msg_id,
                           origin_msg_id=original.origin_msg_id, reconsume_times=r, outcome="dlq",
                           delay_level=delay_level, via="consumer_send_back", client=client)
-            self._put_dlq(group, new, kept_delay_level=min(3 + r, self.schedule.max_level))
+            self._put_dlq(group, new, kept_delay_level=min(retry_delay_level(r), self.schedule.max_level))
             return
-        level = 3 + r if delay_level == 0 else delay_level
+        level = retry_delay_level(r) if delay_level == 0 else delay_level
         self.sim.emit("message_sent_back", broker=self.name, group=group, msg_id=msg_id,
                       origin_msg_id=original.origin_msg_id, reconsume_times=r, outcome="retry",
                       delay_level=level, via="consumer_send_back", client=client)

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from rocketspec.rocketmq.retry import retry_delay_level
+
 from ..broker.broker import BrokerUnavailable
 from ..message import reset_retry_topic
 from .process_queue import NoSuchElement
@@ -430,9 +432,9 @@ class ConsumeMessageOrderlyService:
             if r >= max_times:
                 header = r + 1 if p.orderly_reconsume_time_plus_one else r
                 c.sim.emit("send_back_requested", client=c.client_id, group=c.group, msg_id=m.msg_id,
-                           origin_msg_id=m.origin_msg_id, reconsume_times=r, delay_level=3 + r,
+                           origin_msg_id=m.origin_msg_id, reconsume_times=r, delay_level=retry_delay_level(r),
                            topic=mq[0], broker=mq[1], queue=mq[2], offset=m.offset, via="orderly_producer")
-                if not c.send_to_retry_topic(m, header, 3 + r, "orderly_producer"):
+                if not c.send_to_retry_topic(m, header, retry_delay_level(r), "orderly_producer"):
                     suspend = True
                     m.reconsume_times = r + 1
             else:

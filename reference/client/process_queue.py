@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from sortedcontainers import SortedDict
 
+from rocketspec.rocketmq.retry import CLEAN_EXPIRED_DELAY_LEVEL
+
 
 class NoSuchElement(Exception):
     """ProcessQueue.commit with nothing taken: RocketMQ's uncaught NoSuchElementException."""
@@ -152,7 +154,7 @@ class ProcessQueue:
             first = tree.values()[0]
             if first.consume_start_ts is None or now - first.consume_start_ts <= timeout_ms:
                 break
-            if not send_back(first, 3):
+            if not send_back(first, CLEAN_EXPIRED_DELAY_LEVEL):
                 continue
             if tree and tree.keys()[0] == first.offset:
                 off = self.remove_messages([first], now)

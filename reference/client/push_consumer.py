@@ -11,6 +11,7 @@ from functools import partial
 from rocketspec.rocketmq import filter as filter_language
 from rocketspec.rocketmq.filter import build_subscription, client_tag_match
 from rocketspec.rocketmq.profiles import CLIENT_TIMING_KEYS
+from rocketspec.rocketmq.retry import retry_delay_level
 
 from .. import checks
 from ..allocation import STRATEGIES
@@ -366,7 +367,7 @@ class PushConsumer:
             return True
         except BrokerUnavailable:
             pass
-        return self.send_to_retry_topic(msg, msg.reconsume_times + 1, 3 + msg.reconsume_times, "fallback_producer")
+        return self.send_to_retry_topic(msg, msg.reconsume_times + 1, retry_delay_level(msg.reconsume_times), "fallback_producer")
 
     def send_to_retry_topic(self, msg, reconsume_times: int, delay_level: int, via: str) -> bool:
         """A normal producer send to %RETRY%group, to any live broker that hosts it."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import heapq
 
+from rocketspec.rocketmq.retry import DLQ_PREFIX
+
 from ..invariants import orderly_consumers_at_once
-from ..filtering import DLQ_PREFIX
 from .. import limits
 from ..state import M_ID, Busy, OrphanOutcome
 from .common import _client, _duplicate, _pauses_between, _q
@@ -44,7 +45,7 @@ def _long_call_cause(st, broker, cid, since, now):
     """Why a listener call of `cid` that began at `since` was still running at `now`, against
     the limits it outlived (A-LEASE-MARGIN)."""
     b, c = limits.broker(st, broker), limits.client(st, cid)
-    margin = b.lock_max_live_ms - c.lease_ms
+    margin = limits.lease_margin(st, broker, cid)
     ran = now - since
     pauses = _pauses_between(st, cid, since, now)
     what = "; ".join(f"{cid} was paused at ts {t} for {d} ms" for t, d in pauses) or \

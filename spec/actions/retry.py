@@ -2,7 +2,8 @@
 schedule and delivery) and dead-lettering."""
 from __future__ import annotations
 
-from ..filtering import DLQ_PREFIX, RETRY_PREFIX
+from rocketspec.rocketmq.retry import CLEAN_EXPIRED_DELAY_LEVEL, DLQ_PREFIX, RETRY_PREFIX, retry_delay_level
+
 from .. import limits
 from ..lifecycles import MSG_TABLE
 from ..state import M_ID, M_R, Chain, RetryCopy, ScheduleDone, SendBack
@@ -43,7 +44,7 @@ def send_back_requested(st, ev, out):
             s = pq.failed.get(off)
             if s is None and off not in pq.tree:
                 out.report("INV-RETRY-3", f"send-back of offset {off} that {cid} neither failed nor holds", ckey)
-            elif s is None and (off != pq.tree_min() or ev.get("delay_level") != 3):
+            elif s is None and (off != pq.tree_min() or ev.get("delay_level") != CLEAN_EXPIRED_DELAY_LEVEL):
                 # not failed, so only ProcessQueue.cleanExpiredMsg may send it back: it sends the
                 # tree's first message, with sendMessageBack(msg, 3)
                 out.report("INV-RETRY-3", f"send-back of offset {off} that {cid} did not fail, and not as "
@@ -141,7 +142,7 @@ def message_sent_back(st, ev, out):
     ch.accepted.add((cid, mid))
     if outcome == "retry":
         levels = len(limits.broker(st, ev["broker"]).delay_ms) - 1
-        want = dl if (dl is not None and dl > 0) else 3 + r
+        want = dl if (dl is not None and dl > 0) else retry_delay_level(r)
         want = min(want, levels)
         got = ev.get("delay_level")
         if got is not None and got != want:
