@@ -486,11 +486,12 @@ def run_scenario(name: str, seed: int, profile: str):
     """(events, report, unexpected error ids, stopped) of one reference run checked by the spec.
     A run stopped at MAX_EVENTS is judged on the events it emitted (a prefix of its trace)."""
     from rocketspec.reference import runner
-    from rocketspec.reference.scenario import expected_failures, load_scenario
+    from rocketspec.conformance.verdicts import load_checked_scenario
+    from rocketspec.reference.scenario import expected_failures
     from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.spec.replay import check_events
 
-    sc = load_scenario(name)
+    sc = load_checked_scenario(name)
     events: list = []
 
     def sink(ev):

@@ -30,8 +30,8 @@ from __future__ import annotations
 import shlex
 import tomllib
 
+from rocketspec.conformance.verdicts import validate_checked
 from rocketspec.reference.runner import Run
-from rocketspec.reference.scenario import validate
 
 # What `advance` shows by default: the steps a reader follows, not every pull and heartbeat.
 DEFAULT_KINDS = (
@@ -147,7 +147,7 @@ class ScriptRun:
         except tomllib.TOMLDecodeError as exc:
             raise ScriptError(line, f"scenario body is not TOML: {exc}") from None
         raw.setdefault("name", "script")
-        sc = validate(raw, f"script line {line}")
+        sc = validate_checked(raw, f"script line {line}")
         self.run = Run(sc, int(args.get("seed", 1)), args.get("profile", "rocketmq-5.3.3"), self.events.append)
         self.run.setup()
         self.shown = len(self.events)

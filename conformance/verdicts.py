@@ -5,12 +5,40 @@ A trace declares its expected verdict the way a scenario does (docs/scenarios.md
 per-profile overrides {profiles = {"rocketmq-4.9.8" = ...}}; a bare list of ids is short for
 {fails = [ids]}. The scenario parser reads it (reference.scenario), so the two never differ. A
 trace that declares nothing must hold.
+
+The ids a verdict names must be the spec's invariants. The reference cannot check that (it does
+not import the spec), so the catalogue is given from here: `load_checked_scenario` and
+`validate_checked` are how the layers above read a scenario.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..reference.scenario import _parse_expect, expected_failures
+from ..reference.scenario import _parse_expect, expected_failures, load_scenario, validate
+
+
+class _Catalogue:
+    """The spec's invariant ids, imported on the first membership test: only a scenario that
+    declares failures needs them."""
+
+    def __contains__(self, inv_id) -> bool:
+        from ..spec.invariants import BY_ID
+
+        return inv_id in BY_ID
+
+
+INVARIANT_IDS = _Catalogue()
+
+
+def load_checked_scenario(name_or_file: str) -> dict:
+    """reference.scenario.load_scenario, with the ids of its `expect` checked against the spec's
+    invariants (ScenarioError at `expect.fails` or `expect.profiles.<p>.fails`)."""
+    return load_scenario(name_or_file, INVARIANT_IDS)
+
+
+def validate_checked(raw: dict, source: str = "<scenario>") -> dict:
+    """reference.scenario.validate, with the ids of its `expect` checked as load_checked_scenario does."""
+    return validate(raw, source, INVARIANT_IDS)
 
 
 @dataclass
@@ -42,7 +70,7 @@ def declared_verdict(first_event: dict, profile: str, source: str):
     raw = cfg["expect"]
     if isinstance(raw, list):
         raw = {"fails": raw}
-    parsed = _parse_expect(f"{source} (trace_started.config)", raw)
+    parsed = _parse_expect(f"{source} (trace_started.config)", raw, INVARIANT_IDS)
     return expected_failures({"expect": parsed}, profile)
 
 

@@ -173,8 +173,9 @@ def bug_scenario(known_bug: str) -> str | None:
     return named[0] if named else BUG_SCENARIOS.get(known_bug)
 
 
-def load_scenario(name_or_file: str) -> dict:
-    """A built-in scenario by name, or a scenario file (.toml or .json); ScenarioError otherwise."""
+def load_scenario(name_or_file: str, known_ids=None) -> dict:
+    """A built-in scenario by name, or a scenario file (.toml or .json); ScenarioError otherwise.
+    `known_ids`: see validate (conformance.verdicts.load_checked_scenario gives them)."""
     from rocketspec.config_files import parse, read_text
 
     p = Path(name_or_file)
@@ -195,7 +196,7 @@ def load_scenario(name_or_file: str) -> dict:
     else:
         raise ScenarioError(name_or_file, "", f"not a built-in scenario ({', '.join(builtin_names())}) "
                                               "nor a .toml/.json file")
-    return validate(raw, source)
+    return validate(raw, source, known_ids)
 
 
 def _expect(source, path, value, types, what):
@@ -227,10 +228,9 @@ _EXPECT_HELP = ('"holds", or a table {fails = "INV-..." or [ids]}, optionally wi
                 '{profiles = {"rocketmq-4.9.8" = "holds" or {fails = ...}}}')
 
 
-def _parse_verdict(source, path, v):
-    """'holds' -> frozenset(); {fails = id | [ids]} -> frozenset(ids)."""
-    from rocketspec.spec.invariants import BY_ID
-
+def _parse_verdict(source, path, v, known_ids):
+    """'holds' -> frozenset(); {fails = id | [ids]} -> frozenset(ids). With `known_ids` (the
+    invariant catalogue, which the layers above give), an id outside it is refused."""
     if v == "holds":
         return frozenset()
     if isinstance(v, dict) and "fails" in v and not set(v) - {"fails", "profiles"}:
@@ -238,7 +238,7 @@ def _parse_verdict(source, path, v):
         ids = [ids] if isinstance(ids, str) else ids
         if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
             raise ScenarioError(source, f"{path}.fails", "an invariant id or a non-empty list of ids")
-        unknown = [i for i in ids if i not in BY_ID]
+        unknown = [] if known_ids is None else [i for i in ids if i not in known_ids]
         if unknown:
             raise ScenarioError(source, f"{path}.fails", f"unknown invariant ids {unknown} (see `rocketspec "
                                 "schema` / spec/SPEC.md)")
@@ -246,9 +246,10 @@ def _parse_verdict(source, path, v):
     raise ScenarioError(source, path, f"expected {_EXPECT_HELP}, got {_short_value(v)}")
 
 
-def _parse_expect(source, raw):
+def _parse_expect(source, raw, known_ids=None):
     """The scenario's expected verdict under the release profiles: {"default": ids, "profiles":
-    {name: ids}}; an empty id set means the trace holds. None when the scenario declares none."""
+    {name: ids}}; an empty id set means the trace holds. None when the scenario declares none.
+    `known_ids`: see _parse_verdict."""
     if raw is None:
         return None
     profiles = {}
@@ -257,11 +258,11 @@ def _parse_expect(source, raw):
         if not isinstance(pt, dict):
             raise ScenarioError(source, "expect.profiles", "a table of profile name -> verdict")
         for name, v in pt.items():
-            profiles[name] = _parse_verdict(source, f"expect.profiles.{_key(name)}", v)
+            profiles[name] = _parse_verdict(source, f"expect.profiles.{_key(name)}", v, known_ids)
         raw = {k: v for k, v in raw.items() if k != "profiles"} or "holds"
         if raw == {"holds": True}:
             raw = "holds"
-    return {"default": _parse_verdict(source, "expect", raw), "profiles": profiles}
+    return {"default": _parse_verdict(source, "expect", raw, known_ids), "profiles": profiles}
 
 
 def expected_failures(sc: dict, profile: str):
@@ -274,7 +275,10 @@ def expected_failures(sc: dict, profile: str):
     return e["profiles"].get(profile, e["default"])
 
 
-def validate(raw: dict, source: str = "<scenario>") -> dict:
+def validate(raw: dict, source: str = "<scenario>", known_ids=None) -> dict:
+    """The scenario `raw` checked field by field (ScenarioError naming the first bad one). The
+    ids its `expect` names are checked against `known_ids` when given (conformance.verdicts
+    gives the spec's catalogue: the reference does not import the spec)."""
     if not isinstance(raw, dict):
         raise ScenarioError(source, "", "a scenario is a table/object")
     known = {"name", "description", "duration_ms", "drain_limit_ms", "latency_ms", "brokers", "broker_config",
@@ -298,7 +302,7 @@ def validate(raw: dict, source: str = "<scenario>") -> dict:
         "latency_ms": field("latency_ms", raw.get("latency_ms", 1), checks.integer(0, MAX_LATENCY_MS)),
         "brokers": _expect(source, "brokers", raw.get("brokers", ["broker-a"]), list, "a list of broker names"),
         "broker_config": _expect(source, "broker_config", raw.get("broker_config", {}), dict, "a table"),
-        "expect": _parse_expect(source, raw.get("expect")),
+        "expect": _parse_expect(source, raw.get("expect"), known_ids),
     }
     for i, b in enumerate(sc["brokers"]):
         field(f"brokers[{i}]", b, checks.string)

@@ -29,7 +29,8 @@ def demo(out_dir, seed, verbose):
     from rocketspec.traces.verdict_text import render_text
     from rocketspec.traces.verdict_text import bug_profile_hint
     from rocketspec.reference.runner import run
-    from rocketspec.reference.scenario import expected_failures, load_scenario
+    from rocketspec.conformance.verdicts import load_checked_scenario
+    from rocketspec.reference.scenario import expected_failures
     from rocketspec.spec.replay import check_trace
     from rocketspec.traces.io import open_writer
 
@@ -41,7 +42,7 @@ def demo(out_dir, seed, verbose):
     differ = []
     runs = 0
     for name in DEMO_SCENARIOS:
-        sc = load_scenario(name)
+        sc = load_checked_scenario(name)
         words = " ".join(sc["description"].split())
         click.echo(f"== {name}: {words if verbose else first_sentence(words)}")
         for profile in DEMO_PROFILES:

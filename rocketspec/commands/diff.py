@@ -62,9 +62,9 @@ def diff(ref, real, scenario, real_opt, seed, profile, keep_ref, time_tolerance_
         refuse_input_as_output(keep_ref, "--keep-ref", [("--real", real)]
                                + ([("--scenario", scenario)] if os.path.isfile(scenario) else []))
         first = first_event(real)
-        from rocketspec.reference.scenario import load_scenario
+        from rocketspec.conformance.verdicts import load_checked_scenario
 
-        sc = load_scenario(scenario)
+        sc = load_checked_scenario(scenario)
         if first.get("scenario") not in (None, sc["name"], scenario):
             raise UserError(f"the real trace was recorded from scenario {first.get('scenario')!r}, not {sc['name']!r}",
                             file=real, line=1, field="scenario")

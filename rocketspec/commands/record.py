@@ -232,10 +232,11 @@ def merge_parts(parts_dir: Path) -> list[dict]:
 
 def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, keep: str | None,
            msgtrace: str | None = None) -> tuple[int, str]:
-    from rocketspec.reference.scenario import ScenarioError, load_scenario
+    from rocketspec.conformance.verdicts import load_checked_scenario
+    from rocketspec.reference.scenario import ScenarioError
 
     try:
-        sc = load_scenario(scenario_name)
+        sc = load_checked_scenario(scenario_name)
     except ScenarioError as exc:
         raise RecordError(str(exc)) from None
     root = repo_root()

@@ -35,12 +35,12 @@ def simulate(scenario_name, seed, profile, out, quiet, min_events, workers, max_
 
     Progress is shown on standard error when it is a terminal."""
     from rocketspec.reference.runner import run
-    from rocketspec.reference.scenario import load_scenario
+    from rocketspec.conformance.verdicts import load_checked_scenario
     from rocketspec.traces.io import open_writer
 
     # bad input (profile, scenario, output path) raises a UserError: the CLI's one error path
     prof = get_profile(profile)
-    sc = load_scenario(scenario_name)
+    sc = load_checked_scenario(scenario_name)
     _refuse_scenario_as_output(scenario_name, out)
     if max_events is not None and min_events is not None:
         raise click.UsageError("--max-events bounds one run; --events makes a dataset of complete runs")
@@ -146,9 +146,10 @@ def _simulate_dataset(sc, seed, prof, out, quiet, min_events, workers):
 @click.command()
 def scenarios():
     """List the built-in scenarios."""
-    from rocketspec.reference.scenario import builtin_names, load_scenario
+    from rocketspec.conformance.verdicts import load_checked_scenario
+    from rocketspec.reference.scenario import builtin_names
 
     for name in builtin_names():
-        sc = load_scenario(name)
+        sc = load_checked_scenario(name)
         first = " ".join(sc["description"].split())
         click.echo(f"{name:24} {first}")
