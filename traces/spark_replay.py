@@ -833,6 +833,21 @@ def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4)
     return rep
 
 
+def _position(files) -> str:
+    """What a finding's `line` counts, as check says it: rows when every file is Parquet (told by its
+    first bytes, as the readers tell it), lines otherwise."""
+    from .io import PARQUET_MAGIC
+
+    def parquet(f):
+        try:
+            with open(f, "rb") as fh:
+                return fh.read(4) == PARQUET_MAGIC
+        except OSError:
+            return False
+
+    return "row" if files and all(parquet(f) for f in files) else "line"
+
+
 def _merge(results, files, profile_name, total, max_listed, Findings, Report):
     f = Findings(None, max_listed=max_listed)
     errs, warns = [], []
@@ -853,7 +868,7 @@ def _merge(results, files, profile_name, total, max_listed, Findings, Report):
     for r in results:
         groups.update(r["groups"])
     rep = Report(path=files[0] if len(files) == 1 else ", ".join(files), profile=profile_name, events=total,
-                 ended=results[0]["ended"], findings=f)
+                 ended=results[0]["ended"], findings=f, position=_position(files))
     # held at the end: summed over partitions (views, replicated with the directory events: the
     # most); at the peak (taken before each sweep of ended scopes): the most of one partition
     lk: dict = {}

@@ -35,7 +35,10 @@ import click
                                            "them (Arrow batches to Python) instead of reading them in Python "
                                            "(docs/replay.md: not faster yet on 10^6 events).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
-def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partitions, arrow, quiet):
+@click.option("--require-end", "end_required", is_flag=True,
+              help="A trace with no trace_ended event is bad input (exit 2), instead of being judged for "
+                   "safety only (as check --require-end).")
+def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partitions, arrow, quiet, end_required):
     """Replay the trace given by PATHS through the spec on Spark: JSON Lines (gzip or zstd
     compressed or not), Parquet files, partitioned Parquet directories; several paths are
     parts of one trace. Paths are local (or file:///...): on a cluster, on a file system every
@@ -44,7 +47,7 @@ def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partiti
     Spark's progress bar and its UI address are shown on standard error when it is a
     terminal. Exit 0 when it holds, 1 on a violation, 2 on bad input."""
     from rocketspec import jsonout
-    from rocketspec.traces.verdict_text import render_text
+    from rocketspec.traces.verdict_text import render_text, require_end
     from rocketspec.commands.options import progress_bar
     from rocketspec.traces.spark_replay import expand_paths, replay, spark_session, violations_table
 
@@ -86,7 +89,11 @@ def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partiti
     if runs:
         from rocketspec.commands.runs import report_runs
 
+        if end_required:
+            reps = [_ended_or_error(r, require_end) for r in reps]
         sys.exit(report_runs(paths[0], runs, reps, out_dir, as_json))
+    if end_required:
+        require_end(rep)
     text = render_text(rep)
     if out_dir is not None:
         import pyarrow.parquet as pq
@@ -106,3 +113,14 @@ def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partiti
             click.echo(f"  witness of {w['invariant']} at seq {w['seq']}: {w['path']} ({w['events']} events)")
     sys.exit(0 if rep.ok else 1)
 
+
+
+def _ended_or_error(rep, require_end):
+    """A run's report, or the bad input --require-end makes of it (reported with the run, as check
+    reports a run it could not read: the other runs go on)."""
+    from rocketspec.errors import UserError
+
+    try:
+        return require_end(rep)
+    except UserError as exc:
+        return exc
