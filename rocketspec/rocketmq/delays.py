@@ -28,7 +28,8 @@ def parse_delay_levels(text: str) -> list[int]:
     out = []
     for i, word in enumerate(text.split()):
         unit = UNIT_MS.get(word[-1:])
-        if unit is None or not word[:-1].isdigit():
+        # isdecimal, not isdigit: '²' is a digit int() cannot read, and Java's parseLong refuses it
+        if unit is None or not word[:-1].isdecimal():
             raise DelayLevelError(i + 1, word)
         out.append(int(word[:-1]) * unit)
     if not out:
