@@ -3,8 +3,10 @@
 For every kind: the RocketMQ mechanism its action models (`spec.actions.<kind>` is the action,
 named after the kind, and its header names both), who acts (broker, client, operator, recorder
 or network), and how its events are routed when a trace is replayed in partitions (the state
-keys it reads or writes). The tables the spec and the Spark replay used to keep separately are
-derived from here.
+keys it reads or writes); and what the tools do with its events: the timeline's lane behaviour,
+the minimizer's unit family, renumbering, the history record, the narrated scripts and the plain
+sentence. The tables the spec, the Spark replay and the tools used to keep separately are derived
+from here; tests/test_kind_registry.py names whatever a kind lacks.
 
 Routes (the keys of `spec.state` an action reads or writes, beyond the directory):
 
@@ -19,6 +21,7 @@ Routes (the keys of `spec.state` an action reads or writes, beyond the directory
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 RETRY_PREFIX, DLQ_PREFIX = "%RETRY%", "%DLQ%"
 
@@ -29,73 +32,301 @@ class Kind:
     mechanism: str      # the RocketMQ code the kind's action stands for
     route: str
     actor: str          # who acts: broker, client, operator, recorder, network, or "broker or client"
+    # What the tools do with an event of the kind (each a table the tool derives from here):
+    lane: str           # the timeline's behaviour, a method _lane_<lane> of traces.timeline._Builder
+    unit: str           # the minimizer's unit family (traces.units, UNITS below)
+    renumber: str       # what dropping a message does to its offsets (traces.renumber, RENUMBER below)
+    history: str | None     # what a user sees of it in a history (traces.history.from_trace, HISTORY below)
+    scripts: bool       # shown by the narrated scripts' `advance` by default (conformance.scripts)
+    sentence: Callable[[dict], str]     # one plain sentence (traces.narrate.describe)
 
 
-def _k(name, mechanism, route, actor):
-    return Kind(name, mechanism, route, actor)
+# unit families (traces.units): kept by every slice; a pull's own events; a lock request; the
+# broker's or client's answer to it; a listener call (taken, started, finished); what the client
+# does with a call's result; an offset persist; none of its own (sliced with its group, topic,
+# queue, client, ProcessQueue or message)
+UNITS = ("directory", "pull", "lock_request", "lock_answer", "call", "call_result", "persist", "sliced")
+# renumbering (traces.renumber): an event of a listener call (dropped with a call that consumed
+# nothing); an offset in another queue than the one the event names (the schedule topic's); plain
+RENUMBER = ("call", "other_queue", "plain")
+# history records (traces.history.from_trace): "disruption:<what a user sees>", or the record the
+# kind gives (a reset and a retention only in some events), or None: nothing a user sees
+HISTORY = ("produce", "consume", "dead_letter", "retention", "reset", "end")
+
+
+def qname(ev: dict) -> str:
+    """A queue as people write it: topic/broker/queue-id."""
+    return f"{ev.get('topic')}/{ev.get('broker')}/{ev.get('queue')}"
+
+
+def offs(xs) -> str:
+    """Offsets, with runs shortened: [3, 4, 5, 9] -> 3-5, 9."""
+    xs = list(xs or [])
+    if not xs:
+        return "none"
+    out, start, prev = [], xs[0], xs[0]
+    for x in xs[1:] + [None]:
+        if x is not None and isinstance(x, int) and isinstance(prev, int) and x == prev + 1:
+            prev = x
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = x
+    text = ", ".join(out)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def secs(ts: int) -> str:
+    return f"{ts / 1000:.3f}s"
+
+
+def _queues(qs) -> str:
+    qs = list(qs or [])
+    names = [f"{q[0]}/{q[1]}/{q[2]}" for q in qs[:4] if isinstance(q, (list, tuple)) and len(q) == 3]
+    more = f" and {len(qs) - 4} more" if len(qs) > 4 else ""
+    return (", ".join(names) + more) if names else "no queue"
+
+
+def _subs(subs) -> str:
+    """The subscriptions a client starts with, but the automatic retry topic's."""
+    if not isinstance(subs, dict):
+        return ""
+    parts = [f"{t} {d.get('expr')!r}" for t, d in subs.items()
+             if not str(t).startswith("%RETRY%") and isinstance(d, dict)]
+    return f", subscribing {', '.join(parts)}" if parts else ""
+
+
+def _g(ev, k, default="?"):
+    v = ev.get(k)
+    return default if v is None else v
+
+
+def _k(name, mechanism, route, actor, *, lane, unit, renumber, history, scripts, sentence):
+    return Kind(name, mechanism, route, actor, lane, unit, renumber, history, scripts, sentence)
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    _k("trace_started", "trace header", "directory", "recorder"),
-    _k("trace_ended", "end of run (quiescence check)", "directory", "recorder"),
-    _k("broker_started", "BrokerController.start", "directory", "broker"),
-    _k("broker_restarted", "broker restart (in-memory tables lost)", "directory", "broker"),
-    _k("topic_created", "TopicConfigManager", "directory", "operator"),
-    _k("consumer_registered", "ConsumerManager.registerConsumer (heartbeat)", "directory", "broker"),
-    _k("consumer_unregistered", "ConsumerManager.unregisterConsumer / channel expiry", "directory", "broker"),
-    _k("message_stored", "CommitLog append + ConsumeQueue dispatch", "stored", "broker"),
-    _k("messages_deleted", "commit-log retention (DefaultMessageStore clean expired files)", "stored", "broker"),
-    _k("message_scheduled", "delay level -> SCHEDULE_TOPIC_XXXX", "chain", "broker"),
-    _k("schedule_delivered", "ScheduleMessageService.messageTimeUp", "chain", "broker"),
-    _k("client_started", "DefaultMQPushConsumer.start", "directory", "client"),
-    _k("client_stopped", "DefaultMQPushConsumer.shutdown", "directory", "client"),
-    _k("client_crashed", "process death", "directory", "client"),
-    _k("client_paused", "stop-the-world pause", "directory", "client"),
-    _k("client_resumed", "pause ends", "directory", "client"),
-    _k("allocation_computed", "RebalanceImpl.rebalanceByTopic + AllocateMessageQueueStrategy", "directory",
-       "client"),
-    _k("pq_created", "updateProcessQueueTableInRebalance (add) + computePullFromWhere", "queue", "client"),
-    _k("pq_dropped", "ProcessQueue.setDropped(true)", "queue", "client"),
-    _k("pq_removed", "removeUnnecessaryMessageQueue", "queue", "client"),
-    _k("pull_issued", "DefaultMQPushConsumerImpl.pullMessage", "queue", "client"),
-    _k("pull_held", "PullRequestHoldService (long polling)", "none", "broker"),
+    _k("trace_started", "trace header", "directory", "recorder",
+       lane="none", unit="directory", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"the trace starts (profile {_g(e, 'profile')}"
+                          + (f", scenario {e['scenario']}" if e.get("scenario") else "") + ")"),
+    _k("trace_ended", "end of run (quiescence check)", "directory", "recorder",
+       lane="none", unit="directory", renumber="plain", history="end", scripts=False,
+       sentence=lambda e: f"the trace ends ({_g(e, 'reason')}"
+                          + ("" if e.get("reason") != "quiescent" else ": nothing was left to do") + ")"),
+    _k("broker_started", "BrokerController.start", "directory", "broker",
+       lane="none", unit="directory", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"broker {_g(e, 'broker')} starts"),
+    _k("broker_restarted", "broker restart (in-memory tables lost)", "directory", "broker",
+       lane="restart", unit="directory", renumber="plain", history="disruption:broker restarted", scripts=True,
+       sentence=lambda e: f"broker {_g(e, 'broker')} restarts: its lock table and unflushed offsets are lost"),
+    _k("topic_created", "TopicConfigManager", "directory", "operator",
+       lane="none", unit="directory", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"topic {_g(e, 'topic')} has {_g(e, 'queue_count')} queues on {_g(e, 'broker')}"),
+    _k("consumer_registered", "ConsumerManager.registerConsumer (heartbeat)", "directory", "broker",
+       lane="none", unit="directory", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'broker')} lists {_g(e, 'client')} in group {_g(e, 'group')}"),
+    _k("consumer_unregistered", "ConsumerManager.unregisterConsumer / channel expiry", "directory", "broker",
+       lane="none", unit="directory", renumber="plain", history="disruption:unregistered", scripts=True,
+       sentence=lambda e: f"{_g(e, 'broker')} removes {_g(e, 'client')} from group {_g(e, 'group')} "
+                          f"({_g(e, 'reason')})"),
+    _k("message_stored", "CommitLog append + ConsumeQueue dispatch", "stored", "broker",
+       lane="stored", unit="sliced", renumber="plain", history="produce", scripts=True,
+       sentence=lambda e: f"message {_g(e, 'msg_id')} is stored in {qname(e)} at offset {_g(e, 'offset')}"
+                          + (f", tag {e['tags']}" if e.get("tags") else "")
+                          + (f" ({e['source']}" + (f", reconsumed {e['reconsume_times']} times"
+                                                    if e.get("reconsume_times") else "") + ")"
+                             if e.get("source") and e.get("source") != "producer" else "")),
+    _k("messages_deleted", "commit-log retention (DefaultMessageStore clean expired files)", "stored", "broker",
+       lane="retention", unit="sliced", renumber="plain", history="retention", scripts=True,
+       sentence=lambda e: f"retention deletes every message of {qname(e)} below offset {_g(e, 'min_offset')}"),
+    _k("message_scheduled", "delay level -> SCHEDULE_TOPIC_XXXX", "chain", "broker",
+       lane="schedule", unit="sliced", renumber="other_queue", history=None, scripts=True,
+       sentence=lambda e: f"retry copy {_g(e, 'msg_id')} waits in the schedule (delay level "
+                          f"{_g(e, 'delay_level')}) until {secs(e['deliver_ts']) if isinstance(e.get('deliver_ts'), int) else '?'}"),
+    _k("schedule_delivered", "ScheduleMessageService.messageTimeUp", "chain", "broker",
+       lane="schedule", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"the schedule delivers {_g(e, 'msg_id')} to {e.get('real_topic') or 'its topic'}"),
+    _k("client_started", "DefaultMQPushConsumer.start", "directory", "client",
+       lane="start", unit="directory", renumber="plain", history="disruption:joined", scripts=False,
+       sentence=lambda e: f"client {_g(e, 'client')} starts in group {_g(e, 'group')} "
+                          f"({str(_g(e, 'consume_mode')).lower()}, {str(_g(e, 'message_model')).lower()})"
+                          + _subs(e.get("subscriptions"))),
+    _k("client_stopped", "DefaultMQPushConsumer.shutdown", "directory", "client",
+       lane="stop", unit="directory", renumber="plain", history="disruption:left", scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} shuts down (persists its offsets, releases its locks)"),
+    _k("client_crashed", "process death", "directory", "client",
+       lane="crash", unit="directory", renumber="plain", history="disruption:crashed", scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} crashes: nothing persisted, nothing unlocked"),
+    _k("client_paused", "stop-the-world pause", "directory", "client",
+       lane="pause", unit="directory", renumber="plain", history="disruption:paused", scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} freezes for {_g(e, 'duration')} ms (a GC pause or SIGSTOP): "
+                          f"none of its tasks run"),
+    _k("client_resumed", "pause ends", "directory", "client",
+       lane="resume", unit="directory", renumber="plain", history="disruption:resumed", scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} runs again"),
+    _k("allocation_computed", "RebalanceImpl.rebalanceByTopic + AllocateMessageQueueStrategy", "directory", "client",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} rebalances {_g(e, 'topic')} among {len(e.get('cids') or [])} "
+                          f"client(s) and gets {_queues(e.get('allocated'))}"),
+    _k("pq_created", "updateProcessQueueTableInRebalance (add) + computePullFromWhere", "queue", "client",
+       lane="pq_open", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} takes {qname(e)} (ProcessQueue created, first pull at offset "
+                          f"{_g(e, 'offset')})"),
+    _k("pq_dropped", "ProcessQueue.setDropped(true)", "queue", "client",
+       lane="pq_close", unit="sliced", renumber="plain", history="reset", scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} drops {qname(e)} ({_g(e, 'reason')})"),
+    _k("pq_removed", "removeUnnecessaryMessageQueue", "queue", "client",
+       lane="pq_close", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} forgets {qname(e)} (ProcessQueue removed)"),
+    _k("pull_issued", "DefaultMQPushConsumerImpl.pullMessage", "queue", "client",
+       lane="pull_open", unit="pull", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'client')} pulls {qname(e)} from offset {_g(e, 'offset')} (pull "
+                          f"#{_g(e, 'pull_id')})" + (f", carrying its offset {e['commit_offset']} to commit"
+                                                     if isinstance(e.get("commit_offset"), int)
+                                                     and e["commit_offset"] >= 0 else "")),
+    _k("pull_held", "PullRequestHoldService (long polling)", "none", "broker",
+       lane="none", unit="pull", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'broker')} holds pull #{_g(e, 'pull_id')} (nothing new yet: long polling)"),
     _k("pull_answered", "DefaultMessageStore.getMessage + PullAPIWrapper.processPullResult + "
-       "ProcessQueue.putMessage", "queue", "broker"),
-    _k("pull_failed", "PullCallback.onException (broker error response or failed call)", "queue", "client"),
-    _k("queue_snapshot", "the queue's min/max offset when observation began (or after a gap)", "stored",
-       "recorder"),
-    _k("pull_flow_controlled", "pullMessage flow control", "queue", "client"),
-    _k("consume_started", "ConsumeRequest.run (listener called)", "queue", "client"),
-    _k("consume_finished", "listener returns", "queue", "client"),
-    _k("consume_resubmitted", "submitConsumeRequestLater after failed send-back", "queue", "client"),
-    _k("consume_suspended", "ConsumeMessageOrderlyService suspend/retry later", "queue", "client"),
-    _k("messages_taken", "ProcessQueue.takeMessages", "queue", "client"),
-    _k("pq_committed", "ProcessQueue.commit", "queue", "client"),
-    _k("pq_rolled_back", "ProcessQueue.rollback / makeMessageToConsumeAgain", "queue", "client"),
-    _k("pq_messages_removed", "ProcessQueue.removeMessage", "queue", "client"),
-    _k("offset_updated", "OffsetStore.updateOffset / updateAndFreeze", "queue", "client"),
-    _k("offset_read", "OffsetStore.readOffset", "queue", "client"),
-    _k("offset_removed", "OffsetStore.removeOffset", "queue", "client"),
-    _k("offset_persisted", "OffsetStore.persist (one-way)", "queue", "client"),
-    _k("offset_committed", "ConsumerOffsetManager.commitOffset", "queue", "broker"),
-    _k("offset_flushed", "offset table flush", "queue", "broker or client"),
+       "ProcessQueue.putMessage", "queue", "broker",
+       lane="pull_close", unit="pull", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"pull #{_g(e, 'pull_id')} answered {_g(e, 'status')}"
+                          + (f": offsets {offs(e.get('offsets'))}" if e.get("offsets") else "")
+                          + (f"; the broker filtered out {offs(e.get('broker_filtered'))}"
+                             if e.get("broker_filtered") else "")
+                          + (f"; the client's own tag re-check dropped {offs(e.get('client_filtered'))}"
+                             if e.get("client_filtered") else "")
+                          + f", next pull at {_g(e, 'next_offset')}"),
+    _k("pull_failed", "PullCallback.onException (broker error response or failed call)", "queue", "client",
+       lane="pull_failed", unit="pull", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"pull #{_g(e, 'pull_id')} of {_g(e, 'client')} fails ({_g(e, 'reason')}"
+                          + (f", code {e['response_code']}" if e.get("response_code") is not None else "") + ")"),
+    _k("queue_snapshot", "the queue's min/max offset when observation began (or after a gap)", "stored", "recorder",
+       lane="retention", unit="sliced", renumber="plain", history="retention", scripts=False,
+       sentence=lambda e: f"{qname(e)} already holds offsets {_g(e, 'min_offset')}-{_g(e, 'max_offset')} "
+                          f"(not observed)"),
+    _k("pull_flow_controlled", "pullMessage flow control", "queue", "client",
+       lane="suspend", unit="sliced", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'client')} postpones pulling {qname(e)} by {_g(e, 'delay')} ms "
+                          f"({_g(e, 'reason')})"),
+    _k("consume_started", "ConsumeRequest.run (listener called)", "queue", "client",
+       lane="call_open", unit="call", renumber="call", history="consume", scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')}'s listener starts on offsets {offs(e.get('offsets'))} of "
+                          f"{qname(e)} (call #{_g(e, 'consume_id')})"),
+    _k("consume_finished", "listener returns", "queue", "client",
+       lane="call_close", unit="call", renumber="call", history="consume", scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')}'s listener call #{_g(e, 'consume_id')} returns {_g(e, 'status')}"
+                          + (" but the queue was dropped meanwhile: the result is ignored"
+                             if e.get("dropped") else "")),
+    _k("consume_resubmitted", "submitConsumeRequestLater after failed send-back", "queue", "client",
+       lane="suspend", unit="call_result", renumber="call", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'client')} will consume offsets {offs(e.get('offsets'))} again in "
+                          f"{_g(e, 'delay')} ms (their send-back failed)"),
+    _k("consume_suspended", "ConsumeMessageOrderlyService suspend/retry later", "queue", "client",
+       lane="suspend", unit="call_result", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} suspends {qname(e)} for {_g(e, 'delay')} ms ({_g(e, 'reason')})"),
+    _k("messages_taken", "ProcessQueue.takeMessages", "queue", "client",
+       lane="none", unit="call", renumber="call", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} takes offsets {offs(e.get('offsets'))} of {qname(e)} to consume "
+                          f"in order"),
+    _k("pq_committed", "ProcessQueue.commit", "queue", "client",
+       lane="offset", unit="call_result", renumber="call", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} commits offsets {offs(e.get('offsets'))}: its offset of "
+                          f"{qname(e)} becomes {_g(e, 'offset')}"),
+    _k("pq_rolled_back", "ProcessQueue.rollback / makeMessageToConsumeAgain", "queue", "client",
+       lane="suspend", unit="call_result", renumber="call", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} puts offsets {offs(e.get('offsets'))} back to consume again"),
+    _k("pq_messages_removed", "ProcessQueue.removeMessage", "queue", "client",
+       lane="none", unit="call_result", renumber="call", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'client')} is done with offsets {offs(e.get('offsets'))}: the lowest "
+                          f"unconsumed is {_g(e, 'offset')}"),
+    _k("offset_updated", "OffsetStore.updateOffset / updateAndFreeze", "queue", "client",
+       lane="offset", unit="call_result", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')}'s offset of {qname(e)} is now {_g(e, 'stored')}"
+                          + (f" (asked {e['offset']})" if e.get("offset") != e.get("stored") else "")),
+    _k("offset_read", "OffsetStore.readOffset", "queue", "client",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'client')} reads its offset of {qname(e)} from {_g(e, 'source')}: "
+                          + {-1: "none", -2: "an error"}.get(e.get("offset"), str(_g(e, "offset")))),
+    _k("offset_removed", "OffsetStore.removeOffset", "queue", "client",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'client')} forgets its offset of {qname(e)}"),
+    _k("offset_persisted", "OffsetStore.persist (one-way)", "queue", "client",
+       lane="persist", unit="persist", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} sends its offset {_g(e, 'offset')} of {qname(e)} to the broker"
+                          + (" - lost in the network" if e.get("lost") else "")),
+    _k("offset_committed", "ConsumerOffsetManager.commitOffset", "queue", "broker",
+       lane="commit", unit="sliced", renumber="plain", history="reset", scripts=True,
+       sentence=lambda e: f"{_g(e, 'broker')} records group {_g(e, 'group')}'s offset of {qname(e)} = "
+                          f"{_g(e, 'offset')}" + (f" (was {e['previous']})" if e.get("previous") is not None
+                                                  else "")
+                          + (f", {e['source']}" if e.get("source") else "")
+                          + (f" from {e['client']}" if e.get("client") else "")),
+    _k("offset_flushed", "offset table flush", "queue", "broker or client",
+       lane="flushed", unit="sliced", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"the {_g(e, 'store')} store writes offset {_g(e, 'offset')} of {qname(e)} to disk"),
     _k("offset_erased", "LocalFileOffsetStore.persistAll rewrite (pre-#7740); broker: commitOffset get-then-put race",
-       "queue", "broker or client"),
-    _k("offset_loaded", "offset table load", "queue", "broker or client"),
-    _k("send_back_requested", "DefaultMQPushConsumerImpl.sendMessageBack", "chain", "client"),
-    _k("send_back_failed", "send-back and fallback failed", "chain", "client"),
-    _k("message_sent_back", "consumerSendMsgBack / handleRetryAndDLQ", "chain", "broker"),
-    _k("message_dead_lettered", "%DLQ% store", "chain", "broker"),
+       "queue", "broker or client",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"the {_g(e, 'store')} store's file no longer holds {qname(e)}"),
+    _k("offset_loaded", "offset table load", "queue", "broker or client",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"the {_g(e, 'store')} store reloads offset {_g(e, 'offset')} of {qname(e)}"),
+    _k("send_back_requested", "DefaultMQPushConsumerImpl.sendMessageBack", "chain", "client",
+       lane="retry_request", unit="call_result", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} sends message {_g(e, 'msg_id')} back for a retry "
+                          f"(consumed {_g(e, 'reconsume_times')} times before, delay level "
+                          f"{_g(e, 'delay_level')})"),
+    _k("send_back_failed", "send-back and fallback failed", "chain", "client",
+       lane="retry_outcome", unit="call_result", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'client')} could not send {_g(e, 'msg_id')} back: it keeps it"),
+    _k("message_sent_back", "consumerSendMsgBack / handleRetryAndDLQ", "chain", "broker",
+       lane="retry_outcome", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'broker')} accepts the send-back of {_g(e, 'msg_id')}: "
+                          + {"retry": "a retry copy goes through the schedule",
+                             "dlq": "it goes to the dead-letter queue",
+                             "discarded": "discarded (no retry queue)"}.get(e.get("outcome"), str(e.get("outcome")))),
+    _k("message_dead_lettered", "%DLQ% store", "chain", "broker",
+       lane="retry_outcome", unit="sliced", renumber="plain", history="dead_letter", scripts=True,
+       sentence=lambda e: f"{_g(e, 'msg_id')} lands in %DLQ%{_g(e, 'group')} after "
+                          f"{_g(e, 'reconsume_times')} reconsumptions"),
     # (the lock request sets the client's last request time, read by every queue's lock_acquired)
-    _k("lock_requested", "RebalanceImpl.lock / lockAll", "directory", "client"),
-    _k("lock_acquired", "RebalanceLockManager.tryLock", "queue", "broker"),
-    _k("lock_rejected", "RebalanceLockManager.tryLock (held by another)", "queue", "broker"),
-    _k("lock_released", "RebalanceLockManager.unlockBatch", "queue", "broker"),
-    _k("lock_release_ignored", "unlockBatch by a non-owner", "queue", "broker"),
-    _k("lock_expired", "LockEntry.isExpired", "queue", "broker"),
-    _k("pq_lock_changed", "ProcessQueue.setLocked / lastLockTimestamp", "queue", "client"),
-    _k("lease_expired", "ProcessQueue.isLockExpired", "queue", "client"),
-    _k("oneway_lost", "network loss of a one-way call", "none", "network"),
+    _k("lock_requested", "RebalanceImpl.lock / lockAll", "directory", "client",
+       lane="none", unit="lock_request", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'client')} asks {_g(e, 'broker')} to lock {_queues(e.get('queues'))}"),
+    _k("lock_acquired", "RebalanceLockManager.tryLock", "queue", "broker",
+       lane="lock_grant", unit="lock_answer", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'broker')}'s lock of {qname(e)} now names {_g(e, 'client')} "
+                          f"({_g(e, 'reason')}"
+                          + (f", after {e['previous_holder']}" if e.get("previous_holder") else "")
+                          + (f"; valid until {secs(e['expires_at'])}" if isinstance(e.get("expires_at"), int)
+                             else "") + ")"),
+    _k("lock_rejected", "RebalanceLockManager.tryLock (held by another)", "queue", "broker",
+       lane="lock_refused", unit="lock_answer", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'broker')} refuses {_g(e, 'client')} the lock of {qname(e)}: "
+                          f"{_g(e, 'holder')} holds it"),
+    _k("lock_released", "RebalanceLockManager.unlockBatch", "queue", "broker",
+       lane="lock_end", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} releases its lock of {qname(e)}"),
+    _k("lock_release_ignored", "unlockBatch by a non-owner", "queue", "broker",
+       lane="lock_refused", unit="sliced", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'broker')} ignores {_g(e, 'client')}'s unlock of {qname(e)}"
+                          + (f" ({e['holder']} holds it)" if e.get("holder") else "")),
+    _k("lock_expired", "LockEntry.isExpired", "queue", "broker",
+       lane="lock_end", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'broker')} finds {_g(e, 'holder')}'s lock of {qname(e)} expired"),
+    _k("pq_lock_changed", "ProcessQueue.setLocked / lastLockTimestamp", "queue", "client",
+       lane="lease", unit="lock_answer", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: (f"{_g(e, 'client')} holds the lock of {qname(e)} (its lease counts from "
+                           f"{secs(e['last_lock_ts']) if isinstance(e.get('last_lock_ts'), int) else '?'})")
+                          if e.get("locked") else f"{_g(e, 'client')} no longer holds the lock of {qname(e)}"),
+    _k("lease_expired", "ProcessQueue.isLockExpired", "queue", "client",
+       lane="lease_end", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} finds its lease of {qname(e)} expired: it stops consuming it"),
+    _k("oneway_lost", "network loss of a one-way call", "none", "network",
+       lane="none", unit="directory", renumber="plain", history="disruption:one-way call lost", scripts=True,
+       sentence=lambda e: f"a one-way {_g(e, 'call')} call"
+                          + (f" of {e['client']}" if e.get("client") else "") + " is lost in the network"),
 )}
 
 MECHANISMS = {n: k.mechanism for n, k in KINDS.items()}
