@@ -188,6 +188,12 @@ def load_config(path: str | None) -> tuple[dict, str]:
         # directories are relative to the config file
         cfg["traces"]["dirs"] = [str((base / d).resolve()) if isinstance(d, str) and "\x00" not in d else d
                                  for d in cfg["traces"].get("dirs", [])]
+    if "out_dir" in given:
+        # counterexamples go here unless --out-dir says otherwise; relative to the config file
+        od = given["out_dir"]
+        if not isinstance(od, str) or not od or "\x00" in od:
+            _bad(f"expected the path of a directory for counterexample traces, got {short(od)}", str(path), "out_dir")
+        cfg["out_dir"] = str((base / od).resolve())
     if "scopes" in given and isinstance(given["scopes"], list):
         for s in cfg["scopes"]:
             if (isinstance(s, dict) and isinstance(s.get("name"), str) and s["name"].endswith(".toml")

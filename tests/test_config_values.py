@@ -137,3 +137,21 @@ def test_any_scope_is_a_scope_or_an_error_naming_its_own_key(tmp_path, values):
         assert exc.field in values or exc.field in ("max_states", "subscription"), (exc.field, str(exc))
     except UserError as exc:  # a file with no key at all
         assert not values and exc.file == str(p) and "no settings" in exc.message
+
+
+def test_a_gate_configs_out_dir_is_where_counterexamples_go(tmp_path):
+    # out_dir was accepted and then ignored; it is now the directory of counterexample traces,
+    # relative to the config file, unless --out-dir is given; a non-path is refused by its key
+    from rocketspec.conformance.gate import load_config
+
+    cfg_path = tmp_path / "gate.toml"
+    cfg_path.write_text('out_dir = "cex"\n')
+    cfg, _ = load_config(str(cfg_path))
+    assert cfg["out_dir"] == str((tmp_path / "cex").resolve())
+    bad = tmp_path / "bad.toml"
+    bad.write_text("out_dir = 5\n")
+    from rocketspec.errors import UserError
+
+    with pytest.raises(UserError) as info:
+        load_config(str(bad))
+    assert "out_dir" in str(info.value)

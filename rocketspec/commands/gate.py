@@ -35,8 +35,8 @@ def _defaults_text() -> str:
               help="Write a markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
 @click.option("--mutants", "with_mutants", is_flag=True, help="Also run the semantic mutants of the reference: "
                                                                "each must be killed by a spec finding.")
-@click.option("--out-dir", "out_dir", default="gate-out", show_default=True,
-              help="Directory for counterexample traces.")
+@click.option("--out-dir", "out_dir", default=None,
+              help="Directory for counterexample traces (default: the config's out_dir, else gate-out).")
 @click.option("--json", "as_json", is_flag=True, help="Print the cases as JSON instead of text.")
 @click.option("--quiet", is_flag=True, help="Print only the verdict and the cases that did not pass.")
 @click.option("--require-end", "require_end", is_flag=True,
@@ -72,6 +72,7 @@ def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, 
         if shown:
             click.echo(f"[{c.suite}] {c.name}: {c.status} ({c.seconds:.1f} s) {c.message}")
 
+    out_dir = out_dir or cfg.get("out_dir") or "gate-out"
     res = run_gate(cfg, source=source, mutants=with_mutants, out_dir=out_dir, progress=progress, started=started,
                    require_end=require_end)
     if junit_path:
