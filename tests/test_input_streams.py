@@ -95,3 +95,15 @@ def test_a_fifo_is_read_when_a_writer_comes_and_the_wait_is_said(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and "HOLDS" in out, (out, err)
     assert "FIFO" in err and "waiting" in err and str(fifo) in err, err
+
+
+def test_history_from_a_pipe_asks_for_its_format_and_reads_it_with_one(tmp_path):
+    # telling a history's format reads its first bytes, which a pipe gives once: without
+    # --format the answer says to give it (it said the pipe was "already read"); with it the
+    # pipe is judged
+    hist = Path(__file__).parent / "fixtures" / "history" / "real-basic.trace.jsonl"
+    p = _bash(f"{shlex.quote(str(ROCKETSPEC))} history <(cat {shlex.quote(str(hist))})")
+    err = p.stderr.strip()
+    assert p.returncode == 2 and "give --format" in err and "\n" not in err, (p.returncode, err)
+    p = _bash(f"{shlex.quote(str(ROCKETSPEC))} history --format trace <(cat {shlex.quote(str(hist))})")
+    assert p.returncode == 0 and "HOLDS" in p.stdout, (p.returncode, p.stdout, p.stderr)

@@ -18,6 +18,10 @@ def detect_format(path) -> str:
 
     if str(path) == "-":
         raise UserError("give --format when reading a history from standard input", file=path)
+    if _is_stream(path):
+        # telling the format reads the first bytes, and a pipe cannot give them twice
+        raise UserError("give --format (trace, msgtrace or openchaos) when reading a history from a pipe or "
+                        "FIFO", file=path)
     fh, head, owned = _open_raw(path)
     try:
         if head[:4] == b"PAR1":
@@ -44,6 +48,17 @@ def detect_format(path) -> str:
         return "openchaos"
     raise UserError("cannot tell the history's format from its first bytes (not a trace, message-trace bodies "
                     "or an OpenChaos history): give --format", file=path)
+
+
+def _is_stream(path) -> bool:
+    """A pipe or FIFO (`<(zcat h.gz)`): what can be read only once."""
+    import os
+    import stat
+
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def new_history(path, fmt: str) -> History:
