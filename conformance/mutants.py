@@ -695,8 +695,10 @@ def kill_by_exhaustion(m: Mutant, *, scopes=EXHAUSTIVE_SCOPES, profiles=RELEASES
 def write_events(path: Path, events) -> str:
     import orjson
 
+    from rocketspec.outputs import AtomicFile
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
+    with AtomicFile(path) as fh:      # whole or not at all, as every trace writer
         for ev in events:
             fh.write(orjson.dumps(ev) + b"\n")
     return str(path)

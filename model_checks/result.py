@@ -71,6 +71,9 @@ def _numbered(evs):
 def write_trace(path, events) -> None:
     import orjson
 
-    with open(path, "wb") as fh:
+    from rocketspec.outputs import AtomicFile
+
+    # whole or not at all: a counterexample cut by an interrupt must not be read as a trace
+    with AtomicFile(path) as fh:
         for ev in events:
             fh.write(orjson.dumps(ev) + b"\n")

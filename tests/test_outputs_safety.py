@@ -357,3 +357,20 @@ def test_an_output_that_cannot_be_written_is_bad_input_and_leaves_nothing(tmp_pa
     res = cli("simulate", "--out", tmp_path / "d.parquet", "--quiet")
     assert res.exit_code == 2 and "is a directory" in res.stderr, res.output
     assert sorted(os.listdir(tmp_path)) == ["d.parquet"] and not os.listdir(tmp_path / "d.parquet")
+
+
+def test_counterexample_writers_leave_nothing_when_cut(tmp_path):
+    # explore's and the mutants' counterexample traces (gate --out-dir) are written whole or not
+    # at all: a generator that fails mid-way (as an interrupt would) leaves no prefix behind
+    from rocketspec.conformance.mutants import write_events
+    from rocketspec.model_checks.result import write_trace
+
+    def cut():
+        yield {"seq": 0, "ts": 0, "kind": "trace_started"}
+        raise KeyboardInterrupt
+
+    for name, write in (("explore.jsonl", write_trace), ("mutant.jsonl", write_events)):
+        out = tmp_path / name
+        with pytest.raises(KeyboardInterrupt):
+            write(out, cut())
+        assert not out.exists() and list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())
