@@ -80,7 +80,7 @@ def simulate_one(name: str, seed: int, profile: str, tmp: str) -> dict:
     """What `rocketspec simulate --scenario NAME --seed SEED --profile P --out t.jsonl` writes."""
     from rocketspec.reference.runner import run
     from rocketspec.reference.scenario import load_scenario
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.traces.io import open_writer
 
     path = os.path.join(tmp, "t.jsonl")
@@ -101,7 +101,7 @@ def simulate_one(name: str, seed: int, profile: str, tmp: str) -> dict:
 
 def simulate_all(seeds, tmp: str) -> dict:
     from rocketspec.reference.scenario import bug_scenario, builtin_names
-    from rocketspec.spec.profiles import PROFILES
+    from rocketspec.rocketmq.profiles import PROFILES
 
     out = {}
     for name in builtin_names():

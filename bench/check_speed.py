@@ -62,7 +62,7 @@ def profile_hot(path: str, top: int = 20) -> None:
     import gc
     import pstats
 
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.spec.replay import check_events
     from rocketspec.traces.io import read_events
 

@@ -100,7 +100,7 @@ class _Progress:
 def _bugs(args) -> int:
     from rocketspec.model_checks.refexplore import RefExplorer
     from rocketspec.model_checks.scopes import BUG_SCOPES, load_scope
-    from rocketspec.spec.profiles import PROFILES
+    from rocketspec.rocketmq.profiles import PROFILES
 
     bugs = sorted(BUG_SCOPES) if args.bugs == "all" else args.bugs.split(",")
     print("| bug | profile | finding (depth) | distinct | generated | CPU s | release | release: distinct | "

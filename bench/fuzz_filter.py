@@ -34,7 +34,7 @@ from rocketspec.rocketmq.filter import (
     sql92_match,
     stored_properties,
 )
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 
 PROFILES = [get_profile("rocketmq-4.9.8"), get_profile("rocketmq-5.3.3")]
 NAMES = ["a", "b", "c", "A", "x1", "_", "$", "$x_9", "now", "TAGS", "contains", "notx"]

@@ -134,7 +134,7 @@ def build_seeds(seed_dirs=()) -> dict:
 
     from rocketspec.reference.runner import run
     from rocketspec.reference.scenario import validate
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
 
     scen_dir = REPO / "reference" / "scenarios"
     scope_dir = REPO / "model_checks" / "scopes"

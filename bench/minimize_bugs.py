@@ -46,7 +46,7 @@ def _explorer_length(profile) -> int | None:
 def known_bugs(explorer: bool = True) -> list[dict]:
     from rocketspec.reference.runner import run_to_list
     from rocketspec.reference.scenario import bug_scenario, load_scenario
-    from rocketspec.spec.profiles import PROFILES
+    from rocketspec.rocketmq.profiles import PROFILES
 
     rows = []
     for p in PROFILES.values():

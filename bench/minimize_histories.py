@@ -24,7 +24,7 @@ def _cases(tmp: Path):
     from rocketspec.reference.scenario import builtin_names, load_scenario
     from rocketspec.traces.history import msgtrace, openchaos
     from rocketspec.spec.history.guarantees import KNOWN_BUG_SYMPTOMS
-    from rocketspec.spec.profiles import PROFILES
+    from rocketspec.rocketmq.profiles import PROFILES
     from rocketspec.traces.io import write_trace
 
     for pname, (gid, _) in sorted(KNOWN_BUG_SYMPTOMS.items()):

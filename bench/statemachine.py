@@ -17,7 +17,7 @@ import time
 
 def main(argv=None) -> int:
     from rocketspec.conformance.statemachine import check_reference
-    from rocketspec.spec.profiles import PROFILES, get_profile
+    from rocketspec.rocketmq.profiles import PROFILES, get_profile
 
     ap = argparse.ArgumentParser(prog="python -m bench.statemachine")
     ap.add_argument("--examples", type=int, default=200)

@@ -203,7 +203,7 @@ def load_config(path: str | None) -> tuple[dict, str]:
 
 
 def validate(cfg: dict, source: str) -> dict:
-    from rocketspec.spec.profiles import PROFILES
+    from rocketspec.rocketmq.profiles import PROFILES
 
     def profiles(v, at):
         for i, p in enumerate(_strs(v, source, at)):

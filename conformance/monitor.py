@@ -15,7 +15,7 @@ import orjson
 
 from ..spec.actions import HANDLERS
 from ..spec.limits import BadConfig
-from ..spec.profiles import Profile, get_profile
+from rocketspec.rocketmq.profiles import Profile, get_profile
 from ..spec.replay import Findings, Finding, fast_validator
 from ..spec.state import SpecState
 from ..traces.io import out_of_order

@@ -268,7 +268,7 @@ def _parse_expect(source, raw, known_ids=None):
 def expected_failures(sc: dict, profile: str):
     """The invariant ids a release-profile run of `sc` must fail with (empty: it must hold), or
     None when the scenario declares no expectation. Known-bug profiles expect their own
-    `expected_violation` instead (spec.profiles)."""
+    `expected_violation` instead (rocketspec.rocketmq.profiles)."""
     e = sc.get("expect")
     if e is None:
         return None

@@ -16,7 +16,7 @@ The model, TLA-style
   (quiescence, `check_end`).
 - **Lifecycles** (`spec.lifecycles`): python-statemachine classes for ProcessQueue, queue lock
   and message, compiled to transition tables the actions consult; diagrams via `mermaid()`.
-- **Profiles** (`spec.profiles`): version switches. The spec honours switches that are
+- **Profiles** (`rocketspec.rocketmq.profiles`): version switches. The spec honours switches that are
   legitimate version differences (lock lifetimes, DLQ comparison, pq locked on create, ...) and
   deliberately *ignores* known-bug switches: it states the intended behaviour, so a known-bug
   profile's trace is flagged with its `expected_violation`.
@@ -42,7 +42,7 @@ Trace validation (streaming): `spec.replay.check_trace(path, profile=None)`.
 """
 from __future__ import annotations
 
-from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile  # noqa: F401
+from rocketspec.rocketmq.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile  # noqa: F401
 
 
 class Disabled(Exception):

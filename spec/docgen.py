@@ -65,7 +65,7 @@ def actions() -> str:
 
 
 def known_bugs() -> str:
-    from .profiles import PROFILES
+    from rocketspec.rocketmq.profiles import PROFILES
 
     out = ["| profile | upstream issue | must trip | what happens |", "|---|---|---|---|"]
     for p in PROFILES.values():

@@ -20,7 +20,7 @@ from ..traces.schema import validate_event
 from . import invariants as _inv
 from .actions import HANDLERS, JUDGED_ENDS, MECHANISMS
 from .limits import BadConfig
-from .profiles import Profile, UnknownProfile, get_profile
+from rocketspec.rocketmq.profiles import Profile, UnknownProfile, get_profile
 from .state import SpecState, compact_chain, compact_queue
 
 PRUNE_EVERY = 1 << 16

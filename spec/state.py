@@ -25,7 +25,7 @@ import heapq
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .profiles import Profile
+from rocketspec.rocketmq.profiles import Profile
 
 
 class Client:

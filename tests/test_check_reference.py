@@ -2,7 +2,7 @@
 known-bug profile flagged with its expected invariant on its built-in scenario."""
 import pytest
 
-from rocketspec.spec.profiles import PROFILES, get_profile
+from rocketspec.rocketmq.profiles import PROFILES, get_profile
 from rocketspec.spec.replay import check_events
 
 reference = pytest.importorskip("rocketspec.reference.runner")

@@ -8,7 +8,7 @@ from rocketspec.reference.client.push_consumer import PushConsumer
 from rocketspec.reference.message import Message
 from rocketspec.reference.network import Network
 from rocketspec.reference.sim import Simulator
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 
 MQ = ("T", "b", 0)
 RETRY = ("%RETRY%g", "b", 0)
@@ -186,7 +186,7 @@ def test_failed_offset_query_skips_the_queue():
 
 def test_2708_failure_read_as_not_found_restarts_at_max():
     bug = get_profile("rocketmq-4.9.8")
-    from rocketspec.spec.profiles import derive
+    from rocketspec.rocketmq.profiles import derive
     c, b, _ = consumer()
     c.profile = c.offset_store.profile = derive(bug, name="x", offset_query_failure_as_not_found=True)
     fill(b, 5)

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocketspec.cli import COMMANDS, main
-from rocketspec.spec.profiles import PROFILES
+from rocketspec.rocketmq.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

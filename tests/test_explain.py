@@ -79,7 +79,7 @@ def test_pause_and_open_listener_call():
     head.append({"seq": 0, "ts": ts + 1005, "kind": "trace_ended", "reason": "duration"})
     for k, e in enumerate(head):
         e["seq"] = k
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.spec.replay import check_events
     from rocketspec.traces.explain import explain_events
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from rocketspec.cli import main
 from rocketspec.model_checks.refexplore import RefExplorer
 from rocketspec.model_checks.scopes import BUG_SCOPES, load_scope
-from rocketspec.spec.profiles import PROFILES
+from rocketspec.rocketmq.profiles import PROFILES
 
 BUG = "bug-4215-rocketmq-4.9.3"
 

@@ -15,7 +15,7 @@ from rocketspec.model_checks.refexplore import RefExplorer
 from rocketspec.model_checks.result import write_trace
 from rocketspec.model_checks.scopes import BUG_FIRST, BUG_SCOPES, load_scope
 from rocketspec.spec import initial_state, step
-from rocketspec.spec.profiles import PROFILES
+from rocketspec.rocketmq.profiles import PROFILES
 
 
 def _quiet_tiny(**over):

@@ -31,7 +31,7 @@ from rocketspec.rocketmq.filter.sql92.javavalues import (
     parse_int,
     parse_long,
 )
-from rocketspec.spec.profiles import PROFILES
+from rocketspec.rocketmq.profiles import PROFILES
 
 P4, P5 = "rocketmq-4.9.8", "rocketmq-5.3.3"
 BOTH = pytest.mark.parametrize("profile", [P4, P5])

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from rocketspec.cli import main
 from rocketspec.reference.runner import run
 from rocketspec.reference.scenario import load_scenario
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 
 
 @pytest.fixture(scope="module")

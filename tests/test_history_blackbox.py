@@ -15,7 +15,7 @@ from rocketspec.spec.history import check_history, load_history
 from rocketspec.traces.history.from_trace import history_from_events
 from rocketspec.spec.history.guarantees import GUARANTEES, KNOWN_BUG_SYMPTOMS
 from rocketspec.traces.history.model import Consume, Disruption, Group, History, Produce
-from rocketspec.spec.profiles import PROFILES
+from rocketspec.rocketmq.profiles import PROFILES
 
 reference = pytest.importorskip("rocketspec.reference.runner")
 from rocketspec.reference.scenario import builtin_names, expected_failures, load_scenario  # noqa: E402

@@ -15,7 +15,7 @@ import pytest
 from rocketspec.spec.history import check_history, check_path
 from rocketspec.traces.history.from_trace import history_from_events
 from rocketspec.spec.history.guarantees import KNOWN_BUG_SYMPTOMS, RELEASE_SYMPTOMS
-from rocketspec.spec.profiles import PROFILES, get_profile
+from rocketspec.rocketmq.profiles import PROFILES, get_profile
 from rocketspec.spec.replay import check_events, check_trace
 
 reference = pytest.importorskip("rocketspec.reference.runner")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
-from rocketspec.spec.profiles import PROFILES, get_profile
+from rocketspec.rocketmq.profiles import PROFILES, get_profile
 from rocketspec.spec.replay import check_events
 from rocketspec.traces import renumber
 from rocketspec.traces.io import read_events

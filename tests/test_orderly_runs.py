@@ -341,7 +341,7 @@ def test_a_forced_unlock_within_the_lease_margin_is_reported_with_its_cause():
     # starts at 0.5 s, c2 joins at 2 s, c1's rebalance at 22 s forces the unlock, and c2
     # consumes the queue while c1's call runs (until 25.5 s). The spec reports the overlap (INV-ORDER-1) and names the
     # forced unlock as the cause, not a lease or lock violation.
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.spec.replay import check_events
 
     sc = orderly_scenario(listener={"duration_ms": 5, "rules": [{"keys": ["slow"], "duration_ms": 25000}]},

@@ -22,7 +22,7 @@ from rocketspec.reference.client.process_queue import (
 from rocketspec.reference.message import Message
 from rocketspec.reference.runner import run_to_list
 from rocketspec.reference.scenario import load_scenario
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 from rocketspec.spec.replay import check_events
 
 

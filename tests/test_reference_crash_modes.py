@@ -10,7 +10,7 @@ import pytest
 
 from rocketspec.reference.runner import run_to_list
 from rocketspec.reference.scenario import ScenarioError, load_scenario, validate
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 from rocketspec.spec.replay import check_events
 
 PROFILE = "rocketmq-4.9.8"

@@ -6,7 +6,7 @@ import pytest
 
 from rocketspec.reference.runner import run_to_list
 from rocketspec.reference.scenario import load_scenario
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 
 from tracefacts import increase_only_violations, schedule_violations, unaccounted
 

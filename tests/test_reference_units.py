@@ -8,7 +8,7 @@ from rocketspec.reference.broker.store import PULL_STATUS, MessageStore, respons
 from rocketspec.reference.client.process_queue import NoSuchElement, ProcessQueue
 from rocketspec.reference.message import Message
 from rocketspec.reference.sim import Process, Simulator
-from rocketspec.spec.profiles import derive, get_profile
+from rocketspec.rocketmq.profiles import derive, get_profile
 
 P5 = get_profile("rocketmq-5.3.3")
 P4 = get_profile("rocketmq-4.9.8")

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from rocketspec.reference.runner import run_to_list
 from rocketspec.reference.scenario import builtin_names, load_scenario
-from rocketspec.spec.profiles import PROFILES
+from rocketspec.rocketmq.profiles import PROFILES
 from rocketspec.spec.replay import check_trace
 from rocketspec.traces.io import TraceInputError, write_trace
 

@@ -10,7 +10,7 @@ import heapq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 from rocketspec.spec.replay import check_events
 from rocketspec.traces.schema import validate_event
 

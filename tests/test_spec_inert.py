@@ -15,7 +15,7 @@ from rocketspec.reference.runner import run_to_list
 from rocketspec.reference.scenario import load_scenario
 from rocketspec.spec.actions import HANDLERS
 from rocketspec.traces.kinds import INERT, KINDS
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 from rocketspec.spec.replay import Findings, check_events
 from rocketspec.spec.state import SpecState
 from rocketspec.traces.schema import ENVELOPE

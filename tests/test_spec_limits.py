@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from rocketspec.spec import limits
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 from rocketspec.spec.replay import check_events
 from rocketspec.traces.io import TraceInputError
 

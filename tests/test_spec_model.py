@@ -6,7 +6,7 @@ import rocketspec.spec as S
 from rocketspec.spec import allocation_rules as A
 from rocketspec.spec import invariants as I
 from rocketspec.spec import lifecycles as L
-from rocketspec.spec.profiles import PROFILES
+from rocketspec.rocketmq.profiles import PROFILES
 
 from pathlib import Path
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given, strategies as s
 
 from bench.offset_scale import events
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 from rocketspec.spec.replay import check_events
 from rocketspec.spec.state import Progress
 

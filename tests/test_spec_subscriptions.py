@@ -6,7 +6,7 @@ the finding says so (INV-SUB-1), instead of blaming the client's re-check (INV-F
 import pytest
 
 from rocketspec.rocketmq.filter import tags_code
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 from rocketspec.spec.replay import check_events
 
 Q = dict(group="G", topic="T", broker="broker-a", queue=0)

@@ -18,7 +18,7 @@ from rocketspec.cli import main
 from rocketspec.conformance.monitor import SpecViolation
 from rocketspec.conformance.statemachine import check_reference, machine_class
 from rocketspec.reference.client.process_queue import ProcessQueue
-from rocketspec.spec.profiles import get_profile
+from rocketspec.rocketmq.profiles import get_profile
 
 # The CI profile: examples per release profile. Both profiles together stay well under the two
 # minutes the state machine may take in `make test` (bench figures: see docs/conformance.md).
@@ -503,7 +503,7 @@ def test_a_reset_of_a_dropped_queue_kept_in_the_table_is_the_reset_s(tmp_path):
     import dataclasses
 
     from rocketspec.conformance.statemachine import ReferenceMachine
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.spec.replay import check_trace
     from rocketspec.traces.io import read_events
 

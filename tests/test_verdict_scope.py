@@ -15,7 +15,7 @@ from hypothesis import strategies as hst
 from rocketspec.cli import main
 from rocketspec.reference import runner
 from rocketspec.reference.scenario import bug_scenario, load_scenario
-from rocketspec.spec.profiles import PROFILES
+from rocketspec.rocketmq.profiles import PROFILES
 
 TRACES = Path(__file__).parent / "traces"
 LOSS = TRACES / "wrong_loss_at_quiescence.jsonl"

@@ -74,7 +74,7 @@ def guarantees() -> dict:
 
 
 def _check(events, profile, path="<events>"):
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.spec.replay import check_events
 
     return check_events(enumerate(events, 1), get_profile(profile), path, max_listed=1000)
@@ -98,7 +98,7 @@ def _renumber(events):
 def explorer_candidates(log=print):
     from rocketspec.model_checks.refexplore import bug_counterexample
     from rocketspec.model_checks.scopes import BUG_SCOPES
-    from rocketspec.spec.profiles import PROFILES
+    from rocketspec.rocketmq.profiles import PROFILES
 
     for p in PROFILES.values():
         if not p.known_bug or p.known_bug not in BUG_SCOPES:

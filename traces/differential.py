@@ -197,7 +197,7 @@ def first_event(path) -> dict:
 def simulate_reference(scenario: str, seed: int, profile: str | None, out_path: str) -> None:
     from rocketspec.reference.runner import run
     from rocketspec.reference.scenario import load_scenario
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.traces.io import open_writer
 
     prof = get_profile(profile)

@@ -211,7 +211,7 @@ def _phase(progress, name, total):
 def explain_events(events: list, rep, key=None, pictures: bool = True) -> Explanation:
     """Explain a trace held in memory, replayed by spec.replay into `rep` (its path and profile
     are taken; the replay is made again, with explain's findings)."""
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.spec.replay import check_events
 
     index = LaneIndex(origin=(key or {}).get("origin_msg_id"))

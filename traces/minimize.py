@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..spec import invariants as _inv
-from ..spec.profiles import Profile
+from rocketspec.rocketmq.profiles import Profile
 from ..spec.replay import FastValidator, Finding, resolve_profile
 from ..traces.io import TraceInputError, out_of_order
 from . import ddmin, renumber, units

@@ -307,7 +307,7 @@ def minimize_history(path, fmt: str, *, guarantee: str | None = None, complete: 
     if match not in MATCHES:
         raise UserError(f"unknown match {match!r} (expected one of {', '.join(MATCHES)})", field="match")
     if default_max is None:
-        from ..spec.profiles import DEFAULT_PROFILE, get_profile
+        from rocketspec.rocketmq.profiles import DEFAULT_PROFILE, get_profile
 
         default_max = get_profile(DEFAULT_PROFILE).default_max_reconsume_times
     h = load_history(path, fmt, complete, groups)       # as `rocketspec history` reads it

@@ -430,7 +430,7 @@ def _replay_partition(pid, chunks, profile_name, files, max_listed, plan, decode
     from ..spec.actions import HANDLERS
     from ..spec.evict import Deferred, live_sizes, take
     from ..spec.limits import BadConfig
-    from ..spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from ..spec.replay import PRUNE_EVERY, prune
     from ..spec.state import SpecState
 
@@ -671,7 +671,7 @@ def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: i
                 wd = witness_dirs[t] if witness_dirs else None
                 rep = out[t]
                 if wd is not None and rep.findings.errors:
-                    from ..spec.profiles import get_profile
+                    from rocketspec.rocketmq.profiles import get_profile
 
                     sc = spark.sparkContext
                     tf = [(i, files[i]) for i, tt in enumerate(trace_of) if tt == t]

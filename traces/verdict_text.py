@@ -32,7 +32,7 @@ def bug_profiles(scenario: str | None) -> dict[str, str]:
     if not scenario:
         return {}
     from rocketspec.reference.scenario import bug_scenario
-    from rocketspec.spec.profiles import PROFILES
+    from rocketspec.rocketmq.profiles import PROFILES
 
     return {p.name: p.known_bug for p in PROFILES.values() if p.known_bug and bug_scenario(p.known_bug) == scenario}
 

@@ -52,7 +52,7 @@ from rocketspec.reference.message_queue import (
     sort_cids,
     sort_mqs,
 )
-from rocketspec.spec.profiles import UnknownProfile, get_profile
+from rocketspec.rocketmq.profiles import UnknownProfile, get_profile
 
 # Far above any real setting (RocketMQ's default is 10); keeps one line from hashing forever.
 MAX_VIRTUAL_NODE_CNT = 100_000

@@ -169,7 +169,7 @@ def explore(scope_name, profile, as_json, out_dir, max_states, max_depth, keep_g
     from rocketspec.model_checks.refexplore import RefExplorer
     from rocketspec.model_checks.result import write_trace
     from rocketspec.model_checks.scopes import load_scope
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
 
     over = {} if max_depth is None else {"max_depth": max_depth}
     scope = load_scope(scope_name, **over)

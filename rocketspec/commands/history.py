@@ -81,7 +81,7 @@ def history(paths, fmt, complete, groups_file, profile, strict, as_json, max_lis
     from rocketspec.errors import UserError
     from rocketspec.spec.history import check_path
     from rocketspec.spec.history.judge import WINDOW_MS
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
 
     groups = read_groups_file(groups_file)
     prof = get_profile(profile) if profile else None

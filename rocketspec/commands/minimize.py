@@ -224,7 +224,7 @@ def _minimize_history(path, out, invariant, profile, match, fmt, complete, group
     from rocketspec.commands.options import progress_bar, read_groups_file
     from rocketspec.outputs import refuse_input_as_output
     from rocketspec.traces.history.sources import detect_format
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.traces.minimize_history import default_output as history_output
     from rocketspec.traces.minimize_history import minimize_history, write_history
 

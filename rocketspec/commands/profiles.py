@@ -22,7 +22,7 @@ def profiles(name, as_json, diff_base):
     import orjson
 
     from rocketspec.spec import invariants
-    from rocketspec.spec.profiles import PROFILES, get_profile, switch_names
+    from rocketspec.rocketmq.profiles import PROFILES, get_profile, switch_names
 
     chosen = [get_profile(name)] if name else list(PROFILES.values())
     base = get_profile(diff_base) if diff_base else None

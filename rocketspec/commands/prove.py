@@ -128,7 +128,7 @@ def prove(only, list_names, as_json, client_lease, broker_lock, renew_period, co
 def _config_mode(as_json, client_lease, broker_lock, renew_period, consume_max, latency,
                  renewals, profile_name) -> int:
     from rocketspec.model_checks.proofs.lease import LeaseParams, check_config
-    from rocketspec.spec.profiles import UnknownProfile, get_profile
+    from rocketspec.rocketmq.profiles import UnknownProfile, get_profile
 
     try:
         profile = get_profile(profile_name)

@@ -7,7 +7,7 @@ import time
 import click
 
 from rocketspec.commands.options import SEED, progress_bar
-from rocketspec.spec.profiles import DEFAULT_PROFILE, get_profile
+from rocketspec.rocketmq.profiles import DEFAULT_PROFILE, get_profile
 
 
 @click.command()

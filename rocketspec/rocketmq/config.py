@@ -11,7 +11,7 @@ from __future__ import annotations
 from rocketspec.config_files import short as _short_value
 
 from .delays import DelayLevelError, parse_delay_levels
-from .profiles import CLIENT_TIMING_KEYS
+from rocketspec.rocketmq.profiles import CLIENT_TIMING_KEYS
 
 # trace config key -> Profile field giving its default
 BROKER_KEYS = {

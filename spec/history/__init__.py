@@ -72,7 +72,7 @@ class HistoryReport:
 
 def _default_max(default_max):
     if default_max is None:
-        from ..profiles import DEFAULT_PROFILE, get_profile
+        from rocketspec.rocketmq.profiles import DEFAULT_PROFILE, get_profile
 
         default_max = get_profile(DEFAULT_PROFILE).default_max_reconsume_times
     return default_max

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..profiles import Profile, get_profile
+from rocketspec.rocketmq.profiles import Profile, get_profile
 from .sql92 import Expression, FilterCompileError, compile_sql92, sql92_match
 from .tags import SubscriptionData, broker_tag_match
 
