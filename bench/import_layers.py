@@ -40,12 +40,11 @@ FOLDERS: dict[str, str] = {
     "rocketspec.traces": "traces",
 }
 
-# The target layers of issue 41 (docs/notes/layering-plan.md), written on TODAY's module
-# names: each module is placed where the plan moves it, so what this table reports as upward
-# is what a move alone does not fix. Bottom to top:
+# The layers (docs/architecture.md), bottom to top:
 #   0 base utilities          1 RocketMQ facts          2 trace contract
 #   3 spec | reference (independent: neither imports the other)
 #   4 model checks, conformance and tools above the spec       5 the CLI
+# A module is placed by the longest prefix here that names it.
 BASE, FACTS, CONTRACT, MODELS, TOOLS, CLI = 0, 1, 2, 3, 4, 5
 LAYERS: dict[str, int] = {
     # base utilities: errors, config files, output and JSON helpers, stdio
@@ -55,25 +54,18 @@ LAYERS: dict[str, int] = {
     "rocketspec.outputs": BASE,
     "rocketspec.stdio": BASE,
     "rocketspec": BASE,  # the package's __init__
-    # RocketMQ facts (to become rocketspec.rocketmq): profiles, config keys and defaults, the
-    # delay table, retry levels, topic names, the filter language
-    "rocketspec.spec.profiles": FACTS,
-    "rocketspec.spec.limits": FACTS,
-    "rocketspec.spec.filter": FACTS,
-    # the trace contract: schema, kind registry, readers, writers, adapters
+    # RocketMQ facts: profiles, config keys and defaults, the delay table, retry levels, topic
+    # names, the lease margin, the filter language
+    "rocketspec.rocketmq": FACTS,
+    # the trace contract: schema, kind registry, readers, writers, history adapters
     "rocketspec.traces.schema": CONTRACT,
     "rocketspec.traces.io": CONTRACT,
     "rocketspec.traces.datasets": CONTRACT,
     "rocketspec.traces.parquet_trust": CONTRACT,
     "rocketspec.traces.scopes": CONTRACT,
+    "rocketspec.traces.kinds": CONTRACT,
+    "rocketspec.traces.history": CONTRACT,
     "rocketspec.traces": CONTRACT,  # the package's __init__
-    "rocketspec.spec.kinds": CONTRACT,
-    "rocketspec.spec.history.sources": CONTRACT,
-    "rocketspec.spec.history.msgtrace": CONTRACT,
-    "rocketspec.spec.history.openchaos": CONTRACT,
-    "rocketspec.spec.history.from_trace": CONTRACT,
-    "rocketspec.spec.history.model": CONTRACT,
-    "rocketspec.spec.history.text": CONTRACT,
     # the two independent readings
     "rocketspec.spec": MODELS,
     "rocketspec.reference": MODELS,
@@ -83,6 +75,7 @@ LAYERS: dict[str, int] = {
     "rocketspec.traces.catalogue": TOOLS,
     "rocketspec.traces.ddmin": TOOLS,
     "rocketspec.traces.diff_reports": TOOLS,
+    "rocketspec.traces.differential": TOOLS,
     "rocketspec.traces.explain": TOOLS,
     "rocketspec.traces.explain_html": TOOLS,
     "rocketspec.traces.explain_png": TOOLS,
@@ -101,6 +94,7 @@ LAYERS: dict[str, int] = {
     "rocketspec.traces.timeline": TOOLS,
     "rocketspec.traces.trace_mutants": TOOLS,
     "rocketspec.traces.units": TOOLS,
+    "rocketspec.traces.verdict_text": TOOLS,
     "rocketspec.spec.docgen": TOOLS,
     # the command line
     "rocketspec.cli": CLI,
