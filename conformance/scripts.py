@@ -32,17 +32,11 @@ import tomllib
 
 from rocketspec.conformance.verdicts import validate_checked
 from rocketspec.reference.runner import Run
+from rocketspec.traces.kinds import KINDS
 
-# What `advance` shows by default: the steps a reader follows, not every pull and heartbeat.
-DEFAULT_KINDS = (
-    "message_stored", "allocation_computed", "pq_created", "pq_dropped", "pq_removed", "consume_started",
-    "consume_finished", "offset_updated", "offset_persisted", "offset_committed", "send_back_requested",
-    "message_sent_back", "message_scheduled", "schedule_delivered", "message_dead_lettered", "client_crashed",
-    "client_stopped", "client_paused", "client_resumed", "consumer_registered", "consumer_unregistered",
-    "broker_restarted", "offset_loaded", "messages_deleted", "lock_acquired", "lock_rejected", "lock_released",
-    "lock_expired", "lease_expired", "pq_committed", "pq_rolled_back", "consume_suspended", "messages_taken",
-    "oneway_lost",
-)
+# What `advance` shows by default: the steps a reader follows, not every pull and heartbeat
+# (the registry's Kind.scripts).
+DEFAULT_KINDS = tuple(n for n, k in KINDS.items() if k.scripts)
 
 _SKIP = {"seq", "ts", "kind", "client", "group", "topic", "broker", "queue", "msg_id", "origin_msg_id", "config",
          "mqs", "cids", "view", "subscriptions", "body_size", "tags_code", "store", "source"}

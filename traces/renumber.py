@@ -16,6 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from . import units
+from .kinds import KINDS
 from .units import qkey
 
 # fields holding an offset of the event's own queue (topic, broker, queue)
@@ -24,11 +25,10 @@ _LISTS = ("offsets", "broker_filtered", "client_filtered")
 # lists that go with `offsets`, position by position
 _PARALLEL = ("msg_ids", "origin_msg_ids", "reconsume_list")
 # kinds whose offset is not in the queue the event names (the schedule topic's queue)
-_OTHER_QUEUE = frozenset({"message_scheduled"})
+_OTHER_QUEUE = frozenset(n for n, k in KINDS.items() if k.renumber == "other_queue")
 
 # events of a listener call that name its messages
-_CALL_KINDS = frozenset({"consume_started", "consume_finished", "messages_taken", "pq_messages_removed",
-                         "pq_committed", "pq_rolled_back", "consume_resubmitted"})
+_CALL_KINDS = frozenset(n for n, k in KINDS.items() if k.renumber == "call")
 
 TIME_FIELDS = ("ts", "deliver_ts", "expires_at", "last_lock_ts")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .kinds import KINDS
 from .narrate import describe, offs, qname, secs
 
 LANE_FIELDS = ("group", "topic", "broker", "queue")
@@ -131,7 +132,7 @@ def lane_name(lane) -> str:
 
 
 # Events about a retry copy in the schedule carry the schedule topic's queue: not a lane of the group.
-NOT_LANE_KINDS = frozenset({"message_scheduled", "schedule_delivered"})
+NOT_LANE_KINDS = frozenset(n for n, k in KINDS.items() if k.lane == "schedule")
 
 
 def lane_of(ev) -> tuple | None:
@@ -351,22 +352,42 @@ class _Builder:
         lane = lane_of(ev)
         if lane is not None and lane not in self.lane_rows:
             lane = None if kind != "message_stored" else lane
-        client = ev.get("client")
-        if kind == "pq_created" and lane:
+        draw = _LANE_BEHAVIOURS.get(kind)
+        if draw is not None:
+            draw(self, ev, kind, lane, ev.get("client"), t, seq)
+
+    # One method per lane behaviour a kind names in the registry (traces/kinds.py: Kind.lane).
+    # Each takes (ev, kind, lane, client, t, seq); lane is None for an event of no shown lane.
+
+    def _lane_none(self, ev, kind, lane, client, t, seq):
+        """Not drawn."""
+
+    # events about a retry copy in the schedule carry the schedule topic's queue (NOT_LANE_KINDS)
+    _lane_schedule = _lane_none
+
+    def _lane_pq_open(self, ev, kind, lane, client, t, seq):
+        if lane:
             self._close_pq(lane, client, t, seq, "replaced")
             self.open_pq[(lane, client)] = (t, seq, ev.get("offset"))
-        elif kind in ("pq_dropped", "pq_removed") and lane:
-            if kind == "pq_dropped":
-                self._close_pq(lane, client, t, seq, f"dropped: {ev.get('reason')}")
-                self.mark(self.row(lane, client), ev, "drop")
-        elif kind == "pq_lock_changed" and lane:
+
+    def _lane_pq_close(self, ev, kind, lane, client, t, seq):
+        if lane and kind == "pq_dropped":
+            self._close_pq(lane, client, t, seq, f"dropped: {ev.get('reason')}")
+            self.mark(self.row(lane, client), ev, "drop")
+
+    def _lane_lease(self, ev, kind, lane, client, t, seq):
+        if lane:
             self._close_lease(lane, client, t, seq)
             if ev.get("locked"):
                 self.open_lease[(lane, client)] = (t, seq, ev.get("last_lock_ts", t))
-        elif kind == "lease_expired" and lane:
+
+    def _lane_lease_end(self, ev, kind, lane, client, t, seq):
+        if lane:
             self._close_lease(lane, client, t, seq)
             self.mark(self.row(lane, client), ev, "lease_expired", "lease expired")
-        elif kind == "lock_acquired" and lane:
+
+    def _lane_lock_grant(self, ev, kind, lane, client, t, seq):
+        if lane:
             cur = self.open_lock.get(lane)
             if cur is not None and cur[0] == client:
                 self.open_lock[lane] = (cur[0], cur[1], cur[2], ev.get("expires_at"))
@@ -374,73 +395,111 @@ class _Builder:
                 self._close_lock(lane, t, seq, f"taken over by {client}")
                 self.open_lock[lane] = (client, t, seq, ev.get("expires_at"))
                 self.mark(self.row(lane, "broker"), ev, "lock_new", f"lock -> {client}")
-        elif kind in ("lock_released", "lock_expired") and lane:
+
+    def _lane_lock_end(self, ev, kind, lane, client, t, seq):
+        if lane:
             self._close_lock(lane, t, seq, "released" if kind == "lock_released" else "found expired")
             self.mark(self.row(lane, "broker"), ev, "lock_end")
-        elif kind in ("lock_rejected", "lock_release_ignored") and lane:
+
+    def _lane_lock_refused(self, ev, kind, lane, client, t, seq):
+        if lane:
             self.mark(self.row(lane, "broker"), ev, "lock_refused")
-        elif kind == "pull_issued" and lane:
+
+    def _lane_pull_open(self, ev, kind, lane, client, t, seq):
+        if lane:
             self.open_pull[(lane, client, ev.get("pull_id"))] = (t, seq, ev.get("offset"))
-        elif kind == "pull_answered" and lane:
+
+    def _lane_pull_close(self, ev, kind, lane, client, t, seq):
+        if lane:
             k = (lane, client, ev.get("pull_id"))
             st = ev.get("status")
             self._close_pull(k, t, seq, st)
             self.mark(self.row(lane, client), ev, "pull_found" if ev.get("offsets") else
                       ("pull_illegal" if st == "OFFSET_ILLEGAL" else "pull_empty"))
-        elif kind == "pull_failed" and lane:
+
+    def _lane_pull_failed(self, ev, kind, lane, client, t, seq):
+        if lane:
             self._close_pull((lane, client, ev.get("pull_id")), t, seq, f"failed ({ev.get('reason')})")
             self.mark(self.row(lane, client), ev, "pull_failed")
-        elif kind == "consume_started" and lane:
+
+    def _lane_call_open(self, ev, kind, lane, client, t, seq):
+        if lane:
             self.open_call[(lane, client, ev.get("consume_id"))] = (t, seq, ev.get("offsets"))
-        elif kind == "consume_finished" and lane:
+
+    def _lane_call_close(self, ev, kind, lane, client, t, seq):
+        if lane:
             how = ev.get("status") + (" (dropped)" if ev.get("dropped") else "")
             self._close_call((lane, client, ev.get("consume_id")), t, seq, how)
-        elif kind in ("offset_updated", "pq_committed") and lane:
+
+    def _lane_offset(self, ev, kind, lane, client, t, seq):
+        if lane:
             self.mark(self.row(lane, client), ev, "offset")
-        elif kind == "offset_persisted" and lane:
+
+    def _lane_persist(self, ev, kind, lane, client, t, seq):
+        if lane:
             self.mark(self.row(lane, client), ev, "persist_lost" if ev.get("lost") else "persist")
-        elif kind == "offset_flushed" and lane:
+
+    def _lane_flushed(self, ev, kind, lane, client, t, seq):
+        if lane:
             self.mark(self.row(lane, client if client is not None else "broker"), ev, "flushed")
-        elif kind == "offset_committed" and lane:
+
+    def _lane_commit(self, ev, kind, lane, client, t, seq):
+        if lane:
             self.mark(self.row(lane, "broker"), ev, "commit", str(ev.get("offset")))
-        elif kind in ("consume_suspended", "pull_flow_controlled", "pq_rolled_back", "consume_resubmitted") and lane:
+
+    def _lane_suspend(self, ev, kind, lane, client, t, seq):
+        if lane:
             self.mark(self.row(lane, client), ev, "suspend")
-        elif kind == "message_stored":
-            for ln in self.stored_lanes.get((ev["topic"], ev["broker"], ev["queue"]), ()):
-                self.mark(self.row(ln, "broker"), ev, "stored", client="")
-        elif kind in ("messages_deleted", "queue_snapshot"):
-            for ln in self.stored_lanes.get((ev.get("topic"), ev.get("broker"), ev.get("queue")), ()):
-                self.mark(self.row(ln, "broker"), ev, "retention", client="")
-        elif kind == "send_back_requested":
-            ln = lane or self.msg_lane.get((ev.get("group"), ev.get("msg_id")))
-            if ln is not None and ln in self.lane_rows:
-                self.mark(self.row(ln, client), ev, "retry", "retry")
-        elif kind in ("message_sent_back", "message_dead_lettered", "send_back_failed"):
-            ln = self.msg_lane.get((ev.get("group"), ev.get("msg_id")))
-            if ln is not None and ln in self.lane_rows:
-                cat = {"message_dead_lettered": "dlq", "send_back_failed": "retry_failed"}.get(kind, "sent_back")
-                if kind == "message_sent_back" and ev.get("outcome") == "dlq":
-                    cat = "dlq"
-                self.mark(self.row(ln, "broker" if kind != "send_back_failed" else client), ev, cat,
-                          "DLQ" if cat == "dlq" else None)
-        elif kind == "client_paused":
-            self.open_pause[client] = (t, seq, ev.get("duration") or 0)
-        elif kind == "client_resumed":
-            self._end_pause(client, t, seq)
-        elif kind in ("client_crashed", "client_stopped"):
-            self._end_pause(client, t, seq)
-            self._client_gone(client, t, seq, "crashed" if kind == "client_crashed" else "stopped")
-            for r in self.client_rows.get(client, []):
-                self.mark(r, ev, "crash" if kind == "client_crashed" else "stop",
-                          "crash" if kind == "client_crashed" else None)
-        elif kind == "client_started":
-            for r in self.client_rows.get(client, []):
-                self.mark(r, ev, "start")
-        elif kind == "broker_restarted":
-            for r in self.broker_rows.get(ev.get("broker"), []):
-                lane_r = self.rows[r].lane
-                self._close_lock(lane_r, t, seq, "broker restarted")
-                self.mark(r, ev, "crash", "restart", client="")
+
+    def _lane_stored(self, ev, kind, lane, client, t, seq):
+        for ln in self.stored_lanes.get((ev["topic"], ev["broker"], ev["queue"]), ()):
+            self.mark(self.row(ln, "broker"), ev, "stored", client="")
+
+    def _lane_retention(self, ev, kind, lane, client, t, seq):
+        for ln in self.stored_lanes.get((ev.get("topic"), ev.get("broker"), ev.get("queue")), ()):
+            self.mark(self.row(ln, "broker"), ev, "retention", client="")
+
+    def _lane_retry_request(self, ev, kind, lane, client, t, seq):
+        ln = lane or self.msg_lane.get((ev.get("group"), ev.get("msg_id")))
+        if ln is not None and ln in self.lane_rows:
+            self.mark(self.row(ln, client), ev, "retry", "retry")
+
+    def _lane_retry_outcome(self, ev, kind, lane, client, t, seq):
+        ln = self.msg_lane.get((ev.get("group"), ev.get("msg_id")))
+        if ln is not None and ln in self.lane_rows:
+            cat = {"message_dead_lettered": "dlq", "send_back_failed": "retry_failed"}.get(kind, "sent_back")
+            if kind == "message_sent_back" and ev.get("outcome") == "dlq":
+                cat = "dlq"
+            self.mark(self.row(ln, "broker" if kind != "send_back_failed" else client), ev, cat,
+                      "DLQ" if cat == "dlq" else None)
+
+    def _lane_pause(self, ev, kind, lane, client, t, seq):
+        self.open_pause[client] = (t, seq, ev.get("duration") or 0)
+
+    def _lane_resume(self, ev, kind, lane, client, t, seq):
+        self._end_pause(client, t, seq)
+
+    def _lane_crash(self, ev, kind, lane, client, t, seq):
+        self._end_pause(client, t, seq)
+        self._client_gone(client, t, seq, "crashed")
+        for r in self.client_rows.get(client, []):
+            self.mark(r, ev, "crash", "crash")
+
+    def _lane_stop(self, ev, kind, lane, client, t, seq):
+        self._end_pause(client, t, seq)
+        self._client_gone(client, t, seq, "stopped")
+        for r in self.client_rows.get(client, []):
+            self.mark(r, ev, "stop", None)
+
+    def _lane_start(self, ev, kind, lane, client, t, seq):
+        for r in self.client_rows.get(client, []):
+            self.mark(r, ev, "start")
+
+    def _lane_restart(self, ev, kind, lane, client, t, seq):
+        for r in self.broker_rows.get(ev.get("broker"), []):
+            lane_r = self.rows[r].lane
+            self._close_lock(lane_r, t, seq, "broker restarted")
+            self.mark(r, ev, "crash", "restart", client="")
 
     def _end_pause(self, client, t, seq):
         p = self.open_pause.pop(client, None)
@@ -464,6 +523,10 @@ class _Builder:
             self._close_lease(lane, c, t_end, None, open_=True)
         for c, (t0, seq0, dur) in list(self.open_pause.items()):
             self._end_pause(c, max(t_end, t0 + dur) if dur else t_end, None)
+
+
+# kind -> its lane behaviour (the registry's Kind.lane)
+_LANE_BEHAVIOURS = {n: getattr(_Builder, "_lane_" + k.lane) for n, k in KINDS.items()}
 
 
 def _key_matches(lane, key, lane_clients, chain_lanes) -> bool:
@@ -670,7 +733,8 @@ class _Matters:
         return res
 
 
-LIFE_KINDS = ("client_paused", "client_crashed", "broker_restarted", "client_resumed")
+# a client's or broker's life: pauses, crashes, restarts (what a violation may have followed)
+LIFE_KINDS = frozenset(n for n, k in KINDS.items() if k.lane in ("pause", "resume", "crash", "restart"))
 
 
 def _violation(f, cat, ln, row) -> Violation:

@@ -14,6 +14,8 @@ allocations of the topic.
 """
 from __future__ import annotations
 
+from .kinds import KINDS as EVENT_KINDS
+
 # kinds, coarse to fine: the order in which the minimizer tries them
 KINDS = ("group", "broker", "topic", "queue", "client", "process_queue", "message", "pause", "lock",
          "persist", "pull", "consume", "event")
@@ -25,16 +27,18 @@ DESCRIBE = {
     "consume": "listener call and its result", "event": "event",
 }
 
-# events about the deployment, not about one queue: kept by every slice
-DIRECTORY = frozenset({"trace_started", "trace_ended", "broker_started", "broker_restarted", "topic_created",
-                       "consumer_registered", "consumer_unregistered", "client_started", "client_stopped",
-                       "client_crashed", "client_paused", "client_resumed", "oneway_lost"})
 
+def _unit(family: str) -> frozenset:
+    """The event kinds of a unit family (the registry's Kind.unit)."""
+    return frozenset(n for n, k in EVENT_KINDS.items() if k.unit == family)
+
+
+# events about the deployment, not about one queue: kept by every slice
+DIRECTORY = _unit("directory")
 # what processConsumeResult (concurrent) or the orderly loop does with a listener call's result
-_RESULT_KINDS = frozenset({"pq_messages_removed", "offset_updated", "send_back_requested", "send_back_failed",
-                           "consume_resubmitted", "pq_committed", "pq_rolled_back", "consume_suspended"})
-_PULL_KINDS = frozenset({"pull_issued", "pull_held", "pull_answered", "pull_failed"})
-_LOCK_KINDS = frozenset({"lock_acquired", "lock_rejected", "pq_lock_changed"})
+_RESULT_KINDS = _unit("call_result")
+_PULL_KINDS = _unit("pull")
+_LOCK_KINDS = _unit("lock_answer")
 
 
 def qkey(ev):

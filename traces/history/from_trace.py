@@ -10,14 +10,13 @@ The trace is complete when it ended quiescent: every record is there and nothing
 """
 from __future__ import annotations
 
+from ..kinds import KINDS
 from .model import (SUCCESS_STATUSES, Consume, DeadLetter, Disruption, Expired, History, Produce, Reset)
 
-# trace kind -> what a user sees of it (a disruption), for the kinds that are one
-_DISRUPTIONS = {
-    "client_started": "joined", "client_stopped": "left", "client_crashed": "crashed",
-    "client_paused": "paused", "client_resumed": "resumed", "broker_restarted": "broker restarted",
-    "consumer_unregistered": "unregistered", "oneway_lost": "one-way call lost",
-}
+# trace kind -> what a user sees of it (a disruption), for the kinds that are one (the registry's
+# Kind.history "disruption:<what>")
+_DISRUPTIONS = {n: k.history[len("disruption:"):] for n, k in KINDS.items()
+                if k.history is not None and k.history.startswith("disruption:")}
 
 
 def _queue(ev):
