@@ -294,22 +294,65 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
 
 
 @click.command("record")
-@click.option("--scenario", "scenario_name", required=True,
+@click.option("--scenario", "scenario_name", default=None,
               help="A built-in scenario name or a .toml/.json scenario file (the ones `simulate` reads).")
-@click.option("--out", required=True, help="Trace file to write (.jsonl).")
+@click.option("--out", required=True, help="Trace file to write (.jsonl); with --random, the folder of the runs.")
 @click.option("--timeout", "timeout_s", type=Seconds(max_s=7 * 24 * 3600), default=None,
               help="Wall-clock bound in seconds, above 0 and at most a week (default: the scenario's "
-                   "duration + drain + 60 s).")
-@click.option("--seed", default=1, show_default=True, type=SEED, help="Seed of the producers' and listeners' choices.")
+                   "duration + drain + 60 s); with --random, per run.")
+@click.option("--seed", default=1, show_default=True, type=SEED,
+              help="Seed of the producers' and listeners' choices; with --random, the first run's seed "
+                   "(runs take seeds S, S+1, ...; each seed is its own scenario).")
 @click.option("--keep", default=None, help="Keep the run's folder (plan, logs, store, trace parts) here.")
 @click.option("--msgtrace", default=None,
               help="Also run with enableMsgTrace and write the RMQ_SYS_TRACE_TOPIC message bodies here "
                    "(read them with `rocketspec history --format msgtrace`).")
-def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace):
-    """Run a scenario on a real in-process RocketMQ 4.9.8 and write the recorded trace."""
+@click.option("--random", "random_runs", default=None, type=click.IntRange(1, 1_000_000),
+              help="Record N random scenarios (conformance/random_scenarios.py) with message tracing, check "
+                   "each trace, judge each run against RocketMQ's own records (message traces, the DLQ in "
+                   "the store) and print the table: agreed, false alarms, missed losses, white-box-only "
+                   "findings. Per-run files go to --out DIR/seed-S/. Exit 1 on a false alarm or a missed "
+                   "loss, 4 when a run could not finish (docs/recorder.md).")
+@click.option("--small", is_flag=True, help="With --random: small scenarios (one group, fewer clients and messages).")
+def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small):
+    """Run a scenario on a real in-process RocketMQ 4.9.8 and write the recorded trace; or, with
+    --random N, record and judge N random scenarios."""
+    if random_runs is not None:
+        sys.exit(record_random(random_runs, seed, out, timeout_s, small, scenario_name, keep, msgtrace))
+    if small:
+        raise RecordError("--small goes with --random")
+    if scenario_name is None:
+        raise RecordError("give --scenario NAME_OR_FILE, or --random N")
     rc, message = record(scenario_name, out, timeout_s, seed, keep, msgtrace)
     click.echo(message, err=rc != 0)
     sys.exit(rc)
+
+
+def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenario_name, keep, msgtrace) -> int:
+    """`record --random`: the runs, their table, and the exit code (conformance.real_random)."""
+    from rocketspec.conformance import real_random
+
+    for given, name in ((scenario_name, "--scenario"), (msgtrace, "--msgtrace"), (keep, "--keep")):
+        if given is not None:
+            raise RecordError(f"{name} does not go with --random (each run's scenario, message traces and "
+                              "folder are written to --out DIR/seed-S/)")
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise RecordError(f"--out {out}: with --random, --out is a folder (it is a file)")
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def progress(res):
+        click.echo(f"seed {res.seed}: {res.cls}"
+                   + (f" ({', '.join(res.blamed)})" if res.blamed else "")
+                   + f", {res.events} events, {res.seconds:.0f} s" + (f": {res.note}" if res.cls == "incomplete" else ""),
+                   err=True)
+
+    results = real_random.run_many(runs, seed, folder, small, timeout_s, progress=progress)
+    table = real_random.render_table(results)
+    (folder / "table.md").write_text(table + "\n")
+    (folder / "summary.json").write_text(json.dumps(real_random.summary(results), indent=1) + "\n")
+    click.echo(table)
+    return real_random.exit_code(results)
 
 
 if __name__ == "__main__":

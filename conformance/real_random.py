@@ -1,0 +1,229 @@
+"""Random real runs judged twice: white-box by `check`, black-box by RocketMQ's own records.
+
+For each seed: the random scenario (conformance.random_scenarios) is recorded on real RocketMQ
+4.9.8 with message tracing on (`rocketspec record --msgtrace`); `check` judges the recorded
+trace; and an oracle made only from what RocketMQ itself kept judges what a user would lose:
+the message-trace topic's records (sends, listener calls, reconsume counts, results), the
+dead-letter copies in the broker's commit log (conformance.store_contents), the operator's own
+steps (offset resets) and, for sharding-keyed producers, the key each message was sent with.
+The oracle is declared complete when the driver saw RocketMQ settle (trace_ended quiescent:
+nothing in the schedule topic, every queue's committed offset at its end), else lossy.
+
+Each run is classified (docs/recorder.md, "Random real runs"):
+- agreed: both hold, or every guarantee the oracle finds violated is matched by an invariant
+  check reports for it;
+- false alarm: check fails an invariant whose effect the oracle judges (its guarantee was not
+  skipped), and the oracle holds; or check refuses the recorded trace;
+- missed loss: the oracle finds a guarantee violated that no invariant of check matches;
+- white-box-only finding: check fails only invariants the black-box level cannot see here (to
+  be explained, docs/notes/real-random.md);
+- incomplete: the run did not finish (its time bound, or the driver failed).
+"""
+from __future__ import annotations
+
+import collections
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .random_scenarios import generate, history_groups, write
+
+PROFILE = "rocketmq-4.9.8"
+
+# The invariants of check whose violation a user would see as each guarantee's violation.
+SEEN_AS = {
+    "H-DELIVER-1": {"INV-LOSS-1", "INV-LIVE-1", "INV-OFFSET-3", "INV-FILTER-1", "INV-BCAST-1"},
+    "H-RETRY-1": {"INV-RETRY-1"},
+    "H-RETRY-2": {"INV-RETRY-3"},
+    "H-RETRY-3": {"INV-RETRY-1", "INV-RETRY-2", "INV-DLQ-1"},
+    "H-ORDER-1": {"INV-ORDER-1", "INV-OWNER-2", "INV-LOCK-1"},
+    "H-ORDER-2": {"INV-ORDER-2"},
+    "H-DUP-1": {"INV-ORDER-3", "INV-OFFSET-2", "INV-OFFSET-3", "INV-START-1", "INV-DROP-1", "INV-CLIENT-1"},
+}
+# Guarantees that can only fail on an absence: judged only when the oracle is complete.
+ABSENCE = {"H-DELIVER-1"}
+CHECK_REFUSED = "CHECK-REFUSED"   # check exit 2 on a real trace: it refused what RocketMQ did
+
+CLASSES = ("agreed", "false alarm", "missed loss", "finding", "incomplete")
+
+
+@dataclass
+class RunResult:
+    seed: int
+    cls: str
+    check_ids: dict = field(default_factory=dict)     # invariant -> errors
+    oracle_ids: list = field(default_factory=list)    # violated guarantees
+    blamed: list = field(default_factory=list)        # the invariants or guarantees that decided the class
+    events: int = 0
+    ended: str | None = None
+    seconds: float = 0.0
+    note: str = ""
+    folder: str = ""
+
+    def to_dict(self):
+        return {"seed": self.seed, "class": self.cls, "check": self.check_ids, "oracle": self.oracle_ids,
+                "blamed": self.blamed, "events": self.events, "ended": self.ended,
+                "seconds": round(self.seconds, 1), "note": self.note, "folder": self.folder}
+
+
+def classify(check_ids: dict, oracle: dict) -> tuple[str, list]:
+    """(class, blamed) from check's failing invariants (id -> count; CHECK_REFUSED when it refused
+    the trace) and the oracle's report (HistoryReport.to_dict)."""
+    if CHECK_REFUSED in check_ids:
+        return "false alarm", [CHECK_REFUSED]
+    status = {g["id"]: g["status"] for g in oracle["guarantees"]}
+    violated = [g for g, s in status.items() if s == "violated"]
+    failing = set(check_ids)
+    missed = [g for g in violated if not failing & SEEN_AS.get(g, set())]
+    if missed:
+        return "missed loss", missed
+    if violated:
+        return "agreed", violated
+    if not failing:
+        return "agreed", []
+    judged = {g for g, s in status.items() if s != "skipped" and (g not in ABSENCE or oracle.get("complete"))}
+    visible = set().union(*(SEEN_AS.get(g, set()) for g in judged)) if judged else set()
+    alarms = sorted(failing & visible)
+    if alarms:
+        return "false alarm", alarms
+    return "finding", sorted(failing)
+
+
+def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, complete: bool):
+    """The black-box judgement of one real run from RocketMQ's records (see the module's doc)."""
+    from rocketspec.spec.history import check_history, load_history
+    from rocketspec.traces.history.model import DeadLetter, Reset
+
+    from .store_contents import read_commit_log
+
+    h = load_history(str(msgtrace), "msgtrace", complete, history_groups(sc))
+    keyed = {p["topic"] for p in sc["producers"] if p.get("sharding_keys")}
+    for p in h.produces:
+        if p.topic in keyed and p.keys:
+            p.sharding_key = p.keys     # the producer's selector sends by this key (record's driver)
+    dead = []
+    for m in read_commit_log(store_dir):
+        if m.topic.startswith("%DLQ%") and "UNIQ_KEY" in m.properties:
+            dead.append(DeadLetter(m.topic[len("%DLQ%"):], m.properties["UNIQ_KEY"], m.store_ts, m.reconsume_times,
+                                   where=f"commitlog@{m.physical_offset}"))
+    resets = [Reset(t0 + st["at_ms"], st["group"]) for st in sc["steps"]
+              if st["action"] == "reset_offset" and t0 is not None]
+    h.dead_letters = dead
+    h.resets = resets
+    h.observes = frozenset(h.observes | {"dead_letters", "resets"})
+    h.notes.append(f"{len(dead)} dead letter(s) from the broker's commit log; {len(resets)} operator reset(s) "
+                   "from the scenario's steps")
+    h.stream = []   # judged in time order, message traces and store records together
+    return check_history(h)
+
+
+def _check(trace: Path) -> tuple[dict, dict]:
+    """(invariant -> errors, check's report as `check --json` prints it)."""
+    from rocketspec.errors import UserError
+    from rocketspec.spec.replay import check_trace
+
+    try:
+        rep = check_trace(str(trace), PROFILE)
+    except UserError as exc:
+        return {CHECK_REFUSED: 1}, {"verdict": "refused", "error": str(exc)}
+    d = rep.to_dict()
+    return {k: v for k, v in d["counts"].items() if k.startswith("INV-")}, d
+
+
+def run_one(seed: int, out_dir, small: bool = False, timeout_s: float | None = None) -> RunResult:
+    """Generate, record, judge and classify the run of `seed`; its files go to out_dir/seed-<seed>/."""
+    from rocketspec.commands.record import record
+    from rocketspec.spec.history import check_path
+
+    folder = Path(out_dir) / f"seed-{seed}"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    sc = generate(seed, small)
+    scenario = write(sc, folder / "scenario.json")
+    trace, msgtrace, run = folder / "trace.jsonl", folder / "msgtrace.txt", folder / "run"
+    t = time.monotonic()
+    rc, message = record(str(scenario), str(trace), timeout_s, seed, str(run), str(msgtrace))
+    res = RunResult(seed, "incomplete", folder=str(folder), note=message)
+    if rc != 0:
+        res.seconds = time.monotonic() - t
+        return _save(res, folder)
+    events = [json.loads(line) for line in trace.open()]
+    res.events, res.ended = len(events), events[-1].get("reason")
+    t0 = events[0]["ts"] if events and events[0]["kind"] == "trace_started" else None
+    res.check_ids, check_json = _check(trace)
+    (folder / "check.json").write_text(json.dumps(check_json, indent=1) + "\n")
+    # the message traces as a user reads them (`rocketspec history --format msgtrace --groups`)
+    groups_file = folder / "groups.json"
+    groups_file.write_text(json.dumps(history_groups(sc), indent=1) + "\n")
+    plain = check_path(str(msgtrace), "msgtrace", None, history_groups(sc))
+    (folder / "history.json").write_text(json.dumps(plain.to_dict(), indent=1) + "\n")
+    oracle = oracle_report(sc, msgtrace, run / "store", t0, res.ended == "quiescent").to_dict()
+    (folder / "oracle.json").write_text(json.dumps(oracle, indent=1) + "\n")
+    res.oracle_ids = [g["id"] for g in oracle["guarantees"] if g["status"] == "violated"]
+    res.cls, res.blamed = classify(res.check_ids, oracle)
+    res.seconds = time.monotonic() - t
+    return _save(res, folder)
+
+
+def _save(res: RunResult, folder: Path) -> RunResult:
+    (folder / "result.json").write_text(json.dumps(res.to_dict(), indent=1) + "\n")
+    return res
+
+
+def run_many(runs: int, seed: int, out_dir, small: bool = False, timeout_s: float | None = None,
+             progress=None) -> list[RunResult]:
+    out = []
+    for s in range(seed, seed + runs):
+        res = run_one(s, out_dir, small, timeout_s)
+        out.append(res)
+        if progress is not None:
+            progress(res)
+    return out
+
+
+def summary(results: list[RunResult]) -> dict:
+    by = collections.Counter(r.cls for r in results)
+    per = {c: collections.defaultdict(list) for c in ("false alarm", "missed loss", "finding")}
+    for r in results:
+        if r.cls in per:
+            for b in r.blamed:
+                per[r.cls][b].append(r.seed)
+    return {"runs": len(results), **{c: by.get(c, 0) for c in CLASSES},
+            "false_alarms_by_invariant": dict(sorted(per["false alarm"].items())),
+            "missed_losses_by_guarantee": dict(sorted(per["missed loss"].items())),
+            "findings_by_invariant": dict(sorted(per["finding"].items())),
+            "incomplete_seeds": [r.seed for r in results if r.cls == "incomplete"]}
+
+
+def render_table(results: list[RunResult]) -> str:
+    s = summary(results)
+    lines = ["| runs | agreed | false alarms | missed losses | white-box-only findings | incomplete |",
+             "|---:|---:|---:|---:|---:|---:|",
+             f"| {s['runs']} | {s['agreed']} | {s['false alarm']} | {s['missed loss']} | {s['finding']} | "
+             f"{s['incomplete']} |", ""]
+    for title, key in (("false alarms by invariant", "false_alarms_by_invariant"),
+                       ("missed losses by guarantee", "missed_losses_by_guarantee"),
+                       ("white-box-only findings by invariant", "findings_by_invariant")):
+        if s[key]:
+            lines.append(f"{title}: " + ", ".join(f"{k} {len(v)} (seeds {', '.join(map(str, v))})"
+                                                 for k, v in s[key].items()))
+    if s["incomplete_seeds"]:
+        lines.append("incomplete: seeds " + ", ".join(map(str, s["incomplete_seeds"])))
+    lines += ["", "| seed | class | check | oracle | events | ended | s |", "|---:|---|---|---|---:|---|---:|"]
+    for r in results:
+        chk = ", ".join(f"{k} {v}" for k, v in sorted(r.check_ids.items())) or "holds"
+        orc = ", ".join(r.oracle_ids) or ("holds" if r.cls != "incomplete" else "-")
+        lines.append(f"| {r.seed} | {r.cls} | {chk} | {orc} | {r.events} | {r.ended or '-'} | {r.seconds:.0f} |")
+    return "\n".join(lines)
+
+
+def exit_code(results: list[RunResult]) -> int:
+    """1 a false alarm or a missed loss; else 4 when a run could not finish; else 0."""
+    if any(r.cls in ("false alarm", "missed loss") for r in results):
+        return 1
+    if any(r.cls == "incomplete" for r in results):
+        return 4
+    return 0

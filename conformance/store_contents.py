@@ -1,0 +1,85 @@
+"""What a RocketMQ 4.9.8 broker stored, read from its commit log after the run.
+
+The commit log is RocketMQ's own record of every message it accepted, independent of the
+recorder's events: each entry is laid out as `CommitLog.checkMessageAndReturnSize` reads it
+(total size, magic code, body CRC, queue id, flag, queue offset, physical offset, sysflag, born
+timestamp and host, store timestamp and host, reconsume times, prepared transaction offset, body,
+topic, properties). A file ends at a BLANK entry (its tail is padding) or at a zero size (nothing
+written yet). The real-run oracle (conformance.real_random) takes the dead-letter copies from it.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+MESSAGE_MAGIC_CODE = -626843481
+BLANK_MAGIC_CODE = -875286124
+BORNHOST_V6_FLAG = 0x1 << 4
+STOREHOSTADDRESS_V6_FLAG = 0x1 << 5
+NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR = "\x01", "\x02"
+
+
+class StoreReadError(Exception):
+    """A commit log entry that does not read as 4.9.8 writes it."""
+
+
+@dataclass(slots=True)
+class StoredMessage:
+    topic: str
+    queue_id: int
+    queue_offset: int
+    physical_offset: int
+    born_ts: int
+    store_ts: int
+    reconsume_times: int
+    properties: dict
+
+
+def properties(text: str) -> dict:
+    """MessageDecoder.string2messageProperties: name \\1 value \\2 ..."""
+    out = {}
+    for item in text.split(PROPERTY_SEPARATOR):
+        name, sep, value = item.partition(NAME_VALUE_SEPARATOR)
+        if sep:
+            out[name] = value
+    return out
+
+
+def read_commit_log(store_dir) -> list[StoredMessage]:
+    """Every message in the commit log under `store_dir` (a broker's storePathRootDir), in store order."""
+    folder = Path(store_dir) / "commitlog"
+    files = sorted(folder.iterdir(), key=lambda p: int(p.name)) if folder.is_dir() else []
+    if not files:
+        raise StoreReadError(f"{folder}: no commit log files")
+    out = []
+    for path in files:
+        data = path.read_bytes()
+        pos = 0
+        while pos + 8 <= len(data):
+            size, magic = struct.unpack_from(">ii", data, pos)
+            if size == 0 or magic == BLANK_MAGIC_CODE:
+                break
+            if magic != MESSAGE_MAGIC_CODE or size < 0 or pos + size > len(data):
+                raise StoreReadError(f"{path}: bad entry at file offset {pos} (size {size}, magic {magic:#x})")
+            out.append(_entry(data, pos, path))
+            pos += size
+    return out
+
+
+def _entry(data: bytes, pos: int, path: Path) -> StoredMessage:
+    p = pos + 12
+    queue_id, _flag, queue_offset, physical, sysflag, born = struct.unpack_from(">iiqqiq", data, p)
+    p += 4 + 4 + 8 + 8 + 4 + 8
+    p += 20 if sysflag & BORNHOST_V6_FLAG else 8
+    (store_ts,) = struct.unpack_from(">q", data, p)
+    p += 8
+    p += 20 if sysflag & STOREHOSTADDRESS_V6_FLAG else 8
+    reconsume, _prepared, body_len = struct.unpack_from(">iqi", data, p)
+    p += 4 + 8 + 4 + max(body_len, 0)
+    topic_len = data[p]
+    topic = data[p + 1:p + 1 + topic_len].decode("utf-8")
+    p += 1 + topic_len
+    (props_len,) = struct.unpack_from(">h", data, p)
+    props = data[p + 2:p + 2 + props_len].decode("utf-8", errors="replace") if props_len > 0 else ""
+    return StoredMessage(topic, queue_id, queue_offset, physical, born, store_ts, reconsume, properties(props))

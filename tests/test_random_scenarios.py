@@ -1,0 +1,243 @@
+"""The random scenario generator (conformance/random_scenarios.py), the real-run oracle's pieces
+(conformance/store_contents.py, conformance/real_random.py) and `rocketspec record --random`.
+
+Every generated scenario must validate, be accepted by `rocketspec record` (the recorder runs
+it) and simulate on the reference under both release profiles to a trace `check` reads; its
+verdict there is recorded, not required. Two small seeded random runs on real RocketMQ run when
+Java and RocketMQ are at hand (as test_real_runs' end-to-end test); `make test-real-random`
+runs many.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketspec.commands.record import build_plan
+from rocketspec.conformance import real_random
+from rocketspec.conformance.random_scenarios import generate, history_groups
+from rocketspec.conformance.store_contents import (BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, StoreReadError,
+                                                   read_commit_log)
+from rocketspec.conformance.verdicts import validate_checked
+from rocketspec.reference.runner import run_to_list
+from rocketspec.rocketmq.profiles import get_profile
+from rocketspec.spec.replay import check_events
+
+from test_real_runs import real_env  # noqa: F401  (the fixture: skip, or fail under ROCKETSPEC_REQUIRE_REAL=1)
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASES = ("rocketmq-4.9.8", "rocketmq-5.3.3")
+
+
+# ---------------------------------------------------------------------- the generator
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), small=st.booleans())
+def test_every_scenario_validates_records_and_simulates(seed, small):
+    raw = generate(seed, small)
+    sc = validate_checked(json.loads(json.dumps(raw)), f"random-{seed}")   # as the file is read back
+    build_plan(sc, seed, 60, Path("."), Path("."))   # RecordError if the recorder could not run it
+    for profile in RELEASES:
+        events = run_to_list(sc, seed, get_profile(profile))
+        assert events[-1]["kind"] == "trace_ended"
+        rep = check_events(enumerate(events, 1), get_profile(profile))
+        assert rep.events == len(events) and rep.ended == events[-1]["reason"]
+
+
+def test_one_scenario_per_seed():
+    assert generate(7) == generate(7)
+    assert generate(7) != generate(8)
+    assert generate(7, small=True) == generate(7, small=True)
+
+
+def _features(sc: dict) -> set:
+    f = set()
+    for g in sc["groups"]:
+        f |= {g["consume_mode"], g["message_model"], g["strategy"], g["consume_from_where"]}
+        f.add(f"max_reconsume_times={g['max_reconsume_times']}")
+        if g["consume_message_batch_max_size"] > 1:
+            f.add("batch")
+        if "pull_threshold_for_queue" in g or "pull_threshold_for_topic" in g:
+            f.add("flow control")
+        lst = g["listener"]
+        for k in ("fail_rate", "null_rate", "exception_rate", "delay_level_when_next_consume", "suspend_ms"):
+            if k in lst:
+                f.add(k)
+        if g["consume_mode"] == "ORDERLY" and "fail_rate" in lst:
+            f.add("SUSPEND")
+        for rule in lst.get("rules", []):
+            f.add("slow rule" if "duration_ms" in rule else "poison rule")
+        for expr in g["subscriptions"].values():
+            f.add("SQL92" if isinstance(expr, dict) else ("all" if expr == "*" else "tags"))
+    if len(sc["groups"]) > 1:
+        f.add("several groups")
+    starts = collections.Counter()
+    for s in sc["steps"]:
+        f.add(s["action"])
+        if s["action"] == "start":
+            starts[s["client"]] += 1
+            if s["at_ms"] > 0:
+                f.add("join")
+        if s["action"] == "pause":
+            f.add("long pause" if s["duration_ms"] > real_random_margin() else "short pause")
+    if any(n > 1 for n in starts.values()):
+        f.add("restart")
+    return f
+
+
+def real_random_margin():
+    from rocketspec.conformance.random_scenarios import LEASE_MARGIN_MS
+    return LEASE_MARGIN_MS
+
+
+def test_the_generator_covers_the_mechanism_space():
+    seen = set().union(*(_features(generate(s)) for s in range(300)))
+    want = {"CONCURRENTLY", "ORDERLY", "CLUSTERING", "BROADCASTING", "AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH",
+            "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_TIMESTAMP",
+            "max_reconsume_times=-1", "max_reconsume_times=0", "max_reconsume_times=3", "batch", "flow control",
+            "fail_rate", "null_rate", "exception_rate", "delay_level_when_next_consume", "suspend_ms", "SUSPEND",
+            "slow rule", "poison rule", "SQL92", "tags", "all", "several groups", "start", "join", "shutdown",
+            "crash", "restart", "short pause", "long pause", "produce", "reset_offset"}
+    assert want - seen == set()
+
+
+def test_the_generator_never_emits_what_real_runs_cannot_do():
+    for s in range(300):
+        sc = generate(s)
+        assert sc["brokers"] if "brokers" in sc else True
+        assert all(st_["action"] in ("start", "shutdown", "crash", "pause", "produce", "reset_offset")
+                   for st_ in sc["steps"])
+        assert all(st_.get("mode", "kill") == "kill" for st_ in sc["steps"] if st_["action"] == "crash")
+        assert all(isinstance(st_.get("tags", ""), str) for st_ in sc["steps"] if st_["action"] == "produce")
+        assert not any("ack_index" in g["listener"] for g in sc["groups"])
+        assert "server_channel_max_idle_s" not in sc["real"]
+        # a group keeps a consumer to the end: its first client never stops or is killed
+        for g in sc["groups"]:
+            first = next(x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"])
+            assert not any(x["action"] in ("shutdown", "crash") and x["client"] == first for x in sc["steps"])
+
+
+def test_history_groups_declare_what_message_traces_lack():
+    sc = generate(3)
+    groups = history_groups(sc)
+    assert set(groups) == {g["name"] for g in sc["groups"]}
+    assert all(set(v) == {"consume_mode", "message_model", "max_reconsume_times", "subscriptions"}
+               for v in groups.values())
+
+
+# ---------------------------------------------------------------------- the store reader
+def _entry(topic: str, queue_id: int, queue_offset: int, phys: int, reconsume: int, props: dict,
+           store_ts: int = 2000) -> bytes:
+    body = b"xyz"
+    ptext = "".join(f"{k}\x01{v}\x02" for k, v in props.items()).encode()
+    t = topic.encode()
+    rest = (struct.pack(">iiqqiq", queue_id, 0, queue_offset, phys, 0, 1000) + b"\x7f\x00\x00\x01" + struct.pack(">i", 9)
+            + struct.pack(">q", store_ts) + b"\x7f\x00\x00\x01" + struct.pack(">i", 10911)
+            + struct.pack(">iqi", reconsume, 0, len(body)) + body + bytes([len(t)]) + t
+            + struct.pack(">h", len(ptext)) + ptext)
+    size = 4 + 4 + 4 + len(rest)
+    return struct.pack(">iii", size, MESSAGE_MAGIC_CODE, 0) + rest
+
+
+def test_commit_log_entries_read_as_4_9_8_writes_them(tmp_path):
+    log = tmp_path / "commitlog"
+    log.mkdir()
+    a = _entry("Topic", 1, 0, 0, 0, {"UNIQ_KEY": "K1", "TAGS": "TagA"})
+    b = _entry("%DLQ%G", 0, 0, len(a), 3, {"UNIQ_KEY": "K1"}, store_ts=5000)
+    blank = struct.pack(">ii", 64, BLANK_MAGIC_CODE) + b"\0" * 56
+    (log / "00000000000000000000").write_bytes(a + b + blank + b"\0" * 100)
+    c = _entry("Topic", 1, 1, 1024, 0, {"UNIQ_KEY": "K2"})
+    (log / "00000000000000001024").write_bytes(c + b"\0" * 50)
+    ms = read_commit_log(tmp_path)
+    assert [(m.topic, m.queue_id, m.queue_offset, m.reconsume_times, m.properties.get("UNIQ_KEY")) for m in ms] == [
+        ("Topic", 1, 0, 0, "K1"), ("%DLQ%G", 0, 0, 3, "K1"), ("Topic", 1, 1, 0, "K2")]
+    assert ms[1].store_ts == 5000 and ms[0].properties["TAGS"] == "TagA"
+
+
+def test_a_commit_log_that_is_not_4_9_8s_is_refused(tmp_path):
+    with pytest.raises(StoreReadError):
+        read_commit_log(tmp_path)
+    (tmp_path / "commitlog").mkdir()
+    (tmp_path / "commitlog" / "00000000000000000000").write_bytes(struct.pack(">ii", 40, 12345) + b"\0" * 40)
+    with pytest.raises(StoreReadError, match="bad entry"):
+        read_commit_log(tmp_path)
+
+
+# ---------------------------------------------------------------------- classification
+def _oracle(complete=True, **status):
+    ids = ("H-DELIVER-1", "H-RETRY-1", "H-RETRY-2", "H-RETRY-3", "H-ORDER-1", "H-ORDER-2", "H-DUP-1")
+    default = {"H-DELIVER-1": "holds", "H-RETRY-1": "holds", "H-RETRY-3": "holds"}
+    return {"complete": complete, "guarantees": [
+        {"id": g, "status": status.get(g.replace("-", "_"), default.get(g, "skipped"))} for g in ids]}
+
+
+def test_classification():
+    c = real_random.classify
+    assert c({}, _oracle()) == ("agreed", [])
+    # both fail on the same loss
+    assert c({"INV-LOSS-1": 2}, _oracle(H_DELIVER_1="violated")) == ("agreed", ["H-DELIVER-1"])
+    # a loss the oracle sees and check does not report
+    assert c({}, _oracle(H_DELIVER_1="violated")) == ("missed loss", ["H-DELIVER-1"])
+    assert c({"INV-OFFSET-1": 1}, _oracle(H_RETRY_1="violated")) == ("missed loss", ["H-RETRY-1"])
+    # check fails on an effect the oracle judges, and the oracle holds
+    assert c({"INV-RETRY-1": 1, "INV-OFFSET-1": 4}, _oracle()) == ("false alarm", ["INV-RETRY-1"])
+    assert c({"INV-LIVE-1": 1}, _oracle()) == ("false alarm", ["INV-LIVE-1"])
+    # a lossy oracle cannot see a loss: a loss invariant alone is white-box only
+    assert c({"INV-LIVE-1": 1}, _oracle(complete=False)) == ("finding", ["INV-LIVE-1"])
+    # internal state and orderly duplicates the message traces cannot show
+    assert c({"INV-OFFSET-1": 3, "INV-ORDER-3": 1}, _oracle()) == ("finding", ["INV-OFFSET-1", "INV-ORDER-3"])
+    assert c({real_random.CHECK_REFUSED: 1}, _oracle()) == ("false alarm", [real_random.CHECK_REFUSED])
+
+
+def test_exit_code_and_table():
+    R = real_random.RunResult
+    ok = [R(1, "agreed"), R(2, "finding", {"INV-OFFSET-1": 1}, blamed=["INV-OFFSET-1"])]
+    assert real_random.exit_code(ok) == 0
+    assert real_random.exit_code(ok + [R(3, "incomplete")]) == 4
+    assert real_random.exit_code(ok + [R(3, "incomplete"), R(4, "false alarm", blamed=["INV-LIVE-1"])]) == 1
+    assert real_random.exit_code([R(5, "missed loss", blamed=["H-DELIVER-1"])]) == 1
+    table = real_random.render_table(ok + [R(4, "false alarm", {"INV-LIVE-1": 2}, blamed=["INV-LIVE-1"])])
+    assert "| 3 | 1 | 1 | 0 | 1 | 0 |" in table
+    assert "false alarms by invariant: INV-LIVE-1 1 (seeds 4)" in table
+    assert "white-box-only findings by invariant: INV-OFFSET-1 1 (seeds 2)" in table
+
+
+# ---------------------------------------------------------------------- the command
+@pytest.mark.parametrize("args, says", [
+    (["--random", "2", "--scenario", "real-basic"], "--scenario does not go with --random"),
+    (["--random", "2", "--msgtrace", "m.txt"], "--msgtrace does not go with --random"),
+    (["--small"], "--small goes with --random"),
+    ([], "give --scenario NAME_OR_FILE, or --random N"),
+])
+def test_record_random_refuses_bad_options(tmp_path, args, says):
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "rocketspec"), "record", "--out", str(tmp_path / "o"), *args],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert says in r.stderr and "Traceback" not in r.stderr
+
+
+def test_two_small_random_real_runs(real_env, tmp_path):
+    """Two seeded random scenarios on real RocketMQ 4.9.8, end to end: recorded, checked, judged
+    against RocketMQ's records, classified; the exit code follows the classes."""
+    out = tmp_path / "runs"
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "rocketspec"), "record", "--random", "2", "--seed", "4242",
+                        "--small", "--out", str(out)], capture_output=True, text=True, timeout=900)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["runs"] == 2 and summary["incomplete"] == 0, r.stderr[-3000:]
+    bad = summary["false alarm"] + summary["missed loss"]
+    assert r.returncode == (1 if bad else 0), r.stderr[-3000:]
+    assert "| runs | agreed | false alarms |" in r.stdout
+    for seed in (4242, 4243):
+        folder = out / f"seed-{seed}"
+        for name in ("scenario.json", "trace.jsonl", "msgtrace.txt", "check.json", "history.json", "oracle.json",
+                     "result.json"):
+            assert (folder / name).stat().st_size > 0, name
+        oracle = json.loads((folder / "oracle.json").read_text())
+        assert oracle["produced"] > 0 and "dead_letters" in oracle["observes"]
+        res = json.loads((folder / "result.json").read_text())
+        assert res["class"] in real_random.CLASSES and res["ended"] in ("quiescent", "duration")
