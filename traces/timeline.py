@@ -750,7 +750,7 @@ def build(index: LaneIndex, report, events, key: dict | None = None, pictures: b
     while `index` watched it; `events` iterates the trace's events again (the second reading).
     With pictures False, no bar or mark is kept (the text needs only the lanes' summaries)."""
     from rocketspec.spec import invariants as inv_cat
-    from rocketspec.spec.profiles import get_profile
+    from rocketspec.rocketmq.profiles import get_profile
 
     prof = get_profile(report.profile)
     fd = report.findings

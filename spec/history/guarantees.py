@@ -449,7 +449,7 @@ GUARANTEES: tuple[Guarantee, ...] = (
 
 BY_ID = {g.id: g for g in GUARANTEES}
 
-# Each known-bug profile (spec/profiles.py) -> the guarantee its built-in scenario breaks at the
+# Each known-bug profile (rocketspec/rocketmq/profiles.py) -> the guarantee its built-in scenario breaks at the
 # history level, or None and why a history cannot show it (docs/history.md lists both).
 KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
     "bug-6163-rocketmq-5.0.0": ("H-RETRY-1", "the poison message fails more than maxReconsumeTimes + 1 times and "
