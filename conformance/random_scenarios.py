@@ -100,11 +100,15 @@ def generate(seed: int, small: bool = False) -> dict:
     for i, g in enumerate(groups):
         sc["steps"] += _clients(r, g, i, duration, produced_until, separate, small)
 
-    # an operator's offset reset (clustering: the broker's table is the group's offset)
-    clustering = [g for g in groups if g["message_model"] == "CLUSTERING"]
+    # an operator's offset reset (clustering: the broker's table is the group's offset), of a group
+    # the broker knows: resetOffsetByTimestamp refuses one no consumer has registered ("consumer
+    # group <G> not exist")
+    at = r.randrange(duration // 2, duration, 100)
+    first_start = {g["name"]: min(x["at_ms"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"])
+                   for g in groups}
+    clustering = [g for g in groups if g["message_model"] == "CLUSTERING" and first_start[g["name"]] + 1000 <= at]
     if clustering and r.random() < (0.1 if small else 0.2):
         g = r.choice(clustering)
-        at = r.randrange(duration // 2, duration, 100)
         sc["steps"].append({"at_ms": at, "action": "reset_offset", "group": g["name"],
                             "topic": r.choice(sorted(g["subscriptions"])), "timestamp_ms": r.choice((0, at // 2)),
                             "note": "an operator resets the group's offsets to a time"})

@@ -192,6 +192,21 @@ def test_classification():
     # internal state and orderly duplicates the message traces cannot show
     assert c({"INV-OFFSET-1": 3, "INV-ORDER-3": 1}, _oracle()) == ("finding", ["INV-OFFSET-1", "INV-ORDER-3"])
     assert c({real_random.CHECK_REFUSED: 1}, _oracle()) == ("false alarm", [real_random.CHECK_REFUSED])
+    # both see the DLQ detour; a loss check reports beside it is judged on its own
+    both = {"INV-DLQ-1": 11, "INV-LIVE-1": 1}
+    assert c(both, _oracle(H_RETRY_3="violated")) == ("false alarm", ["INV-LIVE-1"])
+    # ... unless it concerns what the message traces cannot show (a broadcasting group's consumer)
+    assert c(both, _oracle(H_RETRY_3="violated"), {"INV-LIVE-1"}) == ("finding", ["INV-LIVE-1"])
+
+
+def test_violations_of_broadcasting_groups_are_unseen_by_message_traces():
+    sc = {"groups": [{"name": "B", "message_model": "BROADCASTING"}, {"name": "C"}]}
+    v = lambda inv, g: {"invariant": inv, "key": {"group": g}}  # noqa: E731
+    chk = {"counts": {"INV-LIVE-1": 2, "INV-LOSS-1": 2, "INV-DLQ-1": 3},
+           "violations": [v("INV-LIVE-1", "B"), v("INV-LIVE-1", "B"), v("INV-LOSS-1", "B"), v("INV-LOSS-1", "C"),
+                          v("INV-DLQ-1", "B"), v("INV-DLQ-1", "B")]}
+    # INV-DLQ-1: one of its 3 violations is not listed, so it is not known to be unseen
+    assert real_random.unseen_invariants(chk, sc) == {"INV-LIVE-1"}
 
 
 def test_exit_code_and_table():
