@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from handtraces import TRACES
 from rocketspec.cli import main
-from rocketspec.traces.explain import explain
-from rocketspec.traces.timeline import parse_key
+from rocketspec.traces.explain.explain import explain
+from rocketspec.traces.explain.timeline import parse_key
 
 
 def run(*args):
@@ -81,7 +81,7 @@ def test_pause_and_open_listener_call():
         e["seq"] = k
     from rocketspec.rocketmq.profiles import get_profile
     from rocketspec.spec.replay import check_events
-    from rocketspec.traces.explain import explain_events
+    from rocketspec.traces.explain.explain import explain_events
 
     rep = check_events(enumerate(head, 1), get_profile(head[0]["profile"]))
     ex = explain_events(head, rep)

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocketspec.cli import main
-from rocketspec.traces.explain import BARS, MARKS
+from rocketspec.traces.explain.explain import BARS, MARKS
 
 # (scenario, profile): the smallest built-in runs that between them hold every mark and bar
 TRACES = [
@@ -32,7 +32,7 @@ def run(*args):
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory):
     """Each trace explained through the CLI with both pictures, and the marks and bars it has."""
-    from rocketspec.traces.explain import explain
+    from rocketspec.traces.explain.explain import explain
 
     d = tmp_path_factory.mktemp("marks")
     out = {}
@@ -90,7 +90,7 @@ def test_crash_and_restart_traces_of_the_issue_draw(tmp_path):
 
 
 def test_story_first_and_a_failed_picture_costs_only_itself(tmp_path, monkeypatch):
-    from rocketspec.traces import explain_html
+    from rocketspec.traces.explain import explain_html
 
     t = tmp_path / "t.jsonl"
     assert run("simulate", "--scenario", "real-reset", "--seed", "1", "--out", str(t))[0] == 0
@@ -109,7 +109,7 @@ def test_story_first_and_a_failed_picture_costs_only_itself(tmp_path, monkeypatc
 
 
 def test_an_html_that_fails_to_draw_leaves_no_empty_file(tmp_path, monkeypatch):
-    from rocketspec.traces import explain_html
+    from rocketspec.traces.explain import explain_html
 
     t = tmp_path / "t.jsonl"
     assert run("simulate", "--scenario", "real-reset", "--seed", "1", "--out", str(t))[0] == 0

@@ -62,8 +62,8 @@ def test_many_violations_say_showing_n_of_m(traces):
 
 
 def test_png_notes_count_as_check(traces):
-    from rocketspec.traces.explain import explain
-    from rocketspec.traces.explain_png import _notes
+    from rocketspec.traces.explain.explain import explain
+    from rocketspec.traces.explain.explain_png import _notes
 
     ex = explain(str(traces["bug-2449"]))
     _, cj = run("check", "--json", str(traces["bug-2449"]))
@@ -88,8 +88,8 @@ def test_png_labels_never_overlap(scen, traces):
     """The drawn texts' real extents, as matplotlib renders them."""
     import matplotlib.pyplot as plt
 
-    from rocketspec.traces.explain import explain
-    from rocketspec.traces.explain_png import figure
+    from rocketspec.traces.explain.explain import explain
+    from rocketspec.traces.explain.explain_png import figure
 
     fig = figure(explain(str(traces[scen])))
     try:
@@ -116,7 +116,7 @@ def test_layout_places_labels_apart(points):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from rocketspec.traces.explain_png import _box, layout_labels
+    from rocketspec.traces.explain.explain_png import _box, layout_labels
 
     fig = plt.figure(figsize=(8, 4), dpi=100)
     ax = fig.add_axes([0.1, 0.1, 0.8, 0.8])
@@ -138,8 +138,8 @@ def test_layout_places_labels_apart(points):
 
 
 def test_html_labels_one_per_cluster(traces):
-    from rocketspec.traces.explain import explain
-    from rocketspec.traces.explain_html import _span, figure
+    from rocketspec.traces.explain.explain import explain
+    from rocketspec.traces.explain.explain_html import _span, figure
 
     ex = explain(str(traces["bug-2449"]))
     fig = figure(ex)
@@ -175,7 +175,7 @@ def test_progress_only_on_a_terminal(traces, monkeypatch):
 def test_minimized_trace_marks_and_draws_what_matters(traces, tmp_path):
     """#4016 minimized: the local store's flush is what the read should have returned; it is
     marked * in the story and drawn (a mark with a red ring) on the timeline."""
-    from rocketspec.traces.explain import explain
+    from rocketspec.traces.explain.explain import explain
 
     m = tmp_path / "min.jsonl"
     code, _ = run("minimize", str(traces["bug-4016"]), "-o", str(m))

@@ -9,7 +9,7 @@ import pytest
 from rocketspec.spec.actions import HANDLERS
 from rocketspec.traces import kinds as K
 from rocketspec.traces.schema import JSON_SHAPES, fields, kinds as schema_kinds
-from rocketspec.traces.timeline import _Builder
+from rocketspec.traces.explain.timeline import _Builder
 
 ACTORS = ("broker", "client", "operator", "recorder", "network", "broker or client")
 
@@ -57,7 +57,7 @@ def missing(registry: dict, schema: dict, types: dict, handlers: dict, builder: 
                 gaps.append(f"sentence fails on a sample event of the schema ({type(exc).__name__}: {exc})")
         lane = getattr(k, "lane", None)
         if not callable(getattr(builder, f"_lane_{lane}", None)):
-            gaps.append(f'lane "{lane}" is not a _Builder behaviour (traces/timeline.py: _lane_{lane})')
+            gaps.append(f'lane "{lane}" is not a _Builder behaviour (traces/explain/timeline.py: _lane_{lane})')
         if getattr(k, "unit", None) not in K.UNITS:
             gaps.append(f'unit "{getattr(k, "unit", None)}" is not a unit family ({", ".join(K.UNITS)})')
         if getattr(k, "renumber", None) not in K.RENUMBER:
@@ -92,7 +92,7 @@ def test_the_message_names_what_a_new_kind_lacks():
     assert gaps == [
         'kind "lease_expired": no entry in traces/kinds.py KINDS',
         'kind "x_y": no handler in spec.actions; sentence fails on a sample event of the schema '
-        "(KeyError: 'no_such_field'); lane \"foo\" is not a _Builder behaviour (traces/timeline.py: _lane_foo); "
+        "(KeyError: 'no_such_field'); lane \"foo\" is not a _Builder behaviour (traces/explain/timeline.py: _lane_foo); "
         f'unit "bar" is not a unit family ({", ".join(K.UNITS)})',
         'kind "z_w": in the registry but not in the schema (traces/schema_v2.json)',
     ]

@@ -226,7 +226,7 @@ def sha(data: bytes) -> str:
 
 
 def explanation(inv_id: str, events: list, profile: str):
-    from rocketspec.traces.explain import explain_events
+    from rocketspec.traces.explain.explain import explain_events
 
     rep = _check(events, profile, f"docs/catalogue/{inv_id}.jsonl")
     return rep, explain_events(events, rep)
@@ -260,7 +260,7 @@ def page(inv_id: str, entry: dict, events: list) -> str:
               "", f"![timeline of the counterexample]({inv_id}.png)", "",
               "## What happened", "", "```text", ex.text(width=96), "```", ""]
     if entry.get("reasons"):
-        from rocketspec.traces.narrate import describe
+        from rocketspec.traces.explain.narrate import describe
 
         lines += ["## Why each event is there", "",
                   "What `rocketspec minimize` found when it left each event out:", "",
@@ -305,7 +305,7 @@ def index_page(entries: dict, waiting: dict) -> str:
 
 
 def generate(out: Path = OUT, log=print) -> dict:
-    from rocketspec.traces.explain_png import write_png
+    from rocketspec.traces.explain.explain_png import write_png
 
     out.mkdir(parents=True, exist_ok=True)
     chosen, waiting = choose(log)
@@ -371,8 +371,8 @@ def pictures(out: Path = ROOT / "docs" / "explain", log=print) -> None:
     """The explain pictures of docs/explain.md (PNG, and the story as text beside each)."""
     from rocketspec.reference.runner import run_to_list
     from rocketspec.reference.scenario import load_scenario
-    from rocketspec.traces.explain import explain_events
-    from rocketspec.traces.explain_png import write_png
+    from rocketspec.traces.explain.explain import explain_events
+    from rocketspec.traces.explain.explain_png import write_png
 
     out.mkdir(parents=True, exist_ok=True)
     for stem, name, seed, prof, key in PICTURES:

@@ -33,12 +33,12 @@ class Kind:
     route: str
     actor: str          # who acts: broker, client, operator, recorder, network, or "broker or client"
     # What the tools do with an event of the kind (each a table the tool derives from here):
-    lane: str           # the timeline's behaviour, a method _lane_<lane> of traces.timeline._Builder
+    lane: str           # the timeline's behaviour, a method _lane_<lane> of traces.explain.timeline._Builder
     unit: str           # the minimizer's unit family (traces.units, UNITS below)
     renumber: str       # what dropping a message does to its offsets (traces.renumber, RENUMBER below)
     history: str | None     # what a user sees of it in a history (traces.history.from_trace, HISTORY below)
     scripts: bool       # shown by the narrated scripts' `advance` by default (conformance.scripts)
-    sentence: Callable[[dict], str]     # one plain sentence (traces.narrate.describe)
+    sentence: Callable[[dict], str]     # one plain sentence (traces.explain.narrate.describe)
 
 
 # unit families (traces.units): kept by every slice; a pull's own events; a lock request; the

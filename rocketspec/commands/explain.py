@@ -64,8 +64,8 @@ def explain(path, html_out, png_out, key, profile, as_json):
     with --html / --png, its timeline. Progress goes to standard error when it is a terminal.
     Exit 0 when it holds, 1 on a violation, 2 on bad input."""
 
-    from rocketspec.traces.explain import explain as run
-    from rocketspec.traces.timeline import parse_key
+    from rocketspec.traces.explain.explain import explain as run
+    from rocketspec.traces.explain.timeline import parse_key
 
     from rocketspec.outputs import refuse_input_as_output
 
@@ -109,10 +109,10 @@ def _draw(what, ex, out):
 
     with atomic_path(out) as tmp:       # the file appears only whole: never empty or cut short
         if what == "html":
-            from rocketspec.traces.explain_html import write_html
+            from rocketspec.traces.explain.explain_html import write_html
 
             write_html(ex, tmp)
         else:
-            from rocketspec.traces.explain_png import write_png
+            from rocketspec.traces.explain.explain_png import write_png
 
             write_png(ex, tmp)

@@ -1,9 +1,9 @@
 """`rocketspec explain`: a failing (or clean) trace told as a timeline and a story.
 
 `explain(path, profile, key)` replays the trace through the spec (spec.replay, as `check` does:
-the one verdict and the same counts), builds the timeline (traces/timeline.py) and returns an
+the one verdict and the same counts), builds the timeline (traces/explain/timeline.py) and returns an
 `Explanation` that renders as narrated text, JSON, a self-contained HTML page
-(traces/explain_html.py, plotly) or a PNG (traces/explain_png.py, matplotlib). The style table
+(traces/explain/explain_html.py, plotly) or a PNG (traces/explain/explain_png.py, matplotlib). The style table
 below is shared by both pictures.
 
 The trace is read three times, streaming, so memory follows the live state and the shown
@@ -189,7 +189,7 @@ def explain(path, profile=None, key: dict | None = None, pictures: bool = True, 
     amount done (bytes or rows while replaying, events afterwards) or None."""
     from rocketspec.spec.replay import check_trace
 
-    from .io import input_size, read_events
+    from ..io import input_size, read_events
 
     stdin = str(path) == "-"
     index = LaneIndex(keep_events=stdin, origin=(key or {}).get("origin_msg_id"))

@@ -1,5 +1,5 @@
 """The explain timeline as a PNG picture, drawn by matplotlib (Agg backend: offline, no display).
-Same lanes, rows, bars and marks as the HTML page (traces/explain.py's style table); the
+Same lanes, rows, bars and marks as the HTML page (traces/explain/explain.py's style table); the
 violations' invariants and statements are written under the plot."""
 from __future__ import annotations
 

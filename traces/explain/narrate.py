@@ -8,7 +8,7 @@ not this module's.
 """
 from __future__ import annotations
 
-from .kinds import KINDS, offs, qname, secs
+from ..kinds import KINDS, offs, qname, secs
 
 __all__ = ["describe", "offs", "qname", "secs"]
 

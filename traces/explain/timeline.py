@@ -5,13 +5,13 @@ offsets, stored messages, send-backs and the DLQ) and one row per client that to
 (its ProcessQueue's life = ownership, its lease, pulls, listener calls, offset updates, pauses
 and crashes). The intervals are read off the events as they are recorded: this module draws
 what happened; what is *wrong* comes from the spec's verdict (spec.replay), never from here.
-The renderers (traces/explain_html.py, traces/explain_png.py) only draw this structure.
+The renderers (traces/explain/explain_html.py, traces/explain/explain_png.py) only draw this structure.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .kinds import KINDS
+from ..kinds import KINDS
 from .narrate import describe, offs, qname, secs
 
 LANE_FIELDS = ("group", "topic", "broker", "queue")
