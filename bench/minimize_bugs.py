@@ -29,7 +29,7 @@ REAL = ROOT / "tests" / "fixtures" / "real"
 
 
 def _minimize(events, invariant=None):
-    from rocketspec.traces.minimize import minimize
+    from rocketspec.traces.minimize.minimize import minimize
 
     t0 = time.process_time()
     res = minimize(events, invariant=invariant)

@@ -53,7 +53,7 @@ def _cases(tmp: Path):
 
 def main(argv=None):
     from rocketspec.spec.history import check_history, load_history
-    from rocketspec.traces.minimize_history import minimize_history
+    from rocketspec.traces.minimize.minimize_history import minimize_history
 
     print(f"{'case':<7} {'format':<10} {'guarantee':<12} {'records':>8} {'min':>4} {'share':>7} {'checks':>7} "
           f"{'cpu s':>6}")

@@ -1,10 +1,10 @@
 """What minimize's memory costs per byte of trace, against check's: the figure behind
-traces.minimize.MemoryBound (minimize holds the whole trace; check streams it).
+traces.minimize.minimize.MemoryBound (minimize holds the whole trace; check streams it).
 
     python -m bench.minimize_memory [--scenario bug-2449] [--profile bug-2449-rocketmq-4.8.0]
 
 Simulates the scenario's trace, then in fresh processes measures the peak resident memory of
-(a) reading it as minimize does (traces.minimize.validate_events) and (b) `rocketspec check`,
+(a) reading it as minimize does (traces.minimize.minimize.validate_events) and (b) `rocketspec check`,
 each less the memory of a process that imported the same modules. Prints both, per MB of JSON
 Lines, and the ratio.
 """
@@ -19,7 +19,7 @@ import tempfile
 PROBE = r"""
 import resource, sys
 from rocketspec.traces.io import read_events
-from rocketspec.traces.minimize import validate_events
+from rocketspec.traces.minimize.minimize import validate_events
 from rocketspec.spec.replay import check_trace
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 if sys.argv[1] == "minimize":

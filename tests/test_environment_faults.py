@@ -108,7 +108,7 @@ def test_minimize_refuses_a_trace_past_its_memory_share_naming_the_line(monkeypa
     from click.testing import CliRunner
 
     from rocketspec.cli import main
-    from rocketspec.traces import minimize as M
+    from rocketspec.traces.minimize import minimize as M
 
     bug = tmp_path / "bug.jsonl"
     assert CliRunner().invoke(main, ["simulate", "--scenario", "bug-2724", "--profile", "bug-2724-rocketmq-4.9.1",

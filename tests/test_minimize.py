@@ -16,9 +16,9 @@ from hypothesis import strategies as hs
 
 from rocketspec.rocketmq.profiles import PROFILES, get_profile
 from rocketspec.spec.replay import check_events
-from rocketspec.traces import renumber
+from rocketspec.traces.minimize import renumber
 from rocketspec.traces.io import read_events
-from rocketspec.traces.minimize import NotMinimizable, minimize, template
+from rocketspec.traces.minimize.minimize import NotMinimizable, minimize, template
 
 import test_spec_hypothesis as hyp
 

@@ -19,7 +19,7 @@ from rocketspec.cli import main
 from rocketspec.spec.history import check_history, load_history
 from rocketspec.traces.history import msgtrace, openchaos
 from rocketspec.traces.io import write_trace
-from rocketspec.traces.minimize_history import NotMinimizable, finding_kind, minimize_history, write_history
+from rocketspec.traces.minimize.minimize_history import NotMinimizable, finding_kind, minimize_history, write_history
 
 reference = pytest.importorskip("rocketspec.reference.runner")
 from rocketspec.reference.scenario import load_scenario  # noqa: E402
@@ -66,7 +66,7 @@ def source(tmp_path, case):
 
 
 def records_of(path, fmt):
-    from rocketspec.traces.minimize_history import read_records, render
+    from rocketspec.traces.minimize.minimize_history import read_records, render
 
     return [render(fmt, r.raw) for r in read_records(path, fmt)]
 

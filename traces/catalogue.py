@@ -12,7 +12,7 @@ Counterexamples come from, in this order of preference:
 - a hand-written wrong trace of tests/traces/ (a one-step mistake, tests/traces/build.py);
 - a trace mutant (traces/trace_mutants.py): a clean reference run changed in one event as an
   implementation with one specific mistake would write it, kept once minimize can shrink it.
-Each is passed through `rocketspec.traces.minimize.minimize` when that module is installed.
+Each is passed through `rocketspec.traces.minimize.minimize.minimize` when that module is installed.
 An invariant no source breaks is listed in the index as missing, with the reason.
 
 Every page is a pure function of its trace and its source line (`page()`), so the test
@@ -170,7 +170,7 @@ def mutant_candidates(log=print):
 
 def _minimizer():
     try:
-        from rocketspec.traces.minimize import minimize
+        from rocketspec.traces.minimize.minimize import minimize
     except ImportError:
         return None
     return minimize

@@ -34,19 +34,19 @@ class Kind:
     actor: str          # who acts: broker, client, operator, recorder, network, or "broker or client"
     # What the tools do with an event of the kind (each a table the tool derives from here):
     lane: str           # the timeline's behaviour, a method _lane_<lane> of traces.explain.timeline._Builder
-    unit: str           # the minimizer's unit family (traces.units, UNITS below)
-    renumber: str       # what dropping a message does to its offsets (traces.renumber, RENUMBER below)
+    unit: str           # the minimizer's unit family (traces.minimize.units, UNITS below)
+    renumber: str       # what dropping a message does to its offsets (traces.minimize.renumber, RENUMBER below)
     history: str | None     # what a user sees of it in a history (traces.history.from_trace, HISTORY below)
     scripts: bool       # shown by the narrated scripts' `advance` by default (conformance.scripts)
     sentence: Callable[[dict], str]     # one plain sentence (traces.explain.narrate.describe)
 
 
-# unit families (traces.units): kept by every slice; a pull's own events; a lock request; the
+# unit families (traces.minimize.units): kept by every slice; a pull's own events; a lock request; the
 # broker's or client's answer to it; a listener call (taken, started, finished); what the client
 # does with a call's result; an offset persist; none of its own (sliced with its group, topic,
 # queue, client, ProcessQueue or message)
 UNITS = ("directory", "pull", "lock_request", "lock_answer", "call", "call_result", "persist", "sliced")
-# renumbering (traces.renumber): an event of a listener call (dropped with a call that consumed
+# renumbering (traces.minimize.renumber): an event of a listener call (dropped with a call that consumed
 # nothing); an offset in another queue than the one the event names (the schedule topic's); plain
 RENUMBER = ("call", "other_queue", "plain")
 # history records (traces.history.from_trace): "disruption:<what a user sees>", or the record the

@@ -1,9 +1,9 @@
 """`rocketspec minimize TRACE [-o MIN.jsonl] [--invariant ID] [--profile P] [--match guard|invariant]
 [--json] [--quiet]`: shrink a failing trace to a short one that `check` rejects with the same
-invariant (traces/minimize.py; docs/minimize.md). With --format msgtrace|openchaos|trace
+invariant (traces/minimize/minimize.py; docs/minimize.md). With --format msgtrace|openchaos|trace
 [--groups F] [--complete|--lossy] (or an H-... --invariant, or a file that is not a trace): a
 failing history, `rocketspec history` as the oracle, written in its own format
-(traces/minimize_history.py).
+(traces/minimize/minimize_history.py).
 
 Exit codes: 1 the minimized trace was written (it fails, as the input did: a finding); 2 bad
 input, including a trace that holds (nothing to minimize) or that does not violate --invariant;
@@ -125,7 +125,7 @@ def minimize_cmd(path, out, invariant, profile, match, fmt, complete, groups_fil
     from rocketspec.commands.options import progress_bar
     from rocketspec.outputs import refuse_input_as_output
     from rocketspec.traces.io import input_size, read_events, write_trace
-    from rocketspec.traces.minimize import default_output, minimize, validate_events
+    from rocketspec.traces.minimize.minimize import default_output, minimize, validate_events
 
     if out is None:
         if path == "-":
@@ -225,8 +225,8 @@ def _minimize_history(path, out, invariant, profile, match, fmt, complete, group
     from rocketspec.outputs import refuse_input_as_output
     from rocketspec.traces.history.sources import detect_format
     from rocketspec.rocketmq.profiles import get_profile
-    from rocketspec.traces.minimize_history import default_output as history_output
-    from rocketspec.traces.minimize_history import minimize_history, write_history
+    from rocketspec.traces.minimize.minimize_history import default_output as history_output
+    from rocketspec.traces.minimize.minimize_history import minimize_history, write_history
 
     fmt = fmt or detect_format(path)
     if path == "-":

@@ -1,5 +1,5 @@
-"""The unit-removal loop shared by the minimizers (traces/minimize.py: a trace, the white-box
-spec as oracle; traces/minimize_history.py: a history, the black-box guarantees as oracle).
+"""The unit-removal loop shared by the minimizers (traces/minimize/minimize.py: a trace, the white-box
+spec as oracle; traces/minimize/minimize_history.py: a history, the black-box guarantees as oracle).
 
 Delta debugging over units: try removing chunks of units, halving the chunk size down to one
 unit; after each removal the units are found again on what is left (a removal can merge,

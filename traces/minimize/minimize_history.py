@@ -11,7 +11,7 @@ the records, in their order; it is kept when the adapter reads it, the target gu
 message once the values of its key and its numbers are left out; `match="invariant"`: the id
 alone), and no guarantee is violated that the current history did not violate.
 
-The search, deterministic (the shared loop of traces.ddmin):
+The search, deterministic (the shared loop of traces.minimize.ddmin):
 1. trace sources only: drop, in one go, every event the history does not read (pulls, locks,
    rebalances...);
 2. remove whole units, coarse to fine, each kind by delta debugging, until a round removes
@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
-from ..spec.history import FORMATS, check_history
-from ..spec.history.guarantees import BY_ID
+from ...errors import UserError
+from ...spec.history import FORMATS, check_history
+from ...spec.history.guarantees import BY_ID
 from . import ddmin
 
 MATCHES = ("guard", "invariant")
@@ -148,20 +148,20 @@ def _trace_reads(ev) -> bool:
 
 def read_records(path, fmt: str) -> list[Record]:
     if fmt == "trace":
-        from .io import read_events
+        from ..io import read_events
 
         return [Record(line, ev) for line, ev in read_events(path)]
     if fmt == "msgtrace":
-        from .history.msgtrace import records
+        from ..history.msgtrace import records
 
-        from .history.text import Unreadable
+        from ..history.text import Unreadable
 
         # a record that cannot be read cannot be written back: it is left out
         return [Record(line, f) for line, f in records(path) if not isinstance(f, Unreadable)]
     if fmt == "openchaos":
-        from .history.openchaos import lines
+        from ..history.openchaos import lines
 
-        from .history.text import Unreadable
+        from ..history.text import Unreadable
 
         return [Record(line, text) for line, text in lines(path) if not isinstance(text, Unreadable)]
     raise UserError(f"unknown history format {fmt!r}: expected {', '.join(FORMATS)}", field="--format")
@@ -173,7 +173,7 @@ def render(fmt: str, raw) -> str:
 
         return orjson.dumps(raw).decode()
     if fmt == "msgtrace":
-        from .history.msgtrace import CONTENT, FIELD, Fields
+        from ..history.msgtrace import CONTENT, FIELD, Fields
 
         if isinstance(raw, Fields):     # read from an export: keep the consumer (bornHost) it named
             import orjson
@@ -186,8 +186,8 @@ def render(fmt: str, raw) -> str:
 def parse(fmt: str, records: list[Record], source: str, groups=None, complete=None):
     """The history of `records` as the adapter reads it (as `rocketspec history` would: groups
     declared, completeness declared or settled)."""
-    from ..spec.history import _settle
-    from .history.sources import declare_groups, new_history
+    from ...spec.history import _settle
+    from ..history.sources import declare_groups, new_history
 
     h = new_history(source, fmt)
     h.declared_complete = complete
@@ -195,15 +195,15 @@ def parse(fmt: str, records: list[Record], source: str, groups=None, complete=No
         declare_groups(h, groups, source)
     pairs = [(r.line, r.raw) for r in records]
     if fmt == "trace":
-        from .history.from_trace import stream_events
+        from ..history.from_trace import stream_events
 
         recs = stream_events(h, pairs)
     elif fmt == "msgtrace":
-        from .history.msgtrace import stream_msgtrace
+        from ..history.msgtrace import stream_msgtrace
 
         recs = stream_msgtrace(source, h, pairs)
     else:
-        from .history.openchaos import stream_openchaos
+        from ..history.openchaos import stream_openchaos
 
         recs = stream_openchaos(source, h, pairs)
     for rec in recs:
@@ -261,7 +261,7 @@ def _label_msgtrace(records: list[Record]) -> None:
 
 
 def _label_openchaos(records: list[Record]) -> None:
-    from .history.openchaos import _RECV, _SEND, DEFAULT_GROUP
+    from ..history.openchaos import _RECV, _SEND, DEFAULT_GROUP
 
     for r in records:
         f, u = r.raw.split("\t"), r.units
@@ -297,7 +297,7 @@ def minimize_history(path, fmt: str, *, guarantee: str | None = None, complete: 
     `rocketspec history` (spec.history.load_history); `guarantee`: the H- id to keep
     (default: the first violated). Raises NotMinimizable when the history holds or does not
     violate `guarantee`; UserError on bad input."""
-    from ..spec.history import load_history
+    from ...spec.history import load_history
 
     t0 = time.perf_counter()
     if fmt not in FORMATS:

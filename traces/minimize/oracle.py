@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..spec import invariants as _inv
-from ..spec.actions import HANDLERS
-from ..spec.limits import BadConfig
-from ..spec.replay import PRUNE_EVERY, prune
-from ..spec.state import SpecState
+from ...spec import invariants as _inv
+from ...spec.actions import HANDLERS
+from ...spec.limits import BadConfig
+from ...spec.replay import PRUNE_EVERY, prune
+from ...spec.state import SpecState
 
 # Not invariants: what the oracle reports when an event cannot be replayed at all.
 BAD_CONFIG = "BAD-CONFIG"     # a component's configuration the spec refuses (bad input)

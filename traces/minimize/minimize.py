@@ -5,7 +5,7 @@ the same invariant.
 dicts, trace_started first) and returns a `Minimized` result: `.events` the minimized trace,
 `.removed` what went, unit by unit, and `.reasons` why each remaining event stays.
 
-The spec is the oracle (traces.oracle): a candidate is kept when the first event the spec
+The spec is the oracle (traces.minimize.oracle): a candidate is kept when the first event the spec
 rejects is rejected with the target invariant and nothing else, so every other event of the
 result is accepted, and the trace ends at its violation. The search, deterministic:
 1. cut everything after the first violation of the target invariant;
@@ -14,10 +14,10 @@ result is accepted, and the trace ends at its violation. The search, determinist
 3. if events before the violation are rejected too (with another id): shrink as below while
    the violation happens and no more events are rejected than before, then drop the rejected
    events if the violation stays (else the result says so: `exact` false);
-4. remove whole units, coarse to fine (traces.units: groups, brokers, topics, queues, clients,
+4. remove whole units, coarse to fine (traces.minimize.units: groups, brokers, topics, queues, clients,
    ProcessQueues, messages with their retries, pauses, lock requests, persists, pulls,
    listener calls, single events), each kind by delta debugging over its units, until nothing
-   more goes; removing a message renumbers the offsets of its queue (traces.renumber);
+   more goes; removing a message renumbers the offsets of its queue (traces.minimize.renumber);
 5. compress time: each gap between events is cut as far as the spec still rejects the trace,
    every absolute time mapped consistently; seq renumbered 0, 1, 2, ...;
 6. for each remaining event, replay without it and record what fails (the reason it stays).
@@ -34,11 +34,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
-from ..spec import invariants as _inv
+from ...errors import UserError
+from ...spec import invariants as _inv
 from rocketspec.rocketmq.profiles import Profile
-from ..spec.replay import FastValidator, Finding, resolve_profile
-from ..traces.io import TraceInputError, out_of_order
+from ...spec.replay import FastValidator, Finding, resolve_profile
+from ...traces.io import TraceInputError, out_of_order
 from . import ddmin, renumber, units
 from .oracle import BAD_CONFIG, SPEC_CRASH, Rejection, all_rejections, first_rejection
 
@@ -494,7 +494,7 @@ class _Minimizer:
         return renumber.fix_previous([ev for i, ev in enumerate(self.events) if i not in idx]), intro
 
     def _shrink(self, kind):
-        """Delta debugging over the units of `kind` (traces.ddmin); the unit holding the
+        """Delta debugging over the units of `kind` (traces.minimize.ddmin); the unit holding the
         violation stays."""
         self.phase = kind
 

@@ -6,7 +6,7 @@ event of such a thing alone usually leaves the rest of it dangling (an answer to
 issued), which the spec rejects; removing the whole thing at once often keeps the trace valid.
 `units(kind, events)` maps each unit of a kind to the indices of its events, in order of first
 appearance (deterministic). A message unit also names the stored positions it frees, so that
-the remaining offsets can be renumbered (traces.renumber).
+the remaining offsets can be renumbered (traces.minimize.renumber).
 
 `key_slice(events, key)` keeps what may matter for a violation's key (docs/trace-conventions.md
 lists the keys): the directory, the key's queue(s), their stored messages and the group's
@@ -14,7 +14,7 @@ allocations of the topic.
 """
 from __future__ import annotations
 
-from .kinds import KINDS as EVENT_KINDS
+from ..kinds import KINDS as EVENT_KINDS
 
 # kinds, coarse to fine: the order in which the minimizer tries them
 KINDS = ("group", "broker", "topic", "queue", "client", "process_queue", "message", "pause", "lock",

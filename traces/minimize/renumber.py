@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from . import units
-from .kinds import KINDS
+from ..kinds import KINDS
 from .units import qkey
 
 # fields holding an offset of the event's own queue (topic, broker, queue)
@@ -115,7 +115,7 @@ def _kind_fields() -> dict:
     """kind -> (offset scalars, offset lists) it may carry (traces/schema_v2.json); a kind whose
     offset is in another queue than the one it names (the schedule topic's) carries none here."""
     if not _FIELDS:
-        from .schema import kinds
+        from ..schema import kinds
 
         for kind, kd in kinds().items():
             if kind in _OTHER_QUEUE:
