@@ -121,6 +121,12 @@ def test_the_generator_never_emits_what_real_runs_cannot_do():
             if x["action"] == "reset_offset":
                 assert any(y["action"] == "start" and y["group"] == x["group"] and y["at_ms"] + 1000 <= x["at_ms"]
                            for y in sc["steps"]), (s, x)
+        # a killed client never starts again (the recorder would lose its first life's events)
+        killed = set()
+        for x in sc["steps"]:
+            assert not (x["action"] == "start" and x["client"] in killed), (s, x)
+            if x["action"] == "crash":
+                killed.add(x["client"])
         # a group keeps a consumer to the end: its first client never stops or is killed
         for g in sc["groups"]:
             first = next(x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"])
