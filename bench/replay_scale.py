@@ -4,9 +4,9 @@
                                  [--path default|exact|arrow] [--layout trace|runs] [--cores 1,2]
 
 (one trace: replays on replay's default path for a long trace of many deployments, the scoped
-path, traces/spark_scoped.py; --path exact: partitioned by key; --path arrow: `replay --arrow`.
+path, traces/spark/spark_scoped.py; --path exact: partitioned by key; --path arrow: `replay --arrow`.
 --layout runs: each generation is a trace of its own, a dataset of runs, which replay takes on
-its default path for small traces: each run whole in a task, traces/spark_whole.py.)
+its default path for small traces: each run whole in a task, traces/spark/spark_whole.py.)
 
 The data: one trace of N events made of independent deployments (the `basic` scenario, four
 seeds; each copy with its own brokers, topics, groups, clients and message ids), at most
@@ -271,7 +271,7 @@ def run_check(files) -> tuple[float, float, object]:
 
 
 def run_replay(path, cores: int, partitions: int | None, which: str = "default", conf: dict | None = None):
-    from rocketspec.traces.spark_replay import replay_many, spark_session
+    from rocketspec.traces.spark.spark_replay import replay_many, spark_session
 
     spark = spark_session(f"local[{cores}]", app=f"replay-bench-{cores}",
                           conf={"spark.ui.enabled": "false", "spark.driver.memory": "4g",
@@ -321,7 +321,7 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=None, help="processes generating the data (default: cores)")
     ap.add_argument("--no-check", action="store_true", help="skip check (one process: the slowest part at 1e8)")
     ap.add_argument("--path", choices=("default", "exact", "arrow"), default="default",
-                    help="default: replay's own choice (one long trace: the scoped path, traces/spark_scoped.py; "
+                    help="default: replay's own choice (one long trace: the scoped path, traces/spark/spark_scoped.py; "
                          "runs: each whole); exact: partitioned by key (--partitions); arrow: replay --arrow")
     ap.add_argument("--exact", action="store_const", const="exact", dest="path", help="the same as --path exact")
     ap.add_argument("--cores", default="1,2", help="local[N] runs, e.g. 2 (default 1,2)")

@@ -16,7 +16,7 @@ def spark():
     """One small local Spark session for every Spark test of the run (tests marked `spark`;
     `make test` runs them in one process, after the rest)."""
     pytest.importorskip("pyspark")
-    from rocketspec.traces.spark_replay import spark_session
+    from rocketspec.traces.spark.spark_replay import spark_session
 
     s = spark_session("local[2,3]", app="rocketspec-tests", conf={
         "spark.ui.enabled": "false", "spark.driver.memory": "1g", "spark.default.parallelism": "2"})

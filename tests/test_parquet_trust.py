@@ -16,7 +16,7 @@ from rocketspec.spec.replay import check_trace, fast_validator
 from rocketspec.traces.io import _json_fields, read_events, write_trace
 from rocketspec.traces.parquet_trust import trusted_kinds
 from rocketspec.traces.schema import fields, kinds, validate_event
-from rocketspec.traces.spark_whole import replay_whole
+from rocketspec.traces.spark.spark_whole import replay_whole
 
 
 @pytest.fixture(scope="module")

@@ -119,7 +119,7 @@ def _replay(cluster, path, partitions=None, kill=False) -> dict:
 
 
 def test_replay_on_a_standalone_cluster_equals_local_and_survives_a_killed_executor(cluster, tmp_path):
-    from rocketspec.traces.spark_replay import replay_local
+    from rocketspec.traces.spark.spark_replay import replay_local
 
     path = _trace(tmp_path)
     want = replay_local([path], max_listed=10 ** 6)
@@ -133,7 +133,7 @@ def test_replay_on_a_standalone_cluster_equals_local_and_survives_a_killed_execu
 
 
 def test_a_dataset_of_runs_whole_on_the_cluster_is_check_run_by_run_and_survives_a_killed_executor(cluster, tmp_path):
-    """The whole path (each run whole in a task, traces/spark_whole.py) on the standalone
+    """The whole path (each run whole in a task, traces/spark/spark_whole.py) on the standalone
     cluster: each run's verdict and counts are check's on that run, also when an executor is
     killed while the job runs."""
     from rocketspec.reference.bulk import simulate_dataset
@@ -169,10 +169,10 @@ def test_a_dataset_of_runs_whole_on_the_cluster_is_check_run_by_run_and_survives
 
 def test_a_long_trace_of_many_deployments_on_the_cluster_is_check_and_survives_a_killed_executor(cluster, tmp_path):
     """The scoped path (replay's default for a long trace of many deployments in rocketspec's
-    Parquet, traces/spark_scoped.py) on the standalone cluster: check's verdict, counts and
+    Parquet, traces/spark/spark_scoped.py) on the standalone cluster: check's verdict, counts and
     events, also when an executor is killed while the job runs (its survey or replay tasks run
     again; a task's result depends only on its input)."""
-    from rocketspec.traces.spark_whole import WHOLE_EVENTS
+    from rocketspec.traces.spark.spark_whole import WHOLE_EVENTS
 
     d = _trace(tmp_path, events=WHOLE_EVENTS + 200_000)
     from bench.replay_scale import run_check      # (_trace put the project on the path)

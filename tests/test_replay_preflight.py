@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketspec.errors import UserError
-from rocketspec.traces.spark_preflight import check_master, java_major, local_path, master_addresses
+from rocketspec.traces.spark.spark_preflight import check_master, java_major, local_path, master_addresses
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The scoped path of `replay` (traces/spark_scoped.py) without Spark: a long trace of many
+"""The scoped path of `replay` (traces/spark/spark_scoped.py) without Spark: a long trace of many
 deployments, each deployment (scope) replayed whole in one task, against `check` on the same
 trace. The traces here are copies of reference runs, each copy with its own names (groups,
 topics, brokers, clients, message ids), interleaved in time into one trace, as an operator's
@@ -16,8 +16,8 @@ from rocketspec.reference.scenario import load_scenario
 from rocketspec.traces.kinds import names as event_names
 from rocketspec.spec.replay import check_trace
 from rocketspec.traces.io import write_trace
-from rocketspec.traces.spark_replay import ScopesEnded
-from rocketspec.traces.spark_scoped import NotScoped, _file_rows, replay_scoped_local, survey_file, tasks_of
+from rocketspec.traces.spark.spark_replay import ScopesEnded
+from rocketspec.traces.spark.spark_scoped import NotScoped, _file_rows, replay_scoped_local, survey_file, tasks_of
 from test_replay_scopes import NAME_FIELDS, TIME_FIELDS
 from test_replay_scopes import _rename as _renamed
 

@@ -80,7 +80,7 @@ def _bounded(r):
 @pytest.mark.parametrize("pending,end", [((), "quiescent"), ((0, 3, 7, 15), "quiescent"), ((0, 3), "duration")],
                          ids=["all-consumed", "pending-at-the-end", "not-quiescent"])
 def test_a_partition_holds_the_live_deployments_and_results_stay_checks(tmp_path, pending, end):
-    from rocketspec.traces.spark_replay import replay_local
+    from rocketspec.traces.spark.spark_replay import replay_local
 
     path = str(tmp_path / "t.jsonl")
     write_trace(path, deployments(COPIES, ALIVE, pending, end))
@@ -111,7 +111,7 @@ def test_names_join_what_one_event_reads():
 
 @pytest.mark.spark
 def test_spark_replay_drops_ended_deployments_with_checks_results(spark, tmp_path):
-    from rocketspec.traces.spark_replay import replay_many
+    from rocketspec.traces.spark.spark_replay import replay_many
 
     paths = []
     for pending in ((), (0, 3, 7, 15)):

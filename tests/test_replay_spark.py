@@ -132,7 +132,7 @@ def _formats(d: Path, good: str) -> dict:
 @pytest.fixture(scope="module")
 def replayed(spark, tmp_path_factory):
     """Every trace of this module, replayed in one job: {case: (check report, replay result)}."""
-    from rocketspec.traces.spark_replay import replay_many
+    from rocketspec.traces.spark.spark_replay import replay_many
 
     d = tmp_path_factory.mktemp("replay")
     cases = {}
@@ -159,9 +159,9 @@ def replayed(spark, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def replayed_whole(spark, replayed):
-    """The same traces on replay's default path for small traces (traces.spark_whole: each trace
+    """The same traces on replay's default path for small traces (traces.spark.spark_whole: each trace
     whole in one task, several traces per task), in one job."""
-    from rocketspec.traces.spark_replay import replay_many
+    from rocketspec.traces.spark.spark_replay import replay_many
 
     keys = list(replayed)
     reps = replay_many([replayed[k][0] for k in keys], spark, max_listed=ALL)
@@ -284,11 +284,11 @@ def test_every_input_format_gives_the_same_result(replayed, what):
 
 @pytest.fixture(scope="module")
 def replayed_scoped(spark, replayed, tmp_path_factory):
-    """The Parquet traces on the scoped path (traces.spark_scoped, asked for: replay takes it by
+    """The Parquet traces on the scoped path (traces.spark.spark_scoped, asked for: replay takes it by
     default for a trace above 2^20 events), with traces of many deployments: in one job."""
     from test_replay_scoped import _copies, _write, deployments
 
-    from rocketspec.traces.spark_replay import replay_many
+    from rocketspec.traces.spark.spark_replay import replay_many
 
     cases = {k: v[0] for k, v in replayed.items() if k[0] in ("parquet", "bad-parquet")}
     d = tmp_path_factory.mktemp("scoped")
@@ -333,8 +333,8 @@ def test_scoped_path_sends_bad_input_to_the_exact_path(replayed_scoped, what):
 @spark_test
 def test_a_long_trace_takes_the_scoped_path_by_default(spark, replayed_scoped, monkeypatch):
     """replay's default for a trace above the whole path's bound (lowered here) is the scoped path."""
-    from rocketspec.traces import spark_whole
-    from rocketspec.traces.spark_replay import replay_many
+    from rocketspec.traces.spark import spark_whole
+    from rocketspec.traces.spark.spark_replay import replay_many
 
     monkeypatch.setattr(spark_whole, "WHOLE_EVENTS", 1000)
     paths, _ = replayed_scoped[("deployments", "rocketmq-5.3.3")]
@@ -421,7 +421,7 @@ def test_partitioned_replay_equals_check_many_seeds(tmp_path, case):
 
 
 def _local_equals_check(tmp_path, case):
-    from rocketspec.traces.spark_replay import replay_local
+    from rocketspec.traces.spark.spark_replay import replay_local
 
     name, seed, prof = case
     path = str(tmp_path / "t.jsonl")
@@ -436,7 +436,7 @@ def _local_equals_check(tmp_path, case):
 @pytest.mark.parametrize("profile", RELEASES)
 @pytest.mark.parametrize("name", builtin_names())
 def test_full_sweep_on_spark(spark, tmp_path, name, profile):
-    from rocketspec.traces.spark_replay import replay_many
+    from rocketspec.traces.spark.spark_replay import replay_many
 
     paths = []
     for seed in range(1, 6):
@@ -461,7 +461,7 @@ def test_one_registry_of_event_kinds():
 
 def test_a_finding_of_a_directory_event_is_counted_once(tmp_path):
     """A client started twice (INV-CLIENT-1, no key) is seen by every partition, counted once."""
-    from rocketspec.traces.spark_replay import replay_local
+    from rocketspec.traces.spark.spark_replay import replay_local
 
     evs = run_to_list(load_scenario("multi-broker"), 1, "rocketmq-5.3.3")
     start = next(e for e in evs if e["kind"] == "client_started")
@@ -481,7 +481,7 @@ def test_packed_places_unpack_to_the_places_of_every_event():
     spec.kinds.atoms of the event again (tuples, so they key the plan), for every event of the
     built-in scenarios."""
     from rocketspec.traces.kinds import atoms
-    from rocketspec.traces.spark_replay import _pack_places, _places
+    from rocketspec.traces.spark.spark_replay import _pack_places, _places
 
     seen = set()
     for name in builtin_names():

@@ -91,7 +91,7 @@ def _findings(rep):
 @pytest.mark.parametrize("path", [{}, {"partitions": 3}, {"scoped": True}, {"arrow": True, "partitions": 2}],
                          ids=["whole", "exact", "scoped", "arrow"])
 def test_replay_judges_offsets_past_2_63_as_check_does(spark, cases, path):
-    from rocketspec.traces.spark_replay import replay_many
+    from rocketspec.traces.spark.spark_replay import replay_many
 
     names = sorted(cases)
     reps = replay_many([[cases[n]] for n in names], spark, max_listed=10 ** 6, **path)

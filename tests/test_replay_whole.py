@@ -1,4 +1,4 @@
-"""The whole path of `replay` (traces/spark_whole.py) without Spark: a trace replayed whole in a
+"""The whole path of `replay` (traces/spark/spark_whole.py) without Spark: a trace replayed whole in a
 task is `check` on it (with the findings also grouped for the violations dataset), anything
 unusual goes back to the exact path, the size bound never undercounts, and the packing of
 traces onto tasks places each trace once and keeps the tasks near their fair share. The same
@@ -16,7 +16,7 @@ from rocketspec.reference.runner import run_to_list
 from rocketspec.reference.scenario import load_scenario
 from rocketspec.spec.replay import check_trace
 from rocketspec.traces.io import write_trace
-from rocketspec.traces.spark_whole import events_at_most, pack, replay_whole
+from rocketspec.traces.spark.spark_whole import events_at_most, pack, replay_whole
 
 CASES = [("basic", 1, "rocketmq-5.3.3"), ("orderly", 2, "rocketmq-4.9.8"),
          ("bug-4215", 1, "bug-4215-rocketmq-4.9.3"), ("broadcast", 1, "rocketmq-5.3.3")]

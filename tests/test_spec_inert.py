@@ -1,6 +1,6 @@
 """The inert kinds (spec.kinds.INERT, route none) change no state and judge nothing, so a replay
 may take one of their events as its envelope alone (the scoped replay does:
-traces/spark_scoped.py). Checked two ways: the action itself, on the states of reference runs,
+traces/spark/spark_scoped.py). Checked two ways: the action itself, on the states of reference runs,
 with whatever fields the event carries; and whole traces whose inert events are cut to their
 envelope, which get the same report."""
 from __future__ import annotations

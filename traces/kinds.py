@@ -331,7 +331,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
 
 MECHANISMS = {n: k.mechanism for n, k in KINDS.items()}
 # the kinds whose action changes no state and judges nothing (route none): a replay may take
-# one of their events as its envelope alone (traces.spark_scoped; tests/test_spec_inert.py)
+# one of their events as its envelope alone (traces.spark.spark_scoped; tests/test_spec_inert.py)
 INERT = frozenset(n for n, k in KINDS.items() if k.route == "none")
 
 
@@ -430,7 +430,7 @@ def _fields_of(kind: str) -> tuple:
 
 def name_fields(kind: str) -> tuple:
     """(the flat name fields of a kind, each with its letter; the nested fields holding names):
-    what `names` reads of an event of that kind (traces.spark_scoped reads the same columns)."""
+    what `names` reads of an event of that kind (traces.spark.spark_scoped reads the same columns)."""
     flat, nested, _ = _BY_KIND.get(kind) or _fields_of(kind)
     return flat, nested
 

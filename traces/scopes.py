@@ -40,7 +40,7 @@ class UnionFind:
 
 class Scopes:
     """`combos`: {(places, names): (events, last seq)} of a trace (places None for a directory
-    event); `plan`: its traces.spark_replay.Plan, whose partitions hold the components."""
+    event); `plan`: its traces.spark.spark_replay.Plan, whose partitions hold the components."""
 
     def __init__(self, combos: dict, plan):
         uf = UnionFind()

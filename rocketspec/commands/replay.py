@@ -1,9 +1,9 @@
 """`rocketspec replay PATH... [--master URL] [--out DIR] [--json]`: check traces on Spark.
 
 The same spec as `check`: for a trace of at most 2^20 events (each run of a dataset of runs),
-whole in one task with `check`'s own replay (traces.spark_whole); for a longer trace of many
+whole in one task with `check`'s own replay (traces.spark.spark_whole); for a longer trace of many
 deployments in Parquet as rocketspec writes it, whole deployments in a task per stretch of time
-(traces.spark_scoped); otherwise in partitions by key (traces.spark_replay). The same verdict,
+(traces.spark.spark_scoped); otherwise in partitions by key (traces.spark.spark_replay). The same verdict,
 finding counts and report. Exit codes as `check`: 0 holds, 1 a violation, 2 bad input.
 """
 from __future__ import annotations
@@ -49,12 +49,12 @@ def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partiti
     from rocketspec import jsonout
     from rocketspec.traces.verdict_text import render_text, require_end
     from rocketspec.commands.options import progress_bar
-    from rocketspec.traces.spark_replay import expand_paths, replay, spark_session, violations_table
+    from rocketspec.traces.spark.spark_replay import expand_paths, replay, spark_session, violations_table
 
     from rocketspec.errors import UserError
     from rocketspec.traces.datasets import dataset_runs
 
-    from rocketspec.traces.spark_preflight import local_path
+    from rocketspec.traces.spark.spark_preflight import local_path
 
     # bad paths fail before Spark starts (as do Java and the master: spark_session)
     paths = tuple(local_path(p) for p in paths)
@@ -75,7 +75,7 @@ def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partiti
         if show:
             click.echo(f"Spark UI (stages, tasks, executors): {spark.sparkContext.uiWebUrl}", err=True)
         if runs:
-            from rocketspec.traces.spark_replay import replay_many
+            from rocketspec.traces.spark.spark_replay import replay_many
 
             wdirs = [None if out_dir is None else os.path.join(out_dir, "witnesses", f"run={r}") for r, _ in runs]
             reps = replay_many([[d] for _, d in runs], spark, profile=profile, max_listed=max_violations,

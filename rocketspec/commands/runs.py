@@ -26,7 +26,7 @@ def report_runs(dataset, runs, reps, out_dir, as_json) -> int:
         import pyarrow.parquet as pq
 
         os.makedirs(out_dir, exist_ok=True)
-        from rocketspec.traces.spark_replay import violations_table
+        from rocketspec.traces.spark.spark_replay import violations_table
 
         tables = []
         for r, rep in good:

@@ -23,7 +23,7 @@ import itertools
 import os
 import time
 
-from .io import TraceInputError
+from ..io import TraceInputError
 
 # A trace goes whole when it has at most this many events: one core replays it at `check`'s
 # speed, about 2.9 times what the exact path gets from a core (docs/replay.md); above it, a
@@ -82,7 +82,7 @@ def _events(paths: list[str], trust):
     first row (traces.io); across files, a trace_started anywhere but first is for the exact path.
     `trust` (a TrustingValidator) is told, batch by batch, which kinds need no check per event.
     One file's events come straight from its reader (no Python step per event here)."""
-    from .io import read_events
+    from ..io import read_events
 
     if len(paths) == 1:
         trust.plain()
@@ -91,7 +91,7 @@ def _events(paths: list[str], trust):
 
 
 def _events_of_files(paths: list[str], trust):
-    from .io import read_events
+    from ..io import read_events
 
     first = True
     for path in paths:
@@ -108,8 +108,8 @@ def replay_whole(t: int, files: list[tuple[int, str]], profile, max_listed: int)
     its reader, validator and order rules; the validator skips the kinds a Parquet file's
     columns already vouch for, traces.parquet_trust), its findings also grouped by (invariant, key): a
     result as the exact path's partitions give it, or {"trace": t, "back": why} for the exact path."""
-    from ..spec.replay import check_events, fast_validator, resolve_profile
-    from .parquet_trust import TrustingValidator
+    from ...spec.replay import check_events, fast_validator, resolve_profile
+    from ..parquet_trust import TrustingValidator
     from .spark_replay import _maxrss_kb, grouped_findings_class
 
     paths = [f for _, f in files]
@@ -151,7 +151,7 @@ def replay_traces_whole(by_trace: dict, sizes: dict, out, spark, profile, max_li
     """Replay the traces of `by_trace` ({trace: [(file index, path)]}, with `sizes`, their
     events_at_most) whole, a task per group of traces; fill `out` with their Reports; return the
     traces sent back to the exact path."""
-    from ..spec.replay import Findings, Report
+    from ...spec.replay import Findings, Report
     from .spark_replay import _merge, _without_gc, spark_info
 
     t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 """The fast path of `replay` for Parquet traces: Spark reads the files, the JVM shuffles and
 sorts, Python sees Arrow batches.
 
-The exact path (traces.spark_replay) reads every file in Python, pickles each event's JSON into
+The exact path (traces.spark.spark_replay) reads every file in Python, pickles each event's JSON into
 an RDD and shuffles pickled rows: most of its time went to that, not to the spec. Here:
 
 1. **Survey.** Spark scans the few routing columns of every file (`_metadata` gives each row's
@@ -35,8 +35,8 @@ import time
 
 import orjson
 
-from .kinds import atoms as event_atoms
-from .io import TraceInputError
+from ..kinds import atoms as event_atoms
+from ..io import TraceInputError
 
 SEP, NULL = "\x1f", "\x00"       # joins the routing columns of a row into one key; a null
 ROUTE_COLS = ("kind", "group", "topic", "broker", "queue", "real_topic")
@@ -47,7 +47,7 @@ class Unproven(Exception):
 
 
 def _writer_schema():
-    from .io import _arrow_schema
+    from ..io import _arrow_schema
 
     return _arrow_schema()
 
@@ -183,9 +183,9 @@ def _survey(batches, fidx_of, trace_of):
 def _decoder(files):
     """payload (the event's JSON from Spark's to_json) -> the event as `check` reads it: the
     JSON-typed columns decoded, the stream rules and the schema checked."""
-    from ..spec.replay import fast_validator
-    from ..traces.schema import kinds
-    from .io import _json_fields, _Stream, json_column_value
+    from ...spec.replay import fast_validator
+    from ...traces.schema import kinds
+    from ..io import _json_fields, _Stream, json_column_value
 
     validate = fast_validator()
     jf = _json_fields()
@@ -234,7 +234,7 @@ def replay_arrow(traces, files, trace_of, rows_of, spark, profile, max_listed, p
     from pyspark.sql.pandas.functions import arrow_udf
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from ..spec.replay import Findings, Report, resolve_profile
+    from ...spec.replay import Findings, Report, resolve_profile
     from . import spark_replay as sr
 
     t0 = time.perf_counter()

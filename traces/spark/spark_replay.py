@@ -33,11 +33,11 @@ from pathlib import Path
 
 import orjson
 
-from .kinds import atoms as event_atoms
-from .kinds import key_atom
-from .kinds import names_packer
-from .io import TraceInputError, out_of_order
-from .scopes import Scopes, UnionFind
+from ..kinds import atoms as event_atoms
+from ..kinds import key_atom
+from ..kinds import names_packer
+from ..io import TraceInputError, out_of_order
+from ..scopes import Scopes, UnionFind
 
 WITNESS_CAP = 200_000
 ROUTE_CACHE = 1 << 20      # distinct places whose partitions one routing task remembers
@@ -53,7 +53,7 @@ AS_IS = "as is"            # _replay_partition's decode: the payload is the even
 def expand_paths(paths) -> list[str]:
     """The trace files named by `paths`: a file as given, a directory as the Parquet files under
     it (a partitioned Parquet dataset), in path order; file:///x as /x, another file system's
-    URL refused (traces.spark_preflight.local_path)."""
+    URL refused (traces.spark.spark_preflight.local_path)."""
     from .spark_preflight import local_path
 
     out = []
@@ -118,8 +118,8 @@ class _Unpacked(dict):
 def _read_file(idx: int, path: str):
     """Rows of one file: (seq, ts, kind, packed places, file index, line, event JSON, packed
     names), or one error row ("error", file index, line, message, seq) at the first bad event."""
-    from ..spec.replay import fast_validator
-    from .io import read_events
+    from ...spec.replay import fast_validator
+    from ..io import read_events
 
     validate = fast_validator()
     last_seq = last_ts = None
@@ -327,7 +327,7 @@ class Plan:
 def grouped_findings_class():
     """Findings that also aggregate every finding by (invariant, key): its count, first and last
     seq and ts, first message and severity (the violations dataset's rows)."""
-    from ..spec.replay import LIVE, Findings, _inv
+    from ...spec.replay import LIVE, Findings, _inv
 
     class GroupedFindings(Findings):
         def __init__(self, st, **kw):
@@ -349,8 +349,8 @@ def grouped_findings_class():
 
 
 def _findings_class():
-    from .kinds import HOME_FINDINGS
-    from ..spec.replay import LIVE
+    from ..kinds import HOME_FINDINGS
+    from ...spec.replay import LIVE
 
     class PartitionFindings(grouped_findings_class()):
         """Findings of one partition. A finding is kept by exactly one partition: the one that
@@ -427,12 +427,12 @@ def _replay_partition(pid, chunks, profile_name, files, max_listed, plan, decode
     `decode(payload, file index, line)` makes the event (default: the payload is the event's JSON,
     read and validated already; AS_IS: the payload is the event). Columns rather than a tuple
     per event: building and unpacking two tuples an event cost a tenth of a scoped task's CPU."""
-    from ..spec.actions import HANDLERS
-    from ..spec.evict import Deferred, live_sizes, take
-    from ..spec.limits import BadConfig
+    from ...spec.actions import HANDLERS
+    from ...spec.evict import Deferred, live_sizes, take
+    from ...spec.limits import BadConfig
     from rocketspec.rocketmq.profiles import get_profile
-    from ..spec.replay import PRUNE_EVERY, prune
-    from ..spec.state import SpecState
+    from ...spec.replay import PRUNE_EVERY, prune
+    from ...spec.state import SpecState
 
     st = SpecState(get_profile(profile_name))
     out = _findings_class()(st, pid, plan, max_listed=max_listed)
@@ -517,7 +517,7 @@ def spark_session(master: str | None = None, app: str = "rocketspec-replay", pro
     --master, PYSPARK_SUBMIT_ARGS, spark-defaults.conf), else an embedded local[*]. Python
     workers run spark.pyspark.python or PYSPARK_PYTHON when given (a shipped venv), else this
     interpreter (the project's venv: pyarrow, orjson and rocketspec itself). Java and the master
-    are checked first (traces.spark_preflight: exit 2 in seconds). Quiet unless `progress`."""
+    are checked first (traces.spark.spark_preflight: exit 2 in seconds). Quiet unless `progress`."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -539,7 +539,7 @@ def spark_session(master: str | None = None, app: str = "rocketspec-replay", pro
     except Exception as exc:    # noqa: BLE001 - pyspark's launcher error, told by its class
         if getattr(exc, "getCondition", lambda: None)() != "JAVA_GATEWAY_EXITED":
             raise
-        from ..errors import UserError
+        from ...errors import UserError
 
         given_args = os.environ.get("PYSPARK_SUBMIT_ARGS")
         raise UserError("Spark's launcher (spark-submit) exited before its JVM started (its own message is above): "
@@ -581,7 +581,7 @@ def replay(paths, spark, profile=None, max_listed: int = 50, partitions: int | N
 
 def _header(sums, files, profile):
     """The trace's profile from its one trace_started, the lowest event (TraceInputError else)."""
-    from ..spec.replay import resolve_profile
+    from ...spec.replay import resolve_profile
 
     errors = sorted((e for s in sums for e in s["errors"]), key=lambda e: (e[1], e[2] or 0))
     if errors:
@@ -604,13 +604,13 @@ def replay_many(traces, spark, profile=None, max_listed: int = 50, partitions: i
     """Replay several traces (each a list of paths) in one Spark job: a Report, or the
     TraceInputError of its bad input, per trace. With `whole` (by default: when neither
     `partitions` nor `arrow` is asked for), a trace of at most spark_whole.WHOLE_EVENTS events
-    is replayed whole in one task, several traces per task (traces.spark_whole); the others,
+    is replayed whole in one task, several traces per task (traces.spark.spark_whole); the others,
     and those it sends back, are partitioned. With `arrow`, traces whose files are all
-    Parquet as the writer makes them take the Arrow path (traces.spark_arrow); the others, and
+    Parquet as the writer makes them take the Arrow path (traces.spark.spark_arrow); the others, and
     those it cannot vouch for, the exact path here. (Not the default: on 10^6 events the exact
     path took 36 CPU-s, the Arrow path 57, most of it in the JVM; docs/replay.md.) With `scoped`
     (by default: as `whole`), a larger trace in Parquet of the writer's schema is replayed
-    deployment by deployment, a task per stretch of whole scopes (traces.spark_scoped); with
+    deployment by deployment, a task per stretch of whole scopes (traces.spark.spark_scoped); with
     `scoped=True` every trace is, small ones too (tests)."""
     files, trace_of = [], []
     out: list = [None] * len(traces)
@@ -687,7 +687,7 @@ def _replay_exact(todo, traces, files, trace_of, out, spark, profile, max_listed
     """The exact path: every file read in Python by `check`'s readers, rows pickled into an RDD."""
     from pyspark import StorageLevel
 
-    from ..spec.replay import Findings, Report
+    from ...spec.replay import Findings, Report
 
     t0 = time.perf_counter()
     sc = spark.sparkContext
@@ -804,7 +804,7 @@ def spark_info(sc, path: str, plan, res) -> dict:
 def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4):
     """The same job without Spark, in this process: the same reading, plan, routing, partition
     replay and merge (for tests over many traces, and for comparing with Spark's)."""
-    from ..spec.replay import Findings, Report
+    from ...spec.replay import Findings, Report
 
     files = expand_paths(paths)
     rows = [r for i, f in enumerate(files) for r in _read_file(i, f)]
@@ -836,7 +836,7 @@ def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4)
 def _position(files) -> str:
     """What a finding's `line` counts, as check says it: rows when every file is Parquet (told by its
     first bytes, as the readers tell it), lines otherwise."""
-    from .io import PARQUET_MAGIC
+    from ..io import PARQUET_MAGIC
 
     def parquet(f):
         try:
@@ -889,7 +889,7 @@ def violations_table(rep):
     the first message (a pyarrow Table)."""
     import pyarrow as pa
 
-    from ..spec.replay import Finding
+    from ...spec.replay import Finding
 
     rows = []
     for (inv, key), (count, s0, s1, t0, t1, msg, sev) in sorted(rep.groups.items(), key=lambda kv: (kv[1][1] or 0)):
@@ -918,7 +918,7 @@ def write_witnesses(rows, plan, rep, prof, out_dir, limit: int = 20) -> list[dic
     directory events, as a JSON Lines trace that `check` rejects with the same finding. The
     key's own events are tried first; when they do not show the finding alone (it needs state
     of a key it depends on), the events of its whole component are taken."""
-    from ..spec.replay import check_events
+    from ...spec.replay import check_events
 
     os.makedirs(out_dir, exist_ok=True)
     wanted = [(v, _nbhd(v.key), plan.key_partition(v.key)) for v in rep.findings.errors[:limit]]

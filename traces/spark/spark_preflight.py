@@ -10,7 +10,7 @@ import shutil
 import socket
 import subprocess
 
-from ..errors import UserError
+from ...errors import UserError
 
 JAVA_MIN = 17                   # PySpark 4.x runs on Java 17 or 21
 JAVA_TIMEOUT_S = 20.0           # `java -version` on a loaded machine

@@ -1,7 +1,7 @@
 """The scoped path of `replay`: a long trace of many deployments, each deployment (a *scope*,
 traces.scopes) replayed whole in one task, with no shuffle.
 
-The exact path (traces.spark_replay) partitions a long trace by key: every event is turned into
+The exact path (traces.spark.spark_replay) partitions a long trace by key: every event is turned into
 JSON and pickled rows, cached, routed, shuffled and sorted in Python, about four times the CPU
 per event of `check` itself (docs/replay.md). But a trace that an operator's cluster records
 over hours is mostly many deployments that share nothing: groups with their own topics,
@@ -40,10 +40,10 @@ from itertools import chain, repeat
 
 import orjson
 
-from .kinds import INERT, KINDS, NAME_LETTERS, NESTED_NAME_FIELDS, key_atom, name_fields, nested_names, value_names
-from .io import TraceInputError, parquet_text_as_dictionary, valued_columns
-from .schema import ENVELOPE
-from .scopes import UnionFind
+from ..kinds import INERT, KINDS, NAME_LETTERS, NESTED_NAME_FIELDS, key_atom, name_fields, nested_names, value_names
+from ..io import TraceInputError, parquet_text_as_dictionary, valued_columns
+from ..schema import ENVELOPE
+from ..scopes import UnionFind
 from .spark_replay import ScopesEnded
 
 # the columns `spec.kinds.names` reads: flat name fields, then the nested ones of directory kinds
@@ -396,8 +396,8 @@ def head_events(files, heads) -> list:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from ..spec.replay import fast_validator
-    from .io import _Stream
+    from ...spec.replay import fast_validator
+    from ..io import _Stream
 
     validate = fast_validator()
     out = []
@@ -424,7 +424,7 @@ def _events_of(path, table, idx, lines, row0: int = 0) -> tuple:
     (traces.io: nulls left out, the JSON-typed columns decoded); not validated."""
     import numpy as np
 
-    from .io import _batch_events, _json_fields, _json_rows, json_column_value
+    from ..io import _batch_events, _json_fields, _json_rows, json_column_value
 
     batches = table.to_batches()
     batch = batches[0] if len(batches) == 1 else table.combine_chunks().to_batches()[0]
@@ -447,7 +447,7 @@ def _file_rows(pid, fidx, path, rgs, mine, zero, ends, used, validate):
     group's events, cut where scopes end, with a ScopesEnded right after each scope's last event."""
     import numpy as np
 
-    from .parquet_trust import trusted_kinds
+    from ..parquet_trust import trusted_kinds
 
     pf = parquet_text_as_dictionary(path)
     reg = _Names()
@@ -523,7 +523,7 @@ def _as_rows(chunks):
 
 def run_task(task: dict) -> dict:
     """Replay one task's stretch of scopes: `_replay_partition`'s result, or {"back": why}."""
-    from ..spec.replay import fast_validator
+    from ...spec.replay import fast_validator
     from .spark_replay import AS_IS, _replay_partition, rows_as_chunks
 
     pid, files = task["pid"], task["files"]
@@ -571,7 +571,7 @@ def run_task(task: dict) -> dict:
 def tasks_of(t, surveys, files, profile, max_listed, slots, wanted=None):
     """(plan, tasks, profile, events) of one trace, or NotScoped / TraceInputError. `slots`: the
     cores; `wanted`: tasks (default: a few per core, none much over TASK_EVENTS)."""
-    from ..spec.replay import resolve_profile
+    from ...spec.replay import resolve_profile
 
     for s in surveys:
         if "back" in s:
@@ -590,7 +590,7 @@ def tasks_of(t, surveys, files, profile, max_listed, slots, wanted=None):
 def replay_traces_scoped(by_trace: dict, files: list[str], out, spark, profile, max_listed, witness_dirs) -> set:
     """Replay the traces of `by_trace` ({trace: [file index]}) scope by scope on `spark`; fill `out`
     with their Reports; return the traces for the exact path."""
-    from ..spec.replay import Findings, Report
+    from ...spec.replay import Findings, Report
     from .spark_replay import _merge, spark_info
 
     t0 = time.perf_counter()
@@ -639,7 +639,7 @@ def replay_traces_scoped(by_trace: dict, files: list[str], out, spark, profile, 
 
 def replay_scoped_local(paths, profile=None, max_listed: int = 50, tasks: int = 4, slots: int = 1):
     """The same job in this process, without Spark (tests): a Report, or NotScoped."""
-    from ..spec.replay import Findings, Report
+    from ...spec.replay import Findings, Report
     from .spark_replay import _merge, expand_paths
 
     files = expand_paths(paths)

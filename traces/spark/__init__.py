@@ -1,0 +1,1 @@
+"""Replaying traces on Spark: whole-trace, scoped and Arrow paths, and the preflight checks."""
