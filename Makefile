@@ -102,12 +102,12 @@ recorder:
 # Differential reports (docs/differential/): the reference against each real scenario's trace,
 # the committed fixtures by default; RECORD=1 records fresh real traces first (needs Java).
 diff-reports: $(STAMP)
-	$(BIN)/python -m rocketspec.traces.diff_reports $(if $(RECORD),--record)
+	$(BIN)/python -m rocketspec.traces.reports.diff_reports $(if $(RECORD),--record)
 
 # The counterexample catalogue (docs/catalogue/): one minimal failing trace per invariant, with
 # its timeline and story; tests/test_catalogue.py checks the committed one still matches.
 catalogue: $(STAMP)
-	$(BIN)/python -m rocketspec.traces.catalogue
+	$(BIN)/python -m rocketspec.traces.reports.catalogue
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

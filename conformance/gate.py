@@ -465,8 +465,8 @@ def configured_verdict(path: Path, expect: dict, source: str):
 
 
 def run_trace(path: Path, tr: dict, source: str, require_end: bool = False) -> Case:
-    from rocketspec.traces.verdict_text import require_end as end_required
-    from rocketspec.traces.verdict_text import scope_clause
+    from rocketspec.traces.reports.verdict_text import require_end as end_required
+    from rocketspec.traces.reports.verdict_text import scope_clause
     from rocketspec.conformance.verdicts import judge_trace
     from rocketspec.traces.io import TraceInputError
 
@@ -491,7 +491,7 @@ def run_trace(path: Path, tr: dict, source: str, require_end: bool = False) -> C
         declared, want = j.declared, set(j.want)
     verdict = ("holds" if not got else ", ".join(sorted(got))) + scope_clause(rep)
     expected = "holds" if not want else ", ".join(sorted(want))
-    from rocketspec.traces.verdict_text import render_text
+    from rocketspec.traces.reports.verdict_text import render_text
 
     case.details = render_text(rep, verbose=True)
     if got == want:

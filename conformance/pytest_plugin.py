@@ -71,7 +71,7 @@ class TraceItem(pytest.Item):
             raise TraceFailure(f"bad input: {exc}") from None
         self.user_properties.append(("verdict", ", ".join(sorted(j.got)) or "holds"))
         if not j.ok:
-            from rocketspec.traces.verdict_text import render_text
+            from rocketspec.traces.reports.verdict_text import render_text
 
             raise TraceFailure(j.describe() + "\n\n" + render_text(j.report))
 

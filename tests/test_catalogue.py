@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from rocketspec.spec.invariants import BY_ID
-from rocketspec.traces import catalogue as cat
+from rocketspec.traces.reports import catalogue as cat
 
 
 def test_committed_counterexamples_are_rejected_and_pages_match():

@@ -7,7 +7,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from rocketspec.cli import main
-from rocketspec.traces.diff_reports import END
+from rocketspec.traces.reports.diff_reports import END
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "tests" / "fixtures" / "real" / "real-basic.jsonl"
@@ -114,7 +114,7 @@ def test_a_trace_the_checker_refuses_still_gets_figures_and_its_verdict_says_why
 def test_committed_reports_are_up_to_date():
     """Each report whose real fixture is committed matches what `make diff-reports` writes now;
     after a change of the reference, regenerate (and explain any new difference)."""
-    from rocketspec.traces.diff_reports import main as reports
+    from rocketspec.traces.reports.diff_reports import main as reports
 
     names = [p.stem for p in (ROOT / "tests" / "fixtures" / "real").glob("real-*.jsonl")
              if (ROOT / "docs" / "differential" / f"{p.stem}.md").exists()
@@ -158,7 +158,7 @@ def test_every_flagged_difference_is_explained():
 
 
 def test_regenerating_keeps_the_hand_written_explanations(tmp_path):
-    from rocketspec.traces.diff_reports import BEGIN, END, update
+    from rocketspec.traces.reports.diff_reports import BEGIN, END, update
 
     path = tmp_path / "x.md"
     path.write_text(f"# title\n\nintro\n\n{BEGIN}\nold table\n{END}\n\n## Differences explained\n\nmine\n")

@@ -1,12 +1,12 @@
-"""The differential report's figures (traces/stats.py) on small hand-written traces whose
+"""The differential report's figures (traces/reports/stats.py) on small hand-written traces whose
 figures can be counted by hand, and rules that hold for every trace (Hypothesis)."""
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketspec.traces.differential import compare
-from rocketspec.traces.stats import CAUSES, stats_of_events
+from rocketspec.traces.reports.differential import compare
+from rocketspec.traces.reports.stats import CAUSES, stats_of_events
 
 G, T, B = "G", "T", "b"
 RETRY = "%RETRY%G"

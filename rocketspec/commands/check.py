@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from rocketspec.traces.verdict_text import render_text, require_end
+from rocketspec.traces.reports.verdict_text import render_text, require_end
 
 
 def _check_run(run_dir, profile, max_listed, end_required=False):

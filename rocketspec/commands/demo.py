@@ -26,8 +26,8 @@ DEMO_PROFILES = ("rocketmq-5.3.3", "rocketmq-4.9.8")
 def demo(out_dir, seed, verbose):
     """Simulate the default scenarios and check their traces against the spec: one line per trace
     with its verdict against the scenario's declared one, then the cause of each error."""
-    from rocketspec.traces.verdict_text import render_text
-    from rocketspec.traces.verdict_text import bug_profile_hint
+    from rocketspec.traces.reports.verdict_text import render_text
+    from rocketspec.traces.reports.verdict_text import bug_profile_hint
     from rocketspec.reference.runner import run
     from rocketspec.conformance.verdicts import load_checked_scenario
     from rocketspec.reference.scenario import expected_failures
@@ -86,7 +86,7 @@ def first_sentence(text: str) -> str:
 def verdict_line(rep, want) -> tuple[bool, str]:
     """(whether the verdict is the declared one, the line that says it): the spec's verdict, the
     declared one, and what the verdict did not judge."""
-    from rocketspec.traces.verdict_text import verdict_word
+    from rocketspec.traces.reports.verdict_text import verdict_word
 
     got = sorted({f.inv for f in rep.findings.errors})
     verdict = verdict_word(rep) + (f": {', '.join(got)}" if got else "")

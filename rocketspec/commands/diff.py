@@ -1,7 +1,7 @@
 """`rocketspec diff REF REAL` and `rocketspec diff --scenario NAME --real REAL`: the
 differential report of one scenario, the reference against real RocketMQ.
 
-Both traces are measured alike (rocketspec/traces/stats.py) and checked (the spec's replay);
+Both traces are measured alike (rocketspec/traces/reports/stats.py) and checked (the spec's replay);
 the report puts the figures side by side and flags every difference. Exit codes: 0 the report
 was made (differences are findings to explain, not failures, unless --fail-on-difference: then
 1), 2 bad input.
@@ -16,7 +16,7 @@ from rocketspec import jsonout
 
 from rocketspec.commands.options import SEED
 from rocketspec.errors import UserError
-from rocketspec.traces.differential import build_report, first_event, render_markdown, render_text, simulate_reference
+from rocketspec.traces.reports.differential import build_report, first_event, render_markdown, render_text, simulate_reference
 
 
 @click.command("diff")

@@ -47,7 +47,7 @@ def replay_cmd(paths, master, out_dir, profile, as_json, max_violations, partiti
     Spark's progress bar and its UI address are shown on standard error when it is a
     terminal. Exit 0 when it holds, 1 on a violation, 2 on bad input."""
     from rocketspec import jsonout
-    from rocketspec.traces.verdict_text import render_text, require_end
+    from rocketspec.traces.reports.verdict_text import render_text, require_end
     from rocketspec.commands.options import progress_bar
     from rocketspec.traces.spark.spark_replay import expand_paths, replay, spark_session, violations_table
 

@@ -13,7 +13,7 @@ def report_runs(dataset, runs, reps, out_dir, as_json) -> int:
     2 when a run is bad input (each such run named with its file and line), else 1 when a run
     violates the spec, else 0."""
     from rocketspec import jsonout
-    from rocketspec.traces.verdict_text import render_text
+    from rocketspec.traces.reports.verdict_text import render_text
     from rocketspec.errors import UserError
 
     bad = [(r, rep) for (r, _), rep in zip(runs, reps) if isinstance(rep, Exception)]

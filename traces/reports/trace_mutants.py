@@ -1,5 +1,5 @@
 """Trace mutants: one-event changes of a clean reference trace, each the trace a client or
-broker with one specific mistake would write. The counterexample catalogue (traces/catalogue.py)
+broker with one specific mistake would write. The counterexample catalogue (traces/reports/catalogue.py)
 uses them for invariants no known bug or failing scenario breaks; `rocketspec minimize` then
 shrinks each to its few events.
 

@@ -1,10 +1,10 @@
 """The differential report of one scenario: the reference against real RocketMQ.
 
-Both traces are measured alike (traces/stats.py) and checked (the spec's replay); the report
+Both traces are measured alike (traces/reports/stats.py) and checked (the spec's replay); the report
 puts the figures side by side and flags every difference. `build_report` makes it,
 `render_text` and `render_markdown` print it; `simulate_reference` runs the reference side of a
 scenario. Used by `rocketspec diff` and by the generated reports of docs/differential/
-(traces/diff_reports.py).
+(traces/reports/diff_reports.py).
 """
 from __future__ import annotations
 
@@ -173,7 +173,7 @@ def render_markdown(report: dict) -> str:
 
 
 def build_report(ref_path, real_path, tol: int = 1000, ref_profile=None, real_profile=None) -> dict:
-    from rocketspec.traces.stats import trace_stats, verdict
+    from rocketspec.traces.reports.stats import trace_stats, verdict
 
     ref = trace_stats(ref_path)
     real = trace_stats(real_path)

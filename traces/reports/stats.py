@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from rocketspec.spec.filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
 
-from .io import TraceInputError, read_events
+from ..io import TraceInputError, read_events
 
 # Listener results that ask for the message again: concurrent RECONSUME_LATER (and anything
 # else that is not CONSUME_SUCCESS: 4.9.8 turns a null or an exception into RECONSUME_LATER);

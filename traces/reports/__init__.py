@@ -1,0 +1,1 @@
+"""Reports over traces: statistics, differential runs, verdict text, the catalogue and trace mutants."""
