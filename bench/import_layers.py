@@ -99,7 +99,7 @@ LAYERS: dict[str, int] = {
     # the command line
     "rocketspec.cli": CLI,
     "rocketspec.commands": CLI,
-    "rocketspec.traces.replay_submit": CLI,   # spark-submit's entry point: `rocketspec replay`
+    "rocketspec.commands.replay_submit": CLI,   # spark-submit's entry point: `rocketspec replay`
 }
 # Units of the package view besides setup.py's folders: the CLI is not a base module.
 CLI_UNITS: dict[str, str] = {"rocketspec.cli": "rocketspec", "rocketspec.commands": "rocketspec/commands"}

@@ -223,7 +223,7 @@ def _apps(cluster) -> dict:
 
 
 def test_spark_submit_with_rocketspec_as_py_files_runs_on_the_cluster(cluster, tmp_path):
-    """spark-submit --master spark://... --py-files dist/rocketspec.zip traces/replay_submit.py,
+    """spark-submit --master spark://... --py-files dist/rocketspec.zip rocketspec/commands/replay_submit.py,
     driver and executors on a Python without rocketspec: check's verdict; the application is
     registered with the master and its executors ran on the workers (their work directories
     hold the executors' logs); without --py-files the same submission fails, naming the module."""
@@ -237,7 +237,7 @@ def test_spark_submit_with_rocketspec_as_py_files_runs_on_the_cluster(cluster, t
         cmd = [os.path.join(home, "bin", "spark-submit"), "--master", cluster["url"], *extra,
                "--conf", f"spark.pyspark.python={bare}", "--conf", f"spark.pyspark.driver.python={bare}",
                "--conf", "spark.executor.memory=1g",
-               str(ROOT / "traces" / "replay_submit.py"), path, "--json", "--quiet", "--partitions", "4"]
+               str(ROOT / "rocketspec" / "commands" / "replay_submit.py"), path, "--json", "--quiet", "--partitions", "4"]
         env = {k: v for k, v in cluster["env"].items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
 

@@ -1,4 +1,4 @@
-"""`spark-submit ... traces/replay_submit.py PATH...` runs on the master spark-submit gives (it
+"""`spark-submit ... rocketspec/commands/replay_submit.py PATH...` runs on the master spark-submit gives (it
 ran on an embedded local[*] whatever --master said), and a master it cannot reach is exit 2 in
 seconds. The standalone cluster itself: tests/test_replay_cluster.py (make test-spark-cluster)."""
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _submit(master: str, *args, timeout=300):
     """spark-submit as docs/replay.md shows it: (exit code, stdout, stderr)."""
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     p = subprocess.run([SUBMIT, "--master", master, "--conf", f"spark.pyspark.python={sys.executable}",
-                        str(ROOT / "traces" / "replay_submit.py"), *args], capture_output=True, text=True,
+                        str(ROOT / "rocketspec" / "commands" / "replay_submit.py"), *args], capture_output=True, text=True,
                        env=env, timeout=timeout, cwd=ROOT)
     return p.returncode, p.stdout, p.stderr
 
