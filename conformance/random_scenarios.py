@@ -103,17 +103,30 @@ def generate(seed: int, small: bool = False) -> dict:
     for i, g in enumerate(groups):
         sc["steps"] += _clients(r, g, i, duration, produced_until, separate, small)
 
-    # an operator's offset reset (clustering: the broker's table is the group's offset), of a group
-    # the broker knows: resetOffsetByTimestamp refuses one no consumer has registered ("consumer
-    # group <G> not exist")
+    # an operator's offset reset (clustering: the broker's table is the group's offset). 4.9.8's
+    # Broker2Client.resetOffset refuses it ("consumer group <G> not exist") unless the group has a
+    # committed offset for every queue of the topic: so only a group reading all of the topic's
+    # messages ("*"), started 2 s before, none of whose clients was paused by then, after its
+    # producer has sent to every queue
     at = r.randrange(duration // 2, duration, 100)
-    first_start = {g["name"]: min(x["at_ms"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"])
-                   for g in groups}
-    clustering = [g for g in groups if g["message_model"] == "CLUSTERING" and first_start[g["name"]] + 1000 <= at]
-    if clustering and r.random() < (0.1 if small else 0.2):
-        g = r.choice(clustering)
+    clients_of = {g["name"]: {x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"]}
+                  for g in groups}
+    producer = {p["topic"]: p for p in sc["producers"]}
+
+    def resettable(g, topic):
+        starts = [x["at_ms"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"]]
+        paused = any(x["action"] == "pause" and x["client"] in clients_of[g["name"]] and x["at_ms"] < at
+                     for x in sc["steps"])
+        p = producer[topic]
+        sent_all = p["start_ms"] + 1000 * 2 * next(t["queues"] for t in sc["topics"] if t["name"] == topic) / p["rate_per_s"]
+        return (g["message_model"] == "CLUSTERING" and g["subscriptions"].get(topic) == "*" and not paused
+                and min(starts) + 2000 <= at and sent_all + 1000 <= at)
+
+    choices = [(g, t) for g in groups for t in sorted(g["subscriptions"]) if resettable(g, t)]
+    if choices and r.random() < (0.1 if small else 0.25):
+        g, topic = r.choice(choices)
         sc["steps"].append({"at_ms": at, "action": "reset_offset", "group": g["name"],
-                            "topic": r.choice(sorted(g["subscriptions"])), "timestamp_ms": r.choice((0, at // 2)),
+                            "topic": topic, "timestamp_ms": r.choice((0, at // 2)),
                             "note": "an operator resets the group's offsets to a time"})
     sc["steps"].sort(key=lambda st: st["at_ms"])
     return sc

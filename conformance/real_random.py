@@ -17,7 +17,9 @@ Each run is classified (docs/recorder.md, "Random real runs"):
 - missed loss: the oracle finds a guarantee violated that no invariant of check matches;
 - white-box-only finding: check fails only invariants the black-box level cannot see here (to
   be explained, docs/notes/real-random.md);
-- incomplete: the run did not finish (its time bound, or the driver failed).
+- incomplete: the run did not finish (its time bound, or the driver failed), or RocketMQ's
+  records of it could not be read;
+- error: judging the run failed (a bug in rocketspec).
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ SEEN_AS = {
 ABSENCE = {"H-DELIVER-1"}
 CHECK_REFUSED = "CHECK-REFUSED"   # check exit 2 on a real trace: it refused what RocketMQ did
 
-CLASSES = ("agreed", "false alarm", "missed loss", "finding", "incomplete")
+CLASSES = ("agreed", "false alarm", "missed loss", "finding", "incomplete", "error")
 
 
 @dataclass
@@ -112,7 +114,11 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
     from .store_contents import read_commit_log
 
     h = load_history(str(msgtrace), "msgtrace", complete, history_groups(sc))
-    keyed = {p["topic"] for p in sc["producers"] if p.get("sharding_keys")}
+    # Sharding keys make H-ORDER-2 judgeable by key; not on a topic an orderly broadcasting group
+    # reads: each of its consumers is a stream, and message-trace bodies name no consumer
+    bcast = {t for g in sc["groups"] if g.get("message_model") == "BROADCASTING" and g.get("consume_mode") == "ORDERLY"
+             for t in g["subscriptions"]}
+    keyed = {p["topic"] for p in sc["producers"] if p.get("sharding_keys")} - bcast
     for p in h.produces:
         if p.topic in keyed and p.keys:
             # the producer's selector sends by this key (record's driver); producers of two topics
@@ -195,6 +201,13 @@ def run_one(seed: int, out_dir, small: bool = False, timeout_s: float | None = N
         res.note = f"RocketMQ's records of the run could not be read: {exc}"
         res.seconds = time.monotonic() - t
         return _save(res, folder)
+    except Exception as exc:   # a bug in the judge: this run's class is "error", the batch goes on
+        import traceback
+
+        (folder / "oracle-error.txt").write_text(traceback.format_exc())
+        res.cls, res.note = "error", f"the oracle failed (a bug in rocketspec): {exc!r}; see {folder / 'oracle-error.txt'}"
+        res.seconds = time.monotonic() - t
+        return _save(res, folder)
     (folder / "oracle.json").write_text(json.dumps(oracle, indent=1) + "\n")
     res.oracle_ids = [g["id"] for g in oracle["guarantees"] if g["status"] == "violated"]
     res.cls, res.blamed = classify(res.check_ids, oracle, unseen_invariants(check_json, sc))
@@ -229,23 +242,25 @@ def summary(results: list[RunResult]) -> dict:
             "false_alarms_by_invariant": dict(sorted(per["false alarm"].items())),
             "missed_losses_by_guarantee": dict(sorted(per["missed loss"].items())),
             "findings_by_invariant": dict(sorted(per["finding"].items())),
-            "incomplete_seeds": [r.seed for r in results if r.cls == "incomplete"]}
+            "incomplete_seeds": [r.seed for r in results if r.cls == "incomplete"],
+            "error_seeds": [r.seed for r in results if r.cls == "error"]}
 
 
 def render_table(results: list[RunResult]) -> str:
     s = summary(results)
-    lines = ["| runs | agreed | false alarms | missed losses | white-box-only findings | incomplete |",
-             "|---:|---:|---:|---:|---:|---:|",
+    lines = ["| runs | agreed | false alarms | missed losses | white-box-only findings | incomplete | errors |",
+             "|---:|---:|---:|---:|---:|---:|---:|",
              f"| {s['runs']} | {s['agreed']} | {s['false alarm']} | {s['missed loss']} | {s['finding']} | "
-             f"{s['incomplete']} |", ""]
+             f"{s['incomplete']} | {s['error']} |", ""]
     for title, key in (("false alarms by invariant", "false_alarms_by_invariant"),
                        ("missed losses by guarantee", "missed_losses_by_guarantee"),
                        ("white-box-only findings by invariant", "findings_by_invariant")):
         if s[key]:
             lines.append(f"{title}: " + ", ".join(f"{k} {len(v)} (seeds {', '.join(map(str, v))})"
                                                  for k, v in s[key].items()))
-    if s["incomplete_seeds"]:
-        lines.append("incomplete: seeds " + ", ".join(map(str, s["incomplete_seeds"])))
+    for key in ("incomplete", "error"):
+        if s[f"{key}_seeds"]:
+            lines.append(f"{key}: seeds " + ", ".join(map(str, s[f"{key}_seeds"])))
     lines += ["", "| seed | class | check | oracle | events | ended | s |", "|---:|---|---|---|---:|---|---:|"]
     for r in results:
         chk = ", ".join(f"{k} {v}" for k, v in sorted(r.check_ids.items())) or "holds"
@@ -255,9 +270,12 @@ def render_table(results: list[RunResult]) -> str:
 
 
 def exit_code(results: list[RunResult]) -> int:
-    """1 a false alarm or a missed loss; else 4 when a run could not finish; else 0."""
+    """1 a false alarm or a missed loss; else 3 when judging a run failed (a bug); else 4 when a
+    run could not finish; else 0."""
     if any(r.cls in ("false alarm", "missed loss") for r in results):
         return 1
+    if any(r.cls == "error" for r in results):
+        return 3
     if any(r.cls == "incomplete" for r in results):
         return 4
     return 0
@@ -270,7 +288,7 @@ def reclassify(out_dir) -> list[RunResult]:
     for folder in sorted(Path(out_dir).glob("seed-*"), key=lambda p: int(p.name[5:])):
         res = RunResult(**{k if k != "class" else "cls": v for k, v in json.loads((folder / "result.json").read_text()).items()
                            if k in ("seed", "class", "events", "ended", "seconds", "note", "folder")})
-        if res.cls != "incomplete":
+        if res.cls not in ("incomplete", "error"):
             sc = json.loads((folder / "scenario.json").read_text())
             res.check_ids, check_json = _check(folder / "trace.jsonl")
             (folder / "check.json").write_text(json.dumps(check_json, indent=1) + "\n")
