@@ -72,37 +72,34 @@ LAYERS: dict[str, int] = {
     # above the spec: model checks, conformance, tools
     "rocketspec.model_checks": TOOLS,
     "rocketspec.conformance": TOOLS,
-    "rocketspec.traces.reports.catalogue": TOOLS,
-    "rocketspec.traces.minimize.ddmin": TOOLS,
-    "rocketspec.traces.reports.diff_reports": TOOLS,
-    "rocketspec.traces.reports.differential": TOOLS,
-    "rocketspec.traces.explain.explain": TOOLS,
-    "rocketspec.traces.explain.explain_html": TOOLS,
-    "rocketspec.traces.explain.explain_png": TOOLS,
-    "rocketspec.traces.minimize.minimize": TOOLS,
-    "rocketspec.traces.minimize.minimize_history": TOOLS,
-    "rocketspec.traces.explain.narrate": TOOLS,
-    "rocketspec.traces.minimize.oracle": TOOLS,
-    "rocketspec.traces.minimize.renumber": TOOLS,
-    "rocketspec.traces.rocketmq_jars": TOOLS,
-    "rocketspec.traces.spark.spark_arrow": TOOLS,
-    "rocketspec.traces.spark.spark_preflight": TOOLS,
-    "rocketspec.traces.spark.spark_replay": TOOLS,
-    "rocketspec.traces.spark.spark_scoped": TOOLS,
-    "rocketspec.traces.spark.spark_whole": TOOLS,
-    "rocketspec.traces.reports.stats": TOOLS,
-    "rocketspec.traces.explain.timeline": TOOLS,
-    "rocketspec.traces.reports.trace_mutants": TOOLS,
-    "rocketspec.traces.minimize.units": TOOLS,
-    "rocketspec.traces.reports.verdict_text": TOOLS,
+    "rocketspec.traces.explain": TOOLS,    # explain, timeline, narration, the HTML and PNG views
+    "rocketspec.traces.minimize": TOOLS,   # the trace and history minimizers, the spec as oracle
+    "rocketspec.traces.spark": TOOLS,      # Spark replay
+    "rocketspec.traces.reports": TOOLS,    # stats, differential reports, verdict text, catalogue, mutants
+    "rocketspec.traces.rocketmq_jars": TOOLS,   # the pinned jars' build tool (standard library only)
     "rocketspec.spec.docgen": TOOLS,
     # the command line
     "rocketspec.cli": CLI,
     "rocketspec.commands": CLI,
     "rocketspec.commands.replay_submit": CLI,   # spark-submit's entry point: `rocketspec replay`
 }
-# Units of the package view besides setup.py's folders: the CLI is not a base module.
+# Units of the package view besides setup.py's folders and the packages LAYERS names: the CLI's
+# entry module is not one of rocketspec's base modules.
 CLI_UNITS: dict[str, str] = {"rocketspec.cli": "rocketspec", "rocketspec.commands": "rocketspec/commands"}
+
+
+def package_units(modules: dict[str, tuple[Path, bool]], folders: dict[str, str],
+                  layers: dict[str, int]) -> dict[str, str]:
+    """The nodes of the package view: setup.py's folders, every package the layer table names
+    (each such subpackage is its own node: rocketspec.rocketmq, rocketspec.traces.history,
+    rocketspec.traces.explain, ...) and the CLI's units. Keyed like `folders`."""
+    units = dict(folders)
+    for name in layers:
+        if name in modules and modules[name][1]:
+            units.setdefault(name, name)
+    for name, folder in CLI_UNITS.items():
+        units.setdefault(name, folder)
+    return units
 # Layers whose packages never import each other.
 INDEPENDENT: frozenset[int] = frozenset({MODELS})
 
@@ -353,7 +350,7 @@ def report(root: Path, layers=LAYERS, independent=INDEPENDENT, show_modules: boo
     folders = folders_from_setup(root)
     modules = discover(root, folders)
     edges = import_edges(modules, root)
-    pg = package_graph(edges, folders)
+    pg = package_graph(edges, package_units(modules, folders, layers))
 
     def p(*a):
         print(*a, file=out)
@@ -370,20 +367,20 @@ def report(root: Path, layers=LAYERS, independent=INDEPENDENT, show_modules: boo
         for e in sorted(edges, key=lambda e: (package_of(e.source, folders), package_of(e.target, folders), e.path, e.line)):
             if package_of(e.source, folders) != package_of(e.target, folders):
                 p(f"  {e.path}:{e.line}  {_short(e.source)} -> {_short(e.target)}  [{e.kind}]")
-    # Twice: the mapped packages, then with the CLI (rocketspec.cli, rocketspec.commands) apart
-    # from rocketspec's base modules (errors, config files, outputs), which everything may use.
-    for title, units in (("packages", folders), ("packages, the CLI apart from rocketspec's base modules",
-                                                 {**folders, **CLI_UNITS})):
-        pgraph: dict[str, set[str]] = defaultdict(set)
-        for a, b in package_graph(edges, units):
-            pgraph[a].add(b)
-        cycles = simple_cycles(pgraph)
-        p(f"\ncycles between {title}: {len(cycles)}")
-        if not quiet:
-            for c in sorted(cycles, key=lambda c: (len(c), c)):
-                p("  " + " -> ".join(_short(x) for x in c + c[:1]))
-        for comp in strongly_connected(pgraph):
-            p(f"  strongly connected: {', '.join(_short(x) for x in comp)}")
+    # The packages: setup.py's folders, each package the table names, and the CLI apart from
+    # rocketspec's base modules (errors, config files, outputs), which everything may use.
+    units = package_units(modules, folders, layers)
+    pgraph: dict[str, set[str]] = defaultdict(set)
+    for a, b in package_graph(edges, units):
+        pgraph[a].add(b)
+    cycles = simple_cycles(pgraph)
+    p(f"\ncycles between packages: {len(cycles)} ({len(units)} packages: the folders, the packages "
+      f"the layer table names, the CLI)")
+    if not quiet:
+        for c in sorted(cycles, key=lambda c: (len(c), c)):
+            p("  " + " -> ".join(_short(x) for x in c + c[:1]))
+    for comp in strongly_connected(pgraph):
+        p(f"  strongly connected: {', '.join(_short(x) for x in comp)}")
     mgraph: dict[str, set[str]] = defaultdict(set)
     for e in edges:
         mgraph[e.source].add(e.target)
@@ -408,7 +405,7 @@ def report(root: Path, layers=LAYERS, independent=INDEPENDENT, show_modules: boo
         p(f"\nedges between independent packages (layers {', '.join(map(str, sorted(independent)))}): {len(side)}")
         for e in sorted(side, key=lambda e: (e.path, e.line)):
             p(f"  {e.path}:{e.line}  {_short(e.source)} -> {_short(e.target)}  [{e.kind}]")
-    return 1 if up or side else 0
+    return 1 if up or side or cycles else 0
 
 
 def main(argv=None) -> int:
