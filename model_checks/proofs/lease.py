@@ -77,8 +77,13 @@ from fractions import Fraction
 
 import z3
 
+from rocketspec.rocketmq.profiles import DEFAULT_PROFILE, get_profile
+
 from .core import PROVED, REFUTED, UNKNOWN, ProofResult, find, prove
 from .formulas import z_max, z_min
+
+# RocketMQ's lock and lease lifetimes, as the release profiles state them (one place)
+_RELEASE = get_profile(DEFAULT_PROFILE)
 
 __all__ = [
     "LeaseParams", "DEFAULTS", "EVENTS", "RENEWAL_MODES", "CLOCKS", "IdealClock", "MsClock",
@@ -96,9 +101,9 @@ class LeaseParams:
     are examples (no RocketMQ constant bounds a listener call; the lock RPC times out after
     1000 ms)."""
 
-    client_lease: int = 30000   # L: client REBALANCE_LOCK_MAX_LIVE_TIME
-    broker_lock: int = 60000    # T: broker REBALANCE_LOCK_MAX_LIVE_TIME
-    renew_period: int = 20000   # R: REBALANCE_LOCK_INTERVAL (lockAll)
+    client_lease: int = _RELEASE.client_lock_max_live_ms   # L: client REBALANCE_LOCK_MAX_LIVE_TIME
+    broker_lock: int = _RELEASE.broker_lock_max_live_ms    # T: broker REBALANCE_LOCK_MAX_LIVE_TIME
+    renew_period: int = _RELEASE.client_lock_interval_ms   # R: REBALANCE_LOCK_INTERVAL (lockAll)
     consume_max: int = 1000     # C: longest listener call (wall clock)
     latency: int = 0            # D: longest lock round trip (send to reply handled)
 

@@ -181,7 +181,7 @@ class _Builder:
     only) it keeps no bar or mark, only each lane's summary: memory then follows the open
     intervals, not the trace."""
 
-    def __init__(self, lanes, lease_ms, msg_lane, keep_items=True):
+    def __init__(self, lanes, lease_ms, msg_lane, keep_items=True, default_lease_ms=None):
         self.keep = keep_items
         self.stored_lanes: dict = {}
         for ln in lanes:
@@ -194,6 +194,7 @@ class _Builder:
         self.marks: list[Mark] = []
         self.lanes = lanes
         self.lease_ms = lease_ms          # client -> its lease (client_lock_max_live_ms)
+        self.default_lease_ms = default_lease_ms  # the profile's, for a client the trace gave no config
         self.msg_lane = msg_lane          # (group, msg_id) -> lane where it was stored or consumed
         self.open_pq: dict = {}
         self.open_lock: dict = {}
@@ -295,7 +296,7 @@ class _Builder:
         if ls is None:
             return
         t0, seq0, last = ls
-        until = last + self.lease_ms.get(client, 30000)
+        until = last + self.lease_ms.get(client, self.default_lease_ms)
         row = self.row(lane, client)
         end = min(t, until)
         self.bar(row, t0, end, "lease", client, f"{client}'s lease of the queue: locked at {secs(last)}, "
@@ -781,7 +782,8 @@ def build(index: LaneIndex, report, events, key: dict | None = None, pictures: b
         lanes = sorted(keep, key=lanes.index)
 
     steps = index.distinct_ts <= max(2, index.n // 4)
-    b = _Builder(lanes, index.lease_ms(prof), msg_lane, keep_items=pictures)
+    b = _Builder(lanes, index.lease_ms(prof), msg_lane, keep_items=pictures,
+                 default_lease_ms=prof.client_lock_max_live_ms)
     if pictures and steps:
         b.ts_list = []
     b.make_rows(lane_clients)
