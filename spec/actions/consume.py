@@ -10,7 +10,7 @@ from ..invariants import orderly_consumers_at_once
 from .. import limits
 from ..state import M_ID, Busy, OrphanOutcome
 from .common import _client, _duplicate, _pauses_between, _q
-from .locks import holds_lock, lock_live
+from .locks import holds_lock, lease_live, lock_live
 
 
 def _check_orderly_serial(st, qs, client, ev, out):
@@ -99,7 +99,7 @@ def consume_started(st, ev, out):
         if not pq.broadcast:
             ts = ev["ts"]
             lease = limits.client(st, cid).lease_ms
-            if not pq.locked or ts - pq.last_lock_ts > lease:
+            if not lease_live(pq, ts, lease):
                 out.report("INV-OWNER-2", f"{cid} consumes an orderly queue without a valid lease (locked="
                            f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts})", key)
             elif not holds_lock(qs, cid, ts) and key[2] in st.dir.brokers:

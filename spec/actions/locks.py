@@ -1,5 +1,6 @@
 """Orderly locks: the broker's lock table (RebalanceLockManager) and the client's lease on its
-ProcessQueue; `lock_live` and `holds_lock` state when a lock entry is live, once."""
+ProcessQueue; `lock_live`, `holds_lock` and `lease_live` state when a lock entry or a lease is
+live, once."""
 from __future__ import annotations
 
 from .. import limits
@@ -17,6 +18,12 @@ def lock_live(qs: QueueState, ts) -> bool:
 def holds_lock(qs: QueueState, cid, ts) -> bool:
     """`cid` holds the queue's lock at `ts`: it is the holder and the entry is live."""
     return qs.holder == cid and lock_live(qs, ts)
+
+
+def lease_live(pq, ts, lease_ms) -> bool:
+    """The client's lease on its ProcessQueue is live at `ts`: locked, and not past
+    `lease_ms` since its last lock (ProcessQueue.isLockExpired)."""
+    return pq.locked and ts - pq.last_lock_ts <= lease_ms
 
 
 def lock_requested(st, ev, out):
@@ -133,7 +140,7 @@ def lease_expired(st, ev, out):
     qs = _q(st, ev)
     pq = qs.pqs.get(ev["client"])
     lease = limits.client(st, ev["client"]).lease_ms
-    if pq is not None and pq.locked and ev["ts"] - pq.last_lock_ts <= lease:
+    if pq is not None and lease_live(pq, ev["ts"], lease):
         out.report("GUARD", f"lease reported expired at {ev['ts']} but last lock {pq.last_lock_ts} is within "
                    f"{lease} ms (the client's lease)", qs.key)
 
