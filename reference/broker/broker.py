@@ -407,7 +407,9 @@ class Broker:
                       outcome="dlq" if to_dlq else "retry", delay_level=None if to_dlq else delay_level,
                       via=via, client=client)
         if to_dlq:
-            self._put_dlq(group, new)
+            # handleRetryAndDLQ clears the level, but 4.9.x then reinstalls the request's
+            # properties, DELAY with them: the copy waits in the schedule first
+            self._put_dlq(group, new, request_delay_level=delay_level)
             return
         new.topic = retry_topic(group)
         new.queue = self.sim.chooser.pick_index("retry_queue", max(1, self.retry_queue_nums))
@@ -415,13 +417,19 @@ class Broker:
         self.create_topic(new.topic, max(1, self.retry_queue_nums))
         self.put_message(new, source="send_back_fallback" if via == "fallback_producer" else "send_back", group=group)
 
-    def _put_dlq(self, group: str, msg: Message, kept_delay_level: int = 0) -> None:
+    def _put_dlq(self, group: str, msg: Message, kept_delay_level: int = 0, request_delay_level: int = 0) -> None:
+        """kept_delay_level: a consumer send-back's level; request_delay_level: the DELAY a producer
+        send to %RETRY% carried."""
         msg.topic = dlq_topic(group)
         msg.queue = 0
         # #2724 (fixed 4.9.2): the DLQ copy must not go through the schedule again. Before the
         # fix it kept the DELAY level of the send-back, took one more schedule trip, and only
         # then landed in %DLQ%.
         msg.delay_level = 0 if self.profile.dlq_clears_delay else kept_delay_level
+        if self.profile.producer_dlq_keeps_delay and not msg.delay_level:
+            # the fix is in consumerSendMsgBack only: 4.9.x's send path reinstalls the request's
+            # properties after handleRetryAndDLQ cleared the level, so DELAY comes back
+            msg.delay_level = request_delay_level
         self.create_topic(msg.topic, 1)
         stored = self.put_message(msg, source="dlq", group=group)
         if stored.delay_level == 0:

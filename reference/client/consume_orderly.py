@@ -423,7 +423,9 @@ class ConsumeMessageOrderlyService:
 
     def check_reconsume_times(self, msgs, mq) -> bool:
         """True: suspend and consume the batch again. A message whose count reached the maximum
-        is sent to %RETRY%<group> by a producer send (the broker dead-letters it)."""
+        is sent to %RETRY%<group> by a producer send (the broker dead-letters it). Its DELAY,
+        3 + r, is the client's: whether the DLQ copy keeps it is the broker's
+        (producer_dlq_keeps_delay)."""
         c, p = self.c, self.profile
         max_times = c.max_reconsume()   # -1 -> Integer.MAX_VALUE for orderly consumers
         suspend = False

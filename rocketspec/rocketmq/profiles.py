@@ -82,7 +82,11 @@ class Profile:
     # ---- retry, DLQ, schedule (section 5, 7) ---------------------------------------------
     default_max_reconsume_times: int = 16
     retry_dlq_compare: str = "gt_or_locked"      # send to %RETRY% by producer: 4.9.x ">="; 5.1.1+ ">" or group locked
-    dlq_clears_delay: bool = True                # #2724 fixed 4.9.2
+    dlq_clears_delay: bool = True                # #2724 fixed 4.9.2 (consumerSendMsgBack only)
+    # a producer send to %RETRY% that handleRetryAndDLQ dead-letters: 4.9.x's caller puts the
+    # request's properties back (DELAY included), so the DLQ copy goes through the schedule;
+    # 5.0.0+ (#3978) writes DELAY=-1 into them first (digest section 7)
+    producer_dlq_keeps_delay: bool = False
     dlq_readable: bool = True                    # 4.9.2+: PERM_WRITE|PERM_READ
     sendback_skips_not_contained: bool = True    # #5481 fixed 5.1.0
     delay_levels: str = DEFAULT_DELAY_LEVELS
@@ -124,6 +128,7 @@ ROCKETMQ_4_9_8 = Profile(
     broker_flow_control_status=False,
     broadcast_orderly_takes_locks=True,  # #8772 is fixed only in 5.3.2
     lock_all_skips_dropped=False,
+    producer_dlq_keeps_delay=True,
 )
 
 BUG_6163_ROCKETMQ_5_0_0 = Profile(

@@ -10,6 +10,12 @@ from ..state import M_ID, M_R, Chain, RetryCopy, ScheduleDone, SendBack
 from .common import _client, _duplicate, _group_client
 
 
+# a producer send to %RETRY% (the client's fallback, or the orderly consumer's checkReconsumeTimes)
+PRODUCER_PATHS = ("fallback_producer", "orderly_producer")
+# a chain entry: a producer send's DLQ copy that keeps its DELAY and waits in the schedule
+DLQ_WAITING = "dlq_waiting"
+
+
 def _chain(st, group, origin) -> Chain:
     k = (group, origin)
     ch = st.chains.get(k)
@@ -104,6 +110,13 @@ def message_sent_back(st, ev, out):
                 req = ch.requests.pop(k)
                 cid = k_cid
                 break
+    if req is None and cid is not None:
+        # a producer send to %RETRY% names no consumed copy the broker can see (its origin is the
+        # message's): the sending client's one request of this message is the one it answers
+        mine = [k for k in ch.requests if k[0] == cid]
+        if len(mine) == 1:
+            req = ch.requests.pop(mine[0])
+            mid = mine[0][1]
     # the path the copy took: the event's (a consumerSendMsgBack request may end as the fallback
     # producer's send when the broker could not be reached), else the request's
     via = ev.get("via") or (req.via if req is not None else None)
@@ -150,6 +163,10 @@ def message_sent_back(st, ev, out):
                        f"expected {want}", ckey)
         ch.entries.append(RetryCopy("sent_back", r + 1, got if got is not None else want, None, None, mid,
                                     req.ts if req is not None else ev["ts"]))
+    elif outcome == "dlq" and via in PRODUCER_PATHS and st.profile.producer_dlq_keeps_delay:
+        # 4.9.x: the DLQ copy of a producer send keeps the request's DELAY and waits in the
+        # schedule before it lands in %DLQ% (SendMessageProcessor puts the properties back)
+        ch.entries.append(RetryCopy(DLQ_WAITING, r, dl, None, None, mid, req.ts if req is not None else ev["ts"]))
     elif outcome == "discarded":
         st.counts["ANOM-DISCARD"] = st.counts.get("ANOM-DISCARD", 0) + 1
         if out is not None:
@@ -174,9 +191,7 @@ def message_scheduled(st, ev, out):
     Actor: broker."""
     real = ev.get("real_topic") or ""
     if real.startswith(DLQ_PREFIX):
-        out.report("INV-DLQ-1", f"a dead-lettered copy of {ev['origin_msg_id']} goes through the schedule (delay level "
-                   f"{ev['delay_level']}) instead of straight to {real} (#2724)",
-                   (ev.get("group") or real[len(DLQ_PREFIX):], ev["origin_msg_id"]))
+        _dlq_scheduled(st, ev, out, real[len(DLQ_PREFIX):])
         return
     if not real.startswith(RETRY_PREFIX):
         return
@@ -252,12 +267,36 @@ def schedule_delivered(st, ev, out):
             del sd[k]
 
 
+def _dlq_scheduled(st, ev, out, group):
+    """A copy on its way to %DLQ% stored in the schedule: only a producer send's DLQ copy, and only
+    on a release whose send path puts DELAY back (producer_dlq_keeps_delay); a consumer
+    send-back's DLQ copy never (#2724, fixed 4.9.2)."""
+    ckey = (ev.get("group") or group, ev["origin_msg_id"])
+    ch = st.chains.get(ckey)
+    entry = None
+    if ch is not None:
+        entry = next((e for e in ch.entries if e.state == DLQ_WAITING and e.sched_id is None), None)
+    if entry is None:
+        out.report("INV-DLQ-1", f"a dead-lettered copy of {ev['origin_msg_id']} goes through the schedule (delay level "
+                   f"{ev['delay_level']}) instead of straight to %DLQ%{group} (#2724)", ckey)
+        return
+    levels = len(limits.broker(st, ev["broker"]).delay_ms) - 1
+    want = min(entry.level, levels) if entry.level else None
+    if want is not None and ev["delay_level"] != want:
+        out.report("INV-RETRY-2", f"the DLQ copy of {ev['origin_msg_id']} waits at delay level {ev['delay_level']}, "
+                   f"expected the send's {want}", ckey)
+    entry.deliver_ts, entry.sched_id = ev["deliver_ts"], ev["msg_id"]
+
+
 def message_dead_lettered(st, ev, out):
     """RocketMQ: %DLQ% store.
     Actor: broker."""
     ckey = (ev["group"], ev["origin_msg_id"])
     ch = st.chains.get(ckey)
     if ch is not None:
+        waiting = next((e for e in ch.entries if e.state == DLQ_WAITING and e.sched_id is not None), None)
+        if waiting is not None:
+            ch.entries.remove(waiting)
         _gc_chain(st, ckey, ch)
 
 
