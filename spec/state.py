@@ -101,7 +101,7 @@ class PQ:
     __slots__ = ("client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull",
                  "pull_id", "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd",
                  "created_ts", "orderly", "broadcast", "retry_topic", "expired", "dup_seen", "commit_due", "sampled",
-                 "unheard")
+                 "unheard", "commit_proof")
 
     def __init__(self, client, gen, offset, ts, orderly, broadcast, retry_topic):
         self.client = client
@@ -131,6 +131,9 @@ class PQ:
         # orderly: what an exact messages_taken took that no listener call has received yet
         # (ConsumeRequest.run hands the listener exactly that list, before any other take)
         self.unheard: tuple | None = None
+        # orderly: (committed offsets, value, what carried it, its seq) when a pull or persist of
+        # a polled store proved a due commit (consume.commit_proven), until the next batch
+        self.commit_proof: tuple | None = None
 
     def tree_min(self):
         h, t = self.heap, self.tree

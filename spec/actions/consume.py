@@ -84,6 +84,7 @@ def consume_started(st, ev, out):
         out.report("GUARD", f"consume id {cons_id} reused while in flight", key)
     if pq.orderly:
         _settle(st, qs, pq, out)
+        pq.commit_proof = None          # a new batch: the proven commit's outcome is past
         taken, pq.unheard = pq.unheard, None
         if offsets and list(offsets) != pq.consuming[-len(offsets):]:
             # no messages_taken before it (a recorder outside the client): infer the take
@@ -295,6 +296,7 @@ def messages_taken(st, ev, out):
         return
     if pq.status == "dropped":
         out.report("INV-DROP-1", "messages taken from a dropped ProcessQueue", key)
+    pq.commit_proof = None
     offsets = ev["offsets"]
     for o in offsets:
         m = pq.tree_min()
@@ -326,6 +328,9 @@ def pq_committed(st, ev, out):
     if pq is None:
         out.report("INV-PQ-1", f"{ev['client']} commits a ProcessQueue it does not have", key)
         return
+    if proof_contradicted(qs, pq, ev["offset"], "ProcessQueue.commit", out):
+        pq.pending_upd.append(ev["offset"])
+        return
     offsets = list(ev["offsets"])
     if not pq.consuming:
         out.report("INV-ORDER-2", "commit with nothing taken (NoSuchElementException in RocketMQ)", key)
@@ -354,6 +359,50 @@ def _commit(st, qs, pq, offsets, cid, out):
                 _duplicate(st, out, qs.key, f"{cid} commits offset {o}, already handled by the group")
         seen.clear()
     pq.consuming = []
+
+
+def commit_proven(st, qs, cid, value, what, ev, out) -> None:
+    """A pull's commitOffset or a persist of `cid` carrying `value` (`what` names it) while its
+    orderly commit is due: ConsumeMessageOrderlyService.processConsumeResult (4.9.8 and 5.x) runs
+    ProcessQueue.commit (lastKey + 1) and updateOffset(mq, it, false) right after the consume
+    hook, and both pullMessage (READ_FROM_MEMORY) and persistAll read the offset store. A value of
+    lastKey + 1 there can only be that commit's, so the commit has happened. Taken as proof only
+    when the store is seen by polling: its offset_updated may come later (obs sampled). An exact
+    pq_committed or offset_updated of that commit after it contradicts the proof (INV-OFFSET-3,
+    reported there)."""
+    pq = qs.pqs.get(cid)
+    if pq is None or not pq.commit_due or not pq.consuming or value != pq.consuming[-1] + 1:
+        return
+    if not _store_polled(st, qs, cid, pq):
+        return
+    pq.commit_proof = (tuple(pq.consuming), value, what, ev.get("seq"))
+    _settle(st, qs, pq, out)
+
+
+def _store_polled(st, qs, cid, pq) -> bool:
+    """Whether `cid`'s offset store is seen by polling: a sampled offset_updated of it (this
+    queue's, else any queue's); before any offset_updated of this queue told how it is seen, a
+    ProcessQueue seen by polling (a recorder outside the client polls both tables)."""
+    sampled = st.sampled_stores
+    if (qs.key, cid) in sampled:
+        return True
+    if cid in qs.stores:
+        return False            # this queue's store was seen exactly
+    return pq.sampled or any(c == cid for _, c in sampled)
+
+
+def proof_contradicted(qs, pq, value, event, out) -> bool:
+    """An exact observation of a proven commit (`event`: its pq_committed, or its offset_updated
+    to `value`): the commit happened after the pull or persist that carried its offset, which then
+    passed messages still in the consuming map. True if it was one (reported)."""
+    proof = pq.commit_proof if pq is not None else None
+    if proof is None or value != proof[1]:
+        return False
+    pq.commit_proof = None
+    offsets, _, what, seq = proof
+    out.report("INV-OFFSET-3", f"{pq.client}'s {what} (seq {seq}) carried offset {value} before {event} "
+               f"(exact) of {list(offsets)[:8]}: it passed messages still being consumed", qs.key)
+    return True
 
 
 def _settle(st, qs, pq, out):

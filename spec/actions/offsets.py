@@ -10,7 +10,7 @@ from ..filtering import RETRY_PREFIX, decide, subscription
 from .. import limits
 from ..state import HELD_MAX, M_CODE, M_PROPS, M_TAGS, Client, QueueState
 from .common import _end, _pauses_between, _q, _skip_to
-from .consume import _settle
+from .consume import _settle, commit_proven, proof_contradicted
 
 
 def _committed_for(st, qs: QueueState, client: Client | None):
@@ -155,6 +155,7 @@ def offset_updated(st, ev, out):
     if ev.get("obs") == "sampled":
         _sampled_store(st, qs, ev, out)
         return
+    proof_contradicted(qs, qs.pqs.get(ev["client"]), ev["stored"], "its updateOffset", out)
     key = qs.key
     cid = ev["client"]
     c = st.dir.clients.get(cid)
@@ -292,6 +293,7 @@ def offset_persisted(st, ev, out):
     cid = ev["client"]
     s = qs.stores.get(cid)
     off = ev["offset"]
+    commit_proven(st, qs, cid, off, "persist", ev, out)
     if s is not None and (key, cid) in st.sampled_stores:
         # the store is seen by polling: the persist (exact) shows a value the poll had not seen
         # yet; in a live ProcessQueue it can only be newer (increaseOnly)
@@ -350,6 +352,8 @@ def offset_committed(st, ev, out):
         pc = qs.pull_commit.get(cid)
         if pc != off:
             out.report("INV-OFFSET-1", f"broker commits {off} from {cid}'s pull, which carried {pc}", key)
+    if src in ("persist", "pull") and cid is not None and not sampled:
+        commit_proven(st, qs, cid, off, f"{src} committed by the broker", ev, out)
     if "previous" in ev and ev.get("previous") != qs.committed and not sampled:
         out.report("GUARD", f"broker commit says previous {ev.get('previous')}, the table held {qs.committed}", key)
     g = st.dir.groups.get(key[0])

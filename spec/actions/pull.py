@@ -8,6 +8,7 @@ from ..filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
 from .. import limits
 from ..state import M_CODE, M_ID, M_PROPS, M_TAGS, StoredQueue
 from .common import _client, _end, _group_client, _q, _skip_to
+from .consume import commit_proven
 from .retry import _gc_chain
 
 
@@ -37,6 +38,7 @@ def pull_issued(st, ev, out):
         out.report("INV-PULL-1", f"pull at offset {off}, the ProcessQueue's next offset is {pq.next_pull}", key)
     co = ev.get("commit_offset")
     if co is not None and co >= 0:
+        commit_proven(st, qs, cid, co, f"pull {ev['pull_id']}'s commit offset", ev, out)
         s = qs.stores.get(cid)
         if s is not None and (key, cid) in st.sampled_stores:
             s[0] = max(s[0], co)
