@@ -63,11 +63,25 @@ class RunResult:
     seconds: float = 0.0
     note: str = ""
     folder: str = ""
+    recorder: str = ""       # digest of the recorder's sources the run was recorded with
 
     def to_dict(self):
         return {"seed": self.seed, "class": self.cls, "check": self.check_ids, "oracle": self.oracle_ids,
                 "blamed": self.blamed, "events": self.events, "ended": self.ended,
-                "seconds": round(self.seconds, 1), "note": self.note, "folder": self.folder}
+                "seconds": round(self.seconds, 1), "note": self.note, "folder": self.folder,
+                "recorder": self.recorder}
+
+
+def recorder_digest() -> str:
+    """SHA-256 (first 16 hex digits) of the recorder's Java sources: which recorder made a run."""
+    import hashlib
+
+    from rocketspec.commands.record import repo_root
+
+    h = hashlib.sha256()
+    for path in sorted((repo_root() / "traces" / "recorder" / "src").rglob("*.java")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def classify(check_ids: dict, oracle: dict, unseen=frozenset()) -> tuple[str, list]:
@@ -183,7 +197,7 @@ def run_one(seed: int, out_dir, small: bool = False, timeout_s: float | None = N
     trace, msgtrace, run = folder / "trace.jsonl", folder / "msgtrace.txt", folder / "run"
     t = time.monotonic()
     rc, message = record(str(scenario), str(trace), timeout_s, seed, str(run), str(msgtrace))
-    res = RunResult(seed, "incomplete", folder=str(folder), note=message)
+    res = RunResult(seed, "incomplete", folder=str(folder), note=message, recorder=recorder_digest())
     if rc != 0:
         res.seconds = time.monotonic() - t
         return _save(res, folder)
@@ -294,7 +308,7 @@ def reclassify(out_dir) -> list[RunResult]:
                                  folder=str(folder)))
             continue
         res = RunResult(**{k if k != "class" else "cls": v for k, v in json.loads((folder / "result.json").read_text()).items()
-                           if k in ("seed", "class", "events", "ended", "seconds", "note", "folder")})
+                           if k in ("seed", "class", "events", "ended", "seconds", "note", "folder", "recorder")})
         if res.cls not in ("incomplete", "error"):
             sc = json.loads((folder / "scenario.json").read_text())
             res.check_ids, check_json = _check(folder / "trace.jsonl")
