@@ -171,6 +171,36 @@ def facts_orderly_suspend(ev):
         seen[key] = e["offsets"][-1]
 
 
+def facts_orderly_dlq(ev):
+    """4.9.8's orderly path to the DLQ: the producer send, the broker's outcome, the schedule trip."""
+    _clean(ev)
+    assert f.every_message_consumed(ev) == []
+    max_times = f.by_kind(ev, "client_started")[0]["config"]["max_reconsume_times"]
+    poison = {m["msg_id"]: m for m in f.produced(ev) if m["tags"] == "Poison"}
+    assert poison
+    times = {}
+    for e in f.by_kind(ev, "consume_started"):
+        for mid, r in zip(e["msg_ids"], e["reconsume_list"]):
+            times.setdefault(mid, []).append(r)
+    # consumed in place with counts 0 .. max, then sent back once through the client's producer
+    assert all(times[m] == list(range(max_times + 1)) for m in poison), {m: times[m] for m in poison}
+    asked = f.by_kind(ev, "send_back_requested")
+    assert sorted((e["msg_id"], e["origin_msg_id"], e["via"], e["reconsume_times"], e["delay_level"], e["offset"])
+                  for e in asked) == sorted((m, m, "orderly_producer", max_times, 3 + max_times, p["offset"])
+                                            for m, p in poison.items())
+    sent = f.by_kind(ev, "message_sent_back")
+    assert sorted((e["origin_msg_id"], e["outcome"], e["reconsume_times"]) for e in sent) == \
+        sorted((m, "dlq", max_times) for m in poison)
+    # the DLQ copy keeps the send's DELAY: it waits in the schedule, then lands in %DLQ%, named
+    # by its first copy's offset id (not the client's unique key the copy carries)
+    waits = f.by_kind(ev, "message_scheduled")
+    assert sorted((e["origin_msg_id"], e["delay_level"]) for e in waits) == sorted((m, 3 + max_times) for m in poison)
+    assert all(e["real_topic"] == "%DLQ%GID_real_orderly_dlq" for e in waits)
+    dead = f.by_kind(ev, "message_dead_lettered")
+    assert sorted(e["origin_msg_id"] for e in dead) == sorted(poison)
+    assert all(e["reconsume_times"] == max_times for e in dead)
+
+
 def facts_orderly_takeover(ev):
     _clean(ev)
     assert f.every_message_consumed(ev) == []
@@ -271,6 +301,7 @@ def facts_expiry(ev):
 REAL_SCENARIOS = {
     "real-basic": facts_basic, "real-rebalance": facts_rebalance, "real-kill": facts_kill,
     "real-freeze": facts_freeze, "real-retry-dlq": facts_retry_dlq, "real-orderly-suspend": facts_orderly_suspend,
+    "real-orderly-dlq": facts_orderly_dlq,
     "real-orderly-takeover": facts_orderly_takeover, "real-orderly-pause": facts_orderly_pause,
     "real-broadcast": facts_broadcast, "real-tags": facts_tags, "real-sql": facts_sql, "real-reset": facts_reset,
     "real-attach": facts_attach, "real-expiry": facts_expiry,

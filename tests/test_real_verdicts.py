@@ -69,3 +69,14 @@ def test_a_remote_read_may_be_answered_before_a_commit_the_trace_shows_first():
                                      and e["seq"] > 900)]
     assert any(f.inv == "INV-START-1" for f in handtraces.check(evs3, "rocketmq-4.9.8", renumber=False)
                .findings.errors)
+
+
+def test_the_orderly_dlq_copies_of_4_9_8_wait_in_the_schedule_and_hold():
+    """real-orderly-dlq: checkReconsumeTimes sends each Poison message to %RETRY% through the
+    client's producer; 4.9.8's send path puts DELAY back after handleRetryAndDLQ cleared it, so
+    each DLQ copy goes through SCHEDULE_TOPIC_XXXX. That holds under 4.9.8; under 5.3.3, whose send
+    path writes DELAY=-1, the same trip is INV-DLQ-1."""
+    path = FIXTURES / "real-orderly-dlq.jsonl"
+    rep = check_trace(path)
+    assert rep.ok and rep.profile == "rocketmq-4.9.8"
+    assert check_trace(path, profile="rocketmq-5.3.3").findings.counts.get("INV-DLQ-1") == 6

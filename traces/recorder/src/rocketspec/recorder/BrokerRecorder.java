@@ -9,6 +9,7 @@ import org.apache.rocketmq.broker.client.rebalance.RebalanceLockManager;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.MessageConst;
+import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.protocol.RequestCode;
@@ -74,6 +75,17 @@ public final class BrokerRecorder {
     private final Map<String, Map<Integer, Long>> offsets = new HashMap<>();
     /** (group, origin) -> clients whose send-back the broker is processing. */
     private final Map<String, ArrayDeque<String[]>> pendingSendBack = new HashMap<>();
+    /**
+     * (group, origin) -> clients whose producer send to %RETRY%group the broker is processing
+     * (the orderly consumer's checkReconsumeTimes, the client's fallback): {client, origin}.
+     */
+    private final Map<String, ArrayDeque<String[]>> pendingProducerSend = new HashMap<>();
+    /**
+     * UNIQ_KEY -> the offset id of the first copy a producer stored with it. A producer send to
+     * %RETRY% carries the client's ORIGIN_MESSAGE_ID, the unique key of a first copy: this names
+     * that copy as the trace does (its own offset id).
+     */
+    private final Map<String, String> originByUniqKey = new HashMap<>();
     /** (origin, reconsume times) -> schedule copies not yet delivered, by msg id. */
     private final Map<String, ArrayDeque<String>> scheduled = new HashMap<>();
     private final Map<RemotingCommand, Object> beforeState = new IdentityHashMap<>();
@@ -165,15 +177,32 @@ public final class BrokerRecorder {
             && !MixAll.isSysConsumerGroup(topic) && !topic.startsWith("rmq_sys_");
     }
 
+    /** The trace's origin of a stored copy: a client-set unique key names the first copy's offset id. */
+    private String origin(MessageExt m) {
+        String o = Ids.originMsgId(m);
+        String first = originByUniqKey.get(o);
+        return first == null ? o : first;
+    }
+
     private void stored(DispatchRequest r, String topic, boolean schedule, MessageExt m) {
         String msgId = m.getMsgId();   // the broker's decode gives the offset msg id
-        String origin = Ids.originMsgId(m);
         String realTopic = m.getProperty(MessageConst.PROPERTY_REAL_TOPIC);
+        if (!schedule && !topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX) && !topic.startsWith(MixAll.DLQ_GROUP_TOPIC_PREFIX)) {
+            String uniq = m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
+            if (uniq != null) {
+                originByUniqKey.putIfAbsent(uniq, msgId);
+            }
+        }
+        String origin = origin(m);
         String group = groupOf(schedule ? realTopic : topic);
         if (schedule) {
             int level = Integer.parseInt(m.getProperty(MessageConst.PROPERTY_DELAY_TIME_LEVEL));
-            sentBack(group, origin, m.getReconsumeTimes(), "retry", level);
-            scheduled.computeIfAbsent(origin + "#" + m.getReconsumeTimes(), k -> new ArrayDeque<>()).add(msgId);
+            boolean toDlq = realTopic != null && realTopic.startsWith(MixAll.DLQ_GROUP_TOPIC_PREFIX);
+            // 4.9.8: a producer send's DLQ copy keeps its DELAY and comes here first
+            sentBack(group, origin, m.getReconsumeTimes(), toDlq ? "dlq" : "retry", toDlq ? null : level);
+            if (!toDlq) {
+                scheduled.computeIfAbsent(origin + "#" + m.getReconsumeTimes(), k -> new ArrayDeque<>()).add(msgId);
+            }
             w.emit(event("message_scheduled").put("broker", broker).put("msg_id", msgId).put("origin_msg_id", origin)
                 .put("delay_level", level).put("deliver_ts", r.getTagsCode()).put("real_topic", realTopic)
                 .put("real_queue", Integer.parseInt(m.getProperty(MessageConst.PROPERTY_REAL_QUEUE_ID)))
@@ -185,7 +214,7 @@ public final class BrokerRecorder {
         String source;
         if (topic.startsWith(MixAll.DLQ_GROUP_TOPIC_PREFIX)) {
             source = "dlq";
-            sentBack(group, origin, m.getReconsumeTimes() - 1, "dlq", null);
+            sentBack(group, origin, m.getReconsumeTimes(), "dlq", null);
         } else if (topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX)) {
             ArrayDeque<String> q = scheduled.get(origin + "#" + m.getReconsumeTimes());
             String from = q == null ? null : q.poll();
@@ -196,7 +225,7 @@ public final class BrokerRecorder {
                     .put("group", group).put("reconsume_times", m.getReconsumeTimes()));
             } else {
                 source = "send_back";
-                sentBack(group, origin, m.getReconsumeTimes() - 1, "retry", null);
+                sentBack(group, origin, m.getReconsumeTimes(), "retry", null);
             }
         } else {
             source = "producer";
@@ -227,23 +256,37 @@ public final class BrokerRecorder {
         return d == null ? null : Integer.valueOf(d);
     }
 
-    /** The send-back the broker was processing when this copy was stored, if any. */
-    private void sentBack(String group, String origin, int reconsumeTimes, String outcome, Integer level) {
+    /**
+     * The send-back the broker was processing when this copy was stored, if any: a
+     * CONSUMER_SEND_MSG_BACK (the copy's count is the consumed one's + 1) or a producer send to
+     * %RETRY% (the copy's count is the request header's).
+     */
+    private void sentBack(String group, String origin, int storedTimes, String outcome, Integer level) {
         if (group == null) {
             return;
         }
-        ArrayDeque<String[]> q = pendingSendBack.get(group + "#" + origin);
+        String key = group + "#" + origin;
+        ArrayDeque<String[]> q = pendingSendBack.get(key);
         String[] req = q == null ? null : q.poll();
+        boolean producer = false;
         if (req == null) {
-            return;   // a producer's send to the retry topic (client fallback), not a send-back
+            q = pendingProducerSend.get(key);
+            req = q == null ? null : q.poll();
+            producer = true;
+        }
+        if (req == null) {
+            return;
         }
         TraceWriter.Event e = event("message_sent_back").put("broker", broker).put("group", group)
-            .put("msg_id", req[1]).put("origin_msg_id", origin).put("reconsume_times", Math.max(0, reconsumeTimes))
-            .put("outcome", outcome);
+            .put("msg_id", req[1]).put("origin_msg_id", origin)
+            .put("reconsume_times", producer ? storedTimes : Math.max(0, storedTimes - 1)).put("outcome", outcome);
         if (level != null) {
             e.put("delay_level", level);
         }
-        w.emit(e.put("via", "consumer_send_back").put("client", req[0]));
+        if (!producer) {
+            e.put("via", "consumer_send_back");   // a producer send's path is the client's to say
+        }
+        w.emit(e.put("client", req[0]));
     }
 
     private static Map<String, String> userProps(MessageExt m) {
@@ -517,6 +560,32 @@ public final class BrokerRecorder {
         }
     }
 
+    /**
+     * {group, origin} of a producer send to %RETRY%group (SEND_MESSAGE names its fields, V2 gives
+     * them letters: b the topic, i the properties), else null. The origin is the message's
+     * ORIGIN_MESSAGE_ID as the trace names it.
+     */
+    private String[] retrySend(RemotingCommand req) {
+        boolean v2 = req.getCode() == RequestCode.SEND_MESSAGE_V2;
+        String topic = ext(req, v2 ? "b" : "topic");
+        if (topic == null || !topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX)) {
+            return null;
+        }
+        String text = ext(req, v2 ? "i" : "properties");
+        if (text == null) {
+            return null;
+        }
+        Map<String, String> props = MessageDecoder.string2messageProperties(text);
+        String o = props.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID);
+        if (o == null) {
+            return null;
+        }
+        synchronized (lock) {
+            String first = originByUniqKey.get(o);
+            return new String[] {topic.substring(MixAll.RETRY_GROUP_TOPIC_PREFIX.length()), first == null ? o : first};
+        }
+    }
+
     private String ext(RemotingCommand req, String key) {
         return req.getExtFields() == null ? null : req.getExtFields().get(key);
     }
@@ -532,6 +601,17 @@ public final class BrokerRecorder {
                     synchronized (lock) {
                         pendingSendBack.computeIfAbsent(ext(req, "group") + "#" + Ids.originMsgId(m), k -> new ArrayDeque<>())
                             .add(new String[] {clientByAddr.getOrDefault(addr, addr), m.getMsgId()});
+                    }
+                }
+                break;
+            }
+            case RequestCode.SEND_MESSAGE:
+            case RequestCode.SEND_MESSAGE_V2: {
+                String[] send = retrySend(req);
+                if (send != null) {
+                    synchronized (lock) {
+                        pendingProducerSend.computeIfAbsent(send[0] + "#" + send[1], k -> new ArrayDeque<>())
+                            .add(new String[] {clientByAddr.getOrDefault(addr, addr), send[1]});
                     }
                 }
                 break;
@@ -614,6 +694,20 @@ public final class BrokerRecorder {
             case RequestCode.PULL_MESSAGE:
                 afterPull(req, resp, client);
                 break;
+            case RequestCode.SEND_MESSAGE:
+            case RequestCode.SEND_MESSAGE_V2: {
+                String[] send = retrySend(req);
+                if (send != null && (resp == null || resp.getCode() != ResponseCode.SUCCESS)) {
+                    // refused before the store (no group, no permission, ...): nothing to pair
+                    synchronized (lock) {
+                        ArrayDeque<String[]> q = pendingProducerSend.get(send[0] + "#" + send[1]);
+                        if (q != null) {
+                            q.removeIf(x -> x[0].equals(client));
+                        }
+                    }
+                }
+                break;
+            }
             case RequestCode.LOCK_BATCH_MQ: {
                 Map<MessageQueue, String> holdersBefore = (Map<MessageQueue, String>) takeBefore(req);
                 if (resp == null || resp.getCode() != ResponseCode.SUCCESS) {

@@ -31,7 +31,10 @@ import org.apache.rocketmq.common.protocol.ResponseCode;
 import org.apache.rocketmq.common.protocol.body.LockBatchRequestBody;
 import org.apache.rocketmq.common.protocol.header.ConsumerSendMsgBackRequestHeader;
 import org.apache.rocketmq.common.protocol.header.PullMessageRequestHeader;
+import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.protocol.header.QueryConsumerOffsetRequestHeader;
+import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeader;
+import org.apache.rocketmq.common.protocol.header.SendMessageRequestHeaderV2;
 import org.apache.rocketmq.common.protocol.header.QueryConsumerOffsetResponseHeader;
 import org.apache.rocketmq.common.protocol.header.UpdateConsumerOffsetRequestHeader;
 import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
@@ -103,6 +106,12 @@ public final class ClientRecorder {
     private volatile Set<MessageQueue> lastAllocated = new TreeSet<>();
     /** commit log offset -> the consumed message (for send-backs, which name it by that offset). */
     private final Map<Long, Object[]> consumed = new ConcurrentHashMap<>();
+    /**
+     * UNIQ_KEY -> the consumed message last handed to the listener with it: a producer send to
+     * %RETRY% (orderly checkReconsumeTimes, the fallback) copies every property of the consumed
+     * copy, its unique key among them, and names it no other way.
+     */
+    private final Map<String, Object[]> consumedByUniqKey = new ConcurrentHashMap<>();
     private final Map<ConsumeMessageContext, Object[]> calls = new IdentityHashMap<>();
     private volatile boolean stopping;
     private Poller poller;
@@ -431,6 +440,10 @@ public final class ClientRecorder {
                 w.emit(e.put("via", "consumer_send_back"));
                 break;
             }
+            case RequestCode.SEND_MESSAGE:
+            case RequestCode.SEND_MESSAGE_V2:
+                producerSendBack(h);
+                break;
             case RequestCode.LOCK_BATCH_MQ: {
                 LockBatchRequestBody b = LockBatchRequestBody.decode(req.getBody(), LockBatchRequestBody.class);
                 if (!group.equals(b.getConsumerGroup())) {
@@ -444,6 +457,44 @@ public final class ClientRecorder {
             default:
                 break;
         }
+    }
+
+    /**
+     * A send by the client instance's inner producer (same connection, same RPC hook) to this
+     * group's %RETRY% topic: the orderly consumer's checkReconsumeTimes, or the fallback after a
+     * failed CONSUMER_SEND_MSG_BACK. Its delay level is the message's DELAY property; the
+     * consumed copy is found by the unique key the new message copies; reconsume_times is the
+     * consumed copy's count (the header's RECONSUME_TIME is the broker's to report).
+     */
+    private void producerSendBack(CommandCustomHeader h) {
+        String topic;
+        String text;
+        if (h instanceof SendMessageRequestHeaderV2) {
+            topic = ((SendMessageRequestHeaderV2) h).getB();
+            text = ((SendMessageRequestHeaderV2) h).getI();
+        } else if (h instanceof SendMessageRequestHeader) {
+            topic = ((SendMessageRequestHeader) h).getTopic();
+            text = ((SendMessageRequestHeader) h).getProperties();
+        } else {
+            return;
+        }
+        if (text == null || !MixAll.getRetryTopic(group).equals(topic)) {
+            return;
+        }
+        Map<String, String> props = MessageDecoder.string2messageProperties(text);
+        String uniq = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
+        Object[] c = uniq == null ? null : consumedByUniqKey.get(uniq);
+        if (c == null) {
+            return;
+        }
+        MessageExt m = (MessageExt) c[0];
+        MessageQueue from = (MessageQueue) c[1];
+        String delay = props.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL);
+        w.emit(event("send_back_requested").put("client", client).put("group", group).put("msg_id", Ids.msgId(m))
+            .put("origin_msg_id", (String) c[2]).put("reconsume_times", m.getReconsumeTimes())
+            .put("delay_level", delay == null ? 0 : Integer.parseInt(delay))
+            .put("topic", from.getTopic()).put("broker", from.getBrokerName()).put("queue", from.getQueueId())
+            .put("offset", m.getQueueOffset()).put("via", isOrderly() ? "orderly_producer" : "fallback_producer"));
     }
 
     private void after(RemotingCommand req, RemotingCommand resp) {
@@ -632,6 +683,12 @@ public final class ClientRecorder {
                 origins.add(Ids.originMsgId(m));
                 times.add(m.getReconsumeTimes());
                 consumed.put(m.getCommitLogOffset(), new Object[] {m, mq});
+                String uniq = m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
+                if (uniq != null) {
+                    // the origin as it is now: sendMessageBack shares this message's property map
+                    // with the copy it builds, and writes the copy's ORIGIN_MESSAGE_ID into it
+                    consumedByUniqKey.put(uniq, new Object[] {m, mq, Ids.originMsgId(m)});
+                }
             }
             synchronized (calls) {
                 calls.put(ctx, new Object[] {id, table(mq), offsets});
@@ -656,6 +713,10 @@ public final class ClientRecorder {
                 for (MessageExt m : ctx.getMsgList()) {
                     if (ctx.isSuccess()) {
                         consumed.remove(m.getCommitLogOffset());
+                        String uniq = m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
+                        if (uniq != null) {
+                            consumedByUniqKey.remove(uniq);
+                        }
                     }
                 }
             }
