@@ -23,7 +23,7 @@ from rocketspec.spec.replay import check_trace
 FIXTURE = Path(__file__).parent / "fixtures" / "orderly-commit-sampled-late.jsonl"
 P = "rocketmq-4.9.8"
 # the real orderly recordings (real-attach's group is orderly too)
-SOURCES = ("real-orderly-takeover", "real-orderly-pause", "real-orderly-suspend", "real-attach")
+SOURCES = ("real-orderly-takeover", "real-orderly-pause", "real-orderly-suspend", "real-orderly-dlq", "real-attach")
 
 
 def _load(name):
