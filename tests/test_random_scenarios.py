@@ -330,3 +330,14 @@ def test_the_oracle_gives_no_sharding_keys_to_an_orderly_broadcasting_groups_top
     sc, msgtrace, store = _run_records(tmp_path, model="BROADCASTING", topics=("TopicR", "TopicR"))
     rep = real_random.oracle_report(sc, msgtrace, store, 0, True)
     assert _status(rep)["H-ORDER-2"] == "skipped"
+
+
+def test_reclassify_reports_an_interrupted_run_as_incomplete(tmp_path):
+    (tmp_path / "seed-7").mkdir()   # a run stopped before its result was written
+    (tmp_path / "seed-7" / "scenario.json").write_text("{}")
+    (tmp_path / "seed-3").mkdir()
+    (tmp_path / "seed-3" / "result.json").write_text(json.dumps(
+        real_random.RunResult(3, "incomplete", note="the driver failed").to_dict()))
+    got = real_random.reclassify(tmp_path)
+    assert [(r.seed, r.cls) for r in got] == [(3, "incomplete"), (7, "incomplete")]
+    assert "interrupted" in got[1].note and real_random.exit_code(got) == 4
