@@ -568,7 +568,9 @@ EXHAUSTIVE_SCOPES = (
     ("tiny", {"fault_kinds": ["persist_lost"]}),
     ("tiny", {"fault_kinds": ["query_failure"]}),
     ("tiny", {"fault_kinds": ["send_back_failed"]}),
-    ("tiny", {"mode": "ORDERLY", "faults": 0, "failures": 2}),      # SUSPEND twice
+    # SUSPEND twice, then the DLQ (4.9.8's DLQ copy is late, its own defect: INV-DLQ-1; its
+    # SUSPEND-twice scope is the last one, short of the DLQ)
+    ("tiny", {"mode": "ORDERLY", "faults": 0, "failures": 2}, ("rocketmq-5.3.3",)),
     ("tiny", {"failures": 0, "fault_kinds": ["crash"]}),
     # two consumers, no fault, no failure: the first rebalance shows a wrong allocation or a queue
     # kept after it moved
@@ -582,6 +584,7 @@ EXHAUSTIVE_SCOPES = (
     ("tiny", {"message_model": "BROADCASTING", "fault_kinds": ["crash", "pause", "route_lost"]}),
     # past the client lease (31 s): the most costly (a pause may strike before any task)
     ("tiny", {"mode": "ORDERLY", "fault_kinds": ["pause"], "queues": 1, "messages": 1, "failures": 0}),
+    ("tiny", {"mode": "ORDERLY", "faults": 0, "failures": 2, "max_reconsume_times": 2}, ("rocketmq-4.9.8",)),
 )
 
 

@@ -3,8 +3,11 @@
 4.9.8's SendMessageProcessor clears the level in handleRetryAndDLQ, then reinstalls the request's
 properties, DELAY among them: the orderly consumer's DLQ copy (checkReconsumeTimes, delay level
 3 + r) waits in SCHEDULE_TOPIC_XXXX before it lands in %DLQ%. 5.0.0+ writes DELAY=-1 first: the
-copy goes straight to the DLQ. #2724's fix (consumerSendMsgBack) is a different path: its DLQ copy
-never goes through the schedule on any modelled release.
+copy goes straight to the DLQ. #2724's fix (consumerSendMsgBack) is a different path.
+
+The reference reproduces the release's path (profile switch producer_dlq_keeps_delay); the spec
+flags the late dead letter on every release (INV-DLQ-1; the history level sees it as H-RETRY-3),
+naming the path's cause, and checks the copy waits at the send's level.
 """
 import pytest
 
@@ -32,33 +35,30 @@ def test_the_orderly_dlq_copy_waits_in_the_schedule_only_where_the_release_keeps
     dlq_scheduled = [e for e in events if e["kind"] == "message_scheduled" and e["real_topic"].startswith("%DLQ%")]
     dead = [e for e in events if e["kind"] == "message_dead_lettered"]
     assert len(dead) == 1
+    rep = _check(events, profile)
     if keeps:
         # the client's level 3 + r (r = max) comes back; the copy lands when the schedule delivers it
         assert [e["delay_level"] for e in dlq_scheduled] == [retry_delay_level(MAX)]
         assert dead[0]["ts"] >= dlq_scheduled[0]["deliver_ts"]
+        assert {k for k, n in rep.findings.counts.items() if not k.startswith("ANOM-")} == {"INV-DLQ-1"}
+        (f,) = [f for f in rep.findings.errors if f.inv == "INV-DLQ-1"]
+        assert "send path puts the producer send's DELAY back" in f.message and "#3978" in f.message
     else:
         assert dlq_scheduled == []
-    rep = _check(events, profile)
-    assert rep.ok and not rep.findings.counts.get("INV-DLQ-1"), rep.findings.counts
+        assert rep.ok, rep.findings.counts
 
 
-def test_a_scheduled_dlq_copy_of_a_producer_send_is_judged_by_the_release():
-    # 4.9.8's trace, judged as 5.3.3 (whose send path writes DELAY=-1): the schedule trip is wrong there
-    events = _run("rocketmq-4.9.8")
-    assert _check(events, "rocketmq-4.9.8").ok
-    rep = _check(events, "rocketmq-5.3.3")
-    assert rep.findings.counts.get("INV-DLQ-1") == 1
-
-
-def test_a_scheduled_dlq_copy_of_a_consumer_send_back_stays_a_violation_on_4_9_8():
-    # #2724 reproduced on the consumerSendMsgBack path: flagged even though 4.9.x's producer path keeps DELAY
+def test_a_consumer_send_back_s_scheduled_dlq_copy_is_named_2724():
     events = run_to_list(load_scenario("bug-2724"), 1, "bug-2724-rocketmq-4.9.1")
     assert any(e["kind"] == "message_scheduled" and e["real_topic"].startswith("%DLQ%") for e in events)
-    assert _check(events, "rocketmq-4.9.8").findings.counts.get("INV-DLQ-1")
+    rep = _check(events, "rocketmq-4.9.8")
+    msgs = [f.message for f in rep.findings.errors if f.inv == "INV-DLQ-1"]
+    assert msgs and all("(#2724)" in m and "send path" not in m for m in msgs)
 
 
 def test_the_dlq_copy_must_wait_at_the_send_level():
     events = _run("rocketmq-4.9.8")
+    assert "INV-RETRY-2" not in _check(events, "rocketmq-4.9.8").findings.counts
     for e in events:
         if e["kind"] == "message_scheduled" and e["real_topic"].startswith("%DLQ%"):
             e["delay_level"] = 1

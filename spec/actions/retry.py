@@ -12,7 +12,8 @@ from .common import _client, _duplicate, _group_client
 
 # a producer send to %RETRY% (the client's fallback, or the orderly consumer's checkReconsumeTimes)
 PRODUCER_PATHS = ("fallback_producer", "orderly_producer")
-# a chain entry: a producer send's DLQ copy that keeps its DELAY and waits in the schedule
+# a chain entry: a producer send's DLQ copy that keeps its DELAY (the release's defect) and waits
+# in the schedule
 DLQ_WAITING = "dlq_waiting"
 
 
@@ -165,7 +166,8 @@ def message_sent_back(st, ev, out):
                                     req.ts if req is not None else ev["ts"]))
     elif outcome == "dlq" and via in PRODUCER_PATHS and st.profile.producer_dlq_keeps_delay:
         # 4.9.x: the DLQ copy of a producer send keeps the request's DELAY and waits in the
-        # schedule before it lands in %DLQ% (SendMessageProcessor puts the properties back)
+        # schedule before it lands in %DLQ% (SendMessageProcessor puts the properties back): a
+        # late dead letter, judged when the schedule store shows it
         ch.entries.append(RetryCopy(DLQ_WAITING, r, dl, None, None, mid, req.ts if req is not None else ev["ts"]))
     elif outcome == "discarded":
         st.counts["ANOM-DISCARD"] = st.counts.get("ANOM-DISCARD", 0) + 1
@@ -268,9 +270,11 @@ def schedule_delivered(st, ev, out):
 
 
 def _dlq_scheduled(st, ev, out, group):
-    """A copy on its way to %DLQ% stored in the schedule: only a producer send's DLQ copy, and only
-    on a release whose send path puts DELAY back (producer_dlq_keeps_delay); a consumer
-    send-back's DLQ copy never (#2724, fixed 4.9.2)."""
+    """A copy on its way to %DLQ% stored in the schedule: the dead letter is late by a delay level
+    (INV-DLQ-1, at the history level H-RETRY-3), whatever the path. The cause the finding names
+    is the path's: a consumer send-back's DLQ copy keeps its level only before 4.9.2 (#2724); a
+    producer send's keeps the send's DELAY on a release whose send path puts it back
+    (producer_dlq_keeps_delay: 4.9.x; 5.0.0 writes DELAY=-1, #3978), at that level."""
     ckey = (ev.get("group") or group, ev["origin_msg_id"])
     ch = st.chains.get(ckey)
     entry = None
@@ -280,6 +284,10 @@ def _dlq_scheduled(st, ev, out, group):
         out.report("INV-DLQ-1", f"a dead-lettered copy of {ev['origin_msg_id']} goes through the schedule (delay level "
                    f"{ev['delay_level']}) instead of straight to %DLQ%{group} (#2724)", ckey)
         return
+    out.report("INV-DLQ-1", f"the dead-lettered copy of {ev['origin_msg_id']} goes through the schedule (delay level "
+               f"{ev['delay_level']}) before %DLQ%{group}: this release's send path puts the producer send's DELAY back "
+               f"after handleRetryAndDLQ cleared it (#2724's fix covers consumerSendMsgBack only; 5.0.0 writes "
+               f"DELAY=-1, #3978)", ckey)
     levels = len(limits.broker(st, ev["broker"]).delay_ms) - 1
     want = min(entry.level, levels) if entry.level else None
     if want is not None and ev["delay_level"] != want:

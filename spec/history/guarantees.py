@@ -487,6 +487,10 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
         "the new owner is inside the queue while the old call goes on"),
     ("bug-5481", "rocketmq-4.9.8"): ("H-RETRY-2", "4.9.8 has #5481 too: an expired delivery that also failed is "
                                      "sent back twice"),
+    **{(name, "rocketmq-4.9.8"): (
+        "H-RETRY-3", "4.9.x's send path puts the orderly producer send's DELAY back after handleRetryAndDLQ "
+        "cleared it (#2724's fix covers consumerSendMsgBack only): the DLQ copy arrives a delay level late")
+       for name in ("orderly-dlq", "real-orderly-dlq")},
     ("real-orderly-pause", "rocketmq-4.9.8"): (
         None, "the committed offset falls back (INV-ORDER-3) after the client was paused: the messages it "
         "brings back are redelivered after a fault, which at-least-once delivery allows; only the offsets show "
