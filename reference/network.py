@@ -58,17 +58,26 @@ class Network:
         # same client on that channel reaches the broker after them (see deliver_persists)
         self._persists: dict[tuple[str, str], list] = {}
         self._unlocks: dict[tuple[str, str], list] = {}     # one-way unlocks on their way, alike (deliver_unlocks)
-        self._pulls: dict[str, dict] = {}    # broker -> (client, pull id) -> (client, on_error): pulls not answered yet
+        # broker -> (client, pull id) -> (client, on_error, time sent): pulls not answered yet
+        self._pulls: dict[str, dict] = {}
 
     def add_broker(self, broker: Broker) -> None:
         self.brokers[broker.name] = broker
         broker.notify_group = self._notify_group
+        broker.on_idle_close = self._channel_closed_by_broker
         broker.on_topology_change = self._routes.clear
 
     def broker(self, name: str) -> Broker:
         b = self.brokers.get(name)
         if b is None or not b.up:
             raise BrokerUnavailable(f"broker {name} is unavailable")
+        return b
+
+    def request(self, consumer, name: str) -> Broker:
+        """The broker, for a synchronous request of the client whose broker call does not name
+        the client: the request is a read on the client's channel (broker.channels)."""
+        b = self.broker(name)
+        b.channels.io(consumer.client_id)
         return b
 
     # ---------------------------------------------------------------- routes
@@ -105,12 +114,12 @@ class Network:
         self.faults.lost_routes.discard((topic, broker, queue))
         self._routes.clear()
 
-    def find_consumer_ids(self, topic: str, group: str):
+    def find_consumer_ids(self, topic: str, group: str, consumer):
         """Asks one random broker that hosts the topic, as findConsumerIdList does."""
         hosts = [n for n in sorted(self.brokers) if topic in self.brokers[n].topics]
         if not hosts:
             return None
-        return self.broker(self.sim.chooser.pick("route_broker", hosts)).find_consumer_ids(group)
+        return self.request(consumer, self.sim.chooser.pick("route_broker", hosts)).find_consumer_ids(group)
 
     # ---------------------------------------------------------------- one-way calls
     def _lost(self, call: str, **where) -> bool:
@@ -146,8 +155,21 @@ class Network:
         NettyRemotingClient fails the requests still waiting on that channel at once (failFast on
         close): a pull on its way or held by the broker ends in PullCallback.onException, and the
         client pulls again after pullTimeDelayMillsWhenException."""
-        for key, (consumer, on_error) in sorted(self._pulls.pop(broker_name, {}).items()):
+        for key, (consumer, on_error, _sent) in sorted(self._pulls.pop(broker_name, {}).items()):
             self.sim.schedule(self.latency_ms, on_error, owner=consumer.proc)
+
+    def _channel_closed_by_broker(self, broker: Broker, client_id: str) -> None:
+        """The broker closed the client's channel (its idle close, or its channel expiry). The
+        client learns it only by reading the close (a frozen client, when it thaws): the close
+        arrives as an end of stream, which 4.9.8's NettyRemotingClient handles without failFast,
+        so a pull still waiting fails when scanResponseTable finds it past its timeout
+        (CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND plus the scan's second)."""
+        inflight = self._pulls.get(broker.name, {})
+        for key in sorted(k for k in inflight if k[0] == client_id):
+            consumer, on_error, sent = inflight.pop(key)
+            p = consumer.profile
+            due = sent + p.pull_suspend_timeout_ms + p.response_timeout_grace_ms
+            self.sim.schedule(max(self.latency_ms, due - self.sim.now), on_error, owner=consumer.proc)
 
     def deliver_persists(self, consumer, broker_name: str) -> None:
         """The client's one-way offset updates to the broker still on their way arrive now: a
@@ -190,6 +212,7 @@ class Network:
     def _notify_group(self, broker: Broker, group: str) -> None:
         """NOTIFY_CONSUMER_IDS_CHANGED to every member of the group (one-way)."""
         for client_id in sorted(broker.consumers.get(group, {})):
+            broker.channels.io(client_id)   # written on the member's channel, frozen or not
             c = self.clients.get(client_id)
             if c is None or not c.proc.alive:
                 continue
@@ -206,7 +229,7 @@ class Network:
         # until answered, the pull fails with its channel (broker_stopped)
         inflight = self._pulls.setdefault(broker_name, {})
         key = (consumer.client_id, req.pull_id)
-        inflight[key] = (consumer, on_error)
+        inflight[key] = (consumer, on_error, self.sim.now)
         # a partial, not a closure: the explorer pickles the world (tasks are data)
         req.respond = functools.partial(self._pull_answered, broker_name, key, req.respond)
 
@@ -214,6 +237,7 @@ class Network:
 
     def _pull_answered(self, broker_name: str, key, respond, result, status) -> None:
         self._pulls.get(broker_name, {}).pop(key, None)
+        self.brokers[broker_name].channels.io(key[0])   # the answer is a write on the client's channel
         respond(result, status)
 
     # the commit a pull carries, the queue read, and a hold or an answer (on its way back later)

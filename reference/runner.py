@@ -11,7 +11,7 @@ import dataclasses
 
 from rocketspec.rocketmq.filter import java_string_hash, tags_code
 
-from rocketspec.rocketmq.profiles import CLIENT_TIMING_KEYS, get_profile
+from rocketspec.rocketmq.profiles import BROKER_TIMING_KEYS, CLIENT_TIMING_KEYS, get_profile
 from rocketspec.traces.schema import SCHEMA_VERSION
 
 from .broker.broker import Broker, BrokerUnavailable
@@ -112,7 +112,7 @@ def _nth_props(props, i):
 # The scenario's `real` table sets RocketMQ's timing knobs (system properties and consumer
 # settings) for a run; the reference runs with the ones it models, so that one scenario gives
 # a reference trace and a real trace under the same timings. The rest are real-run only.
-KNOB_TO_PROFILE = {**CLIENT_TIMING_KEYS, "heartbeat_broker_interval_ms": "heartbeat_interval_ms"}
+KNOB_TO_PROFILE = {**CLIENT_TIMING_KEYS, **BROKER_TIMING_KEYS, "heartbeat_broker_interval_ms": "heartbeat_interval_ms"}
 
 
 def with_timing_knobs(profile, knobs: dict):

@@ -96,7 +96,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
             if failure is not None:
                 raise OffsetQueryError(f"queryConsumerOffset failed ({failure})")
             self.consumer.net.deliver_persists(self.consumer, broker)   # same channel: they arrive first
-            value = self.consumer.net.broker(broker).query_consumer_offset(self.consumer.group, topic, queue)
+            value = self.consumer.net.request(self.consumer, broker).query_consumer_offset(self.consumer.group, topic, queue)
         except (OffsetQueryError, BrokerUnavailable):
             if p.offset_query_failure_as_not_found:
                 return -1        # before 4.9.1 (#2708): any failure reads as "no offset"

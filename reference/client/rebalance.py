@@ -150,7 +150,7 @@ class RebalanceImpl:
         if not mq_all:
             return True
         try:
-            cids = c.net.find_consumer_ids(topic, c.group)
+            cids = c.net.find_consumer_ids(topic, c.group, c)
         except BrokerUnavailable:
             return True
         if cids is None:
@@ -288,7 +288,7 @@ class RebalanceImpl:
         if last != -1:
             return -1  # 5.x throws, 4.9.x returns -1: either way the queue is skipped
         try:
-            b = c.net.broker(broker)
+            b = c.net.request(c, broker)
             where = c.consume_from_where
             if where == CONSUME_FROM_FIRST_OFFSET:
                 return 0

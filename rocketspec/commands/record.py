@@ -22,6 +22,7 @@ import click
 from rocketspec.commands.options import SEED, Seconds
 from rocketspec.errors import UserError
 from rocketspec.rocketmq.delays import DEFAULT_DELAY_LEVELS
+from rocketspec.rocketmq.profiles import SERVER_CHANNEL_MAX_IDLE_KEY, SERVER_CHANNEL_MAX_IDLE_S
 
 # What real runs can do, and why the rest cannot be done.
 UNSUPPORTED_STEPS = {
@@ -116,7 +117,7 @@ def build_plan(sc: dict, seed: int, timeout_s: float, work_dir: Path, out_dir: P
             "enable_property_filter": bool(bc.get("enable_property_filter", False)),
             "filter_support_retry": bool(bc.get("filter_support_retry", False)),
             "long_polling_enable": bool(bc.get("long_polling_enable", True)),
-            "server_channel_max_idle_s": real.get("server_channel_max_idle_s", 120),
+            SERVER_CHANNEL_MAX_IDLE_KEY: real.get(SERVER_CHANNEL_MAX_IDLE_KEY, SERVER_CHANNEL_MAX_IDLE_S),
         },
         "client": {
             "persist_consumer_offset_interval_ms": real.get("persist_consumer_offset_interval_ms", 5000),

@@ -26,6 +26,15 @@ CLIENT_TIMING_KEYS = {
     "unlock_delay_ms": "unlock_delay_ms",                  # rocketmq.client.unlockDelayTimeMills
 }
 
+# The broker's idle close (NettyServerConfig.serverChannelMaxIdleTimeSeconds, in seconds as
+# RocketMQ takes it): a scenario's [real] table sets it, `rocketspec record` passes it to the real
+# broker, the reference broker closes a client channel idle that long. Traces carry it in ms
+# (broker_started.config).
+SERVER_CHANNEL_MAX_IDLE_KEY = "server_channel_max_idle_s"
+SERVER_CHANNEL_MAX_IDLE_TRACE_KEY = "server_channel_max_idle_ms"
+SERVER_CHANNEL_MAX_IDLE_S = 120
+BROKER_TIMING_KEYS = {SERVER_CHANNEL_MAX_IDLE_KEY: "server_channel_max_idle_s"}
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -50,6 +59,12 @@ class Profile:
     pull_delay_when_suspend_ms: int = 1000
     consume_failed_resubmit_ms: int = 5000       # send-back failure -> resubmit
     channel_expired_ms: int = 120000             # broker drops a silent client channel
+    # the broker's IdleStateHandler(0, 0, N) closes a channel with no read or write for N s
+    server_channel_max_idle_s: int = SERVER_CHANNEL_MAX_IDLE_S
+    # a pull the broker never answers fails when scanResponseTable finds it past its timeout
+    # (CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND) plus the scan's 1000 ms
+    pull_suspend_timeout_ms: int = 30000
+    response_timeout_grace_ms: int = 1000
     heartbeat_interval_ms: int = 30000
 
     # ---- locks (sections 3, 4, 6) --------------------------------------------------------
