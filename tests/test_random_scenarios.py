@@ -36,7 +36,7 @@ RELEASES = ("rocketmq-4.9.8", "rocketmq-5.3.3")
 
 
 # ---------------------------------------------------------------------- the generator
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), small=st.booleans())
 def test_every_scenario_validates_records_and_simulates(seed, small):
     raw = generate(seed, small)
