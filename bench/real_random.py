@@ -27,11 +27,12 @@ def main(argv=None) -> int:
     if shutil.which("java") is None or shutil.which("javac") is None:
         print("bench.real_random: skipped, no JDK on PATH (real runs need Java 17)")
         return 0
+    from rocketspec.commands.record import record
     from rocketspec.conformance import real_random
 
     out = args.out or tempfile.mkdtemp(prefix="bench-real-random-")
     t0 = time.monotonic()
-    results = real_random.run_many(args.runs, args.seed, out, args.small,
+    results = real_random.run_many(record, args.runs, args.seed, out, args.small,
                                    progress=lambda r: print(f"  seed {r.seed}: {r.cls}, {r.seconds:.0f} s", flush=True))
     wall = time.monotonic() - t0
     s = real_random.summary(results)

@@ -76,10 +76,10 @@ def recorder_digest() -> str:
     """SHA-256 (first 16 hex digits) of the recorder's Java sources: which recorder made a run."""
     import hashlib
 
-    from rocketspec.commands.record import repo_root
+    import rocketspec.traces
 
     h = hashlib.sha256()
-    for path in sorted((repo_root() / "traces" / "recorder" / "src").rglob("*.java")):
+    for path in sorted((Path(rocketspec.traces.__file__).resolve().parent / "recorder" / "src").rglob("*.java")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
@@ -180,9 +180,10 @@ def _check(trace: Path) -> tuple[dict, dict]:
     return {k: v for k, v in d["counts"].items() if k in errors}, d
 
 
-def run_one(seed: int, out_dir, small: bool = False, timeout_s: float | None = None) -> RunResult:
-    """Generate, record, judge and classify the run of `seed`; its files go to out_dir/seed-<seed>/."""
-    from rocketspec.commands.record import record
+def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | None = None) -> RunResult:
+    """Generate, record, judge and classify the run of `seed`; its files go to out_dir/seed-<seed>/.
+    `record(scenario, out, timeout_s, seed, keep, msgtrace) -> (rc, message)` makes the real run
+    (`rocketspec record`'s, given by its caller: this library does not import the CLI)."""
     from rocketspec.errors import UserError
     from rocketspec.spec.history import check_path
 
@@ -237,11 +238,12 @@ def _save(res: RunResult, folder: Path) -> RunResult:
     return res
 
 
-def run_many(runs: int, seed: int, out_dir, small: bool = False, timeout_s: float | None = None,
+def run_many(record, runs: int, seed: int, out_dir, small: bool = False, timeout_s: float | None = None,
              progress=None) -> list[RunResult]:
+    """run_one for seeds seed .. seed + runs - 1."""
     out = []
     for s in range(seed, seed + runs):
-        res = run_one(s, out_dir, small, timeout_s)
+        res = run_one(record, s, out_dir, small, timeout_s)
         out.append(res)
         if progress is not None:
             progress(res)

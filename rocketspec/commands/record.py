@@ -348,7 +348,7 @@ def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenar
                    + f", {res.events} events, {res.seconds:.0f} s" + (f": {res.note}" if res.cls == "incomplete" else ""),
                    err=True)
 
-    results = real_random.run_many(runs, seed, folder, small, timeout_s, progress=progress)
+    results = real_random.run_many(record, runs, seed, folder, small, timeout_s, progress=progress)
     table = real_random.render_table(results)
     (folder / "table.md").write_text(table + "\n")
     (folder / "summary.json").write_text(json.dumps(real_random.summary(results), indent=1) + "\n")
