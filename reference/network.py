@@ -65,6 +65,7 @@ class Network:
         self.brokers[broker.name] = broker
         broker.notify_group = self._notify_group
         broker.on_idle_close = self._channel_closed_by_broker
+        broker.on_reconnect = self._reconnected
         broker.on_topology_change = self._routes.clear
 
     def broker(self, name: str) -> Broker:
@@ -208,6 +209,14 @@ class Network:
         broker's AdminBrokerProcessor takes both LOCK_BATCH_MQ and UNLOCK_BATCH_MQ from one executor
         queue), so an unlock sent before a lock never releases what that lock takes."""
         self._arrive_now(self._unlocks, consumer, broker_name, "unlock_batch")
+
+    def _reconnected(self, broker: Broker, client_id: str) -> None:
+        """The client opened a new channel to a broker that had closed its old one. From 5.1.4
+        its channel listener (onChannelActive) sends that broker a heartbeat at once and then
+        rebalances; 4.9.x waits for its next scheduled heartbeat (profile heartbeat_on_reconnect)."""
+        c = self.clients.get(client_id)
+        if c is not None and c.proc.alive and c.profile.heartbeat_on_reconnect:
+            self.sim.schedule(self.latency_ms, c.heartbeat_on_connect, broker.name, owner=c.proc)
 
     def _notify_group(self, broker: Broker, group: str) -> None:
         """NOTIFY_CONSUMER_IDS_CHANGED to every member of the group (one-way)."""

@@ -135,9 +135,12 @@ def channel_closes(io_times: list, idle: int) -> list:
 
     class Broker:
         proc = Process("broker:b")
+        name = "b"
+        on_reconnect = None
 
-        def idle_closed(self, client):
+        def idle_closed(self, client):   # as reference.broker.Broker: the close, then the unregistration
             closes.append(sim.now)
+            channels.close(client)
 
     sim = Simulator(1, lambda ev: None)
     broker = Broker()
@@ -175,3 +178,24 @@ def test_idle_time_is_validated():
 def test_profile_default_is_rocketmq_s():
     for name in PROFILES:
         assert get_profile(name).server_channel_max_idle_s == 120
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_thawed_client_registers_again_on_its_new_channel(profile):
+    """RocketMQ's default periods (heartbeat 30 s, rebalance 20 s); frozen from 5 s to 19 s, so
+    neither comes due meanwhile (one that does runs at the thaw). 5.1.4+ sends a heartbeat on the
+    new channel as soon as its first request after the thaw opens it (onChannelActive, #7296)
+    and keeps its queues; 4.9.8 stays unregistered until its rebalance at 20 s finds it missing
+    from the group, drops its queues, and heartbeats because its assignment changed."""
+    sc = freeze_scenario(14000, duration=60000)
+    sc["real"].update(heartbeat_broker_interval_ms=30000, rebalance_interval_ms=20000)
+    resume = PAUSE_AT + 14000
+    events = run_to_list(sc, 1, profile)
+    assert len(unregistrations(events, "c2")) == 1
+    [back] = [e for e in events if e["kind"] == "consumer_registered" and e["client"] == "c2" and e["ts"] >= resume]
+    dropped = [e for e in events if e["kind"] == "pq_dropped" and e["client"] == "c2" and e["ts"] >= resume]
+    if get_profile(profile).heartbeat_on_reconnect:
+        assert back["ts"] <= resume + 2 and dropped == []
+    else:
+        assert back["ts"] >= 20000 and len(dropped) == 2 and dropped[0]["seq"] < back["seq"]
+    assert len(held_queues(events, "c2", 60000)) == 2

@@ -73,6 +73,7 @@ class Broker:
         self.commitlog_offset = 0
         self.notify_group = None                             # set by the network: group -> notify clients
         self.on_idle_close = None                            # set by the network: client -> its requests fail
+        self.on_reconnect = None                             # set by the network: client -> its new channel
         self.channels = ClientChannels(self, profile.server_channel_max_idle_s * 1000)
         self.on_topology_change = _nothing                   # set by the network: routes changed
         self.down_since = 0
@@ -243,7 +244,7 @@ class Broker:
         """The broker closes a client's channel. What the client asked on it gets no answer: a
         held pull is answered into a closed channel, and the client's request fails when its
         timeout runs out (on_idle_close). The client's next request opens a new channel."""
-        self.channels.forget(client)
+        self.channels.close(client)
         for key, waiting in self.held.items():
             if any(req.client == client for req in waiting):
                 self.held[key] = [req for req in waiting if req.client != client]

@@ -25,6 +25,7 @@ class ClientChannels:
         self.max_idle_ms = max_idle_ms
         self.last_io: dict[str, int] = {}      # client -> time of its channel's last read or write
         self._checks: dict[str, Timer] = {}    # client -> its channel's pending idle check
+        self.closed: set[str] = set()          # clients whose channel the broker closed (not reopened yet)
 
     def io(self, client: str) -> None:
         """A read or write on the client's channel, which opens one if it has none."""
@@ -32,6 +33,12 @@ class ClientChannels:
         if client not in self.last_io:
             timer = self._checks[client] = Timer()
             b.sim.schedule(self.max_idle_ms, self._check, client, owner=b.proc, timer=timer)
+            self.last_io[client] = b.sim.now
+            if client in self.closed:
+                self.closed.discard(client)
+                if b.on_reconnect is not None:
+                    b.on_reconnect(b, client)
+            return
         self.last_io[client] = b.sim.now
 
     def is_open(self, client: str) -> bool:
@@ -55,8 +62,13 @@ class ClientChannels:
             timer = self._checks[client] = Timer()
             b.sim.schedule(left, self._check, client, owner=b.proc, timer=timer)
             return
+        b.idle_closed(client)   # closes the channel (close)
+
+    def close(self, client: str) -> None:
+        """The broker closes the channel; the client's next request opens a new one."""
+        if client in self.last_io:
+            self.closed.add(client)
         self.forget(client)
-        b.idle_closed(client)
 
     def forget(self, client: str) -> None:
         """The channel is closed (by either side): its idle check goes with it."""
@@ -68,3 +80,4 @@ class ClientChannels:
     def clear(self) -> None:
         for client in list(self.last_io):
             self.forget(client)
+        self.closed.clear()

@@ -225,6 +225,20 @@ class PushConsumer:
             except BrokerUnavailable:
                 continue
 
+    def heartbeat_on_connect(self, broker_name: str) -> None:
+        """MQClientInstance's onChannelActive (5.1.4+): sendHeartbeatToBroker to the broker the new
+        channel leads to, and rebalanceImmediately when it succeeded."""
+        if not self.running:
+            return
+        try:
+            b = self.net.broker(broker_name)
+            b.heartbeat(self.client_id, self.group, clustering=not self.broadcasting)
+            for topic, (data, _) in self.subscriptions.items():
+                b.register_subscription(self.group, topic, data)
+        except BrokerUnavailable:
+            return
+        self.rebalance.rebalance_immediately()
+
     # the client's own table, and one-way updates on their way (the broker reads them later)
     @footprint(lambda self: persist_footprint(self))
     def persist_all_offsets(self) -> None:

@@ -66,6 +66,10 @@ class Profile:
     pull_suspend_timeout_ms: int = 30000
     response_timeout_grace_ms: int = 1000
     heartbeat_interval_ms: int = 30000
+    # a client's new connection to a broker (after the broker closed the old one) sends that
+    # broker a heartbeat at once and rebalances (MQClientInstance's onChannelActive listener,
+    # #7296/#7324, 5.1.4); 4.9.x registers again at its next scheduled heartbeat
+    heartbeat_on_reconnect: bool = True
 
     # ---- locks (sections 3, 4, 6) --------------------------------------------------------
     client_lock_max_live_ms: int = 30000         # REBALANCE_LOCK_MAX_LIVE_TIME (client)
@@ -144,6 +148,7 @@ ROCKETMQ_4_9_8 = Profile(
     broadcast_orderly_takes_locks=True,  # #8772 is fixed only in 5.3.2
     lock_all_skips_dropped=False,
     producer_dlq_keeps_delay=True,
+    heartbeat_on_reconnect=False,
 )
 
 BUG_6163_ROCKETMQ_5_0_0 = Profile(
@@ -162,6 +167,7 @@ BUG_6163_ROCKETMQ_5_0_0 = Profile(
     controllable_offset=False,             # #7634, 5.2.0
     sql_string_functions=False,            # 5.1.3
     retry_tag_filter_fixed=False,          # #7039, 5.1.4
+    heartbeat_on_reconnect=False,          # #7296, 5.1.4
 )
 
 
