@@ -54,6 +54,7 @@ DEFAULTS: dict = {
         # guarantee (tests/test_real_verdicts.py BROKE says why; tests/test_gate.py keeps the two equal)
         "expect": {
             "real-orderly-pause.jsonl": ["INV-ORDER-3"],
+            "real-orderly-dlq.jsonl": ["INV-DLQ-1"],
         },
     },
     "mutants": {"seeds": [1, 2, 3], "profiles": RELEASES, "budget_s": 60, "methods": ["simulate"]},

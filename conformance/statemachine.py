@@ -787,6 +787,21 @@ def resolve_profile(name: str) -> str:
 _CLASSES: dict[str, type] = {}
 
 
+def scenario_for(profile: str) -> dict:
+    """The machine's environment under `profile`. Where the release's orderly send-back to the
+    DLQ goes through the producer and keeps its delay level (producer_dlq_keeps_delay: 4.9.x,
+    the copy waits in the schedule topic), every orderly dead letter is a loss the release has
+    (INV-DLQ-1, H-RETRY-3), not a fault of the reference: there GID_O has no retry limit
+    (maxReconsumeTimes -1, Integer.MAX_VALUE for an orderly consumer) and never reaches the DLQ,
+    as the machine keeps 5.x's orderly calls within the unlock delay (#7644)."""
+    p = PROFILES[resolve_profile(profile)]
+    if not p.producer_dlq_keeps_delay:
+        return SCENARIO
+    sc = copy.deepcopy(SCENARIO)
+    sc["groups"]["GID_O"]["max_reconsume_times"] = -1
+    return sc
+
+
 def machine_class(profile: str = "rocketmq-4.9.8", **attrs) -> type:
     """The state machine under `profile` (class attributes in `attrs` override the defaults:
     scenario, trace_path, reference_patch, ignore_crashes, deadline). Without attrs the class is
@@ -794,7 +809,7 @@ def machine_class(profile: str = "rocketmq-4.9.8", **attrs) -> type:
     profile = resolve_profile(profile)
     if not attrs and profile in _CLASSES:
         return _CLASSES[profile]
-    ns = {"profile": profile, "report": _new_report(),
+    ns = {"profile": profile, "scenario": scenario_for(profile), "report": _new_report(),
           "__module__": __name__, "__qualname__": "ReferenceMachine", **attrs}
     cls = type("ReferenceMachine", (ReferenceMachine,), ns)
     if not attrs:
