@@ -354,3 +354,93 @@ def test_real_message_trace_records_of_a_recorded_run(real_env, tmp_path):
     assert sorted((stored[c.id], c.reconsume_times, c.success) for c in h.consumes) == \
         sorted((c.id, c.reconsume_times, c.success) for c in t.consumes)
     assert check_history(h).ok and check_history(t).ok
+
+
+# ---------------------------------------------------------------------- recorder and driver (issue 42)
+RESTART_AFTER_KILL = """
+name = "restart-after-kill"
+description = "A broadcasting client JVM killed and started again, with message tracing."
+expect = "holds"
+duration_ms = 6000
+
+[real]
+persist_consumer_offset_interval_ms = 1000
+heartbeat_broker_interval_ms = 1000
+drain_ms = 20000
+
+[[topics]]
+name = "News"
+queues = 2
+
+[[groups]]
+name = "GID_restart"
+message_model = "BROADCASTING"
+consume_from_where = "CONSUME_FROM_FIRST_OFFSET"
+subscriptions = { News = "*" }
+listener = { duration_ms = [1, 10] }
+
+[[producers]]
+topic = "News"
+count = 40
+rate_per_s = 10
+
+[[steps]]
+at_ms = 0
+action = "start"
+client = "c1"
+group = "GID_restart"
+
+[[steps]]
+at_ms = 0
+action = "start"
+client = "c2"
+group = "GID_restart"
+
+[[steps]]
+at_ms = 1500
+action = "crash"
+mode = "kill"
+client = "c2"
+
+[[steps]]
+at_ms = 3000
+action = "start"
+client = "c2"
+group = "GID_restart"
+"""
+
+
+@pytest.mark.real
+def test_a_killed_client_started_again_keeps_both_lives_and_message_traces_from_the_start(real_env, tmp_path):
+    """Two driver defects the random runs found. A killed client's second JVM wrote the same
+    trace part as its first, which lost the first life (check: INV-CLIENT-1 'crashed but never
+    started'); each life now has its own part. And the name server had no route to
+    RMQ_SYS_TRACE_TOPIC until the broker's next full registration, so a broadcasting run (no
+    %RETRY% topic to trigger one) got no message-trace record at all."""
+    scenario = tmp_path / "restart-after-kill.toml"
+    scenario.write_text(RESTART_AFTER_KILL)
+    out, mt = tmp_path / "t.jsonl", tmp_path / "t.msgtrace"
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "rocketspec"), "record", "--scenario", str(scenario), "--out",
+                        str(out), "--msgtrace", str(mt), "--keep", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ev = f.load(out)
+    _clean(ev)
+    assert sorted(p.name for p in (tmp_path / "run" / "parts").glob("*.jsonl")) == [
+        "client-c2.life-1.jsonl", "client-c2.life-2.jsonl", "driver.jsonl"]
+    c2 = [e["kind"] for e in ev if e.get("client") == "127.0.0.1@c2"
+          and e["kind"] in ("client_started", "client_crashed", "client_stopped")]
+    assert c2[:3] == ["client_started", "client_crashed", "client_started"], c2
+    first_life = [e for e in ev if e.get("client") == "127.0.0.1@c2" and e["kind"] == "consume_started"
+                  and e["seq"] < next(x["seq"] for x in ev if x["kind"] == "client_crashed")]
+    assert first_life, "the first life's listener calls are gone"
+    chk = subprocess.run([str(ROOT / ".venv" / "bin" / "rocketspec"), "check", str(out)], capture_output=True,
+                         text=True, timeout=300)
+    assert chk.returncode == 0, chk.stdout[-3000:] + chk.stderr[-2000:]
+    # every send has its Pub record: the trace dispatcher had a route from the first send on
+    from rocketspec.spec.history import load_history
+
+    h = load_history(mt)
+    assert not h.problems and h.format == "msgtrace"
+    assert sorted(p.stored_id for p in h.produces) == sorted(e["msg_id"] for e in f.produced(ev))
+    assert len(h.produces) == 40

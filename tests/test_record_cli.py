@@ -81,3 +81,29 @@ def test_merge_orders_parts_by_clock_and_cuts_at_the_end(tmp_path):
     assert [e["kind"] for e in out] == ["trace_started", "client_started", "trace_ended"]
     assert [e["seq"] for e in out] == [0, 1, 2]
     assert all("_t" not in e for e in out)
+
+
+def test_merge_keeps_every_life_of_a_client_in_order(tmp_path):
+    # A killed client started again runs in a new JVM, which writes its own part
+    # (client-NAME.life-N.jsonl): the first life's events stay, and the lives merge in order
+    # (life 10 after life 9), ties in the clock broken by life.
+    from rocketspec.commands.record import part_order
+
+    def part(name, events):
+        (tmp_path / name).write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    part("driver.jsonl", [{"seq": 0, "ts": 1, "kind": "trace_started", "_t": 1_000_000},
+                          {"seq": 1, "ts": 5, "kind": "client_crashed", "client": "127.0.0.1@c2", "_t": 5_000_000},
+                          {"seq": 2, "ts": 9, "kind": "trace_ended", "reason": "quiescent", "_t": 9_000_000}])
+    part("client-c2.life-1.jsonl", [{"seq": 0, "ts": 2, "kind": "client_started", "life": 1, "_t": 2_000_000},
+                                    {"seq": 1, "ts": 3, "kind": "consume_started", "life": 1, "_t": 3_000_000}])
+    part("client-c2.life-2.jsonl", [{"seq": 0, "ts": 6, "kind": "client_started", "life": 2, "_t": 6_000_000},
+                                    {"seq": 1, "ts": 7, "kind": "tie", "life": 2, "_t": 7_000_000}])
+    part("client-c2.life-10.jsonl", [{"seq": 0, "ts": 7, "kind": "tie", "life": 10, "_t": 7_000_000}])
+    out = merge_parts(tmp_path)
+    assert [(e["kind"], e.get("life")) for e in out] == [
+        ("trace_started", None), ("client_started", 1), ("consume_started", 1), ("client_crashed", None),
+        ("client_started", 2), ("tie", 2), ("tie", 10), ("trace_ended", None)]
+    names = ["client-c2.life-10.jsonl", "driver.jsonl", "client-c1.life-1.jsonl", "client-c2.life-9.jsonl"]
+    assert [n for n in sorted(names, key=lambda n: part_order(tmp_path / n))] == [
+        "driver.jsonl", "client-c1.life-1.jsonl", "client-c2.life-9.jsonl", "client-c2.life-10.jsonl"]

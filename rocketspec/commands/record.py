@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -207,10 +208,22 @@ def namespace_prefix() -> list[str]:
 
 
 # ---------------------------------------------------------------------- trace parts
+_LIFE = re.compile(r"^(?P<base>.+)\.life-(?P<life>\d+)\.jsonl$")
+
+
+def part_order(path: Path) -> tuple:
+    """driver.jsonl first, then the client parts by name and each client's JVM lives in order
+    (`client-NAME.life-N.jsonl`, N counted from 1; life 10 after life 9)."""
+    m = _LIFE.match(path.name)
+    base, life = (m["base"], int(m["life"])) if m else (path.name.removesuffix(".jsonl"), 0)
+    return (path.name != "driver.jsonl", base, life)
+
+
 def merge_parts(parts_dir: Path) -> list[dict]:
-    """One trace from the parts (driver.jsonl first): by wall-clock ns, renumbered, cut at trace_ended."""
+    """One trace from the parts (driver.jsonl first, then part_order): by wall-clock ns, renumbered,
+    cut at trace_ended."""
     events = []
-    for i, path in enumerate(sorted(parts_dir.glob("*.jsonl"), key=lambda p: (p.name != "driver.jsonl", p.name))):
+    for i, path in enumerate(sorted(parts_dir.glob("*.jsonl"), key=part_order)):
         with path.open() as fh:
             for n, line in enumerate(fh):
                 line = line.strip()

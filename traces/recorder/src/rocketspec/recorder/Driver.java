@@ -9,6 +9,7 @@ import org.apache.rocketmq.store.schedule.ScheduleMessageService;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.MessageQueueSelector;
 import org.apache.rocketmq.common.BrokerConfig;
+import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.UtilAll;
@@ -20,6 +21,8 @@ import org.apache.rocketmq.common.topic.TopicValidator;
 import org.apache.rocketmq.namesrv.NamesrvController;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
 import org.apache.rocketmq.remoting.netty.NettyServerConfig;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.common.protocol.route.TopicRouteData;
 import org.apache.rocketmq.store.MessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
@@ -68,6 +71,7 @@ public final class Driver {
     private final Map<String, Process> separate = new LinkedHashMap<>();
     private final Map<String, String> groupOf = new HashMap<>();
     private final Map<String, Boolean> alive = new ConcurrentHashMap<>();
+    private final Map<String, Integer> lives = new HashMap<>();   // client JVMs spawned so far, per client
     private final Random rng;
     private long t0;
     private volatile int producersRunning;
@@ -83,6 +87,12 @@ public final class Driver {
 
     public static void main(String[] args) throws Exception {
         JSONObject plan = JSON.parseObject(new String(Files.readAllBytes(Paths.get(args[0])), StandardCharsets.UTF_8));
+        // What NamesrvStartup and BrokerStartup set first: the version every request carries.
+        // Unset, the broker's first registration goes out as version 0, which the name server
+        // reads with its pre-3.0.11 handler (DefaultRequestProcessor.registerBroker) that finds
+        // no topic in the body: the broker's own topics (RMQ_SYS_TRACE_TOPIC, TBW102) got no
+        // route until its next full registration (30 s, or a new %RETRY% topic).
+        System.setProperty(RemotingCommand.REMOTING_VERSION_KEY, Integer.toString(MQVersion.CURRENT_VERSION));
         Driver d = new Driver(plan);
         Thread watchdog = new Thread(() -> {
             try {
@@ -133,6 +143,9 @@ public final class Driver {
             .put("seed", plan.getLongValue("seed")).put("scenario", plan.getString("name"))
             .put("config", plan.getJSONObject("scenario")));
         startCluster();
+        if (plan.getString("msgtrace_out") != null) {
+            awaitTraceTopicRoute();
+        }
         createTopics();
         startProducer();
         t0 = System.currentTimeMillis();
@@ -287,6 +300,32 @@ public final class Driver {
         while (namesrv.getRouteInfoManager().getAllClusterInfo().getBrokerAddrTable().isEmpty()) {
             if (System.currentTimeMillis() > until) {
                 throw new IllegalStateException("broker did not register with the namesrv");
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    /**
+     * The name server routes RMQ_SYS_TRACE_TOPIC before any client starts, as in an operator's
+     * running cluster: each client's AsyncTraceDispatcher drops its records while it finds no
+     * route. The broker's start registers it (all its topics); should that registration not
+     * have carried it, a full registration (registerBrokerAll, forced) is asked for once.
+     */
+    private void awaitTraceTopicRoute() throws Exception {
+        String topic = TopicValidator.RMQ_SYS_TRACE_TOPIC;
+        long until = System.currentTimeMillis() + 10_000;
+        boolean asked = false;
+        while (true) {
+            TopicRouteData r = namesrv.getRouteInfoManager().pickupTopicRouteData(topic);
+            if (r != null && r.getQueueDatas() != null && !r.getQueueDatas().isEmpty() && !r.getBrokerDatas().isEmpty()) {
+                return;
+            }
+            if (System.currentTimeMillis() > until) {
+                throw new IllegalStateException("the name server has no route to " + topic + " after the broker's registration");
+            }
+            if (!asked) {
+                broker.registerBrokerAll(true, false, true);
+                asked = true;
             }
             Thread.sleep(50);
         }
@@ -489,18 +528,26 @@ public final class Driver {
         cmd.add(client);
         cmd.add(group);
         cmd.add(namesrvAddr);
-        cmd.add(plan.getString("out_dir") + "/client-" + client + ".jsonl");
+        // Each life of a client JVM (a killed client started again) writes its own part: the
+        // next life must not truncate the events of the one before.
+        String part = partName(client, lives.merge(client, 1, Integer::sum));
+        cmd.add(plan.getString("out_dir") + "/" + part + ".jsonl");
         ProcessBuilder pb = new ProcessBuilder(cmd);
-        pb.redirectError(new File(dir, "client-" + client + ".err"));
+        pb.redirectError(new File(dir, part + ".err"));
         pb.redirectOutput(ProcessBuilder.Redirect.PIPE);
         Process p = pb.start();
         // The child prints "started" once its consumer runs.
         BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
         String line = r.readLine();
         if (!"started".equals(line)) {
-            throw new IllegalStateException("client JVM " + client + " did not start (see " + dir + "/client-" + client + ".err)");
+            throw new IllegalStateException("client JVM " + client + " did not start (see " + dir + "/" + part + ".err)");
         }
         return p;
+    }
+
+    /** The trace part of a client JVM's life (1, 2, ...): client-NAME.life-N; merge_parts reads lives in order. */
+    static String partName(String client, int life) {
+        return "client-" + client + ".life-" + life;
     }
 
     private void stopChild(Process p) throws Exception {
