@@ -444,3 +444,16 @@ def test_a_killed_client_started_again_keeps_both_lives_and_message_traces_from_
     assert not h.problems and h.format == "msgtrace"
     assert sorted(p.stored_id for p in h.produces) == sorted(e["msg_id"] for e in f.produced(ev))
     assert len(h.produces) == 40
+
+
+@pytest.mark.real
+def test_a_real_lock_entry_s_update_time_is_read_from_the_entry(real_env, tmp_path):
+    """lock_acquired.updated_at is the LockEntry's lastUpdateTimestamp: the expiry is exactly it
+    plus the broker's lock lifetime, and the update precedes the event (vol2 seed 15)."""
+    ev = record("real-orderly-takeover", tmp_path)
+    life = f.by_kind(ev, "broker_started")[0]["config"]["broker_lock_max_live_ms"]
+    locks = [e for e in f.by_kind(ev, "lock_acquired") if e["reason"] != "snapshot"]
+    assert locks and all(e["expires_at"] == e["updated_at"] + life and e["updated_at"] <= e["ts"] for e in locks)
+    chk = subprocess.run([str(ROOT / ".venv" / "bin" / "rocketspec"), "check", str(tmp_path / "real-orderly-takeover.jsonl")],
+                         capture_output=True, text=True, timeout=300)
+    assert chk.returncode == 0, chk.stdout[-3000:]

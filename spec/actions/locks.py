@@ -52,6 +52,11 @@ def lock_acquired(st, ev, out):
         if not ts - life < ev["expires_at"] <= ts + life:
             out.report("INV-LOCK-1", f"lock entry seen at {ts} expires at {ev['expires_at']}, must be within the "
                        f"broker's lock lifetime {life} of its last update (at or before {ts})", key)
+    elif ev.get("updated_at") is not None:
+        # the entry's own lastUpdate, read from it (a real recorder): exact, and before the event
+        if ev["expires_at"] != ev["updated_at"] + life or ev["updated_at"] > ts:
+            out.report("INV-LOCK-1", f"lock entry updated at {ev['updated_at']} expires at {ev['expires_at']}, must "
+                       f"be its update time + {life} (the broker's lock lifetime), the update at or before {ts}", key)
     else:
         # lastUpdate is the broker's clock when it handled the lock request: between the
         # client's request (lock_requested) and this event (a recorder sees it after; the

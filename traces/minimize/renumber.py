@@ -7,7 +7,7 @@
   an ack_index moves with its batch. A pull answer or listener call left with no message goes,
   with the rest of its pull or call.
 - `compress_time(events, cuts)`: cut intervals out of the time line; every absolute time
-  (ts, deliver_ts, expires_at, last_lock_ts) is mapped by the same monotone function.
+  (ts, deliver_ts, expires_at, updated_at, last_lock_ts) is mapped by the same monotone function.
 - `fix_previous(events)`: offset_committed.previous follows the commits that remain.
 - `renumber_seq(events)`: seq 0, 1, 2, ... as the schema promises.
 """
@@ -30,7 +30,7 @@ _OTHER_QUEUE = frozenset(n for n, k in KINDS.items() if k.renumber == "other_que
 # events of a listener call that name its messages
 _CALL_KINDS = frozenset(n for n, k in KINDS.items() if k.renumber == "call")
 
-TIME_FIELDS = ("ts", "deliver_ts", "expires_at", "last_lock_ts")
+TIME_FIELDS = ("ts", "deliver_ts", "expires_at", "updated_at", "last_lock_ts")
 
 
 def drop_messages(events: list[dict], positions) -> list[dict]:

@@ -727,7 +727,7 @@ public final class BrokerRecorder {
                             w.emit(event("lock_acquired").put("broker", broker).put("group", b.getConsumerGroup())
                                 .put("topic", mq.getTopic()).put("queue", mq.getQueueId()).put("client", b.getClientId())
                                 .put("reason", reason).put("expires_at", e == null ? null : e[0] + lockMaxLive)
-                                .put("previous_holder", prevHolder));
+                                .put("previous_holder", prevHolder).put("updated_at", e == null ? null : e[0]));
                         } else {
                             w.emit(event("lock_rejected").put("broker", broker).put("group", b.getConsumerGroup())
                                 .put("topic", mq.getTopic()).put("queue", mq.getQueueId()).put("client", b.getClientId())
