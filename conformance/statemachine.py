@@ -33,6 +33,7 @@ from ..reference.runner import Run
 from ..reference.scenario import validate
 from ..rocketmq.profiles import PROFILES, UnknownProfile
 from ..rocketmq.retry import lease_margin
+from ..spec.assumptions import keeps
 from . import strategies as S
 from .monitor import SpecViolation, TraceMonitor
 
@@ -232,10 +233,12 @@ class ReferenceMachine(RuleBasedStateMachine):
             return None
         return c
 
-    # The spec's guarantees rest on assumptions about the environment (spec/SPEC.md): when one
-    # breaks, real RocketMQ loses the guarantee and the spec reports the loss as an error that
-    # names the cause. With respect_assumptions the machine plays only within them, so a finding
-    # is a fault of the reference; without, such reports are expected findings.
+    # The spec's guarantees rest on assumptions about the environment (spec/assumptions.py):
+    # when one breaks, real RocketMQ loses the guarantee and the spec reports the loss as an
+    # error that names the cause. With respect_assumptions the machine plays only within them,
+    # so a finding is a fault of the reference; without, such reports are expected findings.
+    # Each guard names the assumption it keeps (@keeps, by catalogue id).
+    @keeps("A-LEASE-MARGIN")
     def _pause_allowed(self, client, duration_ms) -> bool:
         """A-LEASE-MARGIN: a pause of an orderly client, plus its longest listener call, stays
         shorter than the broker lock lifetime minus the client lease. With no listener call
@@ -282,6 +285,7 @@ class ReferenceMachine(RuleBasedStateMachine):
         p = self.run.profile
         return lease_margin(p.broker_lock_max_live_ms, p.client_lock_max_live_ms)
 
+    @keeps("A-OFFSET-ENTRY")
     def _leave_allowed(self, client, crash: bool) -> bool:
         """A-OFFSET-ENTRY (and the first persist): a broadcasting client stops only once its offset
         table has an entry for every queue it holds, and crashes only once its offsets file has;
@@ -295,6 +299,7 @@ class ReferenceMachine(RuleBasedStateMachine):
         have = store.disk if crash else store.table
         return all(mq in have for mq in c.rebalance.pq_table)
 
+    @keeps("A-OFFSET-ENTRY")
     def _route_loss_allowed(self, broker, queue) -> bool:
         """A-OFFSET-ENTRY again: a broadcasting client that gives a queue up (the route lost it)
         removes its offset from its table, and reads it back from its offsets file when the
@@ -305,6 +310,7 @@ class ReferenceMachine(RuleBasedStateMachine):
         return all(mq in c.offset_store.disk for c in self.run.consumers.values()
                    if c.broadcasting and c.running and c.proc.alive and mq in c.rebalance.pq_table)
 
+    @keeps("A-BROKER-LOCKS")
     def _restart_allowed(self) -> bool:
         """A-BROKER-LOCKS: no broker restart while an orderly client may hold a lease (a restart
         forgets the lock table while the leases stay valid)."""
@@ -486,6 +492,7 @@ class ReferenceMachine(RuleBasedStateMachine):
             if c.group == group:
                 c.listener.rules.append(r)                        # and those running
 
+    @keeps("A-LEASE-MARGIN")
     def _orderly_call_allowed(self, duration_ms) -> bool:
         """An orderly listener call of this length stays under the lease margin (A-LEASE-MARGIN).
         Under 5.x no slow orderly call at all: tryRemoveOrderMessageQueue forces a dropped

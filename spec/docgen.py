@@ -1,5 +1,5 @@
 """Generated parts of spec/SPEC.md: lifecycle diagrams, the invariant catalogue, the action
-table and the known-bug profiles, all from the code.
+table, the known-bug profiles, the assumptions and the user guarantees, all from the code.
 
     python -m rocketspec.spec.docgen            # rewrite SPEC.md's generated sections
     python -m rocketspec.spec.docgen --check    # exit 1 if SPEC.md is out of date
@@ -74,7 +74,40 @@ def known_bugs() -> str:
     return "\n".join(out) + "\n"
 
 
-GENERATORS = {"lifecycles": lifecycles, "invariants": invariants, "actions": actions, "known-bugs": known_bugs}
+def assumptions() -> str:
+    from .assumptions import CATALOGUE
+    from .invariants import CATALOGUE as INVARIANTS
+
+    out = ["| id | assumed | invariants that rest on it |", "|---|---|---|"]
+    for a in CATALOGUE:
+        invs = ", ".join(f"`{i.id}`" for i in INVARIANTS if a.id in i.assumes)
+        out.append(f"| `{a.id}` | {a.statement} | {invs} |")
+    out.append("")
+    for a in CATALOGUE:
+        out.append(f"#### `{a.id}`\n")
+        out.append(f"- **Assumed.** {a.statement[0].upper()}{a.statement[1:]}.")
+        out.append(f"- **Why RocketMQ needs it.** {a.why}")
+        out.append(f"- **Without it.** {a.without}")
+        out.append(f"- **Source.** {a.source}")
+        out.append("")
+    return "\n".join(out)
+
+
+def guarantees() -> str:
+    from .history.guarantees import GUARANTEES
+    from .invariants import CATALOGUE as INVARIANTS
+    from .user_guarantees import CATALOGUE
+
+    out = ["| id | guarantee | invariants that protect it | history guarantees that check it |", "|---|---|---|---|"]
+    for g in CATALOGUE:
+        invs = ", ".join(f"`{i.id}`" for i in INVARIANTS if g.id in i.protects)
+        hs = ", ".join(f"`{h.id}`" for h in GUARANTEES if h.user_guarantee == g.id)
+        out.append(f"| `{g.id}` | {g.statement} | {invs} | {hs} |")
+    return "\n".join(out) + "\n"
+
+
+GENERATORS = {"lifecycles": lifecycles, "invariants": invariants, "actions": actions, "known-bugs": known_bugs,
+              "assumptions": assumptions, "guarantees": guarantees}
 
 
 def render(text: str) -> str:

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import user_guarantees
+from .assumptions import cite, ids_in, ref
+
 
 @dataclass(frozen=True)
 class Invariant:
@@ -33,7 +36,17 @@ class Invariant:
     form: str                # "state" | "step" | "end"
     key: str                 # queue | stored queue | retry chain | view | directory
     breaks: str = ""         # what breaks it (known bugs, faults)
-    guarantee: str = ""      # the user-facing guarantee a violation loses (reports name it)
+    protects: tuple = ()     # ids of the user guarantees a violation loses (spec/user_guarantees.py)
+
+    @property
+    def assumes(self) -> list[str]:
+        """The ids of the assumptions (spec/assumptions.py) its text cites."""
+        return ids_in(self.assumptions + " " + self.breaks)
+
+    @property
+    def guarantee(self) -> str:
+        """The user-facing guarantee a violation loses, as reports name it ("" for none)."""
+        return "; ".join(user_guarantees.statement(g) for g in self.protects)
 
 
 CATALOGUE: tuple[Invariant, ...] = (
@@ -83,20 +96,18 @@ CATALOGUE: tuple[Invariant, ...] = (
         "ConsumeMessageOrderlyService.ConsumeRequest.run checks pq.locked && !isLockExpired "
         "before and between batches; the client lease (30 s) is shorter than the broker lock "
         "(60 s) and renewed every 20 s by lockAll.",
-        "A-BROKER-LOCKS: the broker did not restart since the client's last lock (a restart "
+        cite("A-BROKER-LOCKS") + " (a restart "
         "forgets the lock table while the client lease is still valid; then this is a warning).",
         "error", False, "step", "queue",
         "#5465 (pq not locked on create) only delays; a broker restart breaks the assumption.",
-        "orderly: one consumer at a time inside a queue"),
+        ("G-ORDER-EXCLUSIVE",)),
     Invariant(
         "INV-ORDER-1", "Orderly consumption is serial per queue",
         "For an orderly clustering group, at most one batch of a queue is being consumed at a "
         "time, across all clients of the group.",
         "One consume thread per queue (messageQueueLock) inside a client; across clients, the "
         "broker lock (INV-OWNER-2).",
-        "A-LEASE-MARGIN: every listener call (including any pause of its client) is shorter "
-        "than broker lock lifetime - client lease (60 s - 30 s by default; each from the trace's "
-        "configuration). A batch already running is not interrupted when the lease expires. When "
+        cite("A-LEASE-MARGIN") + ". A batch already running is not interrupted when the lease expires. When "
         "the assumption breaks the guarantee is still lost: the report names the call, the pause "
         "and the limits it outlived. Under 5.x (tryRemoveOrderMessageQueue, #7644) a queue that "
         "changes owner is force-unlocked once the unlock delay (20 s) has passed since its last "
@@ -105,7 +116,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "error", False, "state", "queue",
         "A GC pause or SIGSTOP longer than the margin during a listener call; a listener call "
         "longer than the margin; a broker lock shorter than the client lease.",
-        "orderly: one consumer at a time inside a queue"),
+        ("G-ORDER-EXCLUSIVE",)),
     Invariant(
         "INV-ORDER-2", "Orderly batches are taken in offset order",
         "takeMessages moves the lowest offsets of the ProcessQueue's message tree into the "
@@ -122,11 +133,11 @@ CATALOGUE: tuple[Invariant, ...] = (
         "ProcessQueue.commit then updateOffset; removeUnnecessaryMessageQueue persists the offset "
         "under the consume lock before the queue changes owner; the new owner resumes from it.",
         "The previous owner stops consuming and persisting before another client takes the "
-        "queue (A-LEASE-MARGIN); an operator reset is not judged.",
+        f"queue ({ref('A-LEASE-MARGIN')}); an operator reset is not judged.",
         "error", False, "step", "queue",
         "A client frozen past its lease and the broker lock that persists its stale offset when "
         "it thaws; a late one-way persist of an old owner.",
-        "orderly: a consumed and committed message is not consumed again"),
+        ("G-ORDER-NO-REPLAY",)),
     # ------------------------------------------------------------------ process queue & offsets
     Invariant(
         "INV-PQ-1", "ProcessQueue lifecycle and bookkeeping",
@@ -297,7 +308,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "horizon with nothing left waiting on the clock (reason horizon: the explorer's horizon_ms, "
         "long past every fault, pause and delayed message of its scope).",
         "error", False, "end", "queue", "",
-        "at-least-once: every message a subscribed group should consume is consumed"),
+        ("G-DELIVER",)),
     Invariant(
         "INV-LOSS-1", "No message skipped outside the skips by design",
         "A consumer unit (the group, or one broadcasting client) passes over a stored message it "
@@ -312,16 +323,15 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Owners persist their offset before they lose a queue (persistConsumerOffset on "
         "shutdown and in removeUnnecessaryMessageQueue) and at least every "
         "persist_consumer_offset_interval_ms; a crash or a lost persist breaks it. "
-        "A-OFFSET-ENTRY: a unit stops or loses a queue only once its offset table has an entry "
-        "for it (from the first consumed batch, or correctTagsOffset when a pull finds nothing "
+        + cite("A-OFFSET-ENTRY") + " (from the first consumed batch, or correctTagsOffset when a pull finds nothing "
         "new, which long polling delays up to 15 s), so there is an offset to persist; a "
         "consumer (a broadcasting one in particular, which has no broker answering 0, #334) that "
         "stops sooner restarts there as on a first start and skips what was stored meanwhile. "
         "The report names the assumption.",
         "error", False, "step", "queue",
-        "A crash before the first persist; a stop before the queue's first offset entry (A-OFFSET-ENTRY); "
+        f"A crash before the first persist; a stop before the queue's first offset entry ({ref('A-OFFSET-ENTRY')}); "
         "#2708 / #4016 (the committed offset is not found).",
-        "at-least-once: every message a subscribed group should consume is consumed"),
+        ("G-DELIVER",)),
     Invariant(
         "INV-SUB-1", "A group's consumers subscribe alike",
         "Messages a client drops in its tag re-check (client_filtered) because its own "
@@ -338,7 +348,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Consumers of one group have the same subscriptions (RocketMQ's documented rule).",
         "error", False, "step", "queue",
         "Two consumers of a group subscribing 'TagA || TagB' and '*' (or different SQL92).",
-        "at-least-once: every message a subscribed group should consume is consumed"),
+        ("G-DELIVER",)),
     # ------------------------------------------------------------------ allowed anomalies
     Invariant(
         "ANOM-DUP-1", "Duplicate consumption (allowed)",

@@ -6,6 +6,7 @@ import heapq
 
 from rocketspec.rocketmq.retry import DLQ_PREFIX
 
+from ..assumptions import ref
 from ..invariants import orderly_consumers_at_once
 from .. import limits
 from ..state import M_ID, Busy, OrphanOutcome
@@ -51,7 +52,7 @@ def _long_call_cause(st, broker, cid, since, now):
     what = "; ".join(f"{cid} was paused at ts {t} for {d} ms" for t, d in pauses) or \
         f"{cid}'s listener call has run {ran} ms"
     lim = (f"client lease {c.lease_ms} ms, broker lock {b.lock_max_live_ms} ms, margin {margin} ms "
-           f"(A-LEASE-MARGIN)")
+           f"({ref('A-LEASE-MARGIN')})")
     if margin <= 0:
         return f"{what}; configuration: the broker lock is not longer than the client lease ({lim})"
     if ran > margin:
@@ -107,7 +108,7 @@ def consume_started(st, ev, out):
                 # (a broker not observed yet, e.g. a recorder attached later, tells nothing)
                 if qs.holder is None or (qs.holder == cid and not lock_live(qs, ts)):
                     # nobody else holds the entry: a window of exposure, not a second owner
-                    why = ("the broker restarted and forgot its locks (A-BROKER-LOCKS)"
+                    why = (f"the broker restarted and forgot its locks ({ref('A-BROKER-LOCKS')})"
                            if st.dir.brokers.get(key[2], 0) != qs.lock_epoch else
                            "the entry was released or expired under a valid client lease")
                     out.report("ANOM-LOCK-GAP", f"{cid} consumes under a valid lease while the broker has no "

@@ -3,6 +3,7 @@ lifecycles, allocations and ProcessQueues; the end-of-run liveness check (INV-LI
 from __future__ import annotations
 
 from ..allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
+from ..assumptions import ref
 from ..filtering import DLQ_PREFIX, RETRY_PREFIX
 from .. import limits
 from ..pending import retries_in_flight, unconsumed
@@ -324,7 +325,7 @@ def _unpersisted_cause(st, qs, cid, unit):
         if not unit.had_offset:
             return (f"{cid} stopped or crashed before its offset table had an entry for the queue (no batch "
                     f"consumed, no pull answered): its offsets file has none, and its restart reads -1, a first "
-                    f"start to computePullFromWhere (A-OFFSET-ENTRY)")
+                    f"start to computePullFromWhere ({ref('A-OFFSET-ENTRY')})")
         return (f"{cid} crashed before its offsets file got the queue's offset (LocalFileOffsetStore.persistAll "
                 f"runs every {limits.client(st, cid).persist_interval_ms} ms and at shutdown)")
     if qs.lost_entry is not None:
@@ -340,7 +341,7 @@ def _unpersisted_cause(st, qs, cid, unit):
     who = ", ".join(parts) if parts else "the previous owner"
     if not unit.had_offset:
         return (f"{who} held the queue but its offset table never had an entry for it (no batch consumed, no "
-                f"pull answered), so no offset reached the broker (A-OFFSET-ENTRY)")
+                f"pull answered), so no offset reached the broker ({ref('A-OFFSET-ENTRY')})")
     return (f"{who} consumed the queue but no offset reached the broker (a crash or lost persist before the "
             f"first persist; persist interval {limits.client(st, prev[0] if prev else cid).persist_interval_ms} ms)")
 

@@ -12,7 +12,9 @@ The rules are stated here once, per message (`deliver`, `retry_limit`, `one_copy
 `orderly_order`); `judge.Judge` streams a history through them, keeping only live keys.
 
 Ids are stable (H-...); the state-level invariants of the white-box spec are `INV-...`
-(spec/invariants.py): docs/history.md maps the known bugs onto both.
+(spec/invariants.py): docs/history.md maps the known bugs onto both. Each guarantee here is the
+history-level check of one user guarantee (`user_guarantee`, a G-... id of
+spec/user_guarantees.py), which the invariants that protect it name too.
 """
 from __future__ import annotations
 
@@ -68,6 +70,7 @@ class Guarantee:
     why: str
     needs: tuple
     applies: str = "every group"
+    user_guarantee: str = ""     # the G- id it checks (spec/user_guarantees.py)
 
 
 # ----------------------------------------------------------------- helpers
@@ -400,7 +403,7 @@ GUARANTEES: tuple[Guarantee, ...] = (
         "the group's %DLQ%, once the consumer has a position in the topic and unless retention removed it first.",
         "At-least-once delivery: the committed offset moves only past consumed (or sent-back) messages; a "
         "failed message goes to %RETRY% and, after maxReconsumeTimes, to %DLQ%.",
-        ("produce.topic", "consume.group", "group.subscriptions")),
+        ("produce.topic", "consume.group", "group.subscriptions"), user_guarantee="G-DELIVER"),
     Guarantee(
         "H-RETRY-1", "At most maxReconsumeTimes retries before the DLQ",
         "No message is delivered to a clustering group with a reconsume count above the group's "
@@ -408,7 +411,7 @@ GUARANTEES: tuple[Guarantee, ...] = (
         "The broker dead-letters a send-back whose reconsume count reached the maximum "
         "(SendMessageProcessor); an orderly client dead-letters itself (checkReconsumeTimes).",
         ("consume.reconsume_times", "group.max_reconsume_times", "group.consume_mode"),
-        "clustering groups"),
+        "clustering groups", user_guarantee="G-RETRY-LIMIT"),
     Guarantee(
         "H-RETRY-2", "One retry copy per failed delivery",
         "For a concurrent clustering group, the distinct stored copies of a message delivered with reconsume "
@@ -416,26 +419,28 @@ GUARANTEES: tuple[Guarantee, ...] = (
         "counts as failed).",
         "Each failed delivery is sent back once (processConsumeResult, or cleanExpiredMsg for an expired one); "
         "a duplicate delivery of one copy is the same copy.",
-        ("consume.copy", "consume.reconsume_times", "consume.success", "group.consume_mode"), "concurrent clustering groups"),
+        ("consume.copy", "consume.reconsume_times", "consume.success", "group.consume_mode"), "concurrent clustering groups",
+        user_guarantee="G-ONE-RETRY"),
     Guarantee(
         "H-RETRY-3", "The DLQ copy is stored at once",
         f"A message lands in %DLQ% within {DLQ_PROMPT_MS} ms of its last failed delivery.",
         "The send-back of the last retry is stored in %DLQ% directly, without a delay level.",
-        ("dead_letter.ts", "consume.end", "consume.success", "observes.dead_letters")),
+        ("dead_letter.ts", "consume.end", "consume.success", "observes.dead_letters"), user_guarantee="G-DLQ"),
     Guarantee(
         "H-ORDER-1", "Orderly: one consumer at a time inside a queue",
         "For an orderly clustering group, no two listener calls on one queue overlap in time, across all "
         "consumers of the group.",
         "One consume thread per queue inside a client (messageQueueLock); across clients the broker lock, "
         "held by the client lease shorter than the broker lock.",
-        ("group.consume_mode", "group.message_model", "consume.queue", "consume.client", "consume.end"), "orderly clustering groups"),
+        ("group.consume_mode", "group.message_model", "consume.queue", "consume.client", "consume.end"), "orderly clustering groups",
+        user_guarantee="G-ORDER-EXCLUSIVE"),
     Guarantee(
         "H-ORDER-2", "Orderly: per-queue (or per sharding key) order kept",
         "For an orderly group, messages of one queue are first delivered in their offset order (per sharding "
         "key: in the order their sends were acknowledged), to each consumer in broadcasting.",
         "takeMessages hands out the lowest offsets of the ProcessQueue first and a failed batch is retried "
         "before the next one (suspend, rollback).",
-        ("group.consume_mode", "produce.queue|produce.sharding_key"), "orderly groups"),
+        ("group.consume_mode", "produce.queue|produce.sharding_key"), "orderly groups", user_guarantee="G-ORDER"),
     Guarantee(
         "H-DUP-1", "Duplicates only for a reason",
         "A message consumed successfully is delivered again only after an operator reset, a fault (a crash, a "
@@ -444,7 +449,7 @@ GUARANTEES: tuple[Guarantee, ...] = (
         "redelivers only the previous owner's batch in flight. Every duplicate is counted by reason.",
         "At-least-once: a consumer resumes from the committed offset, which lags consumption by the persist "
         "interval and is persisted before an orderly queue changes hands.",
-        ("consume.client", "consume.success", "observes.disruptions")),
+        ("consume.client", "consume.success", "observes.disruptions"), user_guarantee="G-NO-DUP-WITHOUT-CAUSE"),
 )
 
 BY_ID = {g.id: g for g in GUARANTEES}
