@@ -32,9 +32,6 @@ NOT_EMITTED = {
                                               "property values at random, where the reference takes lists "
                                               "round-robin",
     "an overlong call (consume_timeout)": "consume_timeout is in minutes: a real run would last minutes",
-    "a killed client started again": "the driver writes a separate client JVM's second life to the same trace part "
-                                     "(Driver.spawn: client-NAME.jsonl, truncated), so its first life's events are "
-                                     "lost (check: INV-CLIENT-1 'crashed but never started')",
 }
 
 BROKER = "broker-a"
@@ -229,9 +226,9 @@ def _clients(r: random.Random, g: dict, gi: int, duration: int, produced_until: 
             steps.append({"at_ms": at, "action": "crash", "client": client, "mode": "kill", "note": "SIGKILL"})
         else:
             steps.append({"at_ms": at, "action": "shutdown", "client": client})
-        # a restart only after a graceful shutdown: a killed client runs in its own JVM, and the
-        # driver starts its second life on the same trace part, which loses the first life's events
-        if fate == "shutdown" and at + 1000 < duration and r.random() < 0.5:
+        # a restart after a graceful shutdown or a kill (each JVM life of a killed client writes its
+        # own trace part)
+        if fate in ("shutdown", "kill") and at + 1000 < duration and r.random() < 0.5:
             steps.append({"at_ms": r.randrange(at + 1000, duration, 100), "action": "start", "client": client,
                           "group": g["name"], "note": "the same client starts again"})
     return steps

@@ -107,6 +107,7 @@ def test_the_generator_covers_the_mechanism_space():
 
 
 def test_the_generator_never_emits_what_real_runs_cannot_do():
+    restarted_after_kill = 0
     for s in range(300):
         sc = generate(s)
         assert sc["brokers"] if "brokers" in sc else True
@@ -125,16 +126,17 @@ def test_the_generator_never_emits_what_real_runs_cannot_do():
                 assert g["message_model"] == "CLUSTERING" and g["subscriptions"][x["topic"]] == "*", (s, x)
                 assert any(y["action"] == "start" and y["group"] == x["group"] and y["at_ms"] + 2000 <= x["at_ms"]
                            for y in sc["steps"]), (s, x)
-        # a killed client never starts again (the recorder would lose its first life's events)
+        # a killed client may start again (each of its JVM lives writes its own trace part)
         killed = set()
         for x in sc["steps"]:
-            assert not (x["action"] == "start" and x["client"] in killed), (s, x)
+            restarted_after_kill += x["action"] == "start" and x["client"] in killed
             if x["action"] == "crash":
                 killed.add(x["client"])
         # a group keeps a consumer to the end: its first client never stops or is killed
         for g in sc["groups"]:
             first = next(x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"])
             assert not any(x["action"] in ("shutdown", "crash") and x["client"] == first for x in sc["steps"])
+    assert restarted_after_kill, "no killed client started again in 300 seeds"
 
 
 def test_history_groups_declare_what_message_traces_lack():
