@@ -23,8 +23,9 @@ or other run-dependent values in it:
   explore   each scope (default tiny and tiny-tags, profile rocketmq-5.3.3, stopping at the
             first violation as the CLI does): verdict, states generated and distinct, depth,
             runs ended, each violation's invariant, kind, depth and events;
-  replay    (--replay: starts Spark, about a minute more) `rocketspec replay --json` over the
-            check fixtures that are valid traces: the verdict and counts per trace.
+  replay    (--replay: starts one local Spark session, about half a minute more) `rocketspec
+            replay --json` on each check fixture that is a valid trace, one command per trace:
+            its report without Spark's own figures (application, executors, timings).
 
 Before and after a change: run it twice and `diff` the two files; any line that differs is a
 change in behaviour. The default run takes about 2 minutes of one core (docs/notes/
@@ -219,15 +220,29 @@ def explore_all(scopes, profile: str = "rocketmq-5.3.3") -> dict:
 
 
 def replay_all() -> dict:
-    """`rocketspec replay --json` over the valid fixture traces, in one Spark session."""
+    """`rocketspec replay --json` on each valid fixture trace, one trace per command (several
+    paths would be parts of one trace), all in one local Spark session."""
+    from click.testing import CliRunner
+
+    from rocketspec.cli import main
+    from rocketspec.traces.spark.spark_replay import spark_session
+
     valid = [rel for rel, r in check_all().items() if "error" not in r]
-    cmd = [str(ROOT / ".venv/bin/rocketspec"), "replay", "--json", *[str(ROOT / v) for v in valid]]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    out = {"exit": proc.returncode}
+    spark = spark_session("local[2]", app="behaviour-snapshot", conf={"spark.ui.enabled": "false"})
+    out = {}
     try:
-        out["report"] = _without_timings(json.loads(proc.stdout))
-    except ValueError:
-        out["output"] = (proc.stdout + proc.stderr)[-2000:]
+        for rel in valid:
+            res = CliRunner().invoke(main, ["replay", "--quiet", "--json", str(ROOT / rel)])
+            d = {"exit": res.exit_code}
+            try:
+                rep = _without_timings(json.loads(res.stdout.strip().splitlines()[-1]))
+                rep.pop("spark", None)      # the application's id, executors and timings
+                d["report"] = rep
+            except (ValueError, IndexError):
+                d["output"] = res.output[-2000:]
+            out[rel] = d
+    finally:
+        spark.stop()
     return out
 
 
