@@ -181,6 +181,26 @@ def test_retry_limit_counts_failures_and_reconsume_times():
     assert judged(check_history(tiny(over, groups=[g])))["H-RETRY-1"].status == "violated"
 
 
+def test_retries_count_afresh_after_an_operator_reset_to_the_message():
+    # maxReconsumeTimes 0: one failure sends the message to the DLQ. An operator's reset of the
+    # group back to the beginning hands the original copy out again (random real run 103 of
+    # 2026-12-06): a redelivery the operator asked for, not a retry past the limit
+    from rocketspec.traces.history.model import Reset
+
+    g = Group("G", "CONCURRENTLY", "CLUSTERING", {"T": ("TAG", "*")}, max_reconsume_times=0, started_ts=0)
+    cons = [C(10, 11, success=False), C(50_000, 50_001)]
+    assert judged(check_history(tiny(cons, groups=[g])))["H-RETRY-1"].status == "violated"
+    h = tiny(cons, groups=[g])
+    h.resets = [Reset(30_000, "G")]
+    h.observes = frozenset(h.observes | {"resets"})
+    assert judged(check_history(h))["H-RETRY-1"].status == "holds"
+    # a reset before the failure excuses nothing
+    h = tiny(cons, groups=[g])
+    h.resets = [Reset(5, "G")]
+    h.observes = frozenset(h.observes | {"resets"})
+    assert judged(check_history(h))["H-RETRY-1"].status == "violated"
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_dropping_records_from_a_lossy_history_never_reports_loss(data):

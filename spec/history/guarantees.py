@@ -220,8 +220,13 @@ def retry_limit(J, m, out: Outcome) -> None:
         mx = max_reconsume(g, J.default_max)
         if broadcast(g) or mx is None:
             continue
-        batches, n = set(), 0
+        batches, n, last = set(), 0, None
         for c in sorted((c for c in m.dels if c.group == group and c.success is not None), key=lambda c: c.ts or 0):
+            if n and last is not None and c.ts is not None and J.reset_between(group, last, c.ts, c) is not None:
+                # an operator reset the group back to the message since its last failure: the
+                # original copy is handed out again and its retries count afresh
+                batches, n = set(), 0
+            last = c.ts if c.ts is not None else last
             if n > mx:
                 flagged.add(group)
                 out.add(HFinding(
