@@ -887,3 +887,33 @@ def test_a_differential_search_kills_a_mutant_the_assumptions_hide(tmp_path):
     with applied(m):
         assert "INV-LOCK-1" in (play() or "")
     assert play() is None
+
+
+# A copy the client already sent back, handed to it again after a pause and a broker restart (the
+# 5.3.3 search of 2026-12-06 found it): its second failure is a second failure, and its second
+# retry copy is its own, not "two copies of one failure" (INV-RETRY-3 was reported).
+REDELIVERED_AFTER_SEND_BACK = """\
+state.application(concurrent_ms=5000, failure='EXCEPTION', orderly_ms=None)
+state.begin(clients=['c2', 'b1'], count=0, orderly_batch=1)
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.start(client='c1')
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.await_call(group='GID_B')
+state.produce(count=1, tags='A')
+state.await_call(group='GID_B')
+state.pause_during_call(group='GID_C')
+state.restart_broker(broker='broker-a', downtime_ms=0)
+"""
+
+
+def test_a_copy_delivered_again_after_its_send_back_fails_anew():
+    _play("rocketmq-5.3.3", REDELIVERED_AFTER_SEND_BACK)

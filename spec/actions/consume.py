@@ -139,6 +139,15 @@ def consume_started(st, ev, out):
                 pq.failed.pop(o, None)
     sq = st.stored.get((key[1], key[2], key[3]))
     ids = ev.get("msg_ids")
+    if ids is not None and st.chains:
+        # a copy this client already sent back, handed to it again (a queue dropped and taken
+        # again, a pull from an offset its send-back's advance had not reached): a new delivery,
+        # whose failure is a new failure with a copy of its own (INV-RETRY-3 is one copy per failure)
+        origins = ev.get("origin_msg_ids") or ids
+        for mid, origin in zip(ids, origins):
+            ch = st.chains.get((ev["group"], origin or mid))
+            if ch is not None and ch.accepted:
+                ch.accepted.discard((cid, mid))
     if sq is not None and ids is not None:
         msgs = sq.msgs
         for o, mid in zip(offsets, ids):
