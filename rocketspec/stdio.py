@@ -34,11 +34,15 @@ def _fault(exc: OSError) -> Exception:
     return StreamError(f"cannot write: {exc.strerror or exc}", file=STDOUT)
 
 
-class _GuardedBinary:
-    """`sys.stdout.buffer` whose write faults are `StreamError` or `ReaderGone`."""
+class _Guarded:
+    """`sys.stdout` (and, as its `buffer`, `sys.stdout.buffer`) whose write faults are
+    `StreamError` or `ReaderGone`."""
 
-    def __init__(self, raw):
+    def __init__(self, raw, text=True):
         self._raw = raw
+        if text:
+            buf = getattr(raw, "buffer", None)
+            self.buffer = _Guarded(buf, text=False) if buf is not None else None
 
     def write(self, data):
         try:
@@ -58,34 +62,6 @@ class _GuardedBinary:
 
     def __getattr__(self, name):
         return getattr(self._raw, name)
-
-
-class _GuardedText:
-    """`sys.stdout` whose write faults are `StreamError` or `ReaderGone`."""
-
-    def __init__(self, real):
-        self._real = real
-        buf = getattr(real, "buffer", None)
-        self.buffer = _GuardedBinary(buf) if buf is not None else None
-
-    def write(self, text):
-        try:
-            return self._real.write(text)
-        except OSError as exc:
-            raise _fault(exc) from None
-
-    def writelines(self, lines):
-        for line in lines:
-            self.write(line)
-
-    def flush(self):
-        try:
-            return self._real.flush()
-        except OSError as exc:
-            raise _fault(exc) from None
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
 
 
 class _ClosedStdin(io.RawIOBase):
@@ -141,8 +117,8 @@ def guard() -> None:
     """Install the stand-ins (once)."""
     if not isinstance(sys.stdin, _ClosedStdin) and (sys.stdin is None or not _fd_open(0)):
         sys.stdin = _ClosedStdin()
-    if sys.stdout is not None and not isinstance(sys.stdout, _GuardedText):
-        sys.stdout = _GuardedText(sys.stdout)
+    if sys.stdout is not None and not isinstance(sys.stdout, _Guarded):
+        sys.stdout = _Guarded(sys.stdout)
 
 
 def finish() -> None:

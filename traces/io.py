@@ -983,17 +983,28 @@ def read_events(path, validate: bool = True,
             fh.close()
 
 
+def is_parquet(path) -> bool:
+    """A regular file that starts with Parquet's magic (as the readers tell it)."""
+    p = str(path)
+    if p == "-" or not os.path.isfile(p):
+        return False
+    try:
+        with open(p, "rb") as fh:
+            return fh.read(4) == PARQUET_MAGIC
+    except OSError:
+        return False
+
+
 def input_size(path) -> tuple[int | None, str]:
     """(total for `progress`, its unit): bytes of a JSON Lines file, rows of a Parquet one."""
     p = str(path)
     if p == "-" or not os.path.isfile(p):
         return None, "B"
     try:
-        with open(p, "rb") as fh:
-            if fh.read(4) == PARQUET_MAGIC:
-                import pyarrow.parquet as pq
+        if is_parquet(p):
+            import pyarrow.parquet as pq
 
-                return pq.ParquetFile(p).metadata.num_rows, " rows"
+            return pq.ParquetFile(p).metadata.num_rows, " rows"
         return os.path.getsize(p), "B"
     except Exception:  # noqa: BLE001 - only a progress total; the reader reports the real problem
         return None, "B"

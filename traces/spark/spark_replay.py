@@ -834,18 +834,11 @@ def replay_local(paths, profile=None, max_listed: int = 50, partitions: int = 4)
 
 
 def _position(files) -> str:
-    """What a finding's `line` counts, as check says it: rows when every file is Parquet (told by its
-    first bytes, as the readers tell it), lines otherwise."""
-    from ..io import PARQUET_MAGIC
+    """What a finding's `line` counts, as check says it: rows when every file is Parquet, lines
+    otherwise."""
+    from ..io import is_parquet
 
-    def parquet(f):
-        try:
-            with open(f, "rb") as fh:
-                return fh.read(4) == PARQUET_MAGIC
-        except OSError:
-            return False
-
-    return "row" if files and all(parquet(f) for f in files) else "line"
+    return "row" if files and all(is_parquet(f) for f in files) else "line"
 
 
 def _merge(results, files, profile_name, total, max_listed, Findings, Report):
