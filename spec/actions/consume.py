@@ -34,6 +34,13 @@ def _released_cause(st, qs, cid, since):
     r = qs.released
     if r is None or r.client != cid or r.ts < since:
         return None
+    pq = qs.pqs.get(cid)
+    group, _, broker, _ = qs.key
+    if pq is not None and pq.status != "dropped" and cid not in st.dir.registered.get((broker, group), ()):
+        # a client that unregistered with its queues still held: its shutdown's unlockAllMQ
+        return (f"{cid} unlocked the queue at ts {r.ts}, its listener call still running: its shutdown unlocks "
+                f"every queue without waiting for listener calls (ConsumeMessageOrderlyService.shutdown, "
+                f"awaitTerminationMillisWhenShutdown 0 by default)")
     why = f"{cid} unlocked the queue at ts {r.ts}, its listener call still running: its rebalance removed the ProcessQueue it had lost"
     if st.profile.orderly_remove_style == "5x":
         why += (f" (5.x tryRemoveOrderMessageQueue forces the unlock of a dropped queue once "
@@ -165,6 +172,10 @@ def consume_started(st, ev, out):
     pq.batches[cons_id] = tuple(offsets)
 
 
+def _in_flight(qs, pq, cid, consume_id) -> bool:
+    return (cid, consume_id) in (qs.orphans or {}) or (pq is not None and consume_id in pq.batches)
+
+
 def consume_finished(st, ev, out):
     """RocketMQ: listener returns.
     Actor: client."""
@@ -172,9 +183,12 @@ def consume_finished(st, ev, out):
     key = qs.key
     cid = ev["client"]
     c = st.dir.clients.get(cid)
-    if c is None or c.status != "running":
-        c = _client(st, ev, out, key)
     pq = qs.pqs.get(cid)
+    if c is None or c.status != "running":
+        # DefaultMQPushConsumerImpl.shutdown does not wait for listener calls
+        # (awaitTerminationMillisWhenShutdown, 0 by default): a call in flight at the stop returns after it
+        if not (c is not None and c.status == "stopped" and _in_flight(qs, pq, cid, ev["consume_id"])):
+            c = _client(st, ev, out, key)
     orphan = qs.orphans.pop((cid, ev["consume_id"]), None) if qs.orphans else None
     if orphan is not None:
         if not ev.get("dropped") and not (pq is not None and pq.orderly):

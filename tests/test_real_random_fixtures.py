@@ -1,0 +1,39 @@
+"""Traces of random real runs on RocketMQ 4.9.8 (`rocketspec record --random`), each judged by
+reading the 4.9.8 source: what `check` must report there, and what it must not.
+
+Each entry names the finding or false alarm the run showed; docs/notes/real-random.md tells the
+story of each. The scenario the generator gave is beside its trace (`*.scenario.json`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rocketspec.spec.replay import check_trace
+
+HERE = Path(__file__).parent / "fixtures" / "real-random"
+P = "rocketmq-4.9.8"
+
+
+def _errors(name):
+    res = check_trace(str(HERE / f"{name}.jsonl"), P)
+    return res
+
+
+def _by_inv(res):
+    out: dict[str, list[str]] = {}
+    for f in res.findings.errors:
+        out.setdefault(f.inv, []).append(f.message)
+    return out
+
+
+def test_an_orderly_shutdown_unlocks_while_its_listener_runs():
+    """Seed 201. ConsumeMessageOrderlyService.shutdown (4.9.8) shuts the consume executor down
+    without waiting (awaitTerminationMillisWhenShutdown 0) and then unlocks every queue
+    (unlockAllMQ): the other client locks queue 5 and consumes it while g2c2's listener call is
+    still running. A real loss of orderly exclusivity (INV-ORDER-1), named for the shutdown. The
+    call that was in flight then returns after client_stopped: RocketMQ lets it, so that is not a
+    stopped client acting (INV-CLIENT-1 was a false alarm)."""
+    errs = _by_inv(_errors("seed-201-orderly-shutdown"))
+    assert set(errs) == {"INV-ORDER-1"}, errs
+    assert "its shutdown unlocks every queue" in errs["INV-ORDER-1"][0]
