@@ -457,3 +457,55 @@ def test_a_real_lock_entry_s_update_time_is_read_from_the_entry(real_env, tmp_pa
     chk = subprocess.run([str(ROOT / ".venv" / "bin" / "rocketspec"), "check", str(tmp_path / "real-orderly-takeover.jsonl")],
                          capture_output=True, text=True, timeout=300)
     assert chk.returncode == 0, chk.stdout[-3000:]
+
+
+# ---------------------------------------------------------------------- the observation contract (issue 42)
+EXACT = FIXTURES / "exact"
+
+
+def record_exact(name: str, tmp_path: Path) -> tuple[list[dict], object]:
+    """Records tests/fixtures/real/exact/NAME.toml in this process (the recorder of the tree this
+    code comes from), and checks the trace."""
+    from rocketspec.commands.record import record as record_run
+    from rocketspec.spec.replay import check_trace
+
+    out = tmp_path / f"{name}.jsonl"
+    rc, message = record_run(str(EXACT / f"{name}.toml"), str(out), None, 1, str(tmp_path / "run"))
+    assert rc == 0, message
+    return f.load(out), check_trace(out)
+
+
+def ack_index_facts(ev):
+    """ConsumeMessageConcurrentlyService.processConsumeResult: CONSUME_SUCCESS with ackIndex 1
+    acknowledges a batch's first two messages; clustering sends the rest back, broadcasting drops
+    them. Every send-back names its consumed copy."""
+    assert f.well_formed(ev) == []
+    assert ev[-1]["reason"] == "quiescent"
+    groups = {e["client"]: e["group"] for e in f.by_kind(ev, "client_started")}
+    after = {}    # (client, topic, queue, offset) -> times it was past the batch's ackIndex
+    for e in f.by_kind(ev, "consume_finished"):
+        assert "ack_index" in e, e
+        n = len(e["offsets"])
+        assert e["ack_index"] == (min(1, n - 1) if e["status"] == "CONSUME_SUCCESS" else -1)
+        for o in e["offsets"][e["ack_index"] + 1:]:
+            k = (e["client"], e["topic"], e["queue"], o)
+            after[k] = after.get(k, 0) + 1
+    assert any(n > 0 for n in after.values()), "no batch had a message past its ackIndex"
+    backs = f.by_kind(ev, "send_back_requested")
+    assert backs and all(b["msg_id"] is not None and b["offset"] is not None for b in backs)
+    sent = {}
+    for b in backs:
+        k = (b["client"], b["topic"], b["queue"], b["offset"])
+        sent[k] = sent.get(k, 0) + 1
+    clustering = {k: n for k, n in after.items() if groups[k[0]] == "GID_ack"}
+    assert sent == clustering      # exactly the clustering group's messages past ackIndex
+    assert all(groups[b["client"]] == "GID_ack" for b in backs)
+
+
+@pytest.mark.real
+def test_real_ack_index_is_recorded_and_its_send_backs_name_their_messages(real_env, tmp_path):
+    """A concurrent listener's ackIndex: the old recorder neither wrote it nor kept the batch's
+    messages once it succeeded, so the send-backs it causes had no msg_id (check: exit 2)."""
+    ev, rep = record_exact("ack-index", tmp_path)
+    ack_index_facts(ev)
+    assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]

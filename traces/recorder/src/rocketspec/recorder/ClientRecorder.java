@@ -9,6 +9,9 @@ import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.impl.CommunicationMode;
 import org.apache.rocketmq.remoting.exception.RemotingException;
 import org.apache.rocketmq.client.consumer.PullStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyContext;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.store.OffsetStore;
 import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
 import org.apache.rocketmq.client.consumer.store.RemoteBrokerOffsetStore;
@@ -113,6 +116,12 @@ public final class ClientRecorder {
      */
     private final Map<String, Object[]> consumedByUniqKey = new ConcurrentHashMap<>();
     private final Map<ConsumeMessageContext, Object[]> calls = new IdentityHashMap<>();
+    /**
+     * The ackIndex a concurrent listener left in its ConsumeConcurrentlyContext, set on the
+     * consuming thread when the listener returns (or throws), read by the hook's after-call on
+     * that thread: the hook's ConsumeMessageContext does not carry it.
+     */
+    private final ThreadLocal<Integer> ackIndex = new ThreadLocal<>();
     private volatile boolean stopping;
     private Poller poller;
 
@@ -138,6 +147,10 @@ public final class ClientRecorder {
         }
         this.client = c.buildMQClientId();
         c.setAllocateMessageQueueStrategy(new Allocation(c.getAllocateMessageQueueStrategy()));
+        if (c.getMessageListener() instanceof MessageListenerConcurrently
+            && !(c.getMessageListener() instanceof AckIndexListener)) {
+            c.registerMessageListener(new AckIndexListener((MessageListenerConcurrently) c.getMessageListener()));
+        }
         c.getDefaultMQPushConsumerImpl().registerConsumeMessageHook(new ConsumeHook());
         Map<String, Object> subs = new TreeMap<>();
         for (Map.Entry<String, String> s : c.getSubscription().entrySet()) {
@@ -663,6 +676,24 @@ public final class ClientRecorder {
     }
 
     // ------------------------------------------------------------------ listener calls
+    /** The application's concurrent listener, unchanged, with the ackIndex it set noted. */
+    private final class AckIndexListener implements MessageListenerConcurrently {
+        final MessageListenerConcurrently inner;
+
+        AckIndexListener(MessageListenerConcurrently inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public ConsumeConcurrentlyStatus consumeMessage(List<MessageExt> msgs, ConsumeConcurrentlyContext ctx) {
+            try {
+                return inner.consumeMessage(msgs, ctx);
+            } finally {
+                ackIndex.set(ctx.getAckIndex());
+            }
+        }
+    }
+
     private final class ConsumeHook implements ConsumeMessageHook {
         @Override
         public String hookName() {
@@ -707,16 +738,27 @@ public final class ClientRecorder {
                 return;
             }
             ProcessQueue pq = (ProcessQueue) call[1];
-            w.emit(q("consume_finished", ctx.getMq()).put("consume_id", call[0]).put("status", ctx.getStatus())
-                .put("dropped", pq != null && pq.isDropped()).put("offsets", call[2]));
-            if (!isOrderly()) {
-                for (MessageExt m : ctx.getMsgList()) {
-                    if (ctx.isSuccess()) {
-                        consumed.remove(m.getCommitLogOffset());
-                        String uniq = m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
-                        if (uniq != null) {
-                            consumedByUniqKey.remove(uniq);
-                        }
+            TraceWriter.Event e = q("consume_finished", ctx.getMq()).put("consume_id", call[0]).put("status", ctx.getStatus())
+                .put("dropped", pq != null && pq.isDropped()).put("offsets", call[2]);
+            Integer set = ackIndex.get();
+            ackIndex.remove();
+            int n = ctx.getMsgList().size();
+            // processConsumeResult: CONSUME_SUCCESS acknowledges [0..min(ackIndex, size-1)], any
+            // other status none; the rest is sent back (clustering) or dropped (broadcasting)
+            int ack = n - 1;
+            if (!isOrderly() && set != null) {
+                ack = ctx.isSuccess() ? Math.min(set, n - 1) : -1;
+                e.put("ack_index", ack);
+            }
+            w.emit(e);
+            if (!isOrderly() && ctx.isSuccess()) {
+                // the acknowledged ones are done; the rest stay known for the send-backs that follow
+                for (int i = 0; i <= ack && i < n; i++) {
+                    MessageExt m = ctx.getMsgList().get(i);
+                    consumed.remove(m.getCommitLogOffset());
+                    String uniq = m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
+                    if (uniq != null) {
+                        consumedByUniqKey.remove(uniq);
                     }
                 }
             }
