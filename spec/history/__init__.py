@@ -98,11 +98,11 @@ def judge(h: History, records, default_max: int | None = None, only=None, window
     for g in GUARANTEES:
         if only is not None and g.id not in only:
             continue
-        miss = missing(j.has, g)
-        if miss:
-            verdicts.append(Verdict(g.id, g.title, "skipped", miss))
-            continue
         o = outs[g.id]
+        miss = missing(j.has, g) or o.unjudged
+        if miss:
+            verdicts.append(Verdict(g.id, g.title, "skipped", miss, notes=o.notes if o.unjudged else []))
+            continue
         status = "holds" if not o.n_findings else ("suspect" if o.suspect else "violated")
         verdicts.append(Verdict(g.id, g.title, status, [], o.findings, {k: n for k, n in o.counts.items() if n},
                                 o.notes, o.n_findings))

@@ -33,6 +33,11 @@ DISRUPTION_REACH_MS = 10_000
 # #2724 goes through the schedule first, whose shortest delay level is 1 s.
 DLQ_PROMPT_MS = 1_000
 
+# Changes of a group's membership or of its queues' owners: "joined" and "left" (a consumer
+# registered or unregistered), "rebalanced" (a consumer's allocation changed, as RocketMQ's client
+# log records it: docs/history.md).
+MEMBERSHIP = frozenset({"joined", "left", "rebalanced"})
+
 FAULTS = frozenset({"crashed", "paused", "resumed", "broker restarted", "unregistered", "one-way call lost",
                     "killed", "fault"})
 
@@ -55,6 +60,7 @@ class Outcome:
     notes: list = field(default_factory=list)
     suspect: bool = False                           # findings that a lossy history cannot confirm
     n_findings: int = 0                             # every finding, kept or not
+    unjudged: list = field(default_factory=list)    # fields lacking for every record it could judge: skipped
 
     def add(self, f: HFinding, keep: int) -> None:
         self.n_findings += 1
@@ -226,6 +232,15 @@ def retry_limit(J, m, out: Outcome) -> None:
                 # an operator reset the group back to the message since its last failure: the
                 # original copy is handed out again and its retries count afresh
                 batches, n = set(), 0
+            elif n and last is not None and c.ts is not None and c.reconsume_times is not None \
+                    and c.reconsume_times < n and J.membership_between(group, last - DISRUPTION_REACH_MS, c.ts):
+                # a copy that knows of fewer failures than were seen, after the queues changed
+                # hands: another owner pulled it from the broker's committed offset, which lagged
+                # the old owner's local advance (at-least-once). Its count is all RocketMQ goes
+                # by: a concurrent copy carries it in the store (the %RETRY% copy's
+                # reconsumeTimes), an orderly one in the ProcessQueue's message, which a new
+                # owner reads from the store again (checkReconsumeTimes)
+                batches, n = set(), c.reconsume_times
             last = c.ts if c.ts is not None else last
             if n > mx:
                 flagged.add(group)

@@ -143,6 +143,7 @@ class Judge:
         self.pairs = defaultdict(set)       # H-ORDER-1: pairs reported per queue
         self.streams = {}                   # H-ORDER-2: (mode, unit, stream) -> deque of [pos, c, flagged]
         self.shard_n = Counter()            # H-ORDER-2: acknowledged sends per sharding key
+        self.unnamed = set()                # H-ORDER-2: orderly broadcasting groups whose consumers are not named
         self.ok_calls = defaultdict(deque)  # H-DUP-1: (group, queue, client) -> (start, batch) of successes
         self.ok_before = {}                 # H-DUP-1: (group, queue, client) -> latest success start before the window
         self.pending = defaultdict(dict)    # H-DUP-1: (group, queue) -> offset -> [first success end|None, seen]
@@ -193,7 +194,7 @@ class Judge:
         for x in self.dis[i:]:
             if x.ts > hi:
                 break
-            if x.what in ("joined", "left") and (x.group is None or x.group == group):
+            if x.what in G.MEMBERSHIP and (x.group is None or x.group == group):
                 return (f"rebalance ({x.what})", x.ts)
         return None
 
@@ -345,7 +346,12 @@ class Judge:
             if not G.broadcast(g) and c.client is not None and c.queue is not None:
                 self._exclusive(c)
             if p is not None:
-                self._order(m, u, c)
+                if G.broadcast(g) and c.client is None:
+                    # each consumer of a broadcasting group is its own stream: unnamed, the
+                    # deliveries of all of them would read as one stream out of order
+                    self.unnamed.add(c.group)
+                else:
+                    self._order(m, u, c)
 
     def _exclusive(self, c):
         q = (c.group, c.queue)
@@ -495,6 +501,11 @@ class Judge:
             o2.notes.append("order judged per sharding key, in the order the sends were acknowledged")
         if not self.n["produce"]:
             o2.notes.append("no produce records")
+        if self.unnamed:
+            o2.notes.append(f"orderly broadcasting group(s) {', '.join(sorted(self.unnamed))} not judged: the history "
+                            "does not name the consumer of their deliveries, and each consumer is its own stream")
+            if not o2.counts["streams"]:
+                o2.unjudged = [f"consume.client (of orderly broadcasting group(s) {', '.join(sorted(self.unnamed))})"]
         self.out["H-ORDER-2"] = o2
         if not any(G.orderly(g) and not G.broadcast(g) for g in groups):
             self.out["H-ORDER-1"].notes.append("no orderly clustering group: nothing to judge")

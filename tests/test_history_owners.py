@@ -1,0 +1,135 @@
+"""H-RETRY-1 across owners, and orderly broadcasting groups whose consumers are not named.
+
+A message that failed to its limit comes back as a copy that knows of fewer failures when its
+queue changed hands before the broker learned the old owner's local advance (4.9.8: the
+concurrent service moves the local offset once the send-back returns and the broker hears of it
+at the next persist; the orderly service counts failures in the ProcessQueue's message, which a
+new owner pulls from the store again). That is at-least-once redelivery, seen on real runs
+(docs/notes/real-random.md: seeds 8, 103, 107, rand seed 100), not a retry past the limit.
+"""
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketspec.spec.history import check_history
+from rocketspec.traces.history.model import Consume, Disruption, Group, History, Produce
+
+T = ("T", "b", 0)
+
+
+def history(consumes, mode="CONCURRENTLY", mx=0, disruptions=(), model="CLUSTERING", produces=None):
+    h = History("mem", "msgtrace", True, observes=frozenset({"dead_letters", "membership"}))
+    h.produces = produces if produces is not None else [Produce("m1", "T", 0, True)]
+    h.consumes = list(consumes)
+    h.disruptions = list(disruptions)
+    h.groups["G"] = Group("G", mode, model, {"T": ("TAG", "*")}, max_reconsume_times=mx, started_ts=0)
+    return h
+
+
+def D(ts, rc=0, success=False, mid="m1", client=None):
+    """A delivery as the message traces give it: no queue, no offset, no consumer."""
+    return Consume("G", mid, ts, ts + 5, client, None, None, rc, success, None, None, f"mem:{ts}")
+
+
+def status(h, gid="H-RETRY-1"):
+    return next(v for v in check_history(h).verdicts if v.id == gid).status
+
+
+def test_seed_103_the_original_copy_again_from_a_new_owner_after_a_shutdown():
+    # maxReconsumeTimes 0: the one failure sends the message to the DLQ; the new owner of its
+    # queue pulls it again from the broker's offset (random real run 103: 10 ms after g0c2's
+    # shutdown changed the group's allocation)
+    cons = [D(1000), D(4010, success=True)]
+    assert status(history(cons)) == "violated"
+    moved = [Disruption(4000, "rebalanced", "G", "127.0.0.1@g0c1")]
+    assert status(history(cons, disruptions=moved)) == "holds"
+
+
+def test_seed_8_orderly_failures_on_each_new_process_queue_start_at_zero():
+    # orderly, maxReconsumeTimes 2: each owner's ProcessQueue counts from the stored count (0);
+    # failures on three owners are not three retries of one chain
+    cons = [D(1000), D(5000), D(9000), D(13000, rc=1, success=True)]
+    moved = [Disruption(3000, "left", "G"), Disruption(7000, "rebalanced", "G")]
+    assert status(history(cons, mode="ORDERLY", mx=2)) == "violated"
+    assert status(history(cons, mode="ORDERLY", mx=2, disruptions=moved)) == "holds"
+
+
+def test_a_change_in_another_group_or_long_before_excuses_nothing():
+    cons = [D(20000), D(24010, success=True)]
+    assert status(history(cons, disruptions=[Disruption(22000, "rebalanced", "OTHER")])) == "violated"
+    assert status(history(cons, disruptions=[Disruption(5000, "rebalanced", "G")])) == "violated"
+
+
+def test_a_copy_that_carries_every_failure_is_still_past_the_limit():
+    # a retry copy whose count says it was sent back past the limit: no owner change excuses it
+    cons = [D(1000), D(3000, rc=1, success=True)]
+    assert status(history(cons, disruptions=[Disruption(2000, "rebalanced", "G")])) == "violated"
+
+
+@st.composite
+def lives(draw):
+    """A message's deliveries over owner lives, each as RocketMQ makes them: a new life (after a
+    membership change) starts from the stored copy (count 0), each failure raises the count by
+    one, at most maxReconsumeTimes + 1 failures per life (the last sends it to the DLQ)."""
+    mode = draw(st.sampled_from(["CONCURRENTLY", "ORDERLY"]))
+    mx = draw(st.integers(0, 3))
+    n_lives = draw(st.integers(1, 4))
+    t, cons, dis = 1000, [], []
+    for life in range(n_lives):
+        if life:
+            t += draw(st.integers(1, 3000))
+            dis.append(Disruption(t, draw(st.sampled_from(["joined", "left", "rebalanced"])), "G"))
+        fails = draw(st.integers(1, mx + 1))
+        for k in range(fails):
+            t += draw(st.integers(1, 3000))
+            cons.append(D(t, rc=k))
+    t += draw(st.integers(1, 3000))
+    cons.append(D(t, rc=0, success=True))
+    return mode, mx, cons, dis
+
+
+@settings(max_examples=200, deadline=None)
+@given(lives())
+def test_redeliveries_across_owners_never_read_as_retries_past_the_limit(case):
+    mode, mx, cons, dis = case
+    # the last delivery starts a life of its own: the change before it is what makes it legitimate
+    dis = dis + [Disruption(cons[-1].ts - 1, "rebalanced", "G")]
+    assert status(history(cons, mode, mx, dis)) == "holds"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["CONCURRENTLY", "ORDERLY"]), st.integers(0, 3), st.integers(1, 4), st.data())
+def test_a_retry_past_the_limit_with_no_owner_change_is_flagged(mode, mx, extra, data):
+    # more than maxReconsumeTimes + 1 failures, then delivered again, with no membership change of
+    # the group (changes of another group anywhere, or of this one only long before the chain)
+    n = mx + 1 + extra
+    cons = [D(20_000 + 1000 * i, rc=data.draw(st.integers(0, mx))) for i in range(n)]
+    cons.append(D(20_000 + 1000 * n, rc=data.draw(st.integers(0, mx)), success=True))
+    dis = [Disruption(data.draw(st.integers(0, 40_000)), "rebalanced", "OTHER") for _ in range(data.draw(st.integers(0, 3)))]
+    dis += [Disruption(data.draw(st.integers(0, 9_999)), "left", "G") for _ in range(data.draw(st.integers(0, 2)))]
+    assert status(history(cons, mode, mx, sorted(dis, key=lambda d: d.ts))) == "violated"
+
+
+def test_orderly_broadcasting_group_without_consumer_names_is_declared_unjudged():
+    # vol2 seed 19: the judge raised TypeError (' consumer ' + None) on H-ORDER-2 by sharding key;
+    # each consumer of a broadcasting group is its own stream, and message traces name none
+    produces = [Produce(f"m{i}", "T", i, True, sharding_key="k") for i in range(3)]
+    # two consumers, each in order: one started after m0 was sent (CONSUME_FROM_LAST_OFFSET) and
+    # takes m1 first, the other is slower. Read as one stream, m1 comes before m0
+    cons = [Consume("G", mid, ts, ts + 1, None, None, None, 0, True, None, None, f"mem:{ts}")
+            for mid, ts in (("m1", 10), ("m2", 11), ("m0", 12), ("m1", 14), ("m2", 15))]
+    h = history(cons, mode="ORDERLY", mx=-1, model="BROADCASTING", produces=produces)
+    rep = check_history(h)
+    v = next(v for v in rep.verdicts if v.id == "H-ORDER-2")
+    assert v.status == "skipped" and "orderly broadcasting" in v.missing[0]
+    assert any("not judged" in n for n in v.notes)
+
+
+def test_orderly_broadcasting_group_with_named_consumers_is_judged_per_consumer():
+    produces = [Produce(f"m{i}", "T", i, True, sharding_key="k") for i in range(2)]
+    cons = [Consume("G", "m1", 10, 11, "c1", None, None, 0, True, None, None, "mem:10"),
+            Consume("G", "m0", 12, 13, "c1", None, None, 0, True, None, None, "mem:12"),
+            Consume("G", "m0", 10, 11, "c2", None, None, 0, True, None, None, "mem:10b"),
+            Consume("G", "m1", 12, 13, "c2", None, None, 0, True, None, None, "mem:12b")]
+    h = history(cons, mode="ORDERLY", mx=-1, model="BROADCASTING", produces=produces)
+    v = next(v for v in check_history(h).verdicts if v.id == "H-ORDER-2")
+    assert v.status == "violated" and v.n_findings == 1 and "consumer c1" in v.findings[0].message
