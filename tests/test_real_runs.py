@@ -509,3 +509,34 @@ def test_real_ack_index_is_recorded_and_its_send_backs_name_their_messages(real_
     ev, rep = record_exact("ack-index", tmp_path)
     ack_index_facts(ev)
     assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]
+
+
+BROKER_SIDE = ("offset_committed", "pull_held", "pull_failed", "message_sent_back", "lock_acquired", "lock_rejected")
+
+
+def idle_reconnect_facts(ev):
+    """The broker's idle handler closed the frozen client's channel (unregistering it); after
+    SIGCONT the client's first requests reached the broker on a new connection before its
+    heartbeat there, and the broker side names the client that sent them."""
+    assert f.well_formed(ev) == []
+    assert ev[-1]["reason"] == "quiescent"
+    paused, resumed, gone = _unregistered_while_paused(ev)
+    assert gone and gone[0]["reason"] == "channel_closed"
+    back = [e["seq"] for e in f.by_kind(ev, "consumer_registered") if e["client"] == paused["client"]
+            and e["seq"] > resumed["seq"]]
+    until = back[0] if back else ev[-1]["seq"]
+    before_heartbeat = [e for e in ev if resumed["seq"] < e["seq"] < until and e["kind"] in BROKER_SIDE]
+    assert before_heartbeat, "no broker-side request of the resumed client came before its heartbeat"
+    clients = {e["client"] for e in f.by_kind(ev, "client_started")}
+    named = {e.get("client") for e in ev if e["kind"] in BROKER_SIDE and e.get("client") is not None}
+    assert named <= clients, named - clients      # a client id, never a socket address
+    assert paused["client"] in {e["client"] for e in before_heartbeat}
+
+
+@pytest.mark.real
+def test_real_requests_on_a_new_connection_before_the_heartbeat_name_their_client(real_env, tmp_path):
+    """A pause past server_channel_max_idle_s: the old broker recorder named the resumed client's
+    first requests by their socket address (check: INV-OFFSET-1 on its commits)."""
+    ev, rep = record_exact("idle-reconnect", tmp_path)
+    idle_reconnect_facts(ev)
+    assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]

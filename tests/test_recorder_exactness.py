@@ -41,3 +41,27 @@ def test_ack_index_fixture_holds_and_the_spec_judges_ack_index(tmp_path):
             and e["status"] == "CONSUME_SUCCESS" else e for e in ev]
     rep, errors = _errors(wide, tmp_path, "wide.jsonl")
     assert not rep.ok and "INV-RETRY-3" in {i for i, _ in errors}
+
+
+# ---------------------------------------------------------------------- client identity across reconnects
+def test_idle_reconnect_fixture_names_the_client_of_requests_before_its_heartbeat(tmp_path):
+    from test_real_runs import idle_reconnect_facts
+
+    ev = f.load(EXACT / "idle-reconnect.jsonl")
+    idle_reconnect_facts(ev)
+    rep, errors = _errors(ev, tmp_path)
+    assert rep.ok and not errors, errors[:5]
+
+
+def test_a_commit_named_by_a_socket_address_is_what_the_spec_cannot_judge(tmp_path):
+    """What the old broker recorder wrote for the same requests (the connection's address, the
+    heartbeat not yet seen on it): the spec, knowing no such client, reported INV-OFFSET-1."""
+    ev = f.load(EXACT / "idle-reconnect.jsonl")
+    resumed = f.by_kind(ev, "client_resumed")[0]
+    back = min([e["seq"] for e in f.by_kind(ev, "consumer_registered") if e["client"] == resumed["client"]
+                and e["seq"] > resumed["seq"]] + [ev[-1]["seq"]])
+    addr = [dict(e, client="127.0.0.1:36614") if resumed["seq"] < e["seq"] < back and e["kind"] == "offset_committed"
+            and e["client"] == resumed["client"] else e for e in ev]
+    assert addr != ev
+    rep, errors = _errors(addr, tmp_path, "addr.jsonl")
+    assert "INV-OFFSET-1" in {i for i, _ in errors}

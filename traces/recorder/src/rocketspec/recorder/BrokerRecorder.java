@@ -590,9 +590,22 @@ public final class BrokerRecorder {
         return req.getExtFields() == null ? null : req.getExtFields().get(key);
     }
 
+    /**
+     * The client that sent a request: the id its recorder's RPC hook put in the request
+     * (ClientRecorder.CLIENT_FIELD), exact on any connection; else the one the connection's last
+     * heartbeat named; else the connection's address (a client without a recorder).
+     */
+    private String clientOf(String addr, RemotingCommand req) {
+        String named = ext(req, ClientRecorder.CLIENT_FIELD);
+        if (named != null) {
+            return named;
+        }
+        return clientByAddr.getOrDefault(addr, addr);
+    }
+
     private void before(String addr, RemotingCommand req) {
         // processRequest runs next on this thread, between this call and the after-call
-        request.set(new Object[] {req.getCode(), clientByAddr.getOrDefault(addr, addr)});
+        request.set(new Object[] {req.getCode(), clientOf(addr, req)});
         switch (req.getCode()) {
             case RequestCode.CONSUMER_SEND_MSG_BACK: {
                 // Look up the consumed copy as the broker will: its ORIGIN_MESSAGE_ID or its own id.
@@ -600,7 +613,7 @@ public final class BrokerRecorder {
                 if (m != null) {
                     synchronized (lock) {
                         pendingSendBack.computeIfAbsent(ext(req, "group") + "#" + Ids.originMsgId(m), k -> new ArrayDeque<>())
-                            .add(new String[] {clientByAddr.getOrDefault(addr, addr), m.getMsgId()});
+                            .add(new String[] {clientOf(addr, req), m.getMsgId()});
                     }
                 }
                 break;
@@ -611,7 +624,7 @@ public final class BrokerRecorder {
                 if (send != null) {
                     synchronized (lock) {
                         pendingProducerSend.computeIfAbsent(send[0] + "#" + send[1], k -> new ArrayDeque<>())
-                            .add(new String[] {clientByAddr.getOrDefault(addr, addr), send[1]});
+                            .add(new String[] {clientOf(addr, req), send[1]});
                     }
                 }
                 break;
@@ -647,7 +660,7 @@ public final class BrokerRecorder {
     @SuppressWarnings("unchecked")
     private void after(String addr, RemotingCommand req, RemotingCommand resp) {
         request.remove();
-        String client = clientByAddr.getOrDefault(addr, addr);
+        String client = clientOf(addr, req);
         switch (req.getCode()) {
             case RequestCode.HEART_BEAT: {
                 HeartbeatData hb = HeartbeatData.decode(req.getBody(), HeartbeatData.class);

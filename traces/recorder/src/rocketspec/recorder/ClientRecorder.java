@@ -83,6 +83,13 @@ import static rocketspec.recorder.TraceWriter.event;
  */
 public final class ClientRecorder {
     private static final long POLL_MS = 20;
+    /**
+     * The request field that names the sending client to the broker recorder. The broker knows a
+     * connection's client only from its heartbeats, and a client whose channel the broker closed
+     * sends its next requests on a new connection, before any heartbeat there. The RPC hook adds
+     * it as RocketMQ's own AclClientRPCHook adds its AccessKey: an ext field no header reads.
+     */
+    public static final String CLIENT_FIELD = "rocketspecClient";
 
     private final TraceWriter w;
     private final Hook hook = new Hook();
@@ -380,6 +387,7 @@ public final class ClientRecorder {
             if (client == null) {
                 return;
             }
+            req.addExtField(CLIENT_FIELD, client);
             try {
                 before(req);
             } catch (RuntimeException e) {
