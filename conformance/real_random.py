@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -33,6 +34,11 @@ from pathlib import Path
 from .random_scenarios import generate, history_groups, write
 
 PROFILE = "rocketmq-4.9.8"
+# What the oracle reads of a run, by version (written to oracle.json and result.json; the
+# records are described in docs/scenarios.md, "Random scenarios"):
+# 1 message traces, the commit log's dead letters, the scenario's offset resets;
+# 2 also the group membership changes of RocketMQ's client log (conformance.client_log).
+ORACLE_VERSION = 2
 
 # The invariants of check whose violation a user would see as each guarantee's violation.
 SEEN_AS = {
@@ -64,12 +70,13 @@ class RunResult:
     note: str = ""
     folder: str = ""
     recorder: str = ""       # digest of the recorder's sources the run was recorded with
+    oracle: int = 0          # ORACLE_VERSION the run was last judged with (0: never judged)
 
     def to_dict(self):
         return {"seed": self.seed, "class": self.cls, "check": self.check_ids, "oracle": self.oracle_ids,
                 "blamed": self.blamed, "events": self.events, "ended": self.ended,
                 "seconds": round(self.seconds, 1), "note": self.note, "folder": self.folder,
-                "recorder": self.recorder}
+                "recorder": self.recorder, "oracle": self.oracle}
 
 
 def recorder_digest() -> str:
@@ -109,23 +116,45 @@ def classify(check_ids: dict, oracle: dict, unseen=frozenset()) -> tuple[str, li
     return "finding", sorted(extra)
 
 
-def unseen_invariants(check_json: dict, sc: dict) -> set:
-    """Invariants all of whose listed violations are about a broadcasting group, which the
-    message traces cannot judge (their bodies name no consumer)."""
-    broadcast = {g["name"] for g in sc["groups"] if g.get("message_model") == "BROADCASTING"}
+_DELAY_LEVEL = re.compile(r"\(delay level (\d+)\)")
+
+
+def unseen_invariants(check_json: dict, sc: dict, oracle: dict | None = None) -> set:
+    """Invariants all of whose listed violations the oracle cannot see in this run: about a
+    broadcasting group whose consumers the message traces do not name (their bodies name none;
+    the oracle names the consumer of a group that had one all run: `broadcast_named`), or
+    INV-DLQ-1 on a DLQ copy whose detour through the schedule is no longer than H-RETRY-3's
+    window (the scenario's delay level of that copy is at most DLQ_PROMPT_MS)."""
+    from rocketspec.spec.history.guarantees import DLQ_PROMPT_MS
+
+    named = set((oracle or {}).get("broadcast_named", {}))
+    broadcast = {g["name"] for g in sc["groups"] if g.get("message_model") == "BROADCASTING"} - named
+    levels = _delay_levels_ms(sc)
     by_id: dict = {}
     for v in check_json.get("violations", []):
-        by_id.setdefault(v["invariant"], []).append((v.get("key") or {}).get("group"))
-    return {i for i, groups in by_id.items() if groups and all(g in broadcast for g in groups)
-            and len(groups) == check_json["counts"].get(i)}
+        group = (v.get("key") or {}).get("group")
+        lvl = _DELAY_LEVEL.search(v.get("message", "")) if v["invariant"] == "INV-DLQ-1" else None
+        short = lvl is not None and 0 < int(lvl[1]) <= len(levels) and levels[int(lvl[1]) - 1] <= DLQ_PROMPT_MS
+        by_id.setdefault(v["invariant"], []).append(group in broadcast or short)
+    return {i for i, unseen in by_id.items() if unseen and all(unseen) and len(unseen) == check_json["counts"].get(i)}
+
+
+def _delay_levels_ms(sc: dict) -> list[int]:
+    """The broker's delay levels in ms (messageDelayLevel: 1s 5s 10s 30s 1m ... ; 4.9.8's default)."""
+    text = sc.get("broker_config", {}).get("message_delay_level") or \
+        "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    unit = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+    return [int(x[:-1]) * unit[x[-1]] for x in text.split()]
 
 
 def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, complete: bool):
-    """The black-box judgement of one real run from RocketMQ's records (see the module's doc)."""
+    """The black-box judgement of one real run from RocketMQ's records (see the module's doc);
+    `store_dir` is the broker's store in the run's folder (`<run>/store`)."""
     from rocketspec.spec.history import check_history, load_history
-    from rocketspec.traces.history.model import DeadLetter, Reset
+    from rocketspec.traces.history.model import DeadLetter, Disruption, Reset
 
-    from .store_contents import read_commit_log
+    from .client_log import read_changes
+    from .store_contents import read_broker_offsets, read_commit_log, read_local_offsets
 
     h = load_history(str(msgtrace), "msgtrace", complete, history_groups(sc))
     # Sharding keys make H-ORDER-2 judgeable by key; not on a topic an orderly broadcasting group
@@ -160,8 +189,114 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
     h.observes = frozenset(h.observes | {"dead_letters", "resets"})
     h.notes.append(f"{len(dead)} dead letter(s) from the broker's commit log; {len(resets)} operator reset(s) "
                    "from the scenario's steps")
+    # who held the queues when: a redelivery across owners is at-least-once, not a retry past the limit
+    changes, note = read_changes(Path(store_dir).parent)
+    h.disruptions = [Disruption(c.ts, c.what, c.group, c.client, f"{c.detail} (client log line {c.line})")
+                     for c in changes]
+    if changes:
+        h.observes = frozenset(h.observes | {"membership"})
+    h.notes.append(note)
+    local = read_local_offsets(Path(store_dir).parent)
+    named = _name_lone_consumers(sc, h, changes, local)
     h.stream = []   # judged in time order, message traces and store records together
-    return check_history(h)
+    rep = check_history(h)
+    rep.broadcast_named = named
+    rep.offsets = _offsets_summary(read_broker_offsets(store_dir), local)
+    rep.positions = _positions(h, local, changes, stored) if h.complete else []
+    return rep
+
+
+def oracle_dict(rep) -> dict:
+    """The oracle's report as oracle.json holds it: the history's verdicts, with the positions of
+    broadcasting consumers (`_positions`) counted under H-DELIVER-1, and what else was read."""
+    d = rep.to_dict()
+    d["oracle_version"] = ORACLE_VERSION
+    d["broadcast_named"] = rep.broadcast_named
+    d["offsets"] = rep.offsets
+    d["positions"] = len(rep.positions)
+    if rep.positions:
+        v = next(g for g in d["guarantees"] if g["id"] == "H-DELIVER-1")
+        v["status"], v["findings"] = "violated", v["findings"] + len(rep.positions)
+        v["listed"] = v["listed"] + rep.positions[:50]
+        d["ok"], d["verdict"] = False, "violated"
+    return d
+
+
+def _name_lone_consumers(sc, h, changes, local) -> dict:
+    """{group: client} for each broadcasting group that had one consumer all run (by RocketMQ's
+    client log and the clients' offset files): each of its deliveries is that consumer's, so the
+    group is judged for it. A group of several consumers stays judged for nobody."""
+    named = {}
+    for g in sc["groups"]:
+        if g.get("message_model") != "BROADCASTING":
+            continue
+        who = {c.client for c in changes if c.group == g["name"] and c.client} | \
+              {o.client for o in local if o.group == g["name"]}
+        if len(who) != 1:
+            continue
+        client = named[g["name"]] = who.pop()
+        joined = min((c.ts for c in changes if c.group == g["name"] and c.what == "joined"), default=None)
+        h.group(g["name"]).members[client] = [joined, None]
+        for c in h.consumes:
+            if c.group == g["name"] and c.client is None:
+                c.client = client
+        h.notes.append(f"broadcasting group {g['name']} had one consumer, {client}, all run: its deliveries are "
+                       "that consumer's")
+    return named
+
+
+def _offsets_summary(broker, local) -> dict:
+    out = {"broker": None, "clients": []}
+    if broker is not None:
+        out["broker"] = {"file": broker.path, "written_ms": broker.written_ms,
+                         "offsets": {f"{t}@{g}": q for (t, g), q in sorted(broker.table.items())}}
+    for o in local:
+        out["clients"].append({"file": o.path, "written_ms": o.written_ms, "client": o.client, "group": o.group,
+                               "offsets": {f"{t}/{b}/{q}": v for (t, b, q), v in sorted(o.table.items())}})
+    return out
+
+
+def _positions(h, local, changes, stored) -> list[dict]:
+    """H-DELIVER-1 from a broadcasting consumer's own position (the oracle's level, beyond the
+    message traces, which name no consumer): at a settled end, a client's offsets.json written
+    after its group's last delivery ended holds its final position per queue; a stored message
+    at or above it that the client's subscription matches, stored while the client was in the
+    group, never reached that client."""
+    from rocketspec.spec.filtering import decide, subscription
+
+    out = []
+    by_queue = collections.defaultdict(list)
+    for m in stored:
+        by_queue[(m.topic, m.queue_id)].append(m)
+    for o in local:
+        g = h.groups.get(o.group)
+        if g is None or g.message_model != "BROADCASTING" or not g.subscriptions:
+            continue
+        last = max((c.end if c.end is not None else c.ts for c in h.consumes if c.group == o.group
+                    and (c.end is not None or c.ts is not None)), default=None)
+        if last is None or o.written_ms <= last:
+            h.notes.append(f"{o.path}: written at {o.written_ms}, not after group {o.group}'s last delivery: its "
+                           "positions are not judged")
+            continue
+        mine = [c for c in changes if c.client == o.client and c.group == o.group]
+        joined = max((c.ts for c in mine if c.what == "joined"), default=None)
+        left = max((c.ts for c in mine if c.what == "left" and (joined is None or c.ts > joined)), default=None)
+        for (topic, _broker, qid), pos in o.table.items():
+            if topic not in g.subscriptions:
+                continue
+            sub = subscription(*g.subscriptions[topic])
+            for m in by_queue.get((topic, qid), ()):
+                if m.queue_offset < pos or (joined is not None and m.store_ts < joined) or \
+                        (left is not None and m.store_ts > left):
+                    continue
+                if decide(sub, m.properties.get("TAGS"), None, m.properties)[1] is False:
+                    continue
+                out.append({"guarantee": "H-DELIVER-1", "where": o.path, "message":
+                            f"message {m.properties.get('UNIQ_KEY')} (topic {topic}, queue {qid}, offset "
+                            f"{m.queue_offset}) never reached {o.client} of broadcasting group {o.group}: its "
+                            f"own position of the queue ended at {pos} (offsets.json written at {o.written_ms})",
+                            "key": {"group": o.group, "client": o.client, "msg": m.properties.get("UNIQ_KEY")}})
+    return out
 
 
 def _check(trace: Path) -> tuple[dict, dict]:
@@ -213,7 +348,7 @@ def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | 
     try:
         plain = check_path(str(msgtrace), "msgtrace", None, history_groups(sc))
         (folder / "history.json").write_text(json.dumps(plain.to_dict(), indent=1) + "\n")
-        oracle = oracle_report(sc, msgtrace, run / "store", t0, res.ended == "quiescent").to_dict()
+        oracle = oracle_dict(oracle_report(sc, msgtrace, run / "store", t0, res.ended == "quiescent"))
     except (UserError, StoreReadError) as exc:
         # no oracle for this run (its message traces or store could not be read): not judged
         res.note = f"RocketMQ's records of the run could not be read: {exc}"
@@ -228,7 +363,8 @@ def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | 
         return _save(res, folder)
     (folder / "oracle.json").write_text(json.dumps(oracle, indent=1) + "\n")
     res.oracle_ids = [g["id"] for g in oracle["guarantees"] if g["status"] == "violated"]
-    res.cls, res.blamed = classify(res.check_ids, oracle, unseen_invariants(check_json, sc))
+    res.cls, res.blamed = classify(res.check_ids, oracle, unseen_invariants(check_json, sc, oracle))
+    res.oracle = ORACLE_VERSION
     res.seconds = time.monotonic() - t
     return _save(res, folder)
 
@@ -315,11 +451,12 @@ def reclassify(out_dir) -> list[RunResult]:
             sc = json.loads((folder / "scenario.json").read_text())
             res.check_ids, check_json = _check(folder / "trace.jsonl")
             (folder / "check.json").write_text(json.dumps(check_json, indent=1) + "\n")
-            oracle = oracle_report(sc, folder / "msgtrace.txt", folder / "run" / "store",
-                                   _first_ts(folder / "trace.jsonl"), res.ended == "quiescent").to_dict()
+            oracle = oracle_dict(oracle_report(sc, folder / "msgtrace.txt", folder / "run" / "store",
+                                   _first_ts(folder / "trace.jsonl"), res.ended == "quiescent"))
             (folder / "oracle.json").write_text(json.dumps(oracle, indent=1) + "\n")
             res.oracle_ids = [g["id"] for g in oracle["guarantees"] if g["status"] == "violated"]
-            res.cls, res.blamed = classify(res.check_ids, oracle, unseen_invariants(check_json, sc))
+            res.cls, res.blamed = classify(res.check_ids, oracle, unseen_invariants(check_json, sc, oracle))
+            res.oracle = ORACLE_VERSION
         out.append(_save(res, folder))
     return out
 

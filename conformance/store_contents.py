@@ -9,6 +9,7 @@ written yet). The real-run oracle (conformance.real_random) takes the dead-lette
 """
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,3 +84,59 @@ def _entry(data: bytes, pos: int, path: Path) -> StoredMessage:
     (props_len,) = struct.unpack_from(">h", data, p)
     props = data[p + 2:p + 2 + props_len].decode("utf-8", errors="replace") if props_len > 0 else ""
     return StoredMessage(topic, queue_id, queue_offset, physical, born, store_ts, reconsume, properties(props))
+
+
+# ---------------------------------------------------------------------- offsets at the end
+#
+# Both files are written by fastjson, which writes a map's non-string keys bare: the broker's
+# `{"TopicR@G":{0:11,1:12}}` and the client's `{{"brokerName":..,"queueId":..,"topic":..}:9}`.
+
+_GROUP_TABLE = re.compile(r'"([^"@]+)@([^"]+)"\s*:\s*\{([^{}]*)\}')
+_QUEUE_OFFSET = re.compile(r"(-?\d+)\s*:\s*(-?\d+)")
+_MQ_KEY = re.compile(r"\{([^{}]*)\}\s*:\s*(-?\d+)")
+_FIELD = re.compile(r'"(\w+)"\s*:\s*("([^"]*)"|-?\d+)')
+
+
+@dataclass(slots=True)
+class Offsets:
+    """One offset file read at the end of a run. `written_ms`: the file's modification time."""
+    path: str
+    written_ms: int
+    group: str | None                     # a client's file: its group (the broker's holds every group)
+    client: str | None                    # a client's file: its client id
+    table: dict                           # (topic, group) -> {queue id: offset} | (topic, broker, queue id) -> offset
+
+
+def read_broker_offsets(store_dir) -> Offsets | None:
+    """The broker's committed offsets as `ConsumerOffsetManager.persist` last wrote them
+    (`<store>/config/consumerOffset.json`, every flushConsumerOffsetInterval and at shutdown);
+    None when the broker never wrote it."""
+    path = Path(store_dir) / "config" / "consumerOffset.json"
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    table = {}
+    for m in _GROUP_TABLE.finditer(text):
+        table[(m[1], m[2])] = {int(q): int(o) for q, o in _QUEUE_OFFSET.findall(m[3])}
+    if "offsetTable" not in text:
+        raise StoreReadError(f"{path}: no offsetTable")
+    return Offsets(str(path), int(path.stat().st_mtime * 1000), None, None, table)
+
+
+def read_local_offsets(run_dir) -> list[Offsets]:
+    """Each broadcasting client's own offsets as `LocalFileOffsetStore.persistAll` last wrote
+    them (`<user.home>/.rocketmq_offsets/<clientId>/<group>/offsets.json`: every
+    persistConsumerOffsetInterval from 10 s after the client started, and at its shutdown)."""
+    out = []
+    for path in sorted((Path(run_dir) / ".rocketmq_offsets").glob("*/*/offsets.json")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if "offsetTable" not in text:
+            raise StoreReadError(f"{path}: no offsetTable")
+        table = {}
+        for m in _MQ_KEY.finditer(text):
+            f = {k: (s if s else int(v)) for k, v, s in _FIELD.findall(m[1])}
+            if {"topic", "brokerName", "queueId"} <= f.keys():
+                table[(f["topic"], f["brokerName"], int(f["queueId"]))] = int(m[2])
+        out.append(Offsets(str(path), int(path.stat().st_mtime * 1000), path.parent.name, path.parent.parent.name,
+                           table))
+    return out

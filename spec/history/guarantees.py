@@ -226,21 +226,27 @@ def retry_limit(J, m, out: Outcome) -> None:
         mx = max_reconsume(g, J.default_max)
         if broadcast(g) or mx is None:
             continue
-        batches, n, last = set(), 0, None
+        batches, n, last, handed = set(), 0, None, {}
         for c in sorted((c for c in m.dels if c.group == group and c.success is not None), key=lambda c: c.ts or 0):
             if n and last is not None and c.ts is not None and J.reset_between(group, last, c.ts, c) is not None:
                 # an operator reset the group back to the message since its last failure: the
                 # original copy is handed out again and its retries count afresh
                 batches, n = set(), 0
             elif n and last is not None and c.ts is not None and c.reconsume_times is not None \
-                    and c.reconsume_times < n and J.membership_between(group, last - DISRUPTION_REACH_MS, c.ts):
-                # a copy that knows of fewer failures than were seen, after the queues changed
-                # hands: another owner pulled it from the broker's committed offset, which lagged
-                # the old owner's local advance (at-least-once). Its count is all RocketMQ goes
-                # by: a concurrent copy carries it in the store (the %RETRY% copy's
-                # reconsumeTimes), an orderly one in the ProcessQueue's message, which a new
-                # owner reads from the store again (checkReconsumeTimes)
-                batches, n = set(), c.reconsume_times
+                    and c.reconsume_times < (n if not orderly(g) else 1):
+                # a copy that knows of fewer failures than were seen, handed out again after the
+                # queues changed hands since it was last handed out: another owner pulled it from
+                # the broker's committed offset, which lagged the old owner's local advance
+                # (at-least-once). Its count is all RocketMQ goes by: a concurrent copy carries it
+                # in the store (the %RETRY% copy's reconsumeTimes); an orderly one counts in the
+                # ProcessQueue's message (checkReconsumeTimes), so a new owner starts again from
+                # the stored 0. (An orderly message dead-lettered and handed out again with its
+                # batch by the same owner keeps its count, and no change comes between.)
+                since = handed.get(c.reconsume_times, last)
+                if J.membership_between(group, since, c.ts) or J.reset_between(group, since, c.ts, c) is not None:
+                    batches, n = set(), c.reconsume_times
+            if c.reconsume_times is not None and c.ts is not None:
+                handed[c.reconsume_times] = c.ts
             last = c.ts if c.ts is not None else last
             if n > mx:
                 flagged.add(group)
