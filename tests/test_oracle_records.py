@@ -1,0 +1,75 @@
+"""The real-run oracle's own records (conformance.real_random, oracle version 2): membership
+changes from RocketMQ's client log, the broker's and the broadcasting clients' offset files.
+
+tests/fixtures/real/random/seed-103 is random real run 103 of 2026-12-06 (real 4.9.8): its
+scenario, message traces, the used part of its commit log, the broker's consumerOffset.json and
+the lines of rocketmq_client.log the oracle reads. GID_r0 (maxReconsumeTimes 0) failed a
+message, which went to the DLQ; g0c2's shutdown moved its queue to g0c1, which pulled the
+original copy again from the broker's lagging offset 10 ms later.
+"""
+import json
+import shutil
+from pathlib import Path
+
+from rocketspec.conformance.client_log import read_changes
+from rocketspec.conformance.real_random import classify, oracle_dict, oracle_report, unseen_invariants
+from rocketspec.conformance.store_contents import read_broker_offsets, read_local_offsets
+
+SEED_103 = Path(__file__).parent / "fixtures" / "real" / "random" / "seed-103"
+T0 = 1796601005564      # the run's trace_started
+# check's verdict on the run's trace (its check.json): INV-DLQ-1 on the DLQ copy of the send-back
+# that g0c2's shutdown interrupted (the fallback send at delay level 3, 1 s here)
+CHECK = {"counts": {"INV-DLQ-1": 1}, "violations": [
+    {"invariant": "INV-DLQ-1", "key": {"group": "GID_r0"}, "message": "a dead-lettered copy of "
+     "7F0000010000A371000000000000B367 goes through the schedule (delay level 3) instead of straight to %DLQ%GID_r0 (#2724)"}]}
+
+
+def judge(folder):
+    sc = json.loads((folder / "scenario.json").read_text())
+    o = oracle_dict(oracle_report(sc, folder / "msgtrace.txt", folder / "run" / "store", T0, True))
+    return sc, o, {g["id"]: g["status"] for g in o["guarantees"]}
+
+
+def test_seed_103_membership_read_from_the_client_log_in_epoch_time():
+    changes, note = read_changes(SEED_103 / "run")
+    assert "16 membership change(s)" in note and "+0 min" in note
+    left = [c for c in changes if c.what == "left"]
+    assert [(c.ts, c.group, c.client) for c in left] == [(1796601009906, "GID_r0", "127.0.0.1@g0c2")]
+    assert any(c.what == "rebalanced" and c.client == "127.0.0.1@g0c1" and c.ts == 1796601009915 for c in changes)
+
+
+def test_seed_103_is_agreed_on_retries_with_membership_and_missed_without(tmp_path):
+    sc, o, st = judge(SEED_103)
+    assert o["oracle_version"] == 2 and st["H-RETRY-1"] == "holds" and st["H-DELIVER-1"] == "holds"
+    # the INV-DLQ-1 copy waited one 1 s level: within H-RETRY-3's window, which the oracle cannot see
+    assert classify({"INV-DLQ-1": 1}, o, unseen_invariants(CHECK, sc, o)) == ("finding", ["INV-DLQ-1"])
+    # the same run without RocketMQ's log: the redelivery reads as a retry past the limit
+    bare = tmp_path / "seed-103"
+    shutil.copytree(SEED_103, bare)
+    shutil.rmtree(bare / "run" / "logs")
+    _, o2, st2 = judge(bare)
+    assert st2["H-RETRY-1"] == "violated"
+    assert any("no logs/rocketmqlogs/rocketmq_client.log" in n for n in o2["notes"])
+
+
+def test_a_log_with_no_clock_reading_is_not_read(tmp_path):
+    log = tmp_path / "logs" / "rocketmqlogs" / "rocketmq_client.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-12-06 23:50:09,906 INFO RocketmqBroker - unregister a consumer[G] from consumerGroupInfo "
+                   "ClientChannelInfo [channel=x, clientId=127.0.0.1@c1, language=JAVA, version=409]\n")
+    changes, note = read_changes(tmp_path)
+    assert changes == [] and "not placed in time" in note
+
+
+def test_offset_files_as_fastjson_writes_them(tmp_path):
+    b = read_broker_offsets(SEED_103 / "run" / "store")
+    assert b.table[("TopicR", "GID_r0")] == {0: 11, 1: 12, 2: 12, 3: 11, 4: 11, 5: 11, 6: 11, 7: 11}
+    assert b.table[("%RETRY%GID_r0", "GID_r0")] == {0: 0}
+    # a broadcasting client's offsets.json (random real run 111): MessageQueue objects as keys
+    f = tmp_path / ".rocketmq_offsets" / "127.0.0.1@g0c1" / "GID_r0" / "offsets.json"
+    f.parent.mkdir(parents=True)
+    f.write_text('{\n\t"offsetTable":{{\n\t\t\t"brokerName":"broker-a",\n\t\t\t"queueId":2,\n\t\t\t"topic":"TopicR"\n'
+                 '\t\t}:9,{\n\t\t\t"brokerName":"broker-a",\n\t\t\t"queueId":0,\n\t\t\t"topic":"TopicR"\n\t\t}:10\n\t}\n}')
+    (o,) = read_local_offsets(tmp_path)
+    assert (o.client, o.group) == ("127.0.0.1@g0c1", "GID_r0")
+    assert o.table == {("TopicR", "broker-a", 2): 9, ("TopicR", "broker-a", 0): 10}
