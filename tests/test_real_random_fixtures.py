@@ -37,3 +37,15 @@ def test_an_orderly_shutdown_unlocks_while_its_listener_runs():
     errs = _by_inv(_errors("seed-201-orderly-shutdown"))
     assert set(errs) == {"INV-ORDER-1"}, errs
     assert "its shutdown unlocks every queue" in errs["INV-ORDER-1"][0]
+
+
+def test_a_broadcasting_client_killed_before_its_first_persist_restarts_from_the_end():
+    """Seed 202. A broadcasting client (CONSUME_FROM_LAST_OFFSET) is killed 2.7 s after its
+    start. MQClientInstance first persists offsets 10 s after start, so its offsets.json was never
+    written (the run folder has none from that life); the second life's LocalFileOffsetStore
+    reads -1 and computePullFromWhere starts at the queue's end: what it had not consumed is lost
+    for it. A real loss (INV-LOSS-1) with that cause, not a start away from a committed offset
+    (INV-START-1: no offset was ever committed)."""
+    errs = _by_inv(_errors("seed-202-broadcast-kill-before-persist"))
+    assert set(errs) == {"INV-LOSS-1"}, errs
+    assert all("crashed before its offsets file" in m for m in errs["INV-LOSS-1"])

@@ -306,7 +306,8 @@ def pq_created(st, ev, out):
         gap = p.unhandled_first(p.wm, hi)
         if gap:
             n = p.unhandled_count(p.wm, hi)
-            if read == -1 and committed is None:
+            if committed is None and read in (-1, None):
+                # (no read seen: a store with no entry answers -1)
                 out.report("INV-LOSS-1", f"new ProcessQueue of {cid} starts at {off} (no committed offset: "
                            f"computePullFromWhere of -1); {n} messages {'it' if broadcast else 'the group'} has not consumed are skipped, "
                            f"first {gap}; cause: {_unpersisted_cause(st, qs, cid, p)}", key)
@@ -327,7 +328,8 @@ def _unpersisted_cause(st, qs, cid, unit):
                     f"consumed, no pull answered): its offsets file has none, and its restart reads -1, a first "
                     f"start to computePullFromWhere ({ref('A-OFFSET-ENTRY')})")
         return (f"{cid} crashed before its offsets file got the queue's offset (LocalFileOffsetStore.persistAll "
-                f"runs every {limits.client(st, cid).persist_interval_ms} ms and at shutdown)")
+                f"runs every {limits.client(st, cid).persist_interval_ms} ms from 10 s after the client started "
+                f"(MQClientInstance's schedule), and at shutdown)")
     if qs.lost_entry is not None:
         return (f"the broker's offset table lost the queue's committed offset {qs.lost_entry} (offset_erased: "
                 f"ConsumerOffsetManager.commitOffset's get-then-put race replaced the topic@group's map)")
