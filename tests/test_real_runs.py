@@ -540,3 +540,48 @@ def test_real_requests_on_a_new_connection_before_the_heartbeat_name_their_clien
     ev, rep = record_exact("idle-reconnect", tmp_path)
     idle_reconnect_facts(ev)
     assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]
+
+
+def sent_back_before_commit_past(ev):
+    """Each send-back the broker stored is reported before any commit, by the sending client, past
+    the sent-back offset: consumerSendMessageBack is synchronous and the client removes the
+    message only after the answer (processConsumeResult), so the copy was stored before."""
+    stored_at = {}
+    for e in ev:
+        if e["kind"] == "message_sent_back":
+            stored_at.setdefault((e["client"], e["msg_id"]), e["seq"])
+    late = []
+    for b in f.by_kind(ev, "send_back_requested"):
+        seen = stored_at.get((b["client"], b["msg_id"]))
+        for c in ev:
+            if c["kind"] == "offset_committed" and c.get("client") == b["client"] and c["seq"] > b["seq"] \
+                    and (c["topic"], c["queue"]) == (b["topic"], b["queue"]) and c["offset"] > b["offset"]:
+                if seen is None or c["seq"] < seen:
+                    late.append((b["seq"], c["seq"], seen))
+                break
+    return late
+
+
+def interrupted_send_back_facts(ev):
+    """A graceful shutdown interrupted consume threads inside consumerSendMessageBack; each took
+    DefaultMQPushConsumerImpl.sendMessageBack's fallback, a producer send to %RETRY% at delay level
+    3 + reconsumeTimes, recorded and linked to its consumed copy and to the copy the broker stored."""
+    assert f.well_formed(ev) == []
+    assert ev[-1]["reason"] == "quiescent"
+    fallbacks = f.by_kind(ev, "send_back_requested", via="fallback_producer")
+    assert fallbacks, "no consume thread was interrupted in a send-back"
+    for fb in fallbacks:
+        assert fb["msg_id"] is not None and fb["delay_level"] == 3 + fb["reconsume_times"]
+        outcome = [e for e in f.by_kind(ev, "message_sent_back", client=fb["client"], msg_id=fb["msg_id"])
+                   if e["seq"] > fb["seq"] and "via" not in e]
+        assert outcome and outcome[0]["origin_msg_id"] == fb["origin_msg_id"], fb
+    assert sent_back_before_commit_past(ev) == []
+
+
+@pytest.mark.real
+def test_real_interrupted_send_back_falls_back_to_a_recorded_producer_send(real_env, tmp_path):
+    """vol2 seed 12: the fallback's copy (no ORIGIN_MESSAGE_ID) was not linked to its message
+    (check: GUARD, INV-RETRY-2, INV-LIVE-1)."""
+    ev, rep = record_exact("interrupted-send-back", tmp_path)
+    interrupted_send_back_facts(ev)
+    assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]

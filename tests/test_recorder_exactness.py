@@ -65,3 +65,42 @@ def test_a_commit_named_by_a_socket_address_is_what_the_spec_cannot_judge(tmp_pa
     assert addr != ev
     rep, errors = _errors(addr, tmp_path, "addr.jsonl")
     assert "INV-OFFSET-1" in {i for i, _ in errors}
+
+
+# ---------------------------------------------------------------------- send-backs: when, and the fallback
+def test_interrupted_send_back_fixture_links_each_fallback_and_holds(tmp_path):
+    from test_real_runs import interrupted_send_back_facts
+
+    ev = f.load(EXACT / "interrupted-send-back.jsonl")
+    interrupted_send_back_facts(ev)
+    rep, errors = _errors(ev, tmp_path)
+    assert rep.ok and not errors, errors[:5]
+    # the send-back and its own fallback both stored a copy: an allowed duplicate, not INV-RETRY-3
+    twins = [b for b in f.by_kind(ev, "send_back_requested", via="fallback_producer")
+             if f.by_kind(ev, "message_sent_back", client=b["client"], msg_id=b["msg_id"], via="consumer_send_back")]
+    assert twins and rep.findings.counts.get("ANOM-DUP-1", 0) >= len(twins)
+
+
+def test_a_send_back_reported_after_the_commit_past_it_is_what_the_spec_flags(tmp_path):
+    """real-random seed 14: the old broker recorder reported message_sent_back when the store's
+    reput thread dispatched the copy, which could come after a pull had committed past the offset
+    (INV-OFFSET-3). Moved there in a real trace, the spec flags it; recorded, it never is."""
+    ev = f.load(EXACT / "ack-index.jsonl")
+    from test_real_runs import sent_back_before_commit_past
+
+    assert sent_back_before_commit_past(ev) == []
+    # the first send-back whose client later commits past its offset
+    for b in f.by_kind(ev, "send_back_requested"):
+        commit = next((c for c in ev if c["kind"] == "offset_committed" and c.get("client") == b["client"]
+                       and c["seq"] > b["seq"] and (c["topic"], c["queue"]) == (b["topic"], b["queue"])
+                       and c["offset"] > b["offset"]), None)
+        sent = next(e for e in ev if e["kind"] == "message_sent_back" and e["msg_id"] == b["msg_id"]
+                    and e["seq"] > b["seq"])
+        if commit is not None:
+            break
+    moved = [e for e in ev if e is not sent]
+    moved.insert(moved.index(commit) + 1, dict(sent, ts=commit["ts"]))
+    moved = [dict(e, seq=i) for i, e in enumerate(moved)]
+    assert sent_back_before_commit_past(moved) != []
+    rep, errors = _errors(moved, tmp_path, "late.jsonl")
+    assert "INV-OFFSET-3" in {i for i, _ in errors}, errors[:5]

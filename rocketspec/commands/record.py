@@ -241,7 +241,22 @@ def merge_parts(parts_dir: Path) -> list[dict]:
         out.append(ev)
         if ev["kind"] == "trace_ended":
             break
+    link_origins(out)
     return out
+
+
+def link_origins(events: list[dict]) -> None:
+    """Client events name a consumed copy's origin as the client read it: its ORIGIN_MESSAGE_ID,
+    else its own id. The fallback's copy of a first copy has none (sendMessageBack's setProperties
+    replaced the map that held it), and the broker recorder names it by its UNIQ_KEY's first copy;
+    the client's consume_started and send_back_requested take the origin the broker's
+    message_stored gives that copy, so a chain of copies has one origin throughout."""
+    stored = {e["msg_id"]: e["origin_msg_id"] for e in events if e["kind"] == "message_stored"}
+    for ev in events:
+        if ev["kind"] == "consume_started" and ev.get("msg_ids") and ev.get("origin_msg_ids"):
+            ev["origin_msg_ids"] = [stored.get(m, o) for m, o in zip(ev["msg_ids"], ev["origin_msg_ids"])]
+        elif ev["kind"] == "send_back_requested" and ev.get("msg_id") in stored:
+            ev["origin_msg_id"] = stored[ev["msg_id"]]
 
 
 def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, keep: str | None,

@@ -15,6 +15,8 @@ PRODUCER_PATHS = ("fallback_producer", "orderly_producer")
 # a chain entry: a producer send's DLQ copy that keeps its DELAY (the release's defect) and waits
 # in the schedule
 DLQ_WAITING = "dlq_waiting"
+# the request key of a fallback that follows its own consumer send-back: (client, msg_id + this)
+FALLBACK_OF = "#fallback"
 
 
 def _chain(st, group, origin) -> Chain:
@@ -70,7 +72,17 @@ def send_back_requested(st, ev, out):
                 out.report("INV-RETRY-2", f"send-back with reconsume_times {ev['reconsume_times']} below the copy's "
                            f"{m[M_R]}", ckey)
     ch = _chain(st, *ckey)
-    ch.requests[(cid, ev["msg_id"])] = SendBack(ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off,
+    k = (cid, ev["msg_id"])
+    if ev.get("via") == "fallback_producer" and (k in ch.accepted or (k in ch.requests and
+                                                                      ch.requests[k].via == "consumer_send_back")):
+        # DefaultMQPushConsumerImpl.sendMessageBack's catch: the consumer send-back of this very
+        # delivery threw (its answer never reached the client: an interrupted or timed-out wait),
+        # and the same call sends the copy again through the producer. The broker may have stored
+        # the first already: two copies of one failure, each paired with its own request
+        k = (cid, ev["msg_id"] + FALLBACK_OF)
+    elif ev.get("via") == "consumer_send_back":
+        ch.accepted.discard((cid, ev["msg_id"] + FALLBACK_OF))    # a pair of an earlier delivery
+    ch.requests[k] = SendBack(ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off,
                                                 ev["ts"])
 
 
@@ -103,7 +115,17 @@ def message_sent_back(st, ev, out):
     ch = _chain(st, *ckey)
     cid = ev.get("client")
     mid = ev["msg_id"]
-    req = ch.requests.pop((cid, mid), None)
+    req = None
+    twin = False        # one of the two copies of a consumer send-back and its own fallback
+    if ev.get("via") is None and cid is not None:
+        req = ch.requests.pop((cid, mid + FALLBACK_OF), None)
+        if req is not None:
+            twin = True
+            ch.accepted.add((cid, mid + FALLBACK_OF))
+    if req is None:
+        req = ch.requests.pop((cid, mid), None)
+        twin = req is not None and req.via == "consumer_send_back" and (
+            (cid, mid + FALLBACK_OF) in ch.requests or (cid, mid + FALLBACK_OF) in ch.accepted)
     if req is None:
         for k in list(ch.requests):
             k_cid, k_mid = k
@@ -151,7 +173,10 @@ def message_sent_back(st, ev, out):
         out.report("INV-RETRY-1", f"{what} >= maxReconsumeTimes {mx} was sent to %RETRY% instead of the DLQ", ckey)
     elif outcome == "dlq" and not should_dlq:
         out.report("INV-RETRY-1", f"{what} < maxReconsumeTimes {mx} was dead-lettered early", ckey)
-    if (cid, mid) in ch.accepted and outcome != "discarded":
+    if twin and (cid, mid) in ch.accepted:
+        _duplicate(st, out, ckey, f"{cid}'s send-back of {mid} was stored, and so was its fallback's copy "
+                   f"(the client never got the send-back's answer)")
+    elif (cid, mid) in ch.accepted and outcome != "discarded":
         out.report("INV-RETRY-3", f"{cid} sent copy {mid} back twice: two retry copies of one failure", ckey)
     ch.accepted.add((cid, mid))
     if outcome == "retry":

@@ -177,9 +177,23 @@ public final class BrokerRecorder {
             && !MixAll.isSysConsumerGroup(topic) && !topic.startsWith("rmq_sys_");
     }
 
-    /** The trace's origin of a stored copy: a client-set unique key names the first copy's offset id. */
-    private String origin(MessageExt m) {
-        String o = Ids.originMsgId(m);
+    /**
+     * The trace's origin of a stored copy: a client-set unique key names the first copy's offset
+     * id. A retry, schedule or DLQ copy without ORIGIN_MESSAGE_ID is the fallback's copy of a first
+     * copy (DefaultMQPushConsumerImpl.sendMessageBack: setProperties replaces the map that held
+     * it with the consumed copy's): its UNIQ_KEY names the first copy.
+     */
+    private String origin(MessageExt m, String topic) {
+        String o = m.getProperty(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID);
+        if ((o == null || o.isEmpty()) && (topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX)
+            || topic.startsWith(MixAll.DLQ_GROUP_TOPIC_PREFIX) || TopicValidator.RMQ_SYS_SCHEDULE_TOPIC.equals(topic))) {
+            String uniq = m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
+            String first = uniq == null ? null : originByUniqKey.get(uniq);
+            if (first != null) {
+                return first;
+            }
+        }
+        o = Ids.originMsgId(m);
         String first = originByUniqKey.get(o);
         return first == null ? o : first;
     }
@@ -193,7 +207,7 @@ public final class BrokerRecorder {
                 originByUniqKey.putIfAbsent(uniq, msgId);
             }
         }
-        String origin = origin(m);
+        String origin = origin(m, topic);
         String group = groupOf(schedule ? realTopic : topic);
         if (schedule) {
             int level = Integer.parseInt(m.getProperty(MessageConst.PROPERTY_DELAY_TIME_LEVEL));
@@ -577,10 +591,14 @@ public final class BrokerRecorder {
         }
         Map<String, String> props = MessageDecoder.string2messageProperties(text);
         String o = props.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID);
-        if (o == null) {
-            return null;
-        }
         synchronized (lock) {
+            if (o == null || o.isEmpty()) {
+                // the fallback's copy of a first copy: setProperties gave it the consumed copy's map,
+                // without ORIGIN_MESSAGE_ID but with its UNIQ_KEY
+                String uniq = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
+                String first = uniq == null ? null : originByUniqKey.get(uniq);
+                return first == null ? null : new String[] {topic.substring(MixAll.RETRY_GROUP_TOPIC_PREFIX.length()), first};
+            }
             String first = originByUniqKey.get(o);
             return new String[] {topic.substring(MixAll.RETRY_GROUP_TOPIC_PREFIX.length()), first == null ? o : first};
         }
@@ -612,7 +630,7 @@ public final class BrokerRecorder {
                 MessageExt m = bc.getMessageStore().lookMessageByOffset(Long.parseLong(ext(req, "offset")));
                 if (m != null) {
                     synchronized (lock) {
-                        pendingSendBack.computeIfAbsent(ext(req, "group") + "#" + Ids.originMsgId(m), k -> new ArrayDeque<>())
+                        pendingSendBack.computeIfAbsent(ext(req, "group") + "#" + origin(m, m.getTopic()), k -> new ArrayDeque<>())
                             .add(new String[] {clientOf(addr, req), m.getMsgId()});
                     }
                 }
@@ -657,10 +675,41 @@ public final class BrokerRecorder {
         }
     }
 
+    /** How long a send-back's answer may wait for the store's dispatch of what it stored. */
+    private static final long DISPATCH_WAIT_NS = 2_000_000_000L;
+
+    /**
+     * Called in the after-hook of a send-back (CONSUMER_SEND_MSG_BACK, or a producer send to
+     * %RETRY%), which runs before the broker writes the answer: waits until the store's reput
+     * thread has dispatched everything the commit log held by now, the copy this request stored
+     * among it. The dispatcher reports message_sent_back when it sees that copy, so the event comes
+     * before the client can learn that the send-back succeeded, remove the message and commit
+     * past it; ReputMessageService dispatches asynchronously (every 1 ms), and without the wait its
+     * report could come after such a commit. The answer is held for that lag (about 1 ms).
+     */
+    private void awaitDispatch() {
+        MessageStore s = bc.getMessageStore();
+        if (!(s instanceof DefaultMessageStore)) {
+            return;
+        }
+        long target = s.getMaxPhyOffset();
+        Object reput = Reflect.get(s, "reputMessageService");
+        long deadline = System.nanoTime() + DISPATCH_WAIT_NS;
+        // ReputMessageService calls the dispatchers of a message, then advances reputFromOffset
+        while ((Long) Reflect.get(reput, "reputFromOffset") < target && System.nanoTime() < deadline) {
+            java.util.concurrent.locks.LockSupport.parkNanos(100_000L);
+        }
+    }
+
     @SuppressWarnings("unchecked")
     private void after(String addr, RemotingCommand req, RemotingCommand resp) {
         request.remove();
         String client = clientOf(addr, req);
+        if (req.getCode() == RequestCode.CONSUMER_SEND_MSG_BACK
+            || ((req.getCode() == RequestCode.SEND_MESSAGE || req.getCode() == RequestCode.SEND_MESSAGE_V2)
+                && retrySend(req) != null)) {
+            awaitDispatch();
+        }
         switch (req.getCode()) {
             case RequestCode.HEART_BEAT: {
                 HeartbeatData hb = HeartbeatData.decode(req.getBody(), HeartbeatData.class);
