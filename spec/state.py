@@ -243,7 +243,7 @@ class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
                  "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
                  "orphan_outcome", "reset_drops", "illegal", "resets", "written_ahead", "reset_ahead", "overlaps", "batch_max", "held",
-                 "lost_entry", "released")
+                 "lost_entry", "released", "stale_next")
 
     def __init__(self, key):
         self.key = key
@@ -279,6 +279,9 @@ class QueueState:
         self.held: dict[str, tuple] = {}
         self.lost_entry = None                  # the committed offset the broker's table lost (offset_erased)
         self.released: Released | None = None  # the last unlock of the broker's lock entry
+        # client -> next offset of the last NO_NEW_MSG/NO_MATCHED_MSG answer to a pull of a gone
+        # ProcessQueue: correctTagsOffset on that old PullRequest may set the store to it
+        self.stale_next: dict[str, int] = {}
 
 
 # A remote store read is a round trip: another client's commit may land between the broker's

@@ -49,3 +49,19 @@ def test_a_broadcasting_client_killed_before_its_first_persist_restarts_from_the
     errs = _by_inv(_errors("seed-202-broadcast-kill-before-persist"))
     assert set(errs) == {"INV-LOSS-1"}, errs
     assert all("crashed before its offsets file" in m for m in errs["INV-LOSS-1"])
+
+
+def test_a_reset_overwritten_by_a_pull_answered_after_it():
+    """Seed 220. An operator resets GID_r1 to a time (offset 18 of queue 1). MQClientInstance.resetOffset
+    drops and clears the ProcessQueue, sleeps 10 s, sets 18 and removes it; the new ProcessQueue
+    pulls 18..153. The old ProcessQueue's long-polling pull (issued at 154 before the reset) is
+    answered NO_NEW_MSG 15 s later, and correctTagsOffset, which does not look at the dropped flag,
+    moves the client's store to 154 (its old, cleared queue holds no message): the offset passes
+    messages the new ProcessQueue still holds, and the next persist commits it. Real 4.9.8
+    behaviour, known upstream (apache/rocketmq#4206, #4742): INV-OFFSET-3 with that cause. The
+    messages stay in the new ProcessQueue and are consumed; the spec used to drop them from its
+    tree and report their consumption as INV-PQ-1, a false alarm."""
+    res = _errors("seed-220-reset-overwritten")
+    errs = _by_inv(res)
+    assert "INV-PQ-1" not in res.findings.counts, res.findings.counts
+    assert any("correctTagsOffset" in m and "154" in m for m in errs["INV-OFFSET-3"]), errs["INV-OFFSET-3"]

@@ -106,6 +106,18 @@ def _sampled_store(st, qs, ev, out):
         if s is not None and v < s[0] and not pq.orderly:
             out.report("INV-OFFSET-2", f"client offset moves back from {s[0]} to {v} in a live ProcessQueue "
                        f"(sampled)", key)
+        if not pq.orderly and qs.stale_next.get(cid) == v and (s is None or v > s[0]):
+            # set by a gone ProcessQueue's late answer (correctTagsOffset), not by this one's removeMessage
+            m = client_offset_passes(pq, v, taken=False)
+            if m is not None:
+                out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {m}, still unconsumed in the "
+                           f"ProcessQueue or in a listener call; cause: a pull of the ProcessQueue {cid} had before "
+                           f"was answered {v} after that one was dropped, and correctTagsOffset (no dropped check) "
+                           f"moved the queue's one offset store there (a reset overwritten by an earlier pull, apache/rocketmq#4206, #4742)", key)
+            del qs.stale_next[cid]
+            qs.stores[cid] = [v, ev.get("frozen") or False]
+            st.sampled_stores.add((key, cid))
+            return
         # the handled messages below it have left the tree (removeMessage, not observable)
         unit = qs.units.get(pq.client if pq.broadcast else "")
         tree, heap = pq.tree, pq.heap

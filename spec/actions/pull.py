@@ -97,6 +97,11 @@ def pull_answered(st, ev, out):
         # correction, for a queue the client may no longer hold
         if ev["status"] == "OFFSET_ILLEGAL":
             _correction_scheduled(qs, cid, ev["next_offset"])
+        elif ev["status"] in ("NO_NEW_MSG", "NO_MATCHED_MSG"):
+            # correctTagsOffset has no dropped check either: when the old ProcessQueue holds no
+            # message (removed empty, or cleared by a reset), updateOffset(mq, next, true) moves the
+            # client's one store for the queue, under whatever the new ProcessQueue holds
+            qs.stale_next[cid] = ev["next_offset"]
         return
     pq.pull_id = None
     offsets = ev.get("offsets") or ()
