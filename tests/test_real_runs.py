@@ -469,6 +469,7 @@ def record_exact(name: str, tmp_path: Path) -> tuple[list[dict], object]:
     from rocketspec.commands.record import record as record_run
     from rocketspec.spec.replay import check_trace
 
+    tmp_path.mkdir(parents=True, exist_ok=True)
     out = tmp_path / f"{name}.jsonl"
     rc, message = record_run(str(EXACT / f"{name}.toml"), str(out), None, 1, str(tmp_path / "run"))
     assert rc == 0, message
@@ -581,7 +582,13 @@ def interrupted_send_back_facts(ev):
 @pytest.mark.real
 def test_real_interrupted_send_back_falls_back_to_a_recorded_producer_send(real_env, tmp_path):
     """vol2 seed 12: the fallback's copy (no ORIGIN_MESSAGE_ID) was not linked to its message
-    (check: GUARD, INV-RETRY-2, INV-LIVE-1)."""
-    ev, rep = record_exact("interrupted-send-back", tmp_path)
-    interrupted_send_back_facts(ev)
-    assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]
+    (check: GUARD, INV-RETRY-2, INV-LIVE-1). Whether the shutdown catches a thread inside a
+    send-back is timing (2 runs in 4 here): up to three runs, each must hold, one must fall back."""
+    for attempt in range(3):
+        ev, rep = record_exact("interrupted-send-back", tmp_path / str(attempt))
+        assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]
+        assert sent_back_before_commit_past(ev) == []
+        if f.by_kind(ev, "send_back_requested", via="fallback_producer"):
+            interrupted_send_back_facts(ev)
+            return
+    pytest.fail("three runs, and the shutdown interrupted no consume thread inside a send-back")
