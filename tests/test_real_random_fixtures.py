@@ -65,3 +65,33 @@ def test_a_reset_overwritten_by_a_pull_answered_after_it():
     errs = _by_inv(res)
     assert "INV-PQ-1" not in res.findings.counts, res.findings.counts
     assert any("correctTagsOffset" in m and "154" in m for m in errs["INV-OFFSET-3"]), errs["INV-OFFSET-3"]
+
+
+def test_an_orderly_broadcasting_client_dead_letters_past_its_limit():
+    """Seed 208. Orderly BROADCASTING GID_r0 (maxReconsumeTimes 1) answers SUSPEND to every TagC
+    message. ConsumeMessageOrderlyService.checkReconsumeTimes (4.9.8, and 5.x the same) never looks
+    at the message model: past the limit it sends the message through the client's producer to
+    %RETRY%GID_r0 at delay level 3 + reconsumeTimes, the broker turns it into a dead letter (through
+    the schedule on 4.9.x: INV-DLQ-1), and processConsumeResult commits past it. A broadcasting
+    client sending back is real 4.9.8 behaviour that breaks broadcast semantics (INV-BCAST-1, named
+    for that path; the concurrent service drops such a message instead). The dead-lettered offsets
+    are handled by the client that sent them: the spec used to count only a clustering group's,
+    and reported every one of g0c1's as never consumed at quiescence (INV-LIVE-1, a false alarm)."""
+    res = _errors("seed-208-orderly-broadcast-dlq")
+    assert set(res.findings.counts) <= {"INV-BCAST-1", "INV-DLQ-1", "ANOM-DUP-1"}, res.findings.counts
+    assert res.findings.counts["INV-BCAST-1"] == res.findings.counts["INV-DLQ-1"] == 106, res.findings.counts
+    errs = _by_inv(res)
+    assert all("checkReconsumeTimes" in m for m in errs["INV-BCAST-1"]), errs["INV-BCAST-1"]
+
+
+def test_a_single_orderly_broadcasting_client_owes_nothing_it_dead_lettered():
+    """Seed 211. Orderly BROADCASTING GID_r1 has one client all run, g1c1; its TagB messages
+    SUSPEND past maxReconsumeTimes 1 and go to %DLQ%GID_r1 (checkReconsumeTimes, as in seed 208:
+    INV-BCAST-1 with that cause, INV-DLQ-1). The last of them, offset 67 of TopicR queue 3, was
+    dead-lettered (its DLQ copy is in the store) and g1c1's offsets.json holds 70 for the queue; the
+    spec used to keep it owed at quiescence (INV-LIVE-1, a false alarm). What the run shows of the
+    clustering groups GID_r0 and GID_r2 is another matter and not asserted here."""
+    res = _errors("seed-211-orderly-broadcast-one-client")
+    mine = [f for f in res.findings.errors if f.key is not None and f.key[0] == "GID_r1"]
+    assert {f.inv for f in mine} == {"INV-BCAST-1", "INV-DLQ-1"}, [(f.inv, f.message) for f in mine]
+    assert all("checkReconsumeTimes" in f.message for f in mine if f.inv == "INV-BCAST-1")

@@ -34,7 +34,15 @@ def send_back_requested(st, ev, out):
     c = _client(st, ev, out)
     ckey = (ev["group"], ev["origin_msg_id"])
     if c is not None and c.broadcast:
-        out.report("INV-BCAST-1", "a broadcasting client sent a message back", ckey)
+        if ev.get("via") == "orderly_producer":
+            # the concurrent service drops a broadcasting group's failed message; the orderly
+            # checkReconsumeTimes never looks at the message model (4.9.8 and 5.x), so a message
+            # past maxReconsumeTimes goes to %DLQ%<group>, one copy per client that fails it
+            out.report("INV-BCAST-1", "a broadcasting orderly client sent a message back past "
+                       "maxReconsumeTimes: ConsumeMessageOrderlyService.checkReconsumeTimes sends it to the "
+                       "DLQ through the client's producer whatever the message model", ckey)
+        else:
+            out.report("INV-BCAST-1", "a broadcasting client sent a message back", ckey)
     qkey = None
     off = ev.get("offset")
     # the message's place is judged when the event gives all of it (each field is optional in
@@ -198,12 +206,18 @@ def message_sent_back(st, ev, out):
         st.counts["ANOM-DISCARD"] = st.counts.get("ANOM-DISCARD", 0) + 1
         if out is not None:
             out.example("ANOM-DISCARD", f"{mid} sent back by {cid} was discarded (no retry queue)", ckey)
-    # the failed original is now handled by the group (its successor carries the obligation)
+    # the failed original is now handled by the group, or by the broadcasting client that sent it
+    # (the orderly send-back past maxReconsumeTimes; processConsumeResult then commits past it):
+    # its successor carries the obligation
     if req is not None and req.queue_key is not None:
         qs = st.queues.get(req.queue_key)
         if qs is not None:
             pq = qs.pqs.get(cid)
-            if pq is not None and not pq.broadcast:
+            if pq is not None and pq.broadcast and pq.orderly:
+                unit = qs.units.get(pq.client)
+                if unit is not None and unit.handle(req.offset):
+                    pq.dup_seen.add(req.offset)     # its commit, still to come, is not a second handling
+            elif pq is not None and not pq.broadcast:
                 unit = qs.units.get("")
                 if unit is not None:
                     unit.handle(req.offset)
