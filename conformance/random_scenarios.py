@@ -100,33 +100,87 @@ def generate(seed: int, small: bool = False) -> dict:
     for i, g in enumerate(groups):
         sc["steps"] += _clients(r, g, i, duration, produced_until, separate, small)
 
-    # an operator's offset reset (clustering: the broker's table is the group's offset). 4.9.8's
-    # Broker2Client.resetOffset refuses it ("consumer group <G> not exist") unless the group has a
-    # committed offset for every queue of the topic: so only a group reading all of the topic's
-    # messages ("*"), started 2 s before, none of whose clients was paused by then, after its
-    # producer has sent to every queue
+    # an operator's offset reset, only where it is certain to be accepted (reset_safe)
     at = r.randrange(duration // 2, duration, 100)
-    clients_of = {g["name"]: {x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"]}
-                  for g in groups}
-    producer = {p["topic"]: p for p in sc["producers"]}
-
-    def resettable(g, topic):
-        starts = [x["at_ms"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"]]
-        paused = any(x["action"] == "pause" and x["client"] in clients_of[g["name"]] and x["at_ms"] < at
-                     for x in sc["steps"])
-        p = producer[topic]
-        sent_all = p["start_ms"] + 1000 * 2 * next(t["queues"] for t in sc["topics"] if t["name"] == topic) / p["rate_per_s"]
-        return (g["message_model"] == "CLUSTERING" and g["subscriptions"].get(topic) == "*" and not paused
-                and min(starts) + 2000 <= at and sent_all + 1000 <= at)
-
-    choices = [(g, t) for g in groups for t in sorted(g["subscriptions"]) if resettable(g, t)]
-    if choices and r.random() < (0.1 if small else 0.25):
+    choices = [(g, t) for g in groups for t in sorted(g["subscriptions"]) if reset_safe(sc, g, t, at)]
+    if not choices:   # the latest time leaves the most messages before it
+        at = duration - 100
+        choices = [(g, t) for g in groups for t in sorted(g["subscriptions"]) if reset_safe(sc, g, t, at)]
+    if choices and r.random() < (0.5 if small else 1.0):   # rarely safe: taken whenever it is
         g, topic = r.choice(choices)
         sc["steps"].append({"at_ms": at, "action": "reset_offset", "group": g["name"],
                             "topic": topic, "timestamp_ms": r.choice((0, at // 2)),
                             "note": "an operator resets the group's offsets to a time"})
     sc["steps"].sort(key=lambda st: st["at_ms"])
     return sc
+
+
+# The broker's side of an offset reset: 4.9.8's Broker2Client.resetOffset refuses it ("THe consumer
+# group <G> not exist") when any queue of the topic has no committed offset of the group. Before a
+# client's first persistAll (MQClientInstance: 10 s after its start) a queue's entry is made only
+# by a pull carrying the client's offset, which a pull does when that offset is > 0
+# (DefaultMQPushConsumerImpl.pullMessage); the next pull is sent when the previous one returns,
+# with long polling when a message reaches the queue. So a queue has its entry once one message
+# was consumed and a later one arrived.
+RESET_MARGIN_MS = 500           # the last pull reaches the broker before the reset
+RESET_SETTLE_MS = 1000          # after a membership change: the rebalance, then the first pulls
+RESET_CAPACITY = 2              # the group's listener threads can consume twice what arrives
+OWN_JVM_START_MS = 3000         # a client in its own JVM registers this long after its start step
+
+
+def reset_safe(sc: dict, g: dict, topic: str, at: int) -> bool:
+    """Whether every queue of `topic` certainly has a committed offset of group `g` at `at` (ms),
+    so that an operator's reset of it then is accepted. Certain under these bounds: a listener
+    call lasts at most its drawn maximum, and the group's threads consume faster than messages
+    arrive. It holds when the group is clustering and reads all of the topic (`*`); the topic's
+    producer rotates over the queues (not sharding keys: each message's key is drawn at random,
+    and a queue may get none, as seed 230's queue 5 got none of 48); no client of the group is
+    paused and no burst is sent to the topic before `at`; and, in the group's last stable span
+    (from its last join or leave before `at`, plus the rebalance and, orderly, the broker lock
+    a queue's old owner may keep), each queue receives at least 2 + ceil(D / P) messages by
+    `at` - RESET_MARGIN_MS: P the producer's round over the queues, D the longest time from a
+    message's arrival to its offset (the longest call and a send-back; orderly, its local retries
+    with their suspends)."""
+    if g.get("message_model") != "CLUSTERING" or g["subscriptions"].get(topic) != "*":
+        return False
+    p = next((p for p in sc["producers"] if p["topic"] == topic), None)
+    if p is None or p.get("sharding_keys"):
+        return False
+    clients = {x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"]}
+    if any(x["at_ms"] <= at and ((x["action"] == "pause" and x["client"] in clients)
+                                 or (x["action"] == "produce" and x["topic"] == topic)) for x in sc["steps"]):
+        return False
+    # a client killed or paused runs in its own JVM (`record`), whose start takes a while longer
+    own_jvm = {x["client"] for x in sc["steps"] if x["action"] in ("crash", "pause")}
+    changes = [x["at_ms"] + (OWN_JVM_START_MS if x["action"] == "start" and x["client"] in own_jvm else 0)
+               for x in sc["steps"] if x["at_ms"] <= at and x.get("client") in clients
+               and (x["action"] in ("shutdown", "crash") or (x["action"] == "start" and x["group"] == g["name"]))]
+    if not changes:
+        return False
+    orderly = g.get("consume_mode") == "ORDERLY"
+    settle = RESET_SETTLE_MS + sc["real"].get("rebalance_interval_ms", 20000) + \
+        (sc["broker_config"].get("lock_max_live_ms", 60000) if orderly else 0)
+    lst = g.get("listener", {})
+    call = max([_hi(lst.get("duration_ms", 10))] + [_hi(x["duration_ms"]) for x in lst.get("rules", [])
+                                                     if "duration_ms" in x])
+    if orderly:
+        suspend = max(lst.get("suspend_ms", 0), g.get("suspend_current_queue_time_millis", 1000))
+        arrival_to_offset = (max(g.get("max_reconsume_times", 1), 1) + 1) * (call + suspend) + 1000
+    else:   # the call, then a failed message's send-back (one request to the broker)
+        arrival_to_offset = call + 500
+    arriving = sum(q["rate_per_s"] for q in sc["producers"] if q["topic"] in g["subscriptions"])
+    if g.get("consume_thread_max", 20) * 1000 / call < RESET_CAPACITY * arriving:
+        return False
+    queues = next(t["queues"] for t in sc["topics"] if t["name"] == topic)
+    interval = max(1, round(1000 / p["rate_per_s"]))          # the driver's pace of a producer
+    round_ms = queues * interval
+    lo, hi = max(changes) + settle, at - RESET_MARGIN_MS
+    sent = sum(1 for i in range(p["count"]) if lo <= p["start_ms"] + i * interval <= hi)
+    return sent // queues >= 2 + -(-arrival_to_offset // round_ms)
+
+
+def _hi(d) -> int:
+    return max(d) if isinstance(d, list) else d
 
 
 def _group(r: random.Random, i: int, topics: list, use_sql: bool) -> dict:
