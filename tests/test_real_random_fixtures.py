@@ -67,6 +67,17 @@ def test_a_reset_overwritten_by_a_pull_answered_after_it():
     assert any("correctTagsOffset" in m and "154" in m for m in errs["INV-OFFSET-3"]), errs["INV-OFFSET-3"]
 
 
+def test_an_orderly_reset_whose_update_the_poller_did_not_see():
+    """Seed 203. An operator resets orderly GID_r2 to the run's start (offset 0 of every queue).
+    MQClientInstance.resetOffset drops the ProcessQueues (seen by polling), sleeps 10 s, sets 0
+    (updateConsumeOffset) and persists it as it removes them: the broker's offset falls back from
+    48 to 0 by the operator's wish, and the group consumes everything again. The poller never saw
+    the store at 0 before the persist carried it; the spec used to take that persist for a stale
+    offset (INV-ORDER-3, a false alarm)."""
+    res = _errors("seed-203-orderly-reset-unsampled")
+    assert not res.findings.errors, _by_inv(res)
+
+
 def test_an_orderly_broadcasting_client_dead_letters_past_its_limit():
     """Seed 208. Orderly BROADCASTING GID_r0 (maxReconsumeTimes 1) answers SUSPEND to every TagC
     message. ConsumeMessageOrderlyService.checkReconsumeTimes (4.9.8, and 5.x the same) never looks

@@ -102,6 +102,8 @@ def _sampled_store(st, qs, ev, out):
     key, cid, v = qs.key, ev["client"], ev["stored"]
     pq = qs.pqs.get(cid)
     s = qs.stores.get(cid)
+    if _reset_value(st, qs, cid, v):
+        _note_reset(qs, v)
     if pq is not None and pq.live:
         if s is not None and v < s[0] and not pq.orderly:
             out.report("INV-OFFSET-2", f"client offset moves back from {s[0]} to {v} in a live ProcessQueue "
@@ -147,6 +149,14 @@ def _note_reset(qs, off) -> None:
         gone = qs.resets.pop(0)
         if gone not in qs.resets:
             qs.written_ahead.discard(gone)
+
+
+def _reset_value(st, qs, cid, off) -> bool:
+    """Whether `off`, seen by polling or carried by a persist of `cid` whose ProcessQueue a reset
+    dropped, is the operator's offset: MQClientInstance.resetOffset sets it (updateConsumeOffset)
+    10 s after the drop, and removeUnnecessaryMessageQueue persists it. The drop itself was seen by
+    polling, later than it happened, so the 10 s are not counted from it here."""
+    return cid in qs.reset_drops and off not in qs.resets and _reset_target(st, qs.key, off)
 
 
 def _reset_target(st, key, off) -> bool:
@@ -379,6 +389,8 @@ def offset_committed(st, ev, out):
     # replaced it there, and committed again by a persist or by a pull (PullMessageRequestHeader's
     # commitOffset, which the broker commits as a persist) over another value (a pull that commits
     # the table's own value again changes nothing: the reset is judged where it was)
+    if src == "persist" and cid is not None and _reset_value(st, qs, cid, off):
+        _note_reset(qs, off)        # the reset's update, not seen by the poller before its persist
     reset = src == "reset" or (off in qs.resets and (src == "persist" or (src == "pull" and off != qs.committed)))
     if qs.committed is not None and off < qs.committed and not reset and src != "snapshot":
         _offset_back(st, qs, g, unit, off, src, cid, ev["ts"], out)
