@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import subprocess
 import sys
+import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,7 +89,12 @@ def recorded(real_env, tmp_path_factory):  # noqa: F811
             from conformance.random_scenarios import history_groups
 
             sc = tomllib.loads((HERE / f"{name}.toml").read_text())
-            folder = tmp_path_factory.mktemp(name)
+            keep = os.environ.get("ROCKETSPEC_HANDWRITTEN_KEEP")   # a folder that outlives pytest's tmp rotation
+            if keep:
+                folder = Path(keep) / f"{name}-{int(time.time())}"
+                folder.mkdir(parents=True)
+            else:
+                folder = tmp_path_factory.mktemp(name)
             r = subprocess.run([str(BIN), "record", "--scenario", str(HERE / f"{name}.toml"),
                                 "--out", str(folder / "trace.jsonl"), "--msgtrace", str(folder / "msgtrace.txt"),
                                 "--keep", str(folder / "run")], capture_output=True, text=True, timeout=900)
@@ -201,8 +208,8 @@ def test_handwritten_scenario_is_judged_right(recorded, name):
     lost = facts(run)
     assert lost == [], f"{name}: RocketMQ's records show a loss: {lost}"
     # so every verdict must be "holds"
-    c = subprocess.run([str(BIN), "check", "--quiet", "--json", str(run.trace)], capture_output=True, text=True)
-    assert c.returncode == 0, f"{name}: check says {c.returncode}: {c.stdout[-3000:]}{c.stderr[-1000:]}"
+    c = subprocess.run([str(BIN), "check", "--quiet", str(run.trace)], capture_output=True, text=True)
+    assert c.returncode == 0, f"{name}: check says {c.returncode} on {run.trace}: {c.stdout[:3000]}{c.stderr[-1000:]}"
     h = _history(run, run.msgtrace)
     assert h["verdict"] == "holds", f"{name}: history --format msgtrace: {json.dumps(h)[:3000]}"
     # and the random runs' oracle (message traces + the store's DLQ) classifies the run as agreed
@@ -256,3 +263,22 @@ def test_history_does_not_excuse_a_lost_backlog_of_a_first_offset_group(recorded
     # 20 backlog messages G_FIRST never consumed, between messages sent before and after them
     # that it did consume, in a history declared complete
     assert _status(report, "H-DELIVER-1") != "holds", json.dumps(report)[:2000]
+
+
+H09_S8 = HERE / "runs" / "h09-s8.msgtrace.gz"   # a recording of h09 (seed 8) on real 4.9.8
+
+
+@pytest.mark.xfail(strict=True, reason="history's H-RETRY-1 counts failures per (group, message) across duplicate "
+                   "originals: two consumers of a new group each consumed and failed the original (start-up "
+                   "double allocation), each failure got its own retry copy (count 1), and each copy's failure "
+                   "was dead-lettered (SendMessageProcessor.java:185-193); no delivery carried a count above "
+                   "maxReconsumeTimes 1, yet it reports 'failed 2 times ... and was delivered again'")
+def test_history_does_not_count_failures_of_duplicate_originals_as_one_chain():
+    r = subprocess.run([str(BIN), "history", "--quiet", "--json", "--format", "msgtrace", "--groups",
+                        str(HERE / "runs" / "h09-s8.groups.json"), str(H09_S8)], capture_output=True, text=True)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    # RocketMQ's own records: every SubBefore's retry count is at most maxReconsumeTimes 1
+    import gzip
+    recs = _records(gzip.decompress(H09_S8.read_bytes()).decode(errors="replace"))
+    assert max(int(x[6]) for x in recs if x[0] == "SubBefore") <= 1
+    assert _status(json.loads(r.stdout), "H-RETRY-1") != "violated", r.stdout[:2000]
