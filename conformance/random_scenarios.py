@@ -111,6 +111,8 @@ def generate(seed: int, small: bool = False) -> dict:
         sc["steps"].append({"at_ms": at, "action": "reset_offset", "group": g["name"],
                             "topic": topic, "timestamp_ms": r.choice((0, at // 2)),
                             "note": "an operator resets the group's offsets to a time"})
+    if not small:
+        _break(seed, sc)
     sc["steps"].sort(key=lambda st: st["at_ms"])
     return sc
 
@@ -296,6 +298,78 @@ def _pause(r: random.Random, client: str, start: int, duration: int) -> dict:
     kind = "longer" if longer else "shorter"
     return {"at_ms": at, "action": "pause", "client": client, "duration_ms": length,
             "note": f"SIGSTOP {length} ms, {kind} than the orderly lease margin ({LEASE_MARGIN_MS} ms)"}
+
+
+# Assumptions broken on purpose (top-level "breaks", docs/scenarios.md): the invariants each break
+# may make fail; `record --random` takes a failure of these, naming the break's cause, as an
+# expected loss (conformance.real_random).
+ORDERLY_BREAK_EXPECT = ["INV-ORDER-1", "INV-ORDER-3", "INV-OWNER-2"]
+BREAK_RATE = 0.2                # of the scenarios that have an orderly clustering group
+SHORT_LOCK_MS = 2000            # broker_config.lock_max_live_ms of lock_shorter_than_lease (< CLIENT_LEASE_MS)
+OVERLONG_CALL_MS = [LEASE_MARGIN_MS + 500, LEASE_MARGIN_MS + 2000]
+
+
+def _break(seed: int, sc: dict) -> None:
+    """Mark the pauses past the lease margin of orderly clients (pause_past_lease), and on some
+    seeds break one more assumption in an orderly clustering group: its broker lock shorter
+    than its client lease, with a pause between the two and a join during it
+    (lock_shorter_than_lease), or a listener call longer than the lease margin with a join
+    while it runs (overlong_call). Drawn from a source of its own, so that the rest of a
+    scenario is what it is without breaks."""
+    breaks = []
+    orderly = [g for g in sc["groups"] if g["consume_mode"] == "ORDERLY" and g["message_model"] == "CLUSTERING"]
+    reset = {x["group"] for x in sc["steps"] if x["action"] == "reset_offset"}
+    group_of = {x["client"]: x["group"] for x in sc["steps"] if x["action"] == "start"}
+    names = {g["name"] for g in orderly}
+    for x in sc["steps"]:
+        if x["action"] == "pause" and group_of[x["client"]] in names and x["duration_ms"] > LEASE_MARGIN_MS:
+            breaks.append({"kind": "pause_past_lease", "target": x["client"], "expect": ORDERLY_BREAK_EXPECT,
+                           "note": f"{x['client']} of orderly {group_of[x['client']]} paused {x['duration_ms']} ms "
+                                   f"at {x['at_ms']} ms, past the lease margin ({LEASE_MARGIN_MS} ms)"})
+    rb = random.Random(f"break-{seed}")
+    if orderly and rb.random() < BREAK_RATE:
+        g = rb.choice(orderly)
+        # (not a group with a reset: the reset was judged safe without the break's pause and join)
+        kind = rb.choice(("lock_shorter_than_lease", "overlong_call")) if g["name"] not in reset else None
+        clients = sorted({x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"]})
+        own_jvm = {x["client"] for x in sc["steps"] if x["action"] in ("crash", "pause")}
+        survivor = next(x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"])
+        start = min(x["at_ms"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"])
+        gi = sc["groups"].index(g)
+        joiner = f"g{gi}c9"
+        if kind == "lock_shorter_than_lease" and (survivor in own_jvm or len(own_jvm) < MAX_SEPARATE_CLIENTS) \
+                and not any(x["action"] == "pause" and x["client"] == survivor for x in sc["steps"]) \
+                and start + 1000 < sc["duration_ms"] - 4000:
+            # the broker frees the lock after 2 s without a renewal, the client trusts its lease
+            # for 3 s: a pause between the two, and a client joining while it lasts, whose
+            # rebalance takes the queues it is allotted from the frozen one
+            sc["broker_config"]["lock_max_live_ms"] = SHORT_LOCK_MS
+            at = rb.randrange(start + 1000, sc["duration_ms"] - 4000, 100)
+            length = rb.randrange(SHORT_LOCK_MS + 300, CLIENT_LEASE_MS - 100, 100)
+            sc["steps"].append({"at_ms": at, "action": "pause", "client": survivor, "duration_ms": length,
+                                "note": f"SIGSTOP {length} ms: longer than the broker lock ({SHORT_LOCK_MS} ms), "
+                                        f"shorter than the client lease ({CLIENT_LEASE_MS} ms)"})
+            sc["steps"].append({"at_ms": at + SHORT_LOCK_MS - 500, "action": "start", "client": joiner,
+                                "group": g["name"], "note": "joins while the first client is frozen"})
+            breaks.append({"kind": kind, "target": BROKER, "expect": ORDERLY_BREAK_EXPECT,
+                           "note": f"broker lock_max_live_ms {SHORT_LOCK_MS} below client_lock_max_live_ms "
+                                   f"{CLIENT_LEASE_MS}; {survivor} paused {length} ms at {at} ms, {joiner} joins"})
+        elif kind == "overlong_call" and start + 1000 < sc["duration_ms"] - 1000:
+            # calls longer than the lease margin, on one sharding key (a few messages), and a
+            # client joining while they run
+            producer = next(p for p in sc["producers"] if p["topic"] in g["subscriptions"])
+            key = f"order-{rb.randrange(producer['sharding_keys'])}"
+            g["listener"].setdefault("rules", []).insert(0, {"keys": [key], "duration_ms": OVERLONG_CALL_MS})
+            g.pop("consume_thread_max", None)
+            at = rb.randrange(start + 1000, sc["duration_ms"] - 1000, 100)
+            if not any(x.get("client") == joiner for x in sc["steps"]):
+                sc["steps"].append({"at_ms": at, "action": "start", "client": joiner, "group": g["name"],
+                                    "note": "joins while long calls may run"})
+            breaks.append({"kind": kind, "target": g["name"], "expect": ORDERLY_BREAK_EXPECT,
+                           "note": f"listener calls of {OVERLONG_CALL_MS[0]}-{OVERLONG_CALL_MS[1]} ms on key {key} "
+                                   f"(lease margin {LEASE_MARGIN_MS} ms); {joiner} joins at {at} ms"})
+    if breaks:
+        sc["breaks"] = breaks
 
 
 def write(sc: dict, path) -> Path:

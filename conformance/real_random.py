@@ -17,6 +17,10 @@ Each run is classified (docs/recorder.md, "Random real runs"):
 - missed loss: the oracle finds a guarantee violated that no invariant of check matches;
 - white-box-only finding: check fails only invariants the black-box level cannot see here (to
   be explained, docs/notes/real-random.md);
+- expected loss (break): the scenario breaks an assumption on purpose (its "breaks"), and check
+  fails only invariants a break expects, each violation naming that break's cause, besides what
+  the oracle's own findings explain (a failure the break does not explain is still classified
+  as above);
 - incomplete: the run did not finish (its time bound, or the driver failed), or RocketMQ's
   records of it could not be read;
 - error: judging the run failed (a bug in rocketspec).
@@ -54,7 +58,8 @@ SEEN_AS = {
 ABSENCE = {"H-DELIVER-1"}
 CHECK_REFUSED = "CHECK-REFUSED"   # check exit 2 on a real trace: it refused what RocketMQ did
 
-CLASSES = ("agreed", "false alarm", "missed loss", "finding", "incomplete", "error")
+CLASSES = ("agreed", "expected loss (break)", "false alarm", "missed loss", "finding", "incomplete", "error")
+BREAK = "expected loss (break)"
 
 
 @dataclass
@@ -71,12 +76,14 @@ class RunResult:
     folder: str = ""
     recorder: str = ""       # digest of the recorder's sources the run was recorded with
     oracle: int = 0          # ORACLE_VERSION the run was last judged with (0: never judged)
+    breaks: list = field(default_factory=list)        # the scenario's deliberate breaks, "kind:target"
+    named: list = field(default_factory=list)         # the invariants check failed naming a break's cause
 
     def to_dict(self):
         return {"seed": self.seed, "class": self.cls, "check": self.check_ids, "oracle": self.oracle_ids,
                 "blamed": self.blamed, "events": self.events, "ended": self.ended,
                 "seconds": round(self.seconds, 1), "note": self.note, "folder": self.folder,
-                "recorder": self.recorder, "oracle": self.oracle}
+                "recorder": self.recorder, "oracle": self.oracle, "breaks": self.breaks, "named": self.named}
 
 
 def recorder_digest() -> str:
@@ -91,11 +98,12 @@ def recorder_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def classify(check_ids: dict, oracle: dict, unseen=frozenset()) -> tuple[str, list]:
+def classify(check_ids: dict, oracle: dict, unseen=frozenset(), named=frozenset()) -> tuple[str, list]:
     """(class, blamed) from check's failing invariants (id -> count; CHECK_REFUSED when it refused
-    the trace), the oracle's report (HistoryReport.to_dict) and `unseen`: invariants whose every
+    the trace), the oracle's report (HistoryReport.to_dict), `unseen`: invariants whose every
     violation concerns what the oracle cannot see in this run (a broadcasting group: message-trace
-    bodies name no consumer)."""
+    bodies name no consumer), and `named`: invariants a deliberate break of the scenario expects,
+    every violation of which names that break's cause (break_named)."""
     if CHECK_REFUSED in check_ids:
         return "false alarm", [CHECK_REFUSED]
     status = {g["id"]: g["status"] for g in oracle["guarantees"]}
@@ -105,15 +113,51 @@ def classify(check_ids: dict, oracle: dict, unseen=frozenset()) -> tuple[str, li
     if missed:
         return "missed loss", missed
     explained = set().union(*(SEEN_AS.get(g, set()) for g in violated)) if violated else set()
-    extra = failing - explained
+    by_break = (failing - explained) & set(named)
+    extra = failing - explained - by_break
     if not extra:
-        return "agreed", violated
+        return (BREAK, sorted(by_break)) if by_break else ("agreed", violated)
     judged = {g for g, s in status.items() if s != "skipped" and (g not in ABSENCE or oracle.get("complete"))}
     visible = set().union(*(SEEN_AS.get(g, set()) for g in judged)) if judged else set()
     alarms = sorted((extra & visible) - set(unseen))
     if alarms:
         return "false alarm", alarms
     return "finding", sorted(extra)
+
+
+def break_named(check_json: dict, sc: dict) -> set:
+    """The invariants check failed that the scenario's deliberate breaks explain: a break expects
+    the invariant, and each of its listed violations names that break's cause (after "cause:"
+    in check's message, or, for INV-SUB-1, the differing subscriptions themselves). A violation
+    that names no break keeps its invariant out: it is judged as any other."""
+    breaks = sc.get("breaks") or []
+    ok: dict = {}
+    for v in check_json.get("violations", []):
+        if v.get("severity", "error") != "error":
+            continue
+        inv = v["invariant"]
+        ok[inv] = ok.get(inv, True) and any(inv in b["expect"] and _names_cause(v, b, sc) for b in breaks)
+    return {i for i, yes in ok.items() if yes and len([v for v in check_json["violations"] if v["invariant"] == i])
+            == check_json["counts"].get(i)}
+
+
+def _names_cause(v: dict, b: dict, sc: dict) -> bool:
+    """Whether check's violation `v` names break `b` as its cause."""
+    msg = v.get("message", "")
+    cause = msg.split("cause:", 1)[1] if "cause:" in msg else ""
+    group = (v.get("key") or {}).get("group")
+    if b["kind"] == "pause_past_lease":
+        return b["target"] in cause and "pause" in cause
+    if b["kind"] == "lock_shorter_than_lease":
+        lease = sc.get("real", {}).get("client_lock_max_live_ms")
+        lock = sc.get("broker_config", {}).get("lock_max_live_ms")
+        return "the broker lock is not longer than the client lease" in cause or \
+            (f"client lease {lease} ms" in cause and f"broker lock {lock} ms" in cause)
+    if b["kind"] == "overlong_call":
+        return group == b["target"] and "listener call has run" in cause and "outlived the lease margin" in cause
+    if b["kind"] == "subscriptions_differ":
+        return group == b["target"] and "subscribe" in msg and "differently" in msg
+    return False
 
 
 _DELAY_LEVEL = re.compile(r"\(delay level (\d+)\)")
@@ -333,7 +377,8 @@ def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | 
     trace, msgtrace, run = folder / "trace.jsonl", folder / "msgtrace.txt", folder / "run"
     t = time.monotonic()
     rc, message = record(str(scenario), str(trace), timeout_s, seed, str(run), str(msgtrace))
-    res = RunResult(seed, "incomplete", folder=str(folder), note=message, recorder=recorder_digest())
+    res = RunResult(seed, "incomplete", folder=str(folder), note=message, recorder=recorder_digest(),
+                    breaks=[f"{b['kind']}:{b['target']}" for b in sc.get("breaks", [])])
     if rc != 0:
         res.seconds = time.monotonic() - t
         return _save(res, folder)
@@ -363,7 +408,8 @@ def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | 
         return _save(res, folder)
     (folder / "oracle.json").write_text(json.dumps(oracle, indent=1) + "\n")
     res.oracle_ids = [g["id"] for g in oracle["guarantees"] if g["status"] == "violated"]
-    res.cls, res.blamed = classify(res.check_ids, oracle, unseen_invariants(check_json, sc, oracle))
+    res.named = sorted(break_named(check_json, sc))
+    res.cls, res.blamed = classify(res.check_ids, oracle, unseen_invariants(check_json, sc, oracle), res.named)
     res.oracle = ORACLE_VERSION
     res.seconds = time.monotonic() - t
     return _save(res, folder)
@@ -388,7 +434,7 @@ def run_many(record, runs: int, seed: int, out_dir, small: bool = False, timeout
 
 def summary(results: list[RunResult]) -> dict:
     by = collections.Counter(r.cls for r in results)
-    per = {c: collections.defaultdict(list) for c in ("false alarm", "missed loss", "finding")}
+    per = {c: collections.defaultdict(list) for c in ("false alarm", "missed loss", "finding", BREAK)}
     for r in results:
         if r.cls in per:
             for b in r.blamed:
@@ -397,30 +443,38 @@ def summary(results: list[RunResult]) -> dict:
             "false_alarms_by_invariant": dict(sorted(per["false alarm"].items())),
             "missed_losses_by_guarantee": dict(sorted(per["missed loss"].items())),
             "findings_by_invariant": dict(sorted(per["finding"].items())),
+            "expected_losses_by_invariant": dict(sorted(per[BREAK].items())),
+            "breaks": {r.seed: r.breaks for r in results if r.breaks},
             "incomplete_seeds": [r.seed for r in results if r.cls == "incomplete"],
             "error_seeds": [r.seed for r in results if r.cls == "error"]}
 
 
 def render_table(results: list[RunResult]) -> str:
     s = summary(results)
-    lines = ["| runs | agreed | false alarms | missed losses | white-box-only findings | incomplete | errors |",
-             "|---:|---:|---:|---:|---:|---:|---:|",
-             f"| {s['runs']} | {s['agreed']} | {s['false alarm']} | {s['missed loss']} | {s['finding']} | "
+    lines = ["| runs | agreed | expected losses (breaks) | false alarms | missed losses | white-box-only findings "
+             "| incomplete | errors |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|",
+             f"| {s['runs']} | {s['agreed']} | {s[BREAK]} | {s['false alarm']} | {s['missed loss']} | {s['finding']} | "
              f"{s['incomplete']} | {s['error']} |", ""]
     for title, key in (("false alarms by invariant", "false_alarms_by_invariant"),
                        ("missed losses by guarantee", "missed_losses_by_guarantee"),
-                       ("white-box-only findings by invariant", "findings_by_invariant")):
+                       ("white-box-only findings by invariant", "findings_by_invariant"),
+                       ("expected losses (breaks) by invariant", "expected_losses_by_invariant")):
         if s[key]:
             lines.append(f"{title}: " + ", ".join(f"{k} {len(v)} (seeds {', '.join(map(str, v))})"
                                                  for k, v in s[key].items()))
     for key in ("incomplete", "error"):
         if s[f"{key}_seeds"]:
             lines.append(f"{key}: seeds " + ", ".join(map(str, s[f"{key}_seeds"])))
-    lines += ["", "| seed | class | check | oracle | events | ended | s |", "|---:|---|---|---|---:|---|---:|"]
+    lines += ["", "| seed | class | breaks | check | cause named | oracle | events | ended | s |",
+              "|---:|---|---|---|---|---|---:|---|---:|"]
     for r in results:
         chk = ", ".join(f"{k} {v}" for k, v in sorted(r.check_ids.items())) or "holds"
         orc = ", ".join(r.oracle_ids) or ("holds" if r.cls != "incomplete" else "-")
-        lines.append(f"| {r.seed} | {r.cls} | {chk} | {orc} | {r.events} | {r.ended or '-'} | {r.seconds:.0f} |")
+        brk = ", ".join(r.breaks) or "-"
+        named = ", ".join(r.named) or "-"
+        lines.append(f"| {r.seed} | {r.cls} | {brk} | {chk} | {named} | {orc} | {r.events} | {r.ended or '-'} "
+                     f"| {r.seconds:.0f} |")
     return "\n".join(lines)
 
 
@@ -455,7 +509,9 @@ def reclassify(out_dir) -> list[RunResult]:
                                    _first_ts(folder / "trace.jsonl"), res.ended == "quiescent"))
             (folder / "oracle.json").write_text(json.dumps(oracle, indent=1) + "\n")
             res.oracle_ids = [g["id"] for g in oracle["guarantees"] if g["status"] == "violated"]
-            res.cls, res.blamed = classify(res.check_ids, oracle, unseen_invariants(check_json, sc, oracle))
+            res.breaks = [f"{b['kind']}:{b['target']}" for b in sc.get("breaks", [])]
+            res.named = sorted(break_named(check_json, sc))
+            res.cls, res.blamed = classify(res.check_ids, oracle, unseen_invariants(check_json, sc, oracle), res.named)
             res.oracle = ORACLE_VERSION
         out.append(_save(res, folder))
     return out

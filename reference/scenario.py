@@ -265,6 +265,37 @@ def _parse_expect(source, raw, known_ids=None):
     return {"default": _parse_verdict(source, "expect", raw, known_ids), "profiles": profiles}
 
 
+# Assumptions a scenario breaks on purpose (docs/scenarios.md, "Random scenarios"): what the break
+# is, and the invariants it may make fail. Documentation of the run: the runner does not read it.
+BREAK_KINDS = ("pause_past_lease", "lock_shorter_than_lease", "overlong_call", "subscriptions_differ")
+
+
+def _parse_breaks(source, raw, known_ids=None) -> list:
+    """`breaks`: a list of {kind, target, expect = [invariant ids that may fail], note?}."""
+    _expect(source, "breaks", raw, list, "a list of {kind, target, expect, note}")
+    for i, b in enumerate(raw):
+        path = f"breaks[{i}]"
+        _expect(source, path, b, dict, "a table with kind, target and expect")
+        extra = set(b) - {"kind", "target", "expect", "note"}
+        if extra:
+            raise ScenarioError(source, f"{path}.{_key(sorted(extra)[0])}", "unknown key; a break has kind, target, "
+                                "expect and note")
+        if b.get("kind") not in BREAK_KINDS:
+            raise ScenarioError(source, f"{path}.kind", f"expected one of {list(BREAK_KINDS)}, got "
+                                f"{_short_value(b.get('kind'))}")
+        _expect(source, f"{path}.target", b.get("target"), str, "what the break is done to (a client, group or "
+                "the broker)")
+        ids = b.get("expect")
+        if not isinstance(ids, list) or not ids or not all(isinstance(x, str) for x in ids):
+            raise ScenarioError(source, f"{path}.expect", "a non-empty list of the invariant ids that may fail")
+        unknown = [] if known_ids is None else [x for x in ids if x not in known_ids]
+        if unknown:
+            raise ScenarioError(source, f"{path}.expect", f"unknown invariant ids {unknown} (see `rocketspec schema` "
+                                "/ spec/SPEC.md)")
+        _expect(source, f"{path}.note", b.get("note", ""), str, "a string")
+    return raw
+
+
 def expected_failures(sc: dict, profile: str):
     """The invariant ids a release-profile run of `sc` must fail with (empty: it must hold), or
     None when the scenario declares no expectation. Known-bug profiles expect their own
@@ -282,7 +313,7 @@ def validate(raw: dict, source: str = "<scenario>", known_ids=None) -> dict:
     if not isinstance(raw, dict):
         raise ScenarioError(source, "", "a scenario is a table/object")
     known = {"name", "description", "duration_ms", "drain_limit_ms", "latency_ms", "brokers", "broker_config",
-             "topics", "groups", "consumers", "producers", "steps", "expect", "real"}
+             "topics", "groups", "consumers", "producers", "steps", "expect", "real", "breaks"}
     unknown = set(raw) - known
     if unknown:
         raise ScenarioError(source, _key(sorted(unknown)[0]), f"unknown top-level key(s) {', '.join(sorted(unknown))}; "
@@ -303,6 +334,7 @@ def validate(raw: dict, source: str = "<scenario>", known_ids=None) -> dict:
         "brokers": _expect(source, "brokers", raw.get("brokers", ["broker-a"]), list, "a list of broker names"),
         "broker_config": _expect(source, "broker_config", raw.get("broker_config", {}), dict, "a table"),
         "expect": _parse_expect(source, raw.get("expect"), known_ids),
+        "breaks": _parse_breaks(source, raw.get("breaks", []), known_ids),
     }
     for i, b in enumerate(sc["brokers"]):
         field(f"brokers[{i}]", b, checks.string)

@@ -283,7 +283,7 @@ def test_exit_code_and_table():
     assert real_random.exit_code([R(5, "missed loss", blamed=["H-DELIVER-1"])]) == 1
     assert real_random.exit_code(ok + [R(3, "incomplete"), R(6, "error")]) == 3
     table = real_random.render_table(ok + [R(4, "false alarm", {"INV-LIVE-1": 2}, blamed=["INV-LIVE-1"])])
-    assert "| 3 | 1 | 1 | 0 | 1 | 0 | 0 |" in table
+    assert "| 3 | 1 | 0 | 1 | 0 | 1 | 0 | 0 |" in table
     assert "false alarms by invariant: INV-LIVE-1 1 (seeds 4)" in table
     assert "white-box-only findings by invariant: INV-OFFSET-1 1 (seeds 2)" in table
 
@@ -312,7 +312,7 @@ def test_two_small_random_real_runs(real_env, tmp_path):
     assert summary["runs"] == 2 and summary["incomplete"] == 0, r.stderr[-3000:]
     bad = summary["false alarm"] + summary["missed loss"]
     assert r.returncode == (1 if bad else 0), r.stderr[-3000:]
-    assert "| runs | agreed | false alarms |" in r.stdout
+    assert "| runs | agreed | expected losses (breaks) | false alarms |" in r.stdout
     for seed in (4242, 4243):
         folder = out / f"seed-{seed}"
         for name in ("scenario.json", "trace.jsonl", "msgtrace.txt", "check.json", "history.json", "oracle.json",
