@@ -592,3 +592,30 @@ def test_real_interrupted_send_back_falls_back_to_a_recorded_producer_send(real_
             interrupted_send_back_facts(ev)
             return
     pytest.fail("three runs, and the shutdown interrupted no consume thread inside a send-back")
+
+
+def paused_facts(ev):
+    """Every paused client is resumed before the trace ends: a run is not quiescent while a
+    client is frozen, nor while a broadcasting client in its own JVM owes messages (its
+    offsets.json is short of a queue's end)."""
+    assert f.well_formed(ev) == []
+    assert ev[-1]["reason"] == "quiescent"
+    paused = {e["client"] for e in f.by_kind(ev, "client_paused")}
+    resumed = {e["client"] for e in f.by_kind(ev, "client_resumed")}
+    assert paused and paused <= resumed
+    owed = [e for e in f.by_kind(ev, "consume_started") if e["client"] in paused]
+    assert owed, "the paused broadcasting client consumed nothing after SIGCONT"
+
+
+@pytest.mark.real
+def test_real_a_paused_broadcasting_client_is_waited_for(real_env, tmp_path):
+    """Random real run seed 104: the driver judged quiescence of a broadcasting group from its
+    in-process clients only, so the run ended 3 s into a separate client's pause, with messages
+    owed to it, and check reported INV-LIVE-1 for what RocketMQ delivered after SIGCONT."""
+    ev, rep = record_exact("paused-broadcast", tmp_path)
+    paused_facts(ev)
+    assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]
+
+
+def test_the_paused_broadcast_fixture_keeps_its_facts():
+    paused_facts(f.load(EXACT / "paused-broadcast.jsonl"))

@@ -71,6 +71,8 @@ public final class Driver {
     private final Map<String, Process> separate = new LinkedHashMap<>();
     private final Map<String, String> groupOf = new HashMap<>();
     private final Map<String, Boolean> alive = new ConcurrentHashMap<>();
+    /** Clients stopped by SIGSTOP and not resumed yet: a run is not quiescent while one is. */
+    private final Map<String, Boolean> paused = new ConcurrentHashMap<>();
     private final Map<String, Integer> lives = new HashMap<>();   // client JVMs spawned so far, per client
     private final Random rng;
     private long t0;
@@ -468,6 +470,7 @@ public final class Driver {
             case "pause": {
                 Process p = separate.get(client);
                 long ms = st.getLongValue("duration_ms");
+                paused.put(client, true);
                 signal(p, "STOP");
                 w.emit(event("client_paused").put("client", clientId(client)).put("group", groupOf.get(client)).put("duration", ms));
                 Thread resume = new Thread(() -> {
@@ -475,6 +478,7 @@ public final class Driver {
                         Thread.sleep(ms);
                         signal(p, "CONT");
                         w.emit(event("client_resumed").put("client", clientId(client)).put("group", groupOf.get(client)));
+                        paused.remove(client);
                     } catch (Exception e) {
                         System.err.println("rocketspec driver: resume: " + e);
                     }
@@ -505,6 +509,24 @@ public final class Driver {
             }
             default:
                 throw new IllegalStateException("step " + action + " reached the driver; rocketspec record should have refused it");
+        }
+    }
+
+    /** The offset a broadcasting client in its own JVM last persisted for `mq` (-1: none). */
+    private static long localOffset(String name, String group, MessageQueue mq) {
+        java.nio.file.Path f = Paths.get(System.getProperty("user.home"), ".rocketmq_offsets", clientId(name), group, "offsets.json");
+        try {
+            if (!Files.exists(f)) {
+                return -1;
+            }
+            String text = new String(Files.readAllBytes(f), StandardCharsets.UTF_8);
+            org.apache.rocketmq.client.consumer.store.OffsetSerializeWrapper w =
+                org.apache.rocketmq.client.consumer.store.OffsetSerializeWrapper.fromJson(text,
+                    org.apache.rocketmq.client.consumer.store.OffsetSerializeWrapper.class);
+            java.util.concurrent.atomic.AtomicLong off = w == null || w.getOffsetTable() == null ? null : w.getOffsetTable().get(mq);
+            return off == null ? -1 : off.get();
+        } catch (Exception e) {
+            return -1;      // being rewritten (persistAll writes a tmp file and renames): ask again later
         }
     }
 
@@ -594,6 +616,9 @@ public final class Driver {
                 return false;
             }
         }
+        if (!paused.isEmpty()) {
+            return false;
+        }
         for (ScenarioConsumer c : inProcess.values()) {
             if (Boolean.TRUE.equals(alive.get(c.name)) && !c.recorder.idle()) {
                 return false;
@@ -623,14 +648,23 @@ public final class Driver {
                         continue;
                     }
                     if (broadcast) {
+                        MessageQueue mq = new MessageQueue(topic, broker.getBrokerConfig().getBrokerName(), q);
                         for (ScenarioConsumer c : inProcess.values()) {
                             if (c.group.equals(group) && Boolean.TRUE.equals(alive.get(c.name))) {
-                                MessageQueue mq = new MessageQueue(topic, broker.getBrokerConfig().getBrokerName(), q);
                                 long off = c.consumer.getDefaultMQPushConsumerImpl().getOffsetStore()
                                     .readOffset(mq, org.apache.rocketmq.client.consumer.store.ReadOffsetType.READ_FROM_MEMORY);
                                 if (off < max) {
                                     return false;
                                 }
+                            }
+                        }
+                        // a client in its own JVM: only its offsets file tells (LocalFileOffsetStore.persistAll,
+                        // every persist interval from 10 s after its start); no file yet is not quiescent
+                        for (Map.Entry<String, Process> e : separate.entrySet()) {
+                            String name = e.getKey();
+                            if (group.equals(groupOf.get(name)) && Boolean.TRUE.equals(alive.get(name))
+                                && localOffset(name, group, mq) < max) {
+                                return false;
                             }
                         }
                     } else if (broker.getConsumerOffsetManager().queryOffset(group, topic, q) < max) {
