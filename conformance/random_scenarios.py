@@ -305,7 +305,7 @@ def _pause(r: random.Random, client: str, start: int, duration: int) -> dict:
 # expected loss (conformance.real_random).
 ORDERLY_BREAK_EXPECT = ["INV-ORDER-1", "INV-ORDER-3", "INV-OWNER-2"]
 BREAK_RATE = 0.2                # of the scenarios that have an orderly clustering group
-SHORT_LOCK_MS = 2000            # broker_config.lock_max_live_ms of lock_shorter_than_lease (< CLIENT_LEASE_MS)
+SHORT_LOCK_MS = 1500            # broker_config.lock_max_live_ms of lock_shorter_than_lease (< CLIENT_LEASE_MS)
 OVERLONG_CALL_MS = [LEASE_MARGIN_MS + 500, LEASE_MARGIN_MS + 2000]
 
 
@@ -345,11 +345,13 @@ def _break(seed: int, sc: dict) -> None:
             # rebalance takes the queues it is allotted from the frozen one
             sc["broker_config"]["lock_max_live_ms"] = SHORT_LOCK_MS
             at = rb.randrange(start + 1000, sc["duration_ms"] - 4000, 100)
-            length = rb.randrange(SHORT_LOCK_MS + 300, CLIENT_LEASE_MS - 100, 100)
+            # renewed every lock_interval_ms (1 s) until `at`: at the thaw the lease is still valid
+            # for a renewal up to 3000 - length ms before, and the broker lock expired 1.5 s after it
+            length = rb.randrange(SHORT_LOCK_MS + 700, SHORT_LOCK_MS + 1100, 100)
             sc["steps"].append({"at_ms": at, "action": "pause", "client": survivor, "duration_ms": length,
                                 "note": f"SIGSTOP {length} ms: longer than the broker lock ({SHORT_LOCK_MS} ms), "
                                         f"shorter than the client lease ({CLIENT_LEASE_MS} ms)"})
-            sc["steps"].append({"at_ms": at + SHORT_LOCK_MS - 500, "action": "start", "client": joiner,
+            sc["steps"].append({"at_ms": at + SHORT_LOCK_MS, "action": "start", "client": joiner,
                                 "group": g["name"], "note": "joins while the first client is frozen"})
             breaks.append({"kind": kind, "target": BROKER, "expect": ORDERLY_BREAK_EXPECT,
                            "note": f"broker lock_max_live_ms {SHORT_LOCK_MS} below client_lock_max_live_ms "
