@@ -106,3 +106,12 @@ def test_a_single_orderly_broadcasting_client_owes_nothing_it_dead_lettered():
     mine = [f for f in res.findings.errors if f.key is not None and f.key[0] == "GID_r1"]
     assert {f.inv for f in mine} == {"INV-BCAST-1", "INV-DLQ-1"}, [(f.inv, f.message) for f in mine]
     assert all("checkReconsumeTimes" in f.message for f in mine if f.inv == "INV-BCAST-1")
+
+
+def test_an_event_stamped_in_the_millisecond_of_the_pause():
+    """Seed 302. The driver stamps client_paused once `kill -STOP` has returned; g0c2's rebalance
+    stamped its allocation in that same millisecond, before the signal landed. Not a paused
+    client acting (INV-CLIENT-1 was a false alarm). The run's INV-BCAST-1 and INV-DLQ-1 are
+    4.9.8's orderly broadcasting send-back to the DLQ (seed 208)."""
+    errs = _by_inv(_errors("seed-302-pause-same-ms"))
+    assert set(errs) == {"INV-BCAST-1", "INV-DLQ-1"}, errs
