@@ -115,3 +115,17 @@ def test_an_event_stamped_in_the_millisecond_of_the_pause():
     4.9.8's orderly broadcasting send-back to the DLQ (seed 208)."""
     errs = _by_inv(_errors("seed-302-pause-same-ms"))
     assert set(errs) == {"INV-BCAST-1", "INV-DLQ-1"}, errs
+
+
+def test_an_orderly_first_pull_at_minus_one_after_a_pause():
+    """Seed 213. An orderly client frozen 7.8 s while its first ProcessQueue waited for its first
+    pull. After SIGCONT, DefaultMQPushConsumerImpl.pullMessage's first-pull re-read
+    (computePullFromWhereWithException) got -2 from RemoteBrokerOffsetStore.readOffset (the query
+    failed), which RebalancePushImpl turns into -1, not an error: the pull asks for -1 and the
+    broker answers OFFSET_ILLEGAL (a real 4.9.8 path: the queue goes back to its min offset).
+    The poller saw the ProcessQueue only after that re-read, with the PullRequest's -1, and after
+    the lock it was created under had expired: neither is a ProcessQueue started at -1 nor one
+    created without the lock (both were false alarms of the sampled observation)."""
+    errs = _by_inv(_errors("seed-213-orderly-first-pull-minus-one"))
+    assert "INV-OWNER-2" not in errs, errs
+    assert [m for m in errs["INV-START-1"]] and all("orderly first pull at offset -1" in m for m in errs["INV-START-1"])

@@ -32,7 +32,13 @@ def pull_issued(st, ev, out):
         out.report("INV-DROP-1", f"{cid} pulls from a dropped ProcessQueue", key)
     if pq.pull_id is not None:
         out.report("INV-PULL-1", f"second pull {ev['pull_id']} while pull {pq.pull_id} is in flight", key)
-    if off < 0:
+    if off < 0 and pq.orderly and pq.pulls == 0:
+        out.report("INV-START-1", f"orderly first pull at offset {off}; cause: the first pull re-reads the offset "
+                   f"(computePullFromWhereWithException); a failed store read answers -2 "
+                   f"(RemoteBrokerOffsetStore.readOffset, e.g. a query timed out across a pause), which that method "
+                   f"turns into -1 instead of an error: the broker answers OFFSET_ILLEGAL and the client moves the "
+                   f"queue to the broker's corrected offset, its min offset, consumed again from there", key)
+    elif off < 0:
         out.report("INV-START-1", f"pull at negative offset {off}", key)
     elif off != pq.next_pull and off != pq.alt_pull:
         out.report("INV-PULL-1", f"pull at offset {off}, the ProcessQueue's next offset is {pq.next_pull}", key)
