@@ -129,3 +129,15 @@ def test_an_orderly_first_pull_at_minus_one_after_a_pause():
     errs = _by_inv(_errors("seed-213-orderly-first-pull-minus-one"))
     assert "INV-OWNER-2" not in errs, errs
     assert [m for m in errs["INV-START-1"]] and all("orderly first pull at offset -1" in m for m in errs["INV-START-1"])
+
+
+def test_an_orderly_batch_hands_its_dead_letter_out_again():
+    """Seed 209 (and seeds 16 and 19 of the first volume). Orderly, batches of 2,
+    maxReconsumeTimes 2: ConsumeMessageOrderlyService.checkReconsumeTimes sends the message at its
+    limit to the DLQ through the client's producer, but answers suspend for the batch because the
+    other message is still under its limit; processConsumeResult then puts the whole batch back
+    (makeMessageToConsumeAgain), and the dead letter is consumed again. Real 4.9.8 behaviour, a
+    delivery past the limit that the message traces show too (H-RETRY-1): check names it
+    (INV-RETRY-1) since the orderly send-back is recorded; it used to accept it (a missed loss)."""
+    errs = _by_inv(_errors("seed-209-orderly-batch-dead-letter-again"))
+    assert errs.get("INV-RETRY-1") and all("makeMessageToConsumeAgain" in m for m in errs["INV-RETRY-1"]), errs

@@ -93,6 +93,14 @@ def consume_started(st, ev, out):
     if pq.orderly:
         _settle(st, qs, pq, out)
         pq.commit_proof = None          # a new batch: the proven commit's outcome is past
+        again = pq.dead.intersection(offsets) if pq.dead else ()
+        for o in sorted(again):
+            pq.dead.discard(o)
+            out.report("INV-RETRY-1", f"{cid} consumes offset {o} again after sending it to the DLQ past "
+                       f"maxReconsumeTimes; cause: ConsumeMessageOrderlyService.checkReconsumeTimes dead-letters "
+                       f"a message at its limit but answers suspend for the whole batch while another of its "
+                       f"messages is under the limit, and processConsumeResult puts the whole batch back "
+                       f"(makeMessageToConsumeAgain), the dead letter with it", key)
         taken, pq.unheard = pq.unheard, None
         if offsets and list(offsets) != pq.consuming[-len(offsets):]:
             # no messages_taken before it (a recorder outside the client): infer the take

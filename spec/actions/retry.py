@@ -57,6 +57,8 @@ def send_back_requested(st, ev, out):
         elif pq.orderly:
             if off not in pq.consuming:
                 out.report("INV-RETRY-3", f"orderly send-back of offset {off} that is not being consumed", ckey)
+            elif ev.get("via") == "orderly_producer":
+                pq.dead.add(off)
         else:
             s = pq.failed.get(off)
             if s is None and off not in pq.tree:
