@@ -268,11 +268,6 @@ def test_history_does_not_excuse_a_lost_backlog_of_a_first_offset_group(recorded
 H09_S8 = HERE / "runs" / "h09-s8.msgtrace.gz"   # a recording of h09 (seed 8) on real 4.9.8
 
 
-@pytest.mark.xfail(strict=True, reason="history's H-RETRY-1 counts failures per (group, message) across duplicate "
-                   "originals: two consumers of a new group each consumed and failed the original (start-up "
-                   "double allocation), each failure got its own retry copy (count 1), and each copy's failure "
-                   "was dead-lettered (SendMessageProcessor.java:185-193); no delivery carried a count above "
-                   "maxReconsumeTimes 1, yet it reports 'failed 2 times ... and was delivered again'")
 def test_history_does_not_count_failures_of_duplicate_originals_as_one_chain():
     r = subprocess.run([str(BIN), "history", "--quiet", "--json", "--format", "msgtrace", "--groups",
                         str(HERE / "runs" / "h09-s8.groups.json"), str(H09_S8)], capture_output=True, text=True)

@@ -219,46 +219,94 @@ def retry_limit(J, m, out: Outcome) -> None:
                 "H-RETRY-1", f"message {c.id} was delivered to group {c.group} with reconsume_times "
                 f"{c.reconsume_times} > maxReconsumeTimes {mx}: after {mx} retries it must go to %DLQ%{c.group}",
                 c.where, _key(c.group, c.id, client=c.client)), J.max_kept)
-    # A message that failed more than max + 1 times and came back: the send-back of its last
-    # allowed failure should have dead-lettered it (#6163: it bounced through %RETRY%).
-    for group in {c.group for c in m.dels} - flagged:
+    # A retry chain longer than the limit. Each mode counts along its own lineage: a concurrent
+    # failure sends back one stored copy carrying count + 1 (the broker dead-letters it at the
+    # limit), so the count is the lineage's depth; an orderly ProcessQueue counts its message's
+    # failures in memory, from the stored count.
+    for group in sorted({c.group for c in m.dels} - flagged):
         g = J.h.groups.get(group)
         mx = max_reconsume(g, J.default_max)
         if broadcast(g) or mx is None:
             continue
-        batches, n, last, handed = set(), 0, None, {}
-        for c in sorted((c for c in m.dels if c.group == group and c.success is not None), key=lambda c: c.ts or 0):
-            if n and last is not None and c.ts is not None and J.reset_between(group, last, c.ts, c) is not None:
-                # an operator reset the group back to the message since its last failure: the
-                # original copy is handed out again and its retries count afresh
-                batches, n = set(), 0
-            elif n and last is not None and c.ts is not None and c.reconsume_times is not None \
-                    and c.reconsume_times < (n if not orderly(g) else 1):
-                # a copy that knows of fewer failures than were seen, handed out again after the
-                # queues changed hands since it was last handed out: another owner pulled it from
-                # the broker's committed offset, which lagged the old owner's local advance
-                # (at-least-once). Its count is all RocketMQ goes by: a concurrent copy carries it
-                # in the store (the %RETRY% copy's reconsumeTimes); an orderly one counts in the
-                # ProcessQueue's message (checkReconsumeTimes), so a new owner starts again from
-                # the stored 0. (An orderly message dead-lettered and handed out again with its
-                # batch by the same owner keeps its count, and no change comes between.)
-                since = handed.get(c.reconsume_times, last)
-                if J.membership_between(group, since, c.ts) or J.reset_between(group, since, c.ts, c) is not None:
-                    batches, n = set(), c.reconsume_times
-            if c.reconsume_times is not None and c.ts is not None:
-                handed[c.reconsume_times] = c.ts
-            last = c.ts if c.ts is not None else last
-            if n > mx:
-                flagged.add(group)
-                out.add(HFinding(
-                    "H-RETRY-1", f"message {c.id} failed {n} times in group {group} (maxReconsumeTimes {mx}: at most "
-                    f"{mx + 1} failed deliveries) and was delivered again at ts {c.ts}", c.where,
-                    _key(group, c.id, client=c.client)), J.max_kept)
-                break
-            if c.success is False and (c.batch or c.where) not in batches:
-                batches.add(c.batch or c.where)
-                n += 1
+        dels = sorted((c for c in m.dels if c.group == group and c.success is not None), key=lambda c: c.ts or 0)
+        f = (_orderly_chain if orderly(g) else _concurrent_chain)(J, group, mx, dels, out)
+        if f is not None:
+            flagged.add(group)
+            out.add(f, J.max_kept)
     out.counts["messages over the limit"] += len(flagged)
+
+
+def _concurrent_chain(J, group, mx, dels, out):
+    """A concurrent group's deliveries of one message, by lineage: each failed delivery at count k
+    below the limit made one %RETRY% copy at k + 1, and one at the limit went to the DLQ. A copy
+    at the limit delivered again when every copy at that count had already failed (been
+    dead-lettered) is a chain past the limit, unless the queue changed hands or an operator reset
+    the group since that count was last handed out (a new owner pulls the copy again from the
+    broker's lagging offset). A copy below the limit handed out again (two owners at once: a
+    start-up double allocation) is a duplicate; its failure makes a lineage of its own, counted
+    by its own copies' counts."""
+    fails, handed, calls, last = Counter(), {}, set(), None
+    for c in dels:
+        k = c.reconsume_times
+        if k is None:
+            continue
+        if fails and last is not None and c.ts is not None and J.reset_between(group, last, c.ts, c) is not None:
+            # an operator reset the group back to the message: its original is handed out afresh
+            fails, handed = Counter(), {}
+        copies = 1 if k == 0 else fails[k - 1]
+        if k == mx and copies and fails[k] >= copies:
+            since = handed.get(k, last)
+            if c.ts is None or since is None or not (J.membership_between(group, since, c.ts)
+                                                     or J.reset_between(group, since, c.ts, c) is not None):
+                return HFinding(
+                    "H-RETRY-1", f"message {c.id} was delivered to group {group} at ts {c.ts} with reconsume_times {k} "
+                    f"after each of its {copies} stored cop{'y' if copies == 1 else 'ies'} at that count had failed "
+                    f"({fails[k]} failed deliveries; maxReconsumeTimes {mx}: the send-back at the limit goes to "
+                    f"%DLQ%{group}), with no membership change or reset since", c.where,
+                    _key(group, c.id, client=c.client))
+            out.counts["delivered again after its dead letter, the queue having changed hands"] += 1
+        elif k < mx and fails[k] >= copies > 0:
+            out.counts["a copy handed out again below the limit (its failures make their own lineage)"] += 1
+        if c.ts is not None:
+            handed[k] = c.ts
+            last = c.ts
+        if c.success is False and (c.batch or c.where) not in calls:
+            calls.add(c.batch or c.where)
+            fails[k] += 1
+    return None
+
+
+def _orderly_chain(J, group, mx, dels, out):
+    """An orderly group's deliveries of one message: its ProcessQueue counts failures in memory
+    (checkReconsumeTimes), so one owner's chain is every failure it saw; a new ProcessQueue
+    starts again from the stored count (0). A delivery after more than maxReconsumeTimes + 1
+    failures of one chain is past the limit (#6163: the dead letter bounced through %RETRY%)."""
+    batches, n, last, handed = set(), 0, None, {}
+    for c in dels:
+        if n and last is not None and c.ts is not None and J.reset_between(group, last, c.ts, c) is not None:
+            # an operator reset the group back to the message since its last failure: the
+            # original copy is handed out again and its retries count afresh
+            batches, n = set(), 0
+        elif n and last is not None and c.ts is not None and c.reconsume_times == 0:
+            # the stored copy (count 0) handed out again after the queue changed hands since it
+            # was last handed out: another owner's ProcessQueue counts from 0. (A message
+            # dead-lettered and handed out again with its batch by the same owner keeps its
+            # count, and no change comes between.)
+            since = handed.get(0, last)
+            if J.membership_between(group, since, c.ts) or J.reset_between(group, since, c.ts, c) is not None:
+                batches, n = set(), 0
+        if c.reconsume_times is not None and c.ts is not None:
+            handed[c.reconsume_times] = c.ts
+        last = c.ts if c.ts is not None else last
+        if n > mx:
+            return HFinding(
+                "H-RETRY-1", f"message {c.id} failed {n} times in group {group} (maxReconsumeTimes {mx}: at most "
+                f"{mx + 1} failed deliveries) and was delivered again at ts {c.ts}", c.where,
+                _key(group, c.id, client=c.client))
+        if c.success is False and (c.batch or c.where) not in batches:
+            batches.add(c.batch or c.where)
+            n += 1
+    return None
 
 
 # ----------------------------------------------------------------- H-RETRY-2
@@ -433,7 +481,8 @@ GUARANTEES: tuple[Guarantee, ...] = (
     Guarantee(
         "H-RETRY-1", "At most maxReconsumeTimes retries before the DLQ",
         "No message is delivered to a clustering group with a reconsume count above the group's "
-        "maxReconsumeTimes (-1: 16 for concurrent consumers, unlimited for orderly ones).",
+        "maxReconsumeTimes (-1: 16 for concurrent consumers, unlimited for orderly ones), and no retry chain of "
+        "one copy's lineage is longer than that.",
         "The broker dead-letters a send-back whose reconsume count reached the maximum "
         "(SendMessageProcessor); an orderly client dead-letters itself (checkReconsumeTimes).",
         ("consume.reconsume_times", "group.max_reconsume_times", "group.consume_mode"),
