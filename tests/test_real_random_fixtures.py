@@ -141,3 +141,14 @@ def test_an_orderly_batch_hands_its_dead_letter_out_again():
     (INV-RETRY-1) since the orderly send-back is recorded; it used to accept it (a missed loss)."""
     errs = _by_inv(_errors("seed-209-orderly-batch-dead-letter-again"))
     assert errs.get("INV-RETRY-1") and all("makeMessageToConsumeAgain" in m for m in errs["INV-RETRY-1"]), errs
+
+
+def test_a_lock_shorter_than_the_lease_is_named_as_the_cause():
+    """Break seed 16: the broker lock (1500 ms) is shorter than the client lease (3000 ms), a
+    deliberate break of the lease margin. Another client locks the queue while the first still
+    trusts its lease: two consumers inside the orderly queue (INV-ORDER-1, INV-OWNER-2), committed
+    messages consumed again (INV-ORDER-3). Every one of them must name the configuration, so the
+    run reads as the break's expected loss, not a finding."""
+    errs = _by_inv(_errors("break-16-lock-shorter-than-lease"))
+    for inv in ("INV-ORDER-1", "INV-OWNER-2"):
+        assert errs.get(inv) and all("not longer than the client lease" in m for m in errs[inv]), (inv, errs.get(inv))

@@ -49,6 +49,22 @@ def _released_cause(st, qs, cid, since):
     return why
 
 
+def _lease_cause(st, broker, cid, last_lock, now):
+    """Why `cid` still consumed on its lease from `last_lock` when the broker's entry was gone or
+    another's: a configuration without a lease margin, or a pause across the lease (A-LEASE-MARGIN)."""
+    b, c = limits.broker(st, broker), limits.client(st, cid)
+    lim = (f"client lease {c.lease_ms} ms, broker lock {b.lock_max_live_ms} ms "
+           f"({ref('A-LEASE-MARGIN')})")
+    if limits.lease_margin(st, broker, cid) <= 0:
+        return (f"configuration: the broker lock is not longer than the client lease ({lim}): the broker's "
+                f"entry expires while the client still trusts its lease, and another client locks the queue")
+    pauses = _pauses_between(st, cid, last_lock, now)
+    if pauses:
+        t, d = pauses[-1]
+        return f"{cid} was paused at ts {t} for {d} ms, past its lease ({lim})"
+    return f"a lock or lease violation ({lim})"
+
+
 def _long_call_cause(st, broker, cid, since, now):
     """Why a listener call of `cid` that began at `since` was still running at `now`, against
     the limits it outlived (A-LEASE-MARGIN)."""
@@ -118,7 +134,8 @@ def consume_started(st, ev, out):
             lease = limits.client(st, cid).lease_ms
             if not lease_live(pq, ts, lease):
                 out.report("INV-OWNER-2", f"{cid} consumes an orderly queue without a valid lease (locked="
-                           f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts})", key)
+                           f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts}); cause: "
+                           f"{_lease_cause(st, key[2], cid, pq.last_lock_ts, ts)}", key)
             elif not holds_lock(qs, cid, ts) and key[2] in st.dir.brokers:
                 # (a broker not observed yet, e.g. a recorder attached later, tells nothing)
                 if qs.holder is None or (qs.holder == cid and not lock_live(qs, ts)):
@@ -130,7 +147,8 @@ def consume_started(st, ev, out):
                                f"lock entry for it: {why}", key)
                 else:
                     out.report("INV-OWNER-2", f"{cid} consumes but the broker lock is held by {qs.holder} "
-                               f"(expires_at {qs.lock_exp}, now {ts})", key)
+                               f"(expires_at {qs.lock_exp}, now {ts}); cause: "
+                               f"{_lease_cause(st, key[2], cid, pq.last_lock_ts, ts)}", key)
             b = qs.busy.get(cid)
             if b is not None:
                 # a step rule the state cannot show: one consume thread per queue in a client
