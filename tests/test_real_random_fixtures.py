@@ -1,7 +1,7 @@
 """Traces of random real runs on RocketMQ 4.9.8 (`rocketspec record --random`), each judged by
 reading the 4.9.8 source: what `check` must report there, and what it must not.
 
-Each entry names the finding or false alarm the run showed; docs/notes/real-random.md tells the
+Each trace is gzip-compressed JSON Lines (what `check` reads as is). Each entry names the finding or false alarm the run showed; docs/notes/real-random.md tells the
 story of each. The scenario the generator gave is beside its trace (`*.scenario.json`)."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ P = "rocketmq-4.9.8"
 
 
 def _errors(name):
-    res = check_trace(str(HERE / f"{name}.jsonl"), P)
+    res = check_trace(str(HERE / f"{name}.jsonl.gz"), P)
     return res
 
 
