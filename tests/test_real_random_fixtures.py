@@ -1,8 +1,9 @@
 """Traces of random real runs on RocketMQ 4.9.8 (`rocketspec record --random`), each judged by
 reading the 4.9.8 source: what `check` must report there, and what it must not.
 
-Each trace is gzip-compressed JSON Lines (what `check` reads as is). Each entry names the finding or false alarm the run showed; docs/notes/real-random.md tells the
-story of each. The scenario the generator gave is beside its trace (`*.scenario.json`)."""
+Each entry names the finding or false alarm the run showed; docs/notes/real-random.md tells the
+story of each. The traces are gzip-compressed JSON Lines (`check` reads them as they are); the
+scenario the generator gave is beside each (`*.scenario.json`)."""
 from __future__ import annotations
 
 from pathlib import Path
