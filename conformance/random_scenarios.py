@@ -102,13 +102,13 @@ def generate(seed: int, small: bool = False) -> dict:
     for i, g in enumerate(groups):
         sc["steps"] += _clients(r, g, i, duration, produced_until, separate, small)
 
-    # an operator's offset reset, only where it is certain to be accepted (reset_safe)
+    # an operator's offset reset of a clustering group while one of its clients is online. 4.9.8's
+    # Broker2Client.resetOffset may refuse it ("consumer group not exist": a queue of the topic has
+    # no committed offset of the group yet) before it changes anything; the driver records the
+    # refusal (run/refused-steps.json) and the run goes on as one without the step.
     at = r.randrange(duration // 2, duration, 100)
-    choices = [(g, t) for g in groups for t in sorted(g["subscriptions"]) if reset_safe(sc, g, t, at)]
-    if not choices:   # the latest time leaves the most messages before it
-        at = duration - 100
-        choices = [(g, t) for g in groups for t in sorted(g["subscriptions"]) if reset_safe(sc, g, t, at)]
-    if choices and r.random() < (0.5 if small else 1.0):   # rarely safe: taken whenever it is
+    choices = [(g, t) for g in groups for t in sorted(g["subscriptions"]) if reset_online(sc, g, at)]
+    if choices and r.random() < (0.2 if small else 0.35):
         g, topic = r.choice(choices)
         sc["steps"].append({"at_ms": at, "action": "reset_offset", "group": g["name"],
                             "topic": topic, "timestamp_ms": r.choice((0, at // 2)),
@@ -119,72 +119,40 @@ def generate(seed: int, small: bool = False) -> dict:
     return sc
 
 
-# The broker's side of an offset reset: 4.9.8's Broker2Client.resetOffset refuses it ("THe consumer
-# group <G> not exist") when any queue of the topic has no committed offset of the group. Before a
-# client's first persistAll (MQClientInstance: 10 s after its start) a queue's entry is made only
-# by a pull carrying the client's offset, which a pull does when that offset is > 0
-# (DefaultMQPushConsumerImpl.pullMessage); the next pull is sent when the previous one returns,
-# with long polling when a message reaches the queue. So a queue has its entry once one message
-# was consumed and a later one arrived.
-RESET_MARGIN_MS = 500           # the last pull reaches the broker before the reset
-RESET_SETTLE_MS = 1000          # after a membership change: the rebalance, then the first pulls
-RESET_CAPACITY = 2              # the group's listener threads can consume twice what arrives
+# The broker's side of an offset reset past its offset check: 4.9.8's Broker2Client.resetOffset
+# answers CONSUMER_NOT_ONLINE when the group has no channel (each client's start registers one, a
+# shutdown or a kill removes it), which the driver does not take as a refusal.
+ONLINE_MS = 1000                # from a client's start step to its first heartbeat
 OWN_JVM_START_MS = 3000         # a client in its own JVM registers this long after its start step
+IDLE_MARGIN_MS = 2000           # a thawed client's new channel and heartbeat
 
 
-def reset_safe(sc: dict, g: dict, topic: str, at: int) -> bool:
-    """Whether every queue of `topic` certainly has a committed offset of group `g` at `at` (ms),
-    so that an operator's reset of it then is accepted. Certain under these bounds: a listener
-    call lasts at most its drawn maximum, and the group's threads consume faster than messages
-    arrive. It holds when the group is clustering and reads all of the topic (`*`); the topic's
-    producer rotates over the queues (not sharding keys: each message's key is drawn at random,
-    and a queue may get none, as seed 230's queue 5 got none of 48); no client of the group is
-    paused and no burst is sent to the topic before `at`; and, in the group's last stable span
-    (from its last join or leave before `at`, plus the rebalance and, orderly, the broker lock
-    a queue's old owner may keep), each queue receives at least 2 + ceil(D / P) messages by
-    `at` - RESET_MARGIN_MS: P the producer's round over the queues, D the longest time from a
-    message's arrival to its offset (the longest call and a send-back; orderly, its local retries
-    with their suspends)."""
-    if g.get("message_model") != "CLUSTERING" or g["subscriptions"].get(topic) != "*":
+def reset_online(sc: dict, g: dict, at: int) -> bool:
+    """Whether group `g` is clustering (a broadcasting group commits no offset to the broker, which
+    always refuses its reset) and certainly has a client registered with the broker at `at` (ms):
+    one started ONLINE_MS before (more in its own JVM), neither shut down nor killed since, and
+    not paused past the broker's idle close (real.server_channel_max_idle_s, which closes its
+    channel) in a way that covers `at`."""
+    if g.get("message_model") != "CLUSTERING":
         return False
-    p = next((p for p in sc["producers"] if p["topic"] == topic), None)
-    if p is None or p.get("sharding_keys"):
-        return False
-    clients = {x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"]}
-    if any(x["at_ms"] <= at and ((x["action"] == "pause" and x["client"] in clients)
-                                 or (x["action"] == "produce" and x["topic"] == topic)) for x in sc["steps"]):
-        return False
-    # a client killed or paused runs in its own JVM (`record`), whose start takes a while longer
+    idle = sc["real"].get("server_channel_max_idle_s")
     own_jvm = {x["client"] for x in sc["steps"] if x["action"] in ("crash", "pause")}
-    changes = [x["at_ms"] + (OWN_JVM_START_MS if x["action"] == "start" and x["client"] in own_jvm else 0)
-               for x in sc["steps"] if x["at_ms"] <= at and x.get("client") in clients
-               and (x["action"] in ("shutdown", "crash") or (x["action"] == "start" and x["group"] == g["name"]))]
-    if not changes:
-        return False
-    orderly = g.get("consume_mode") == "ORDERLY"
-    settle = RESET_SETTLE_MS + sc["real"].get("rebalance_interval_ms", 20000) + \
-        (sc["broker_config"].get("lock_max_live_ms", 60000) if orderly else 0)
-    lst = g.get("listener", {})
-    call = max([_hi(lst.get("duration_ms", 10))] + [_hi(x["duration_ms"]) for x in lst.get("rules", [])
-                                                     if "duration_ms" in x])
-    if orderly:
-        suspend = max(lst.get("suspend_ms", 0), g.get("suspend_current_queue_time_millis", 1000))
-        arrival_to_offset = (max(g.get("max_reconsume_times", 1), 1) + 1) * (call + suspend) + 1000
-    else:   # the call, then a failed message's send-back (one request to the broker)
-        arrival_to_offset = call + 500
-    arriving = sum(q["rate_per_s"] for q in sc["producers"] if q["topic"] in g["subscriptions"])
-    if g.get("consume_thread_max", 20) * 1000 / call < RESET_CAPACITY * arriving:
-        return False
-    queues = next(t["queues"] for t in sc["topics"] if t["name"] == topic)
-    interval = max(1, round(1000 / p["rate_per_s"]))          # the driver's pace of a producer
-    round_ms = queues * interval
-    lo, hi = max(changes) + settle, at - RESET_MARGIN_MS
-    sent = sum(1 for i in range(p["count"]) if lo <= p["start_ms"] + i * interval <= hi)
-    return sent // queues >= 2 + -(-arrival_to_offset // round_ms)
-
-
-def _hi(d) -> int:
-    return max(d) if isinstance(d, list) else d
+    steps = sorted(sc["steps"], key=lambda x: x["at_ms"])
+    for x in steps:
+        if x["action"] != "start" or x["group"] != g["name"]:
+            continue
+        c = x["client"]
+        if x["at_ms"] + ONLINE_MS + (OWN_JVM_START_MS if c in own_jvm else 0) > at:
+            continue
+        if any(y.get("client") == c and y["action"] in ("shutdown", "crash") and x["at_ms"] <= y["at_ms"] <= at
+               for y in steps):
+            continue
+        if idle is not None and any(
+                y.get("client") == c and y["action"] == "pause" and y["duration_ms"] > idle * 1000 - IDLE_MARGIN_MS
+                and y["at_ms"] <= at <= y["at_ms"] + y["duration_ms"] + IDLE_MARGIN_MS for y in steps):
+            continue
+        return True
+    return False
 
 
 def _group(r: random.Random, i: int, topics: list, use_sql: bool) -> dict:
@@ -320,7 +288,6 @@ def _break(seed: int, sc: dict) -> None:
     scenario is what it is without breaks."""
     breaks = []
     orderly = [g for g in sc["groups"] if g["consume_mode"] == "ORDERLY" and g["message_model"] == "CLUSTERING"]
-    reset = {x["group"] for x in sc["steps"] if x["action"] == "reset_offset"}
     group_of = {x["client"]: x["group"] for x in sc["steps"] if x["action"] == "start"}
     names = {g["name"] for g in orderly}
     for x in sc["steps"]:
@@ -331,8 +298,7 @@ def _break(seed: int, sc: dict) -> None:
     rb = random.Random(f"break-{seed}")
     if orderly and rb.random() < BREAK_RATE:
         g = rb.choice(orderly)
-        # (not a group with a reset: the reset was judged safe without the break's pause and join)
-        kind = rb.choice(("lock_shorter_than_lease", "overlong_call")) if g["name"] not in reset else None
+        kind = rb.choice(("lock_shorter_than_lease", "overlong_call"))
         clients = sorted({x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"]})
         own_jvm = {x["client"] for x in sc["steps"] if x["action"] in ("crash", "pause")}
         survivor = next(x["client"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"])

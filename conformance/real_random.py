@@ -191,6 +191,16 @@ def _delay_levels_ms(sc: dict) -> list[int]:
     return [int(x[:-1]) * unit[x[-1]] for x in text.split()]
 
 
+def declared_groups(sc: dict) -> dict:
+    """What the history is told of each group (`rocketspec history --groups`): the message traces'
+    missing settings, and where the group starts (each run's broker is new, so is each group)."""
+    out = history_groups(sc)
+    for g in sc["groups"]:
+        if g.get("consume_from_where"):
+            out[g["name"]]["consume_from_where"] = g["consume_from_where"]
+    return out
+
+
 def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, complete: bool):
     """The black-box judgement of one real run from RocketMQ's records (see the module's doc);
     `store_dir` is the broker's store in the run's folder (`<run>/store`)."""
@@ -200,7 +210,7 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
     from .client_log import read_changes
     from .store_contents import read_broker_offsets, read_commit_log, read_local_offsets
 
-    h = load_history(str(msgtrace), "msgtrace", complete, history_groups(sc))
+    h = load_history(str(msgtrace), "msgtrace", complete, declared_groups(sc))
     # Sharding keys make H-ORDER-2 judgeable by key; not on a topic an orderly broadcasting group
     # reads: each of its consumers is a stream, and message-trace bodies name no consumer
     bcast = {t for g in sc["groups"] if g.get("message_model") == "BROADCASTING" and g.get("consume_mode") == "ORDERLY"
@@ -226,13 +236,16 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
         if m.topic.startswith("%DLQ%") and "UNIQ_KEY" in m.properties:
             dead.append(DeadLetter(m.topic[len("%DLQ%"):], m.properties["UNIQ_KEY"], m.store_ts, m.reconsume_times,
                                    where=f"commitlog@{m.physical_offset}"))
+    refused = refused_steps(Path(store_dir).parent)
     resets = [Reset(t0 + st["at_ms"], st["group"]) for st in sc["steps"]
-              if st["action"] == "reset_offset" and t0 is not None]
+              if st["action"] == "reset_offset" and t0 is not None
+              and (st["at_ms"], st["group"], st["topic"]) not in refused]
     h.dead_letters = dead
     h.resets = resets
     h.observes = frozenset(h.observes | {"dead_letters", "resets"})
     h.notes.append(f"{len(dead)} dead letter(s) from the broker's commit log; {len(resets)} operator reset(s) "
-                   "from the scenario's steps")
+                   "from the scenario's steps" + (f" ({len(refused)} refused by the broker, not counted)"
+                                                  if refused else ""))
     # who held the queues when: a redelivery across owners is at-least-once, not a retry past the limit
     changes, note = read_changes(Path(store_dir).parent)
     h.disruptions = [Disruption(c.ts, c.what, c.group, c.client, f"{c.detail} (client log line {c.line})")
@@ -246,8 +259,25 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
     rep = check_history(h)
     rep.broadcast_named = named
     rep.offsets = _offsets_summary(read_broker_offsets(store_dir), local)
-    rep.positions = _positions(h, local, changes, stored) if h.complete else []
+    rep.positions_judged = []
+    rep.positions = _positions(h, local, changes, stored, rep.positions_judged) if h.complete else []
     return rep
+
+
+def refused_steps(run_dir: Path) -> set:
+    """(at_ms, group, topic) of each reset step RocketMQ refused in the run (the driver's
+    refused-steps.json: Broker2Client.resetOffset answered "consumer group not exist" and changed
+    nothing); none when the file is absent."""
+    path = Path(run_dir) / "refused-steps.json"
+    if not path.exists():
+        return set()
+    try:
+        rows = json.loads(path.read_text())
+        return {(int(r["at_ms"]), r["group"], r["topic"]) for r in rows if r.get("action") == "reset_offset"}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        from .store_contents import StoreReadError
+
+        raise StoreReadError(f"{path}: not the driver's list of refused steps ({exc})") from None
 
 
 def oracle_dict(rep) -> dict:
@@ -258,6 +288,17 @@ def oracle_dict(rep) -> dict:
     d["broadcast_named"] = rep.broadcast_named
     d["offsets"] = rep.offsets
     d["positions"] = len(rep.positions)
+    judged = getattr(rep, "positions_judged", [])
+    if judged and not rep.positions:
+        # the message traces could not judge a broadcasting group; its consumers' own final
+        # positions were judged: that is a judgement, and it found nothing
+        v = next(g for g in d["guarantees"] if g["id"] == "H-DELIVER-1")
+        if v["status"] == "skipped":
+            v["status"], v["missing"] = "holds", []
+        v["notes"] = v["notes"] + [f"judged from the final positions of broadcasting consumer(s) {', '.join(judged)} "
+                                   "(their offsets.json): no stored message at or above them was missed"]
+        if d["verdict"] == "incomplete":
+            d["ok"], d["verdict"] = True, "holds"
     if rep.positions:
         v = next(g for g in d["guarantees"] if g["id"] == "H-DELIVER-1")
         v["status"], v["findings"] = "violated", v["findings"] + len(rep.positions)
@@ -300,7 +341,7 @@ def _offsets_summary(broker, local) -> dict:
     return out
 
 
-def _positions(h, local, changes, stored) -> list[dict]:
+def _positions(h, local, changes, stored, judged=None) -> list[dict]:
     """H-DELIVER-1 from a broadcasting consumer's own position (the oracle's level, beyond the
     message traces, which name no consumer): at a settled end, a client's offsets.json written
     after its group's last delivery ended holds its final position per queue; a stored message
@@ -322,6 +363,8 @@ def _positions(h, local, changes, stored) -> list[dict]:
             h.notes.append(f"{o.path}: written at {o.written_ms}, not after group {o.group}'s last delivery: its "
                            "positions are not judged")
             continue
+        if judged is not None:
+            judged.append(f"{o.client} ({o.group})")
         mine = [c for c in changes if c.client == o.client and c.group == o.group]
         joined = max((c.ts for c in mine if c.what == "joined"), default=None)
         left = max((c.ts for c in mine if c.what == "left" and (joined is None or c.ts > joined)), default=None)
@@ -389,9 +432,9 @@ def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | 
     (folder / "check.json").write_text(json.dumps(check_json, indent=1) + "\n")
     # the message traces as a user reads them (`rocketspec history --format msgtrace --groups`)
     groups_file = folder / "groups.json"
-    groups_file.write_text(json.dumps(history_groups(sc), indent=1) + "\n")
+    groups_file.write_text(json.dumps(declared_groups(sc), indent=1) + "\n")
     try:
-        plain = check_path(str(msgtrace), "msgtrace", None, history_groups(sc))
+        plain = check_path(str(msgtrace), "msgtrace", None, declared_groups(sc))
         (folder / "history.json").write_text(json.dumps(plain.to_dict(), indent=1) + "\n")
         oracle = oracle_dict(oracle_report(sc, msgtrace, run / "store", t0, res.ended == "quiescent"))
     except (UserError, StoreReadError) as exc:

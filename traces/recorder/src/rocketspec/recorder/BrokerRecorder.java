@@ -822,6 +822,9 @@ public final class BrokerRecorder {
                 break;
             }
             case RequestCode.INVOKE_BROKER_TO_RESET_OFFSET:
+                if (resp == null || resp.getCode() != ResponseCode.SUCCESS) {
+                    break;      // refused (Broker2Client.resetOffset): nothing was reset
+                }
                 resetSeen.put(ext(req, "group") + "#" + ext(req, "topic"), System.currentTimeMillis());
                 break;
             default:
