@@ -100,9 +100,10 @@ def test_broadcasting_delivery_is_judged_per_consumer(tmp_path):
         d = orjson.loads(res.stdout)
         return res.exit_code, {v["id"]: v for v in d["guarantees"]}["H-DELIVER-1"]
 
-    # bodies alone: no consumer, so no broadcast consumer to hold to anything
+    # bodies alone: no consumer, so the broadcasting group is not judged, and nothing else is:
+    # incomplete (exit 4), the group named with the reason, never a pass on nothing
     code, v = deliver(bodies)
-    assert code == 0 and sum(v["counts"].values()) == 0
+    assert code == 4 and v["status"] == "skipped" and group in v["not_judged"]
     code, v = deliver(full)
     assert code == 0 and v["status"] == "holds" and v["counts"] == {"consumed (broadcasting drops a failure)": 80}
     # one consumer never got one message: a loss, named with its consumer

@@ -73,10 +73,12 @@ def test_unreadable_records_that_dominate_are_refused_with_the_first(tmp_path):
     p.write_text("\n".join([good[0], bad, bad]) + "\n")
     d = bad_input(cli("history", p, "--json"), p, 2)
     assert "2 of 3 records could not be read" in d["message"] and "timestamp 'soon'" in d["message"]
-    # read mostly: judged, the unreadable one counted
+    # read mostly: judged, the unreadable one counted (two sends and no group: nothing a guarantee
+    # could judge, so incomplete, exit 4, never a pass on nothing)
     p.write_text("\n".join([*good, bad]) + "\n")
     res = cli("history", p, "--json")
-    assert res.exit_code == 0 and orjson.loads(res.stdout)["unparseable"] == 1
+    d = orjson.loads(res.stdout)
+    assert res.exit_code == 4 and d["unparseable"] == 1 and d["verdict"] == "incomplete"
 
 
 @pytest.mark.parametrize("complete", [[], ["--complete"]])

@@ -2,7 +2,7 @@
 consume records (spec/history, docs/history.md).
 
 Exit codes: 0 every judged guarantee holds (skipped and suspect ones allowed), 1 a violation,
-2 bad input (a missing file, an unknown format, a bad --groups file, a history with no readable
+4 incomplete (no guarantee could judge anything: never a pass on nothing), 2 bad input (a missing file, an unknown format, a bad --groups file, a history with no readable
 record, more unreadable records than readable ones, or no send or delivery at all; with
 --strict, any unparseable record).
 """
@@ -17,7 +17,7 @@ from rocketspec import jsonout
 
 def render_text(rep, max_listed: int) -> str:
     d = rep.to_dict(max_listed)
-    out = [f"{d['path']}: {'HOLDS' if d['ok'] else 'VIOLATED'} ({d['format']}, "
+    out = [f"{d['path']}: {d['verdict'].upper()} ({d['format']}, "
            f"{'complete' if d['complete'] else 'lossy: an absent record is unobserved, not lost'}; "
            f"{d['produced']} sends, {d['consumed']} deliveries, {d['dead_letters']} dead letters, "
            f"groups: {', '.join(d['groups']) or '-'})"]
@@ -40,6 +40,8 @@ def render_text(rep, max_listed: int) -> str:
             out.append(f"      ... and {v['findings'] - len(v['listed'])} more")
         for n in v["notes"]:
             out.append(f"      note: {n}")
+        for group, why in v["not_judged"].items():
+            out.append(f"      not judged for group {group}: {why}")
     return "\n".join(out)
 
 
@@ -56,7 +58,8 @@ def render_text(rep, max_listed: int) -> str:
                    "openchaos: complete; msgtrace: lossy).")
 @click.option("--groups", "groups_file", default=None,
               help="JSON file declaring what the source does not carry, per group: consume_mode, "
-                   "message_model, max_reconsume_times, consume_timeout_ms, subscriptions {topic: expr}. Checked "
+                   "message_model, max_reconsume_times, consume_timeout_ms, consume_from_where (where a new group "
+                   "starts: CONSUME_FROM_FIRST_OFFSET owes every message sent), subscriptions {topic: expr}. Checked "
                    "before any history is read.")
 @click.option("--profile", default=None, help="Profile whose defaults apply (maxReconsumeTimes -1 -> 16).")
 @click.option("--strict", is_flag=True, help="Any unparseable record is bad input (exit 2).")
@@ -104,11 +107,12 @@ def history(paths, fmt, complete, groups_file, profile, strict, as_json, max_lis
             raise UserError(f"{p.message} ({h.problem_count} unparseable record(s) in all)", file=p.file,
                             line=p.line)
         reps.append(rep)
-    ok = all(r.ok for r in reps)
+    verdicts = {r.verdict for r in reps}
+    worst = next(v for v in ("violated", "incomplete", "holds") if v in verdicts)
     if as_json:
         d = reps[0].to_dict(max_listed) if len(reps) == 1 else {
-            "ok": ok, "verdict": "holds" if ok else "violated", "histories": [r.to_dict(max_listed) for r in reps]}
+            "ok": worst == "holds", "verdict": worst, "histories": [r.to_dict(max_listed) for r in reps]}
         sys.stdout.write(jsonout.dumps(d) + "\n")
     else:
         click.echo("\n".join(render_text(r, max_listed) for r in reps))
-    sys.exit(0 if ok else 1)
+    sys.exit({"holds": 0, "violated": 1, "incomplete": 4}[worst])

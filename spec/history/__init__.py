@@ -37,11 +37,18 @@ class Verdict:
     counts: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     n_findings: int = 0
+    not_judged: dict = field(default_factory=dict)  # group -> why this guarantee could not be judged for it
+
+    @property
+    def judged(self) -> bool:
+        """Did it judge anything: not skipped, and some message, delivery or stream counted
+        (other than those it could not judge)?"""
+        return self.status != "skipped" and any(n for k, n in self.counts.items() if not k.startswith("not judged"))
 
     def to_dict(self, max_listed=50):
         return {"id": self.id, "title": self.title, "status": self.status, "missing": self.missing,
                 "findings": self.n_findings, "listed": [f.to_dict() for f in self.findings[:max_listed]],
-                "counts": self.counts, "notes": self.notes}
+                "counts": self.counts, "notes": self.notes, "not_judged": self.not_judged}
 
 
 @dataclass
@@ -52,7 +59,16 @@ class HistoryReport:
 
     @property
     def ok(self) -> bool:
+        """No guarantee violated (see `verdict`: that is not yet a pass)."""
         return not any(v.status == "violated" for v in self.verdicts)
+
+    @property
+    def verdict(self) -> str:
+        """violated (exit 1); incomplete (exit 4) when no guarantee judged anything: the answer
+        is not known, never a pass on nothing; else holds (exit 0)."""
+        if not self.ok:
+            return "violated"
+        return "holds" if any(v.judged for v in self.verdicts) else "incomplete"
 
     def violated(self) -> list[str]:
         return [v.id for v in self.verdicts if v.status == "violated"]
@@ -60,8 +76,8 @@ class HistoryReport:
     def to_dict(self, max_listed=50) -> dict:
         h = self.history
         return {
-            "path": h.source, "format": h.format, "complete": h.complete, "ok": self.ok,
-            "verdict": "holds" if self.ok else "violated", "records": h.records,
+            "path": h.source, "format": h.format, "complete": h.complete, "ok": self.verdict == "holds",
+            "verdict": self.verdict, "records": h.records,
             "produced": self.sizes.get("produced", 0), "consumed": self.sizes.get("consumed", 0),
             "dead_letters": self.sizes.get("dead_letters", 0), "peak_live_messages": self.sizes.get("peak_live", 0),
             "groups": sorted(h.groups), "observes": sorted(h.observes),
@@ -101,11 +117,12 @@ def judge(h: History, records, default_max: int | None = None, only=None, window
         o = outs[g.id]
         miss = missing(j.has, g) or o.unjudged
         if miss:
-            verdicts.append(Verdict(g.id, g.title, "skipped", miss, notes=o.notes if o.unjudged else []))
+            verdicts.append(Verdict(g.id, g.title, "skipped", miss, notes=o.notes if o.unjudged else [],
+                                    not_judged=dict(o.not_judged)))
             continue
         status = "holds" if not o.n_findings else ("suspect" if o.suspect else "violated")
         verdicts.append(Verdict(g.id, g.title, status, [], o.findings, {k: n for k, n in o.counts.items() if n},
-                                o.notes, o.n_findings))
+                                o.notes, o.n_findings, dict(o.not_judged)))
     return HistoryReport(h, verdicts, {"produced": j.n["produce"], "consumed": j.n["consume"],
                                        "dead_letters": j.n["dead_letter"], "peak_live": j.peak_live})
 

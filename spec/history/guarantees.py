@@ -61,6 +61,7 @@ class Outcome:
     suspect: bool = False                           # findings that a lossy history cannot confirm
     n_findings: int = 0                             # every finding, kept or not
     unjudged: list = field(default_factory=list)    # fields lacking for every record it could judge: skipped
+    not_judged: dict = field(default_factory=dict)  # group -> why the guarantee could not be judged for it
 
     def add(self, f: HFinding, keep: int) -> None:
         self.n_findings += 1
@@ -114,10 +115,15 @@ def _ts(c):
 # ----------------------------------------------------------------- H-DELIVER-1
 
 # Classes of a (message, unit) that no later record can turn into a finding.
-SETTLED = frozenset({
+NOT_JUDGED_BEFORE_START = "not judged: sent before the first consumption, start position unknown"
+NOT_JUDGED_UNNAMED = "not judged: broadcasting group, consumers not named"
+UNNAMED_BROADCAST = ("broadcasting: each consumer must get each message, and the history names no consumer of the "
+                     "group (message-trace bodies name none; an export with bornHost does)")
+
+SETTLED = frozenset({NOT_JUDGED_UNNAMED, 
     "consumed", "consumed (broadcasting drops a failure)", "dead-lettered", "filtered out by the subscription",
     "send outcome unknown or failed", "consumer left before it was sent",
-    "before the consumer had a position (consume_from_where)", "removed by retention",
+    NOT_JUDGED_BEFORE_START, "removed by retention",
     "skipped by an operator reset past it"})
 
 
@@ -144,6 +150,12 @@ def deliver(J, m) -> list:
             match = decide(subscription(sub_t, sub_e), p.tags, None, p.props)[1]
         if broadcast(g):
             units = sorted((g.name, c) for c in J.members(g.name))
+            if not units:
+                # each consumer must get each message, and the history names none of them
+                # (message-trace bodies do not): the group is not judged, and the report says so
+                J.not_judged.setdefault(("H-DELIVER-1", g.name), UNNAMED_BROADCAST)
+                out.append((NOT_JUDGED_UNNAMED, None))
+                continue
         else:
             units = [(g.name,)]
         for u in units:
@@ -168,11 +180,22 @@ def _deliver_unit(J, m, g, u, match):
         return ("dead-lettered", None)
     if any(c.success is None for c in dels):
         return ("delivered, result unknown", None)
-    start = J.first.get((u, p.topic))
-    if start is None:       # nothing of the topic consumed: from when it started
-        start = g.members.get(u[1], (None,))[0] if len(u) > 1 else g.started_ts
-    if not dels and (start is None or p.ts is None or p.ts < start):
-        return ("before the consumer had a position (consume_from_where)", None)
+    first = J.first.get((u, p.topic))
+    if not dels and (g.consume_from_where != "CONSUME_FROM_FIRST_OFFSET" or
+                     (first is None and (g.members.get(u[1], (None,))[0] if len(u) > 1 else g.started_ts) is None)):
+        # Where a group with no committed offset starts (RebalancePushImpl.computePullFromWhere,
+        # 4.9.8): FIRST_OFFSET at 0, which the broker moves up to the queue's minimum, so it owes
+        # every message its queues retain; LAST_OFFSET at 0 while the queue's first message is
+        # still in the broker's memory (ConsumerManageProcessor.queryConsumerOffset), else at the
+        # queue's end when it gets the queue; TIMESTAMP at the declared time. A history shows
+        # neither memory nor the moment a queue is assigned: before the group's (the consumer's)
+        # first consumption of the topic, the message is not judged.
+        # (a FIRST_OFFSET group of which nothing shows that it ran is not judged either)
+        start = first
+        if start is None:       # nothing of the topic consumed: from when it started
+            start = g.members.get(u[1], (None,))[0] if len(u) > 1 else g.started_ts
+        if start is None or p.ts is None or p.ts < start:
+            return (NOT_JUDGED_BEFORE_START, None)
     if p.queue is not None and p.offset is not None and J.expired.get(p.queue, -1) > p.offset:
         return ("removed by retention", None)
     if J.reset_past(g.name, p):

@@ -144,6 +144,7 @@ class Judge:
         self.streams = {}                   # H-ORDER-2: (mode, unit, stream) -> deque of [pos, c, flagged]
         self.shard_n = Counter()            # H-ORDER-2: acknowledged sends per sharding key
         self.unnamed = set()                # H-ORDER-2: orderly broadcasting groups whose consumers are not named
+        self.not_judged = {}                # (guarantee, group) -> why the guarantee could not be judged for it
         self.ok_calls = defaultdict(deque)  # H-DUP-1: (group, queue, client) -> (start, batch) of successes
         self.ok_before = {}                 # H-DUP-1: (group, queue, client) -> latest success start before the window
         self.pending = defaultdict(dict)    # H-DUP-1: (group, queue) -> offset -> [first success end|None, seen]
@@ -507,6 +508,17 @@ class Judge:
             if not o2.counts["streams"]:
                 o2.unjudged = [f"consume.client (of orderly broadcasting group(s) {', '.join(sorted(self.unnamed))})"]
         self.out["H-ORDER-2"] = o2
+        for (gid, group), why in sorted(self.not_judged.items()):
+            self.out[gid].not_judged[group] = why
+        o1 = self.out["H-DELIVER-1"]
+        if o1.counts[G.NOT_JUDGED_BEFORE_START]:
+            o1.notes.append("a message sent before a group's first consumption of its topic is not judged unless the "
+                            "group declares consume_from_where CONSUME_FROM_FIRST_OFFSET (--groups): 4.9.8 starts such "
+                            "a new group at the queue's first retained message; from LAST_OFFSET or TIMESTAMP the "
+                            "start depends on what a history does not show")
+        if o1.not_judged and not any(n for k, n in o1.counts.items() if not k.startswith("not judged")):
+            # not one message judged for any group: never a pass on nothing
+            o1.unjudged = [f"consume.client (of broadcasting group(s) {', '.join(sorted(o1.not_judged))})"]
         if not any(G.orderly(g) and not G.broadcast(g) for g in groups):
             self.out["H-ORDER-1"].notes.append("no orderly clustering group: nothing to judge")
         if any(g.subscriptions_inferred for g in groups):

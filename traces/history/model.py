@@ -100,6 +100,7 @@ class Group:
     subscriptions_inferred: bool = False     # from what the group consumed, filters unknown
     max_reconsume_times: int | None = None   # as configured (-1: the client's default)
     consume_timeout_ms: int | None = None
+    consume_from_where: str | None = None    # where the group starts with no committed offset (declared)
     started_ts: int | None = None            # first consumer of the group started
     members: dict = field(default_factory=dict)  # client -> [joined ts, left ts or None]
     declared: set = field(default_factory=set)   # settings given by --groups: the source does not override them

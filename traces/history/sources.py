@@ -7,7 +7,11 @@ from rocketspec.config_files import short as _short_value
 from ...errors import UserError
 from .model import History
 
-GROUP_KEYS = {"consume_mode": ("CONCURRENTLY", "ORDERLY"), "message_model": ("CLUSTERING", "BROADCASTING")}
+GROUP_KEYS = {"consume_mode": ("CONCURRENTLY", "ORDERLY"), "message_model": ("CLUSTERING", "BROADCASTING"),
+              # 4.9.8 ConsumeFromWhere: where a group with no committed offset starts
+              "consume_from_where": ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP",
+                                     "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST", "CONSUME_FROM_MIN_OFFSET",
+                                     "CONSUME_FROM_MAX_OFFSET")}
 
 
 def detect_format(path) -> str:
@@ -146,7 +150,7 @@ def key_lines(text: str) -> dict:
 
 def declare_groups(h: History, groups: dict, source=None) -> None:
     """Apply declarations {group: {consume_mode, message_model, max_reconsume_times,
-    consume_timeout_ms, subscriptions: {topic: expr | {type, expr}}}} (a --groups file; a
+    consume_timeout_ms, consume_from_where, subscriptions: {topic: expr | {type, expr}}}} (a --groups file; a
     `Groups` names its own file and lines, else `source`)."""
     source = getattr(groups, "source", None) or source
     lines = getattr(groups, "lines", {})
@@ -189,4 +193,4 @@ def declare_groups(h: History, groups: dict, source=None) -> None:
                 g.declared.add(k)
             else:
                 raise bad("unknown setting: expected consume_mode, message_model, max_reconsume_times, "
-                          "consume_timeout_ms or subscriptions", name, k)
+                          "consume_timeout_ms, consume_from_where or subscriptions", name, k)
