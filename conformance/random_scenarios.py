@@ -5,7 +5,7 @@ Each scenario is short enough for a real run (seconds of wall time; every delay 
 timing knobs in seconds) and draws its mechanisms from the whole space the two support today:
 concurrent and orderly groups, clustering and broadcasting, the three allocation strategies real
 runs support, joins, graceful shutdowns, SIGKILLs and restarts, pauses shorter and longer than the
-orderly lease margin, every listener outcome, slow calls, batches, maxReconsumeTimes, the
+orderly lease margin, every listener outcome, slow calls, batches and ackIndex, maxReconsumeTimes, the
 context's delay level, tags and SQL92, several groups on one topic, consume-from-where on a
 backlog, flow-control thresholds under a burst, and operator offset resets.
 
@@ -25,8 +25,6 @@ NOT_EMITTED = {
     "several brokers, retry_queue_nums, retry_max_times": "not settable on real runs",
     "CONFIG and MACHINE_ROOM strategies, consume_timestamp": "refused by `rocketspec record`",
     "crash mode silent": "the driver only SIGKILLs (a cut-off host is not driven)",
-    "ack_index": "the recorder does not record ackIndex, and the send-backs it causes carry no msg_id "
-                 "(check refuses the trace, issue 42)",
     "server_channel_max_idle_s (the broker's idle close)": "the reference does not model it (issue 42)",
     "a produce step's tag or property lists": "the driver reads a produce step's tags as one string and draws "
                                               "property values at random, where the reference takes lists "
@@ -75,6 +73,13 @@ def generate(seed: int, small: bool = False) -> dict:
     if any(g["consume_mode"] == "ORDERLY" for g in groups):
         sc["broker_config"]["lock_max_live_ms"] = BROKER_LOCK_MS
     sc["groups"] = groups
+    # ackIndex on some concurrent groups' batches (drawn from a source of its own, so that the rest
+    # of a scenario is what it was without it): the messages past it are sent back
+    ra = random.Random(f"ack-{seed}")
+    for g in groups:
+        size = g["consume_message_batch_max_size"]
+        if g["consume_mode"] == "CONCURRENTLY" and size > 1 and ra.random() < 0.4:
+            g["listener"]["ack_index"] = ra.randint(-1, size - 1)
 
     # producers: one per topic; sharding keys when an orderly group reads it
     orderly_topics = {t for g in groups if g["consume_mode"] == "ORDERLY" for t in g["subscriptions"]}

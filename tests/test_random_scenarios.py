@@ -65,7 +65,8 @@ def _features(sc: dict) -> set:
         if "pull_threshold_for_queue" in g or "pull_threshold_for_topic" in g:
             f.add("flow control")
         lst = g["listener"]
-        for k in ("fail_rate", "null_rate", "exception_rate", "delay_level_when_next_consume", "suspend_ms"):
+        for k in ("fail_rate", "null_rate", "exception_rate", "delay_level_when_next_consume", "suspend_ms",
+                  "ack_index"):
             if k in lst:
                 f.add(k)
         if g["consume_mode"] == "ORDERLY" and "fail_rate" in lst:
@@ -102,7 +103,7 @@ def test_the_generator_covers_the_mechanism_space():
             "max_reconsume_times=-1", "max_reconsume_times=0", "max_reconsume_times=3", "batch", "flow control",
             "fail_rate", "null_rate", "exception_rate", "delay_level_when_next_consume", "suspend_ms", "SUSPEND",
             "slow rule", "poison rule", "SQL92", "tags", "all", "several groups", "start", "join", "shutdown",
-            "crash", "restart", "short pause", "long pause", "produce", "reset_offset"}
+            "crash", "restart", "short pause", "long pause", "produce", "reset_offset", "ack_index"}
     assert want - seen == set()
 
 
@@ -115,7 +116,9 @@ def test_the_generator_never_emits_what_real_runs_cannot_do():
                    for st_ in sc["steps"])
         assert all(st_.get("mode", "kill") == "kill" for st_ in sc["steps"] if st_["action"] == "crash")
         assert all(isinstance(st_.get("tags", ""), str) for st_ in sc["steps"] if st_["action"] == "produce")
-        assert not any("ack_index" in g["listener"] for g in sc["groups"])
+        # ackIndex only on a concurrent group's batches, within -1 .. batch - 1
+        assert all(g["consume_mode"] == "CONCURRENTLY" and -1 <= g["listener"]["ack_index"]
+                   < g["consume_message_batch_max_size"] for g in sc["groups"] if "ack_index" in g["listener"])
         assert "server_channel_max_idle_s" not in sc["real"]
         # a reset: see test_resets_come_in_the_shapes_resetoffset_may_refuse
         # a killed client may start again (each of its JVM lives writes its own trace part)
@@ -393,3 +396,65 @@ def test_reclassify_reports_an_interrupted_run_as_incomplete(tmp_path):
     got = real_random.reclassify(tmp_path)
     assert [(r.seed, r.cls) for r in got] == [(3, "incomplete"), (7, "incomplete")]
     assert "interrupted" in got[1].note and real_random.exit_code(got) == 4
+
+
+def _ack_index_records(tmp_path, ack_index, retried=True):
+    """One concurrent call on a batch of M1..M3 that returns CONSUME_SUCCESS, the listener's
+    ackIndex `ack_index`; then (`retried`) the %RETRY% copy 4.9.8 sends back for each message past
+    it, consumed alone with reconsume count 1 (a batch of one: within any ackIndex >= 0). The
+    message traces are written as 4.9.8's hook writes them: every message of a CONSUME_SUCCESS
+    call's SubAfter says success."""
+    from rocketspec.traces.history.msgtrace import encode_trace
+
+    ids = ["M1", "M2", "M3"]
+    ev = [{"kind": "message_stored", "source": "producer", "ts": 1000 + i, "topic": "TopicR", "msg_id": m,
+           "tags": "TagA", "broker": "broker-a", "offset": i} for i, m in enumerate(ids)]
+    ev.append({"kind": "consume_started", "ts": 1100, "client": "c1", "consume_id": 0, "group": "G", "msg_ids": ids})
+    ev.append({"kind": "consume_finished", "ts": 1105, "client": "c1", "consume_id": 0, "group": "G",
+               "status": "CONSUME_SUCCESS"})
+    for n, m in enumerate(ids[ack_index + 1:] if retried else []):
+        ev.append({"kind": "consume_started", "ts": 2200 + 10 * n, "client": "c1", "consume_id": 1 + n, "group": "G",
+                   "msg_ids": [f"R-{m}"], "origin_msg_ids": [m], "reconsume_list": [1]})
+        ev.append({"kind": "consume_finished", "ts": 2205 + 10 * n, "client": "c1", "consume_id": 1 + n, "group": "G",
+                   "status": "CONSUME_SUCCESS"})
+    msgtrace = tmp_path / "msgtrace.txt"
+    msgtrace.write_text("\n".join(encode_trace(ev)) + "\n")
+    log = tmp_path / "store" / "commitlog"
+    log.mkdir(parents=True)
+    data, phys = b"", 0
+    for i, m in enumerate(ids):
+        e = _entry("TopicR", 0, i, phys, 0, {"UNIQ_KEY": m})
+        data, phys = data + e, phys + len(e)
+    (log / "00000000000000000000").write_bytes(data + b"\0" * 64)
+    sc = {"topics": [{"name": "TopicR"}], "steps": [], "producers": [{"topic": "TopicR"}],
+          "groups": [{"name": "G", "consume_mode": "CONCURRENTLY", "message_model": "CLUSTERING",
+                      "max_reconsume_times": 3, "consume_message_batch_max_size": 4,
+                      "subscriptions": {"TopicR": "*"}, "listener": {"duration_ms": [1, 5], "ack_index": ack_index}}]}
+    return sc, msgtrace, tmp_path / "store"
+
+
+@pytest.mark.parametrize("ack_index", [-1, 0, 1, 2])
+def test_the_oracle_reads_the_messages_past_ack_index_as_failed(tmp_path, ack_index):
+    """4.9.8's ConsumeMessageTraceHookImpl writes success = (status == CONSUME_SUCCESS) for every
+    message of a call, while processConsumeResult sends back those past ackIndex: the oracle takes
+    the scenario's ackIndex, so each message's first delivery reads as what it was, and the
+    retried ones are consumed by their copies."""
+    sc, msgtrace, store = _ack_index_records(tmp_path, ack_index)
+    rep = real_random.oracle_report(sc, msgtrace, store, 0, True)
+    ok = {c.id: c.success for c in rep.history.consumes if c.reconsume_times == 0}
+    assert ok == {m: i <= ack_index for i, m in enumerate(("M1", "M2", "M3"))}
+    # (at -1 the copies' own calls fail too)
+    failed = 2 - ack_index + (3 if ack_index == -1 else 0)
+    assert any(f"{failed} delivery(ies) past the listener's ackIndex" in n for n in rep.history.notes)
+    if ack_index >= 0:      # (at -1 every call fails, the copies' too)
+        assert _status(rep)["H-DELIVER-1"] == "holds" and _status(rep)["H-RETRY-1"] == "holds"
+
+
+def test_a_message_past_ack_index_never_redelivered_is_lost(tmp_path):
+    """Read as the hook writes it (every message of the call a success), the message sent back
+    past ackIndex and never delivered again would pass as consumed: a loss the oracle hid."""
+    sc, msgtrace, store = _ack_index_records(tmp_path, 0, retried=False)
+    rep = real_random.oracle_report(sc, msgtrace, store, 0, True)
+    assert _status(rep)["H-DELIVER-1"] == "violated"
+    lost = {f["key"]["msg"] for v in rep.to_dict()["guarantees"] if v["id"] == "H-DELIVER-1" for f in v["listed"]}
+    assert lost == {"M2", "M3"}
