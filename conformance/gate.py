@@ -11,12 +11,16 @@ Four suites, each a list of test cases (docs/gate.md):
   counterexample goes in the failure, as code and as a trace file.
 - **traces**: every trace in the configured directories, checked by the spec and judged against
   its expected verdict when it declares one (the config's `[traces.expect]`, or the trace's
-  `trace_started.config.expect`), else it must hold.
+  `trace_started.config.expect`), else it must hold; and every history (RocketMQ message traces,
+  OpenChaos histories: conformance/history_cases.py) in those directories or named in
+  `traces.histories`, judged as `rocketspec history` judges it against `[traces.expect]`.
+  An expectation naming no file is bad configuration, and a gate with no case never passes.
 - **mutants** (`--mutants`): each semantic mutant of the reference must be killed by a spec
   finding (conformance/mutants.py).
 
 Exit codes (the developers' guide): 0 every case passed; 1 a case failed (a finding, a
-surviving mutant, a trace against its verdict); 2 bad configuration or an unreadable trace; 3 an
+surviving mutant, a trace against its verdict); 2 bad configuration, an unreadable trace or
+history, or a gate that judged no case; 3 an
 internal error of rocketspec; 4 a case incomplete (a budget or cap ran out) and none failed.
 """
 from __future__ import annotations
@@ -60,7 +64,8 @@ DEFAULTS: dict = {
     "mutants": {"seeds": [1, 2, 3], "profiles": RELEASES, "budget_s": 60, "methods": ["simulate"]},
 }
 
-TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".parquet")
+from rocketspec.conformance.history_cases import NAMED as NAMED_INPUTS  # noqa: E402
+from rocketspec.conformance.history_cases import TRACE_SUFFIXES  # noqa: E402,F401
 
 
 @dataclass
@@ -83,6 +88,7 @@ class GateResult:
     cases: list
     seconds: float
     config_source: str
+    notes: list = field(default_factory=list)   # what the gate read and did not judge
 
     @property
     def exit_code(self) -> int:
@@ -113,7 +119,7 @@ _SCOPE_RETIRED = {"liveness": "runs are judged at their end (INV-LIVE-1 when the
                               "horizon); delete the key",
                   "persistent_sets": RETIRED["persistent_sets"]}
 _SM = {"profiles", "max_examples", "budget_s", "bounded", "enabled", "seed"}
-_TRACES = {"dirs", "expect", "profile"}
+_TRACES = {"dirs", "expect", "profile", "histories", "history", "max_unreadable"}
 _MUT = {"seeds", "profiles", "budget_s", "methods", "only", "scenarios", "hypothesis_max_examples", "include_survivors"}
 
 
@@ -189,6 +195,17 @@ def load_config(path: str | None) -> tuple[dict, str]:
         # directories are relative to the config file
         cfg["traces"]["dirs"] = [str((base / d).resolve()) if isinstance(d, str) and "\x00" not in d else d
                                  for d in cfg["traces"].get("dirs", [])]
+        # so are history files named one by one, and the --groups files of their options
+        hs = cfg["traces"].get("histories", [])
+        if isinstance(hs, list):
+            cfg["traces"]["histories"] = [str((base / h).resolve()) if isinstance(h, str) and h and "\x00" not in h
+                                          else h for h in hs]
+        ho = cfg["traces"].get("history", {})
+        if isinstance(ho, dict):
+            from rocketspec.conformance.history_cases import history_options
+
+            cfg["traces"]["history"] = {k: history_options(v, str(path), f"traces.history.{k}", base)
+                                        for k, v in ho.items()}
     if "out_dir" in given:
         # counterexamples go here unless --out-dir says otherwise; relative to the config file
         od = given["out_dir"]
@@ -260,6 +277,18 @@ def validate(cfg: dict, source: str) -> dict:
         _bad("expected a table: trace file name -> \"holds\" or a list of invariant ids", source, "traces.expect")
     for k, v in exp.items():
         _verdict(v, source, f"traces.expect.{k}")
+    for i, h in enumerate(_strs(tr.setdefault("histories", []), source, "traces.histories")):
+        if not os.path.isfile(h):
+            _bad(f"no such file: {h}; expected a history file (message traces or an OpenChaos history)", source,
+                 f"traces.histories[{i}]")
+    ho = tr.setdefault("history", {})
+    if not isinstance(ho, dict):
+        _bad("expected a table: history file name -> {format, complete, groups}", source, "traces.history")
+    from rocketspec.conformance.history_cases import history_options
+
+    for k, v in ho.items():
+        history_options(v, source, f"traces.history.{k}")
+    _num(tr.setdefault("max_unreadable", 0.0), source, "traces.max_unreadable", 0, 1)
     mu = cfg["mutants"]
     _keys(mu, _MUT, source, "mutants")
     seeds = mu.setdefault("seeds", [1, 2, 3])
@@ -292,14 +321,19 @@ def validate(cfg: dict, source: str) -> dict:
 
 
 def _verdict(v, source, at) -> set:
-    """'holds' or a list of invariant ids -> the set of error ids expected."""
+    """'holds' or a list of invariant ids (a trace's) or history guarantee ids (a history's) ->
+    the set of ids expected."""
+    from rocketspec.spec.history import GUARANTEES
     from rocketspec.spec.invariants import BY_ID, GUARD
 
     if v == "holds":
         return set()
-    if isinstance(v, list) and all(isinstance(x, str) and (x in BY_ID or x == GUARD) for x in v):
+    hids = {g.id for g in GUARANTEES}
+    if isinstance(v, list) and all(isinstance(x, str) for x in v) and (
+            all(x in BY_ID or x == GUARD for x in v) or all(x in hids for x in v)):
         return set(v)
-    _bad(f"expected \"holds\" or a list of invariant ids (spec/invariants.py), got {v!r}", source, at)
+    _bad(f"expected \"holds\", a list of invariant ids (spec/invariants.py: a trace's) or a list of history "
+         f"guarantee ids ({', '.join(sorted(hids))}: a history's), got {v!r}", source, at)
 
 
 # ---------------------------------------------------------------------------- suites
@@ -448,21 +482,91 @@ def run_statemachine(sm: dict, profile: str, budget_s: float) -> Case:
 
 
 def trace_files(dirs) -> list[Path]:
-    out = []
-    for d in dirs:
-        for p in sorted(Path(d).rglob("*")):
-            if p.is_file() and p.name.endswith(TRACE_SUFFIXES):
-                out.append(p)
-    return out
+    from rocketspec.conformance.history_cases import scan
+
+    return [p for p, kind in scan(dirs).cases if kind == "trace"]
+
+
+def _base(source: str) -> Path:
+    """Where a config's relative paths start: its own directory."""
+    return REPO if source == "defaults" else Path(source).resolve().parent
+
+
+def _names(key: str, path: Path, base: Path) -> bool:
+    """Does a `[traces.expect]` or `[traces.history]` key name this file: its name, its path,
+    or its path relative to the config?"""
+    return key in (path.name, str(path)) or ("\x00" not in key and (base / key).resolve() == path)
+
+
+def collect_inputs(tr: dict, source: str):
+    """The gate's trace and history cases ([(path, "trace" | "history")]) and what else the
+    directories hold (history_cases.Found). Every `[traces.expect]` and `[traces.history]` key
+    must name one of them, with an expectation of its kind: else bad configuration (UserError)."""
+    from rocketspec.conformance.history_cases import scan
+
+    found = scan(tr["dirs"])
+    at = {p.resolve(): i for i, (p, _) in enumerate(found.cases)}
+    for h in tr.get("histories", []):
+        p = Path(h).resolve()
+        if p in at:
+            found.cases[at[p]] = (p, "history")
+        else:
+            at[p] = len(found.cases)
+            found.cases.append((p, "history"))
+            found.other = [o for o in found.other if o.resolve() != p]
+    base = _base(source)
+    where = f"traces.dirs ({', '.join(tr['dirs']) or 'none'})" + (" or traces.histories" if tr.get("histories") else "")
+    for table in ("expect", "history"):
+        for key, v in tr.get(table, {}).items():
+            hits = [(p, k) for p, k in found.cases if _names(key, p, base)]
+            if not hits:
+                look = (f"no such file: {(base / key).resolve()}" if os.sep in key or "/" in key
+                        else f"no file named {key}")
+                raise UserError(f"{look} among the traces and histories of {where}; expected the name or path of "
+                                f"a file the gate reads", file=source, field=f"traces.{table}.{key}")
+            if table == "expect":
+                want = _verdict(v, source, f"traces.expect.{key}")
+                for p, k in hits:
+                    if want and k == "trace" and not all(x.startswith(("INV-", "GUARD")) for x in want):
+                        _bad(f"{p} is a trace: expected \"holds\" or invariant ids, got {v!r}", source,
+                             f"traces.expect.{key}")
+                    if want and k == "history" and any(not x.startswith("H-") for x in want):
+                        _bad(f"{p} is a history: expected \"holds\" or history guarantee ids (H-...), got {v!r}",
+                             source, f"traces.expect.{key}")
+            elif any(k == "trace" for _, k in hits):
+                _bad(f"{hits[0][0]} is read as a trace, not a history: [traces.history] gives the options of "
+                     "histories (name the file in traces.histories to read it as one)", source,
+                     f"traces.history.{key}")
+    return found
 
 
 def configured_verdict(path: Path, expect: dict, source: str):
-    """The gate config's verdict for this trace (`traces.expect`, by file name or path), or None
-    when the config says nothing about it (then the trace's own declaration counts)."""
-    for key in (path.name, str(path)):
-        if key in expect:
+    """The gate config's verdict for this trace or history (`traces.expect`, by file name, path
+    or path relative to the config), or None when the config says nothing about it (then a
+    trace's own declaration counts)."""
+    base = _base(source)
+    for key in expect:
+        if _names(key, path, base):
             return _verdict(expect[key], source, f"traces.expect.{key}")
     return None
+
+
+def run_history(path: Path, tr: dict, source: str) -> Case:
+    """A history judged as `rocketspec history` judges it, against `[traces.expect]` (none: it
+    must hold); an unreadable record beyond `traces.max_unreadable` is bad input."""
+    from rocketspec.conformance.history_cases import judge_history
+
+    case = Case("traces", path.name)
+    t0 = time.monotonic()
+    configured = configured_verdict(path, tr.get("expect", {}), source)
+    base = _base(source)
+    opts = next((v for k, v in tr.get("history", {}).items() if _names(k, path, base)), {})
+    o = judge_history(path, configured or set(), opts, tr.get("profile"), float(tr.get("max_unreadable", 0.0)),
+                      declared=configured is not None)
+    case.seconds = round(time.monotonic() - t0, 3)
+    case.status = o.status
+    case.message, case.details = o.message, o.details
+    return case
 
 
 def run_trace(path: Path, tr: dict, source: str, require_end: bool = False) -> Case:
@@ -572,6 +676,12 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
     clock = Clock(float(cfg["budget_s"]))
     out = Path(out_dir)
     cases: list[Case] = []
+    inputs = collect_inputs(cfg["traces"], source)
+    planned = (sum(len(s["profiles"]) for s in cfg["scopes"])
+               + (len(cfg["statemachine"]["profiles"]) if cfg["statemachine"].get("enabled", True) else 0)
+               + len(inputs.cases) + (1 if mutants else 0))
+    if not planned:
+        raise UserError(_nothing_to_judge(cfg, inputs), file=source)
 
     def note(c: Case):
         cases.append(c)
@@ -604,9 +714,12 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
             start("statemachine", f"reference state machine [{p}]", min(sm["budget_s"], left))
             note(_guarded(lambda: run_statemachine(sm, p, min(sm["budget_s"], left)), "statemachine",
                           f"reference state machine [{p}]"))
-    for path in trace_files(cfg["traces"]["dirs"]):
+    for path, kind in inputs.cases:
         start("traces", path.name, None)
-        note(_guarded(lambda: run_trace(path, cfg["traces"], source, require_end), "traces", path.name))
+        if kind == "history":
+            note(_guarded(lambda: run_history(path, cfg["traces"], source), "traces", path.name))
+        else:
+            note(_guarded(lambda: run_trace(path, cfg["traces"], source, require_end), "traces", path.name))
     if mutants:
         from rocketspec.conformance.mutants import CATALOGUE, SURVIVORS
 
@@ -625,7 +738,27 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
                 continue
             start("mutants", m.id, min(mu["budget_s"], left))
             note(_guarded(lambda: run_mutant(m.id, mu, min(mu["budget_s"], left), out), "mutants", m.id))
-    return GateResult(cases, round(time.monotonic() - clock.t0, 3), source)
+    if all(c.status == "skipped" for c in cases):
+        raise UserError(_nothing_to_judge(cfg, inputs, cases), file=source)
+    res = GateResult(cases, round(time.monotonic() - clock.t0, 3), source)
+    if inputs.other:
+        res.notes.append(f"not cases: {inputs.describe_other()} in traces.dirs")
+    return res
+
+
+def _nothing_to_judge(cfg: dict, inputs, cases=()) -> str:
+    """Why a gate judged no case: what it was given and what it found."""
+    tr = cfg["traces"]
+    why = [f"{len(cfg['scopes'])} scopes",
+           "the state machine " + ("disabled" if not cfg["statemachine"].get("enabled", True) else
+                                   f"under {len(cfg['statemachine']['profiles'])} profiles"),
+           f"traces.dirs ({', '.join(tr['dirs']) or 'none'}) holding {inputs.describe_other()} and no trace or "
+           "history"]
+    if cases:
+        why.append(f"{len(cases)} case(s), every one skipped")
+    return ("the gate judged no case, and a gate that judges nothing never passes: " + "; ".join(why)
+            + f"; expected at least one scope, the state machine, or {NAMED_INPUTS} in traces.dirs or "
+              "traces.histories (docs/gate.md, \"Inputs\")")
 
 
 def _guarded(fn, suite, name) -> Case:

@@ -1,8 +1,9 @@
 """`rocketspec gate [--config gate.toml] [--junit OUT.xml] [--summary OUT.md] [--mutants]`: the
 conformance gate for CI (conformance/gate.py, docs/gate.md).
 
-Exit codes: 0 every case passed, 1 a case failed, 2 bad configuration or an unreadable trace,
-3 an internal error, 4 a case incomplete (a budget ran out) and none failed.
+Exit codes: 0 every case passed, 1 a case failed, 2 bad configuration, an unreadable trace or
+history, or no case at all, 3 an internal error, 4 a case incomplete (a budget ran out) and none
+failed.
 """
 from __future__ import annotations
 
@@ -44,11 +45,12 @@ def _defaults_text() -> str:
                    "safety only.")
 def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, quiet, require_end):
     """Run the conformance gate within its time budget: exhaustive scopes, the Hypothesis state
-    machine on the reference, every configured trace against its verdict and, with --mutants,
-    the mutants of the reference.
+    machine on the reference, every configured trace and history (message traces, OpenChaos)
+    against its verdict and, with --mutants, the mutants of the reference.
 
-    Exit 0 when every case passed, 1 when one failed, 2 on bad configuration, 3 on an internal
-    error, 4 when a case ran out of budget (and is not declared a bounded check).
+    Exit 0 when every case passed, 1 when one failed, 2 on bad configuration (an expectation
+    naming no file included), an unreadable trace or history, or a gate that judged no case, 3
+    on an internal error, 4 when a case ran out of budget (and is not declared a bounded check).
 
     Each case is shown as it starts, with its budget, and as it ends; the last lines are the
     verdict and each case that did not pass, with its cause."""
@@ -81,7 +83,7 @@ def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, 
         write_bytes(summary_path, markdown_summary(res).encode("utf-8"), append=True)
     if as_json:
         sys.stdout.write(orjson.dumps({"exit_code": res.exit_code, "seconds": res.seconds,
-                                       "counts": res.counts(),
+                                       "counts": res.counts(), "notes": res.notes,
                                        "cases": [c.to_dict() for c in res.cases]}).decode() + "\n")
     else:
         click.echo("\n".join(verdict_lines(res)))
@@ -99,4 +101,5 @@ def verdict_lines(res) -> list[str]:
     for c in res.cases:
         if c.status != "passed":
             out.append(f"  {c.status}: [{c.suite}] {c.name}: {c.message}")
+    out.extend(f"  note: {n}" for n in getattr(res, "notes", []))
     return out
