@@ -5,7 +5,7 @@ Each scenario is short enough for a real run (seconds of wall time; every delay 
 timing knobs in seconds) and draws its mechanisms from the whole space the two support today:
 concurrent and orderly groups, clustering and broadcasting, the three allocation strategies real
 runs support, joins, graceful shutdowns, SIGKILLs and restarts, pauses shorter and longer than the
-orderly lease margin, every listener outcome, slow calls, batches and ackIndex, maxReconsumeTimes, the
+orderly lease margin, the broker's idle close of a paused client, every listener outcome, slow calls, batches and ackIndex, maxReconsumeTimes, the
 context's delay level, tags and SQL92, several groups on one topic, consume-from-where on a
 backlog, flow-control thresholds under a burst, and operator offset resets.
 
@@ -25,7 +25,6 @@ NOT_EMITTED = {
     "several brokers, retry_queue_nums, retry_max_times": "not settable on real runs",
     "CONFIG and MACHINE_ROOM strategies, consume_timestamp": "refused by `rocketspec record`",
     "crash mode silent": "the driver only SIGKILLs (a cut-off host is not driven)",
-    "server_channel_max_idle_s (the broker's idle close)": "the reference does not model it (issue 42)",
     "a produce step's tag or property lists": "the driver reads a produce step's tags as one string and draws "
                                               "property values at random, where the reference takes lists "
                                               "round-robin",
@@ -107,6 +106,8 @@ def generate(seed: int, small: bool = False) -> dict:
     for i, g in enumerate(groups):
         sc["steps"] += _clients(r, g, i, duration, produced_until, separate, small)
 
+    _idle_close(seed, sc)
+
     # an operator's offset reset of a clustering group while one of its clients is online. 4.9.8's
     # Broker2Client.resetOffset may refuse it ("consumer group not exist": a queue of the topic has
     # no committed offset of the group yet) before it changes anything; the driver records the
@@ -130,6 +131,26 @@ def generate(seed: int, small: bool = False) -> dict:
 ONLINE_MS = 1000                # from a client's start step to its first heartbeat
 OWN_JVM_START_MS = 3000         # a client in its own JVM registers this long after its start step
 IDLE_MARGIN_MS = 2000           # a thawed client's new channel and heartbeat
+
+
+IDLE_CLOSE_S = (3, 4, 5)         # real.server_channel_max_idle_s when drawn
+IDLE_CLOSE_RATE = 0.4           # of the scenarios with a pause that can outlast one of them
+IDLE_PAST_MS = 1000             # a pause this much longer than the idle time surely loses the channel
+IDLE_SHORT_MS = 1500            # one this much shorter surely keeps it (a heartbeat each second before)
+
+
+def _idle_close(seed: int, sc: dict) -> None:
+    """On some seeds with a paused client, the broker's idle close: real.server_channel_max_idle_s
+    low enough that a pause outlasts it (the frozen client's channel is closed, it leaves its
+    groups and reconnects after the thaw), and every other pause clearly shorter, so none is
+    left to the race between the close and the thaw. Clients that are not frozen keep their
+    channels: each heartbeats every second. Drawn from a source of its own."""
+    ri = random.Random(f"idle-{seed}")
+    pauses = [x["duration_ms"] for x in sc["steps"] if x["action"] == "pause"]
+    fits = [s for s in IDLE_CLOSE_S if any(d >= s * 1000 + IDLE_PAST_MS for d in pauses)
+            and all(d >= s * 1000 + IDLE_PAST_MS or d <= s * 1000 - IDLE_SHORT_MS for d in pauses)]
+    if fits and ri.random() < IDLE_CLOSE_RATE:
+        sc["real"]["server_channel_max_idle_s"] = ri.choice(fits)
 
 
 def reset_online(sc: dict, g: dict, at: int) -> bool:
@@ -312,6 +333,7 @@ def _break(seed: int, sc: dict) -> None:
         joiner = f"g{gi}c9"
         if kind == "lock_shorter_than_lease" and (survivor in own_jvm or len(own_jvm) < MAX_SEPARATE_CLIENTS) \
                 and not any(x["action"] == "pause" and x["client"] == survivor for x in sc["steps"]) \
+                and "server_channel_max_idle_s" not in sc["real"] \
                 and start + 1000 < sc["duration_ms"] - 4000:
             # the broker frees the lock after 2 s without a renewal, the client trusts its lease
             # for 3 s: a pause between the two, and a client joining while it lasts, whose

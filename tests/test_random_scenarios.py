@@ -88,6 +88,8 @@ def _features(sc: dict) -> set:
             f.add("long pause" if s["duration_ms"] > real_random_margin() else "short pause")
     if any(n > 1 for n in starts.values()):
         f.add("restart")
+    if "server_channel_max_idle_s" in sc["real"]:
+        f.add("idle close")
     return f
 
 
@@ -103,7 +105,7 @@ def test_the_generator_covers_the_mechanism_space():
             "max_reconsume_times=-1", "max_reconsume_times=0", "max_reconsume_times=3", "batch", "flow control",
             "fail_rate", "null_rate", "exception_rate", "delay_level_when_next_consume", "suspend_ms", "SUSPEND",
             "slow rule", "poison rule", "SQL92", "tags", "all", "several groups", "start", "join", "shutdown",
-            "crash", "restart", "short pause", "long pause", "produce", "reset_offset", "ack_index"}
+            "crash", "restart", "short pause", "long pause", "produce", "reset_offset", "ack_index", "idle close"}
     assert want - seen == set()
 
 
@@ -119,7 +121,12 @@ def test_the_generator_never_emits_what_real_runs_cannot_do():
         # ackIndex only on a concurrent group's batches, within -1 .. batch - 1
         assert all(g["consume_mode"] == "CONCURRENTLY" and -1 <= g["listener"]["ack_index"]
                    < g["consume_message_batch_max_size"] for g in sc["groups"] if "ack_index" in g["listener"])
-        assert "server_channel_max_idle_s" not in sc["real"]
+        # the broker's idle close: a pause past it, and none near it (the close would race the thaw)
+        idle = sc["real"].get("server_channel_max_idle_s")
+        if idle is not None:
+            pauses = [x["duration_ms"] for x in sc["steps"] if x["action"] == "pause"]
+            assert 3 <= idle <= 5 and any(d >= idle * 1000 + 1000 for d in pauses), (s, idle, pauses)
+            assert not any(idle * 1000 - 1500 < d < idle * 1000 + 1000 for d in pauses), (s, idle, pauses)
         # a reset: see test_resets_come_in_the_shapes_resetoffset_may_refuse
         # a killed client may start again (each of its JVM lives writes its own trace part)
         killed = set()
