@@ -4,7 +4,7 @@ consume records (spec/history, docs/history.md).
 Exit codes: 0 every judged guarantee holds (skipped and suspect ones allowed), 1 a violation,
 4 incomplete (no guarantee could judge anything: never a pass on nothing), 2 bad input (a missing file, an unknown format, a bad --groups file, a history with no readable
 record, more unreadable records than readable ones, or no send or delivery at all; with
---strict, any unparseable record).
+--strict or --complete, any unparseable record).
 """
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def render_text(rep, max_listed: int) -> str:
 @click.option("--complete/--lossy", "complete", default=None,
               help="Declare that every record is present and the run had settled (an unconsumed message is "
                    "lost), or not (unobserved). Default: the source's own (trace: ended quiescent; "
-                   "openchaos: complete; msgtrace: lossy).")
+                   "openchaos: complete; msgtrace: lossy). With --complete, a record that cannot be read is bad "
+                   "input (exit 2).")
 @click.option("--groups", "groups_file", default=None,
               help="JSON file declaring what the source does not carry, per group: consume_mode, "
                    "message_model, max_reconsume_times, consume_timeout_ms, consume_from_where (where a new group "
@@ -102,9 +103,12 @@ def history(paths, fmt, complete, groups_file, profile, strict, as_json, max_lis
             if bar is not None:
                 bar.close()
         h = rep.history
-        if h.problem_count and strict:
+        if h.problem_count and (strict or complete):
+            # --complete declares every record present: a record that could not be read says otherwise
             p = h.problems[0]
-            raise UserError(f"{p.message} ({h.problem_count} unparseable record(s) in all)", file=p.file,
+            why = "" if strict else (f"; --complete declares every record present, and {h.problem_count} of "
+                                     f"{h.records} could not be read (give --lossy to judge the rest)")
+            raise UserError(f"{p.message} ({h.problem_count} unparseable record(s) in all){why}", file=p.file,
                             line=p.line)
         reps.append(rep)
     verdicts = {r.verdict for r in reps}
