@@ -29,8 +29,6 @@ NOT_EMITTED = {
                                               "property values at random, where the reference takes lists "
                                               "round-robin",
     "a call past consume_timeout": "consume_timeout is in minutes: a real run would last minutes",
-    "consumers of one group subscribing differently (the subscriptions_differ break)":
-        "the driver builds every consumer of a group from the group's subscriptions",
 }
 
 BROKER = "broker-a"
@@ -365,8 +363,45 @@ def _break(seed: int, sc: dict) -> None:
             breaks.append({"kind": kind, "target": g["name"], "expect": ORDERLY_BREAK_EXPECT,
                            "note": f"listener calls of {OVERLONG_CALL_MS[0]}-{OVERLONG_CALL_MS[1]} ms on key {key} "
                                    f"(lease margin {LEASE_MARGIN_MS} ms); {joiner} joins at {at} ms"})
+    breaks += _subscriptions_differ(seed, sc)
     if breaks:
         sc["breaks"] = breaks
+
+
+SUBS_BREAK_RATE = 0.15          # of the scenarios with a clustering group reading a topic with '*'
+SUBS_BREAK_EXPECT = ["INV-SUB-1"]
+
+
+def _subscriptions_differ(seed: int, sc: dict) -> list:
+    """On some seeds, a client joins a clustering group that reads a topic with '*', subscribing
+    that topic to one tag (its start step's own subscriptions). 4.9.8's broker keeps one
+    subscription per group and topic, the newest subVersion's (ConsumerGroupInfo.updateSubscription:
+    the joiner's, subscribed last), and filters every member's pulls with it: the other members'
+    queues lose the messages of other tags, which they subscribe (INV-SUB-1)."""
+    rs = random.Random(f"subs-{seed}")
+    if rs.random() >= SUBS_BREAK_RATE:
+        return []
+    eligible = [(g, t) for g in sc["groups"] if g["message_model"] == "CLUSTERING"
+                for t in sorted(g["subscriptions"]) if g["subscriptions"][t] == "*"]
+    if not eligible:
+        return []
+    g, topic = rs.choice(eligible)
+    starts = [x["at_ms"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"]]
+    # the join comes while the topic's producer still sends (a heartbeat later: the broker's filter)
+    p = next(p for p in sc["producers"] if p["topic"] == topic)
+    last = min(sc["duration_ms"] - 2000, p["start_ms"] + int(1000 * p["count"] / p["rate_per_s"]) - 1500)
+    if min(starts) + 1000 >= last:
+        return []
+    at = rs.randrange(min(starts) + 1000, last, 100)
+    # a tag other than some the producer sends ('' is a message without tags)
+    tag = rs.choice([t for t in TAGS if set(p["tags"]) - {t}])
+    joiner = f"g{sc['groups'].index(g)}c8"
+    sc["steps"].append({"at_ms": at, "action": "start", "client": joiner, "group": g["name"],
+                        "subscriptions": dict(g["subscriptions"]) | {topic: tag},
+                        "note": f"joins subscribing {topic} to {tag} only, where the group reads all of it"})
+    return [{"kind": "subscriptions_differ", "target": g["name"], "expect": SUBS_BREAK_EXPECT,
+             "note": f"{joiner} subscribes {topic} with {tag!r}, the group with '*'; the broker filters the "
+                     f"group's pulls with the newest subscription"}]
 
 
 def write(sc: dict, path) -> Path:

@@ -46,7 +46,7 @@ ORACLE_VERSION = 2
 
 # The invariants of check whose violation a user would see as each guarantee's violation.
 SEEN_AS = {
-    "H-DELIVER-1": {"INV-LOSS-1", "INV-LIVE-1", "INV-OFFSET-3", "INV-FILTER-1", "INV-BCAST-1"},
+    "H-DELIVER-1": {"INV-LOSS-1", "INV-LIVE-1", "INV-OFFSET-3", "INV-FILTER-1", "INV-BCAST-1", "INV-SUB-1"},
     "H-RETRY-1": {"INV-RETRY-1"},
     "H-RETRY-2": {"INV-RETRY-3"},
     "H-RETRY-3": {"INV-RETRY-1", "INV-RETRY-2", "INV-DLQ-1"},

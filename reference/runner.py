@@ -169,7 +169,8 @@ class Run:
             if old is not None and old.running:
                 return
             g = self.scenario["groups"][st["group"]]
-            c = PushConsumer(sim, self.net, self.profile, cid, st["group"], g, g["subscriptions"], g.get("listener"),
+            c = PushConsumer(sim, self.net, self.profile, cid, st["group"], g, st.get("subscriptions", g["subscriptions"]),
+                             g.get("listener"),
                              self.local_disks.setdefault(cid, {}))
             self.consumers[cid] = c
             c.start()

@@ -86,6 +86,7 @@ STEP_FIELDS = {
     "props": _props,
     "at_ms": _MS, "action": _ID, "note": checks.string,
     "mode": checks.one_of(*CRASH_MODES),
+    "subscriptions": lambda path, v: None,      # checked against the topics below (_step_subscriptions)
 }
 PRODUCER_FIELDS = {
     "topic": _ID, "count": checks.integer(0, MAX_MESSAGES), "rate_per_s": checks.number(MIN_RATE_PER_S),
@@ -107,7 +108,10 @@ STEP_ACTIONS = {
     "reset_offset": {"group", "topic", "timestamp_ms"},
 }
 STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "crash": {"mode"}, "produce": {"tags", "keys", "props"},
-                 "fail_offset_queries": {"kind", "skip"}}
+                 "fail_offset_queries": {"kind", "skip"},
+                 # this client's subscriptions in place of its group's (a group whose consumers
+                 # subscribe differently: the broker keeps one per group, the last heartbeat's)
+                 "start": {"subscriptions"}}
 OFFSET_QUERY_FAILURES = ("timeout", "broker_error")
 
 
@@ -437,6 +441,8 @@ def validate(raw: dict, source: str = "<scenario>", known_ids=None) -> dict:
                 raise ScenarioError(source, exc.path, str(exc)) from None
         if action == "start" and st["group"] not in sc["groups"]:
             raise ScenarioError(source, f"{path}.group", f"unknown group {st['group']!r}")
+        if "subscriptions" in st:
+            _step_subscriptions(source, f"{path}.subscriptions", st["subscriptions"], {t["name"] for t in sc["topics"]})
         if "broker" in st and st["broker"] not in sc["brokers"]:
             raise ScenarioError(source, f"{path}.broker", f"unknown broker {st['broker']!r}")
         if at < 0:
@@ -468,3 +474,16 @@ def validate(raw: dict, source: str = "<scenario>", known_ids=None) -> dict:
             raise ScenarioError(source, f"steps[{i}].client", f"client {st['client']!r} is not started by an earlier step "
                                                                  f"(at_ms {st['at_ms']})")
     return sc
+
+
+def _step_subscriptions(source, path: str, subs, topic_names: set) -> None:
+    """A start step's own subscriptions: as a group's, a table topic = expression of declared topics."""
+    _expect(source, path, subs, dict, "a table topic = expression")
+    if not subs:
+        raise ScenarioError(source, path, "expected at least one topic = expression")
+    for topic, expr in subs.items():
+        if topic not in topic_names:
+            raise ScenarioError(source, f"{path}.{_key(topic)}", "topic is not declared in [[topics]]")
+        if not isinstance(expr, (str, dict)):
+            raise ScenarioError(source, f"{path}.{_key(topic)}", "expected a tag expression or {type, expr}")
+        _check_subscription(source, f"{path}.{_key(topic)}", expr)

@@ -25,7 +25,7 @@ def _kinds(n=300):
 
 def test_the_generator_breaks_each_drivable_assumption_and_declares_it():
     kinds = _kinds()
-    assert {"pause_past_lease", "lock_shorter_than_lease", "overlong_call"} <= set(kinds)
+    assert {"pause_past_lease", "lock_shorter_than_lease", "overlong_call", "subscriptions_differ"} <= set(kinds)
     for s in sorted({s for v in kinds.values() for s in v}):
         sc = generate(s)
         validate_checked(json.loads(json.dumps(sc)), f"random-{s}")   # the file as read back
@@ -33,6 +33,17 @@ def test_the_generator_breaks_each_drivable_assumption_and_declares_it():
                    and g["message_model"] == "CLUSTERING"}
         group_of = {x["client"]: x["group"] for x in sc["steps"] if x["action"] == "start"}
         for b in sc["breaks"]:
+            if b["kind"] == "subscriptions_differ":
+                # a joiner subscribing one topic to one tag where its clustering group reads all of it
+                g = next(g for g in sc["groups"] if g["name"] == b["target"])
+                own = [x for x in sc["steps"] if x["action"] == "start" and "subscriptions" in x]
+                assert b["expect"] == ["INV-SUB-1"] and g["message_model"] == "CLUSTERING" and len(own) == 1
+                assert own[0]["group"] == g["name"] and own[0]["at_ms"] > min(
+                    x["at_ms"] for x in sc["steps"] if x["action"] == "start" and x["group"] == g["name"])
+                differ = {t for t, e in own[0]["subscriptions"].items() if e != g["subscriptions"][t]}
+                assert len(differ) == 1 and g["subscriptions"][differ.pop()] == "*"
+                assert set(own[0]["subscriptions"]) == set(g["subscriptions"])
+                continue
             assert b["expect"] == ORDERLY_BREAK_EXPECT
             if b["kind"] == "pause_past_lease":
                 assert group_of[b["target"]] in orderly
@@ -152,3 +163,56 @@ def test_the_table_shows_breaks_and_named_causes():
     assert "| 2 | 1 | 1 | 0 | 0 | 0 | 0 | 0 |" in table
     assert "| 4 | expected loss (break) | pause_past_lease:g1c2 | INV-ORDER-1 1 | INV-ORDER-1 |" in table
     assert real_random.summary([r])["breaks"] == {4: ["pause_past_lease:g1c2"]}
+
+
+def _one_group(**start):
+    return {"name": "subs", "duration_ms": 2000,
+            "topics": [{"name": "T", "queues": 2}, {"name": "U", "queues": 1}],
+            "groups": [{"name": "G", "subscriptions": {"T": "*"}}],
+            "producers": [{"topic": "T", "count": 20, "rate_per_s": 100, "tags": ["TagA", "TagB"]}],
+            "steps": [{"at_ms": 0, "action": "start", "client": "c1", "group": "G"},
+                      {"at_ms": 500, "action": "start", "client": "c2", "group": "G", **start}]}
+
+
+def test_a_start_step_may_subscribe_its_client_differently():
+    """A start step's own subscriptions: validated as a group's, run by the reference for that
+    client, and given to the recorder's client in the plan."""
+    from pathlib import Path
+
+    from rocketspec.commands.record import build_plan
+    from rocketspec.reference.runner import run_to_list
+    from rocketspec.rocketmq.profiles import get_profile
+
+    sc = validate_checked(_one_group(subscriptions={"T": "TagA"}), "subs")
+    plan = build_plan(sc, 1, 60, Path("."), Path("."))
+    assert plan["client_subscriptions"] == {"c2": {"T": {"type": "TAG", "expr": "TagA"}}}
+    assert plan["groups"]["G"]["subscriptions"] == {"T": {"type": "TAG", "expr": "*"}}
+    events = run_to_list(sc, 1, get_profile("rocketmq-4.9.8"))
+    started = {e["client"]: e["subscriptions"] for e in events if e["kind"] == "client_started"}
+    assert "TagA" in json.dumps(started["c2"]) and "TagA" not in json.dumps(started["c1"])
+
+
+@pytest.mark.parametrize("subs, says", [
+    ({"V": "*"}, "steps[1].subscriptions.V: topic is not declared"),
+    ({}, "steps[1].subscriptions: expected at least one"),
+    ({"T": 3}, "steps[1].subscriptions.T: expected a tag expression"),
+    ("TagA", "steps[1].subscriptions: expected a table"),
+])
+def test_the_validator_refuses_bad_start_subscriptions(subs, says):
+    with pytest.raises(UserError, match=says.replace("[", r"\[").replace("]", r"\]")):
+        validate_checked(_one_group(subscriptions=subs), "subs")
+
+
+def test_subscriptions_on_another_step_are_refused():
+    raw = _one_group()
+    raw["steps"].append({"at_ms": 900, "action": "shutdown", "client": "c2", "subscriptions": {"T": "*"}})
+    with pytest.raises(UserError, match="shutdown does not take"):
+        validate_checked(raw, "subs")
+
+
+def test_a_loss_check_names_as_differing_subscriptions_is_the_oracles_missing_message():
+    """INV-SUB-1 reports messages lost to the group (the broker filtered a member's pulls with
+    another member's subscription): what the oracle sees as H-DELIVER-1, not a missed loss."""
+    oracle = {"complete": True, "guarantees": [{"id": "H-DELIVER-1", "status": "violated"},
+                                               {"id": "H-DUP-1", "status": "holds"}]}
+    assert real_random.classify({"INV-SUB-1": 3}, oracle) == ("agreed", ["H-DELIVER-1"])

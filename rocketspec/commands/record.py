@@ -95,11 +95,25 @@ def build_plan(sc: dict, seed: int, timeout_s: float, work_dir: Path, out_dir: P
     if bad:
         raise RecordError(f"scenario {sc['name']}: cannot run on real RocketMQ:\n  " + "\n  ".join(bad))
     real = sc.get("real", {})
+    def plain(subscriptions):
+        return {t: ({"type": "TAG", "expr": e} if isinstance(e, str) else {"type": e.get("type", "TAG"), "expr": e["expr"]})
+                for t, e in subscriptions.items()}
+
     groups = {}
     for name, g in sc["groups"].items():
-        subs = {t: ({"type": "TAG", "expr": e} if isinstance(e, str) else {"type": e.get("type", "TAG"), "expr": e["expr"]})
-                for t, e in g["subscriptions"].items()}
-        groups[name] = {"config": ConsumerConfig.resolve(g), "subscriptions": subs, "listener": g.get("listener")}
+        groups[name] = {"config": ConsumerConfig.resolve(g), "subscriptions": plain(g["subscriptions"]),
+                        "listener": g.get("listener")}
+    # a start step's own subscriptions: the client subscribes them in place of its group's
+    own: dict = {}
+    for i, st in enumerate(sc["steps"]):
+        if st["action"] != "start":
+            continue
+        subs = plain(st.get("subscriptions", sc["groups"][st["group"]]["subscriptions"]))
+        if own.setdefault(st["client"], subs) != subs:
+            raise RecordError(f"scenario {sc['name']}: steps[{i}] (start of {st['client']}): a client keeps its "
+                              "subscriptions across its starts on real runs (the plan gives each client one set)")
+    client_subs = {c: subs for c, subs in own.items()
+                   if any(st["action"] == "start" and st["client"] == c and "subscriptions" in st for st in sc["steps"])}
     separate = sorted({st["client"] for st in sc["steps"] if st["action"] in SEPARATE_JVM_STEPS})
     bc = sc["broker_config"]
     knobs = {KNOBS[k]: v for k, v in real.items() if k in KNOBS}
@@ -126,7 +140,7 @@ def build_plan(sc: dict, seed: int, timeout_s: float, work_dir: Path, out_dir: P
             "poll_name_server_interval_ms": real.get("poll_name_server_interval_ms", 30000),
         },
         "topics": [{"name": t["name"], "queues": t["queues"]} for t in sc["topics"]],
-        "groups": groups, "producers": sc["producers"], "steps": sc["steps"],
+        "groups": groups, "client_subscriptions": client_subs, "producers": sc["producers"], "steps": sc["steps"],
         "separate_clients": separate, "jvm_args": jvm_args,
         "attach_broker_after_ms": real.get("attach_broker_after_ms", -1),
     }

@@ -64,7 +64,10 @@ final class ScenarioConsumer {
         consumer.setPersistConsumerOffsetInterval(client.getIntValue("persist_consumer_offset_interval_ms"));
         consumer.setHeartbeatBrokerInterval(client.getIntValue("heartbeat_broker_interval_ms"));
         consumer.setPollNameServerInterval(client.getIntValue("poll_name_server_interval_ms"));
-        for (Map.Entry<String, Object> s : g.getJSONObject("subscriptions").entrySet()) {
+        // a start step's own subscriptions replace the group's for this client (record's plan)
+        JSONObject own = plan.getJSONObject("client_subscriptions") == null ? null
+            : plan.getJSONObject("client_subscriptions").getJSONObject(name);
+        for (Map.Entry<String, Object> s : (own != null ? own : g.getJSONObject("subscriptions")).entrySet()) {
             JSONObject sub = (JSONObject) s.getValue();
             if (ExpressionType.SQL92.equals(sub.getString("type"))) {
                 consumer.subscribe(s.getKey(), MessageSelector.bySql(sub.getString("expr")));
