@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-real test-real-random test-spark-cluster bench clean rocketmq rocketmq-jars recorder diff-reports browser catalogue
+.PHONY: setup demo test test-slow test-real test-real-random test-spark-cluster bench clean rocketmq rocketmq-jars rocketmq-jars-soft recorder diff-reports browser catalogue
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -13,14 +13,14 @@ $(STAMP): pyproject.toml setup.py
 	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) rocketmq-jars-soft
 
 # The main job on its built-in defaults: simulate the default scenario and check its trace.
 demo: $(STAMP)
 	$(BIN)/rocketspec demo
 
 # (the Spark tests share one local Spark session: they run in one process, after the rest)
-test: $(STAMP) browser
+test: $(STAMP) browser rocketmq-jars-soft
 	$(BIN)/python -m pytest -q -n 2 -m 'not slow and not real and not spark'
 	$(BIN)/python -m pytest -q -p no:xdist -m 'spark and not slow and not real'
 
@@ -73,7 +73,6 @@ test-spark-cluster: $(STAMP)
 # namesrv or broker jar, so 4.9.8 is not among the pinned jars below (third_party/rocketmq/README.md).
 RMQ_SHARED ?= ../shared/rocketmq
 RMQ_BUILD  ?= build/rocketmq
-RECORDER_SRC := $(shell find traces/recorder/src -name '*.java' 2>/dev/null)
 
 # One build at a time (tests on two workers may both ask): the lock conformance/realdiff.py takes too.
 rocketmq:
@@ -86,18 +85,23 @@ RMQ_RELEASES ?= $(patsubst third_party/rocketmq/%/jars.lock,%,$(wildcard third_p
 rocketmq-jars:
 	@$(PYTHON) traces/rocketmq_jars.py install $(RMQ_RELEASES)
 
-# The recorder and scenario driver (traces/recorder), against RocketMQ's classpath; rebuilt when a
-# source is newer or the classpath changed (the stamp holds the classpath it was built against).
+# setup and test install the pinned jars too (the real 5.x test records on them). A failed install
+# does not stop them: tests/test_real_5x.py then skips, and fails under ROCKETSPEC_REQUIRE_REAL=1
+# (as in CI); `make rocketmq-jars` tries again.
+rocketmq-jars-soft:
+	@$(MAKE) -s rocketmq-jars || echo "note: the pinned RocketMQ jars could not be installed (above): tests/test_real_5x.py will skip (and fail under ROCKETSPEC_REQUIRE_REAL=1); \`make rocketmq-jars\` tries again"
+
+# The recorder and scenario driver (traces/recorder) for each release at hand: 4.9.8 against the
+# classpath above, each installed pinned release against its jars. traces/recorder_build.py builds
+# one release into build/recorder-RELEASE/ and only when a source or the classpath changed.
 recorder:
 	@if [ -z "$$ROCKETMQ_CLASSPATH" ]; then $(MAKE) -s rocketmq; fi
 	@cp="$${ROCKETMQ_CLASSPATH:-$(RMQ_BUILD)/classpath.txt}"; \
 	 case "$$cp" in *.txt) cp="$$(cat $$cp)";; esac; \
 	 [ -d "$$cp" ] && [ -f "$$cp/classpath.txt" ] && cp="$$(cat $$cp/classpath.txt)"; \
-	 if [ -f build/recorder/.built ] && [ "$$(cat build/recorder/.built)" = "$$cp" ] && \
-	    [ -z "$$(find traces/recorder/src -name '*.java' -newer build/recorder/.built)" ]; then exit 0; fi; \
-	 rm -rf build/recorder/classes build/recorder/.built && mkdir -p build/recorder/classes && \
-	 javac -nowarn -encoding UTF-8 -d build/recorder/classes -cp "$$cp" $(RECORDER_SRC) 2>&1 | grep -v '^Note:' ; \
-	 test -f build/recorder/classes/rocketspec/recorder/Driver.class && printf '%s\n' "$$cp" > build/recorder/.built
+	 $(PYTHON) traces/recorder_build.py 4.9.8 "$$cp" >/dev/null
+	@for v in $(RMQ_RELEASES); do if [ -f build/rocketmq-$$v/classpath.txt ]; then \
+	   $(PYTHON) traces/recorder_build.py $$v "$$(cat build/rocketmq-$$v/classpath.txt)" >/dev/null || exit 1; fi; done
 
 # Differential reports (docs/differential/): the reference against each real scenario's trace,
 # the committed fixtures by default; RECORD=1 records fresh real traces first (needs Java).

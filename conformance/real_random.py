@@ -87,14 +87,16 @@ class RunResult:
 
 
 def recorder_digest() -> str:
-    """SHA-256 (first 16 hex digits) of the recorder's Java sources: which recorder made a run."""
+    """SHA-256 (first 16 hex digits) of the recorder's Java sources (shared and per release line):
+    which recorder made a run."""
     import hashlib
 
     import rocketspec.traces
 
     h = hashlib.sha256()
-    for path in sorted((Path(rocketspec.traces.__file__).resolve().parent / "recorder" / "src").rglob("*.java")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    base = Path(rocketspec.traces.__file__).resolve().parent / "recorder"
+    for path in sorted(base.rglob("*.java")):
+        h.update(str(path.relative_to(base)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -1,4 +1,5 @@
-"""`rocketspec record`: run a scenario on real RocketMQ 4.9.8 and write the recorded trace.
+"""`rocketspec record`: run a scenario on a real RocketMQ release (4.9.8 by default) and write the
+recorded trace.
 
 The scenario file is the one `simulate` reads (one parser: reference/scenario.py). This module
 turns it into a plain JSON plan for the Java driver (traces/recorder), refuses what real
@@ -51,6 +52,13 @@ JVM_FLAGS = [
     "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss1m", "-Xmx384m",
     "-Dtls.server.mode=disabled",   # else each server generates a self-signed certificate (~8 s)
 ]
+
+# The release a run takes by default, built from ../shared/rocketmq (`make rocketmq`); the others
+# are the pinned release jars (third_party/rocketmq/VERSION, `make rocketmq-jars`).
+DEFAULT_RELEASE = "4.9.8"
+# 5.5.1 is the newest release; the registry here serves 5.5.0 whole but not 5.5.1's namesrv,
+# client and tools jars, so 5.5.0 stands in for it (third_party/rocketmq/README.md).
+STANDS_IN = {"5.5.0": "5.5.1"}
 
 
 class RecordError(UserError):
@@ -159,9 +167,59 @@ def find_java() -> str:
     return java
 
 
+def pinned_releases() -> list[str]:
+    """The releases pinned as Maven Central jars (third_party/rocketmq/VERSION/jars.lock)."""
+    from rocketspec.traces import rocketmq_jars
+    return [v for v in rocketmq_jars.releases() if (rocketmq_jars.PINS / v / "jars.lock").is_file()]
+
+
+def releases() -> list[str]:
+    """Every release `record --release` knows: the default first, then the pinned ones."""
+    return [DEFAULT_RELEASE] + [v for v in pinned_releases() if v != DEFAULT_RELEASE]
+
+
+def check_release(release: str) -> None:
+    known = releases()
+    if release not in known:
+        raise RecordError(f"--release {release}: unknown RocketMQ release; available: {', '.join(known)}")
+
+
+def release_classpath(root: Path, release: str) -> str:
+    """The classpath of a release: 4.9.8's as rocketmq_classpath finds it; a pinned release's
+    installed jars (build/rocketmq-VERSION/classpath.txt, `make rocketmq-jars`)."""
+    check_release(release)
+    if release == DEFAULT_RELEASE:
+        return rocketmq_classpath(root)
+    cp = root / "build" / f"rocketmq-{release}" / "classpath.txt"
+    if not cp.is_file():
+        raise RecordError(f"--release {release}: RocketMQ {release}'s jars are not installed ({cp} is missing); "
+                          "`make rocketmq-jars` fetches and checks them")
+    return cp.read_text().strip()
+
+
+def trace_profile(release: str) -> str:
+    """The profile a recorded trace names (check's default): the release's own, else the newest
+    release profile of its line not newer than it (or than the release it stands in for)."""
+    from rocketspec.rocketmq.profiles import PROFILES
+
+    def key(v):
+        return tuple(int(x) for x in v.split("."))
+
+    for name in (release, STANDS_IN.get(release)):
+        if name and f"rocketmq-{name}" in PROFILES:
+            return f"rocketmq-{name}"
+    line = [n.removeprefix("rocketmq-") for n in PROFILES
+            if re.fullmatch(r"rocketmq-\d+\.\d+\.\d+", n) and n.split("-")[1].split(".")[0] == release.split(".")[0]]
+    line = [v for v in line if key(v) <= key(STANDS_IN.get(release, release))]
+    if not line:
+        raise RecordError(f"--release {release}: no release profile of the {release.split('.')[0]}.x line to name in the trace")
+    return f"rocketmq-{max(line, key=key)}"
+
+
 def rocketmq_classpath(root: Path) -> str:
-    """ROCKETMQ_CLASSPATH (a classpath, or a classpath.txt file or a folder holding one), else the
-    repository's build/rocketmq/classpath.txt (`make rocketmq` builds it from ../shared/rocketmq)."""
+    """4.9.8's classpath: ROCKETMQ_CLASSPATH (a classpath, or a classpath.txt file or a folder
+    holding one), else the repository's build/rocketmq/classpath.txt (`make rocketmq` builds it
+    from ../shared/rocketmq)."""
     env = os.environ.get("ROCKETMQ_CLASSPATH")
     if env:
         p = Path(env)
@@ -179,36 +237,15 @@ def rocketmq_classpath(root: Path) -> str:
                       f"{root.parent / 'shared' / 'rocketmq'}/build.sh and the 4.9.8 sources)")
 
 
-def recorder_classes(root: Path, classpath: str) -> Path:
-    """The compiled recorder (`make recorder`); rebuilt when a source is newer."""
-    out = root / "build" / "recorder" / "classes"
-    stamp = root / "build" / "recorder" / ".built"
-    sources = sorted((root / "traces" / "recorder" / "src").rglob("*.java"))
-    if not sources:
-        raise RecordError(f"recorder sources missing under {root / 'traces' / 'recorder' / 'src'}")
+def recorder_classes(root: Path, classpath: str, release: str = DEFAULT_RELEASE) -> Path:
+    """The recorder compiled for a release (traces/recorder_build.py: build/recorder-RELEASE/),
+    rebuilt when a source or the classpath changed."""
+    from rocketspec.traces import recorder_build
 
-    def fresh():  # the stamp holds the classpath the classes were compiled against
-        return (stamp.exists() and stamp.read_text().strip() == classpath.strip()
-                and all(s.stat().st_mtime <= stamp.stat().st_mtime for s in sources))
-
-    if fresh():
-        return out
-    javac = shutil.which("javac")
-    if javac is None:
-        raise RecordError("javac not found on PATH: building the recorder needs a JDK 17")
-    # one build at a time: recordings on two test workers would wipe each other's classes
-    import fcntl
-
-    (root / "build").mkdir(parents=True, exist_ok=True)
-    with open(root / "build" / "recorder.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if fresh():
-            return out
-        r = subprocess.run(["make", "-s", "-C", str(root), "recorder", f"ROCKETMQ_CLASSPATH={classpath}"],
-                           capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RecordError(f"building the recorder failed:\n{r.stdout}{r.stderr}")
-    return out
+    try:
+        return recorder_build.build(release, classpath)
+    except recorder_build.BuildError as exc:
+        raise RecordError(str(exc)) from None
 
 
 def namespace_prefix() -> list[str]:
@@ -274,7 +311,7 @@ def link_origins(events: list[dict]) -> None:
 
 
 def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, keep: str | None,
-           msgtrace: str | None = None) -> tuple[int, str]:
+           msgtrace: str | None = None, release: str = DEFAULT_RELEASE) -> tuple[int, str]:
     from rocketspec.conformance.verdicts import load_checked_scenario
     from rocketspec.reference.scenario import ScenarioError
 
@@ -288,15 +325,17 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     if not out.endswith(".jsonl"):
         raise RecordError(f"--out {out}: real traces are written as JSON Lines (.jsonl)")
     build_plan(sc, seed, timeout_s, Path("."), Path("."))   # refuse what cannot run before making anything
+    classpath = release_classpath(root, release)
+    profile = trace_profile(release)
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="rocketspec-record-"))
     work.mkdir(parents=True, exist_ok=True)
     parts = work / "parts"
     plan = build_plan(sc, seed, timeout_s, work, parts)
     java = find_java()
-    classpath = rocketmq_classpath(root)
-    classes = recorder_classes(root, classpath)
+    classes = recorder_classes(root, classpath, release)
     plan_path = work / "plan.json"
     plan["plan_path"] = str(plan_path)
+    plan["release"], plan["profile"] = release, profile
     if msgtrace is not None:
         # enableMsgTrace on the producer and every consumer; the broker's RMQ_SYS_TRACE_TOPIC
         # message bodies are written to this file after the trace ends
@@ -332,7 +371,9 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
             fh.write(json.dumps(ev, separators=(",", ":")) + "\n")
     if not keep:
         shutil.rmtree(work, ignore_errors=True)
-    return 0, (f"{sc['name']} (real RocketMQ 4.9.8): {len(events)} events, ended {events[-1]['reason']}, "
+    stand_in = f", standing in for {STANDS_IN[release]}" if release in STANDS_IN else ""
+    return 0, (f"{sc['name']} (real RocketMQ {release}{stand_in}; trace profile {profile}): {len(events)} events, "
+               f"ended {events[-1]['reason']}, "
                f"{time.monotonic() - t0:.1f}s -> {out}")
 
 
@@ -357,21 +398,29 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
                    "findings. Per-run files go to --out DIR/seed-S/. Exit 1 on a false alarm or a missed "
                    "loss, 4 when a run could not finish (docs/recorder.md).")
 @click.option("--small", is_flag=True, help="With --random: small scenarios (one group, fewer clients and messages).")
-def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small):
-    """Run a scenario on a real in-process RocketMQ 4.9.8 and write the recorded trace; or, with
-    --random N, record and judge N random scenarios."""
+@click.option("--release", default=DEFAULT_RELEASE, show_default=True,
+              help=f"The RocketMQ release to run (namesrv, broker, push consumer): {', '.join(releases())} "
+                   f"(5.5.0 stands in for 5.5.1, whose jars the registry here lacks). 4.9.8 is built by `make "
+                   "rocketmq`; the others are pinned jars from Maven Central, installed by `make rocketmq-jars`.")
+def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small, release):
+    """Run a scenario on a real in-process RocketMQ (4.9.8 by default; --release) and write the
+    recorded trace; or, with --random N, record and judge N random scenarios."""
+    check_release(release)
     if random_runs is not None:
-        sys.exit(record_random(random_runs, seed, out, timeout_s, small, scenario_name, keep, msgtrace))
+        import functools
+        sys.exit(record_random(random_runs, seed, out, timeout_s, small, scenario_name, keep, msgtrace,
+                               functools.partial(record, release=release)))
     if small:
         raise RecordError("--small goes with --random")
     if scenario_name is None:
         raise RecordError("give --scenario NAME_OR_FILE, or --random N")
-    rc, message = record(scenario_name, out, timeout_s, seed, keep, msgtrace)
+    rc, message = record(scenario_name, out, timeout_s, seed, keep, msgtrace, release)
     click.echo(message, err=rc != 0)
     sys.exit(rc)
 
 
-def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenario_name, keep, msgtrace) -> int:
+def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenario_name, keep, msgtrace,
+                  recorder=record) -> int:
     """`record --random`: the runs, their table, and the exit code (conformance.real_random)."""
     from rocketspec.conformance import real_random
 
@@ -390,7 +439,7 @@ def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenar
                    + f", {res.events} events, {res.seconds:.0f} s" + (f": {res.note}" if res.cls == "incomplete" else ""),
                    err=True)
 
-    results = real_random.run_many(record, runs, seed, folder, small, timeout_s, progress=progress)
+    results = real_random.run_many(recorder, runs, seed, folder, small, timeout_s, progress=progress)
     table = real_random.render_table(results)
     (folder / "table.md").write_text(table + "\n")
     (folder / "summary.json").write_text(json.dumps(real_random.summary(results), indent=1) + "\n")

@@ -4,8 +4,8 @@ import io.netty.channel.Channel;
 import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.broker.client.ClientChannelInfo;
 import org.apache.rocketmq.broker.client.ConsumerGroupInfo;
-import org.apache.rocketmq.broker.client.ConsumerManager;
 import org.apache.rocketmq.broker.client.rebalance.RebalanceLockManager;
+import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.MessageConst;
@@ -104,15 +104,30 @@ public final class BrokerRecorder {
         Map<String, Object> c = new LinkedHashMap<>();
         c.put("message_delay_level", bc.getMessageStoreConfig().getMessageDelayLevel());
         c.put("broker_lock_max_live_ms", lockMaxLive);
-        c.put("channel_expired_timeout_ms", Reflect.getStatic(ConsumerManager.class, "CHANNEL_EXPIRED_TIMEOUT"));
+        c.put("channel_expired_timeout_ms", Release.channelExpiredTimeoutMs(bc));
         c.put("server_channel_max_idle_ms", bc.getNettyServerConfig().getServerChannelMaxIdleTimeSeconds() * 1000L);
         c.put("enable_property_filter", bc.getBrokerConfig().isEnablePropertyFilter());
         c.put("filter_support_retry", bc.getBrokerConfig().isFilterSupportRetry());
         c.put("long_polling_enable", bc.getBrokerConfig().isLongPollingEnable());
         c.put("short_polling_time_ms", bc.getBrokerConfig().getShortPollingTimeMills());
         c.put("flush_consumer_offset_interval_ms", bc.getBrokerConfig().getFlushConsumerOffsetInterval());
-        c.put("version", MixAll.class.getPackage() != null ? "4.9.8" : "4.9.8");
+        c.put("version", version());
         return c;
+    }
+
+    /** The release the broker's jars are, as RocketMQ names itself ("V5_5_0" reads "5.5.0"). */
+    static String version() {
+        String v = MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION);
+        return v.replaceFirst("^V", "").replaceFirst("_SNAPSHOT$", "-SNAPSHOT").replace('_', '.');
+    }
+
+    /** The queue's max offset (5.x declares a ConsumeQueueException that 4.x does not). */
+    static long maxOffset(MessageStore store, String topic, int queue) {
+        try {
+            return store.getMaxOffsetInQueue(topic, queue);
+        } catch (Exception e) {
+            throw new IllegalStateException("max offset of " + topic + " queue " + queue, e);
+        }
     }
 
     /**
@@ -415,7 +430,7 @@ public final class BrokerRecorder {
                 }
                 topicSeen(tc.getTopicName());
                 for (int q = 0; q < tc.getReadQueueNums(); q++) {
-                    long max = store.getMaxOffsetInQueue(tc.getTopicName(), q);
+                    long max = maxOffset(store, tc.getTopicName(), q);
                     if (max > 0) {
                         w.emit(event("queue_snapshot").put("topic", tc.getTopicName()).put("broker", broker).put("queue", q)
                             .put("min_offset", store.getMinOffsetInQueue(tc.getTopicName(), q)).put("max_offset", max));
@@ -514,7 +529,7 @@ public final class BrokerRecorder {
                 continue;   // reported by the UNREGISTER_CLIENT hook
             }
             long idle = System.currentTimeMillis() - ci.getLastUpdateTimestamp();
-            long expiry = (Long) Reflect.getStatic(ConsumerManager.class, "CHANNEL_EXPIRED_TIMEOUT");
+            long expiry = Release.channelExpiredTimeoutMs(bc);
             // Gone without an unregister request: the scan found it expired, or its channel closed
             // (the client's socket closed, or the broker's idle handler closed it).
             String reason = idle > expiry ? "channel_expired" : "channel_closed";
@@ -840,6 +855,9 @@ public final class BrokerRecorder {
         TraceWriter.Event base = event("x").put("client", client).put("group", group).put("topic", topic)
             .put("broker", broker).put("queue", queue).put("pull_id", req.getOpaque());
         if (resp == null) {
+            if (!Release.pullHeld(req)) {
+                return;   // answered outside the hook (5.x writes every stored-message answer so); the client reports it
+            }
             // Suspended by long polling: answered later outside the hook (the client sees it).
             TraceWriter.Event e = event("pull_held");
             e.fields.putAll(base.fields);

@@ -5,9 +5,6 @@ import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.PullCallback;
 import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.exception.MQBrokerException;
-import org.apache.rocketmq.client.exception.MQClientException;
-import org.apache.rocketmq.client.impl.CommunicationMode;
-import org.apache.rocketmq.remoting.exception.RemotingException;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyContext;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
@@ -20,7 +17,6 @@ import org.apache.rocketmq.client.hook.ConsumeMessageHook;
 import org.apache.rocketmq.client.impl.consumer.ConsumeMessageOrderlyService;
 import org.apache.rocketmq.client.impl.consumer.DefaultMQPushConsumerImpl;
 import org.apache.rocketmq.client.impl.consumer.ProcessQueue;
-import org.apache.rocketmq.client.impl.consumer.PullAPIWrapper;
 import org.apache.rocketmq.client.impl.consumer.PullResultExt;
 import org.apache.rocketmq.client.impl.consumer.RebalancePushImpl;
 import org.apache.rocketmq.client.impl.consumer.RebalanceService;
@@ -49,6 +45,7 @@ import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -60,6 +57,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 
 import static rocketspec.recorder.TraceWriter.event;
 
@@ -103,7 +101,12 @@ public final class ClientRecorder {
      * the thread that processes the result. Two pulls of one queue can be in flight at once (one
      * for a dropped ProcessQueue, one for its successor), so the queue alone does not name it.
      */
-    private final ThreadLocal<long[]> issuing = new ThreadLocal<>();
+    /**
+     * Pulls the wrapper is sending, by (queue, offset), until the RPC hook sees the request and
+     * fills in its opaque. Not a thread-local: 5.x's client runs the hook of an async request on
+     * the channel's event loop (NettyRemotingClient.invokeAsync's channel-future listener).
+     */
+    private final Map<Map.Entry<MessageQueue, Long>, long[]> pendingPulls = new ConcurrentHashMap<>();
     private final ThreadLocal<long[]> answering = new ThreadLocal<>();
     /** queue -> the last pull issued, for a result whose pull went out before the wrapper was in place. */
     private final Map<MessageQueue, long[]> lastIssued = new ConcurrentHashMap<>();
@@ -360,10 +363,9 @@ public final class ClientRecorder {
         if (store == null) {
             return;
         }
-        @SuppressWarnings("unchecked")
-        Map<MessageQueue, AtomicLong> table = (Map<MessageQueue, AtomicLong>) Reflect.get(store, "offsetTable");
-        for (Map.Entry<MessageQueue, AtomicLong> e : new TreeMap<>(table).entrySet()) {
-            long v = e.getValue().get();
+        Map<MessageQueue, Long> table = Release.offsets(store);
+        for (Map.Entry<MessageQueue, Long> e : new TreeMap<>(table).entrySet()) {
+            long v = e.getValue();
             Long before = offsetSeen.put(e.getKey(), v);
             if (before == null || before != v) {
                 // Concurrent consumption raises the value only (updateOffset(mq, offset, true));
@@ -419,7 +421,7 @@ public final class ClientRecorder {
                 MessageQueue mq = new MessageQueue(p.getTopic(), brokerOf(p.getTopic(), p.getQueueId()), p.getQueueId());
                 swapPullWrapper();
                 announce(mq, p.getQueueOffset());
-                long[] token = issuing.get();
+                long[] token = pendingPulls.remove(new AbstractMap.SimpleImmutableEntry<>(mq, p.getQueueOffset()));
                 if (token == null) {
                     token = new long[] {0, p.getQueueOffset()};
                 }
@@ -566,35 +568,27 @@ public final class ClientRecorder {
     private void swapPullWrapper() {
         DefaultMQPushConsumerImpl impl = consumer.getDefaultMQPushConsumerImpl();
         Object cur = Reflect.get(impl, "pullAPIWrapper");
-        if (cur == null || cur instanceof RecordingPullAPIWrapper) {
+        if (cur == null || cur instanceof TappedPullAPIWrapper) {
             return;
         }
         synchronized (this) {
             cur = Reflect.get(impl, "pullAPIWrapper");
-            if (cur instanceof RecordingPullAPIWrapper) {
+            if (cur instanceof TappedPullAPIWrapper) {
                 return;
             }
             MQClientInstance factory = impl.getmQClientFactory();
-            RecordingPullAPIWrapper rec = new RecordingPullAPIWrapper(factory, group, consumer.isUnitMode());
+            TappedPullAPIWrapper rec = new TappedPullAPIWrapper(factory, group, consumer.isUnitMode(), new Tap());
             rec.registerFilterMessageHook(new ArrayList<>());
             Reflect.set(impl, "pullAPIWrapper", rec);
         }
     }
 
-    /** PullAPIWrapper that reports every pull result the consumer processes, and every pull that fails. */
-    private final class RecordingPullAPIWrapper extends PullAPIWrapper {
-        RecordingPullAPIWrapper(MQClientInstance f, String group, boolean unitMode) {
-            super(f, group, unitMode);
-        }
-
+    /** What the release's PullAPIWrapper subclass reports: every pull it sends, every result the consumer processes, every pull that fails. */
+    private final class Tap implements PullTap {
         @Override
-        public PullResult pullKernelImpl(MessageQueue mq, String subExpression, String expressionType, long subVersion,
-                                         long offset, int maxNums, int sysFlag, long commitOffset,
-                                         long brokerSuspendMaxTimeMillis, long timeoutMillis,
-                                         CommunicationMode mode, PullCallback callback)
-            throws MQClientException, RemotingException, MQBrokerException, InterruptedException {
-            long[] token = {-1, offset};
-            PullCallback wrapped = callback == null ? null : new PullCallback() {
+        public PullCallback issue(MessageQueue mq, long[] token, PullCallback callback) {
+            pendingPulls.put(new AbstractMap.SimpleImmutableEntry<>(mq, token[1]), token);
+            return callback == null ? null : new PullCallback() {
                 @Override
                 public void onSuccess(PullResult r) {
                     answering.set(token);
@@ -611,27 +605,24 @@ public final class ClientRecorder {
                     callback.onException(e);
                 }
             };
-            issuing.set(token);
-            try {
-                return super.pullKernelImpl(mq, subExpression, expressionType, subVersion, offset, maxNums, sysFlag,
-                    commitOffset, brokerSuspendMaxTimeMillis, timeoutMillis, mode, wrapped);
-            } catch (MQClientException | RemotingException | MQBrokerException | InterruptedException | RuntimeException e) {
-                if (token[0] >= 0) {
-                    pullFailed(mq, token, e);   // the request went out (the hook saw it), then the send failed
-                }
-                throw e;
-            } finally {
-                issuing.remove();
+        }
+
+        @Override
+        public void sendFailed(MessageQueue mq, long[] token, Exception e) {
+            if (token[0] >= 0) {
+                pullFailed(mq, token, e);   // the request went out (the hook saw it), then the send failed
+            } else {
+                pendingPulls.remove(new AbstractMap.SimpleImmutableEntry<>(mq, token[1]), token);
             }
         }
 
         @Override
-        public PullResult processPullResult(MessageQueue mq, PullResult r, SubscriptionData sd) {
+        public PullResult processed(MessageQueue mq, PullResult r, Supplier<PullResult> process) {
             List<MessageExt> returned = null;
             if (r.getPullStatus() == PullStatus.FOUND && r instanceof PullResultExt && ((PullResultExt) r).getMessageBinary() != null) {
                 returned = MessageDecoder.decodes(ByteBuffer.wrap(((PullResultExt) r).getMessageBinary()), false);
             }
-            PullResult out = super.processPullResult(mq, r, sd);
+            PullResult out = process.get();
             try {
                 answered(mq, out, returned);
             } catch (RuntimeException e) {

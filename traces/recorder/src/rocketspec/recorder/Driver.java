@@ -4,7 +4,6 @@ import com.alibaba.fastjson.JSON;
 import com.alibaba.fastjson.JSONArray;
 import com.alibaba.fastjson.JSONObject;
 import org.apache.rocketmq.broker.BrokerController;
-import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.schedule.ScheduleMessageService;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
@@ -144,7 +143,7 @@ public final class Driver {
 
     private int run() throws Exception {
         JSONObject trace = new JSONObject(true);
-        w.emit(event("trace_started").put("schema_version", 2).put("profile", "rocketmq-4.9.8")
+        w.emit(event("trace_started").put("schema_version", 2).put("profile", plan.getString("profile"))
             .put("seed", plan.getLongValue("seed")).put("scenario", plan.getString("name"))
             .put("config", plan.getJSONObject("scenario")));
         startCluster();
@@ -222,7 +221,7 @@ public final class Driver {
                 java.nio.charset.StandardCharsets.UTF_8)) {
             for (int q = 0; tc != null && q < tc.getReadQueueNums(); q++) {
                 long off = store.getMinOffsetInQueue(topic, q);
-                long max = store.getMaxOffsetInQueue(topic, q);
+                long max = BrokerRecorder.maxOffset(store, topic, q);
                 while (off < max) {
                     org.apache.rocketmq.store.GetMessageResult r =
                         store.getMessage("rocketspec_msgtrace_dump", topic, q, off, 256, null);
@@ -290,6 +289,7 @@ public final class Driver {
         msc.setMappedFileSizeConsumeQueue(30_000 * 20);
         msc.setHaListenPort(freePort(0));
         msc.setMessageDelayLevel(bcfg.getString("message_delay_level"));
+        Release.configureBroker(bc, msc);
         broker = new BrokerController(bc, bsc, new NettyClientConfig(), msc);
         if (!broker.initialize()) {
             throw new IllegalStateException("broker failed to initialize");
@@ -369,7 +369,7 @@ public final class Driver {
     }
 
     private void startProducer() throws Exception {
-        producer = new DefaultMQProducer("rocketspec_producer", plan.getString("msgtrace_out") != null);
+        producer = new DefaultMQProducer("rocketspec_producer", plan.getString("msgtrace_out") != null, null);
         producer.setNamesrvAddr(namesrvAddr);
         producer.setInstanceName("rocketspec-producer");
         producer.setClientIP("127.0.0.1");
@@ -636,11 +636,11 @@ public final class Driver {
      */
     private boolean quiescent() {
         MessageStore store = broker.getMessageStore();
-        ScheduleMessageService sched = ((DefaultMessageStore) store).getScheduleMessageService();
+        ScheduleMessageService sched = Release.scheduleService(broker);
         @SuppressWarnings("unchecked")
         Map<Integer, Long> delivered = (Map<Integer, Long>) Reflect.get(sched, "offsetTable");
         for (int level = 1; level <= 18; level++) {
-            long max = store.getMaxOffsetInQueue(TopicValidator.RMQ_SYS_SCHEDULE_TOPIC, level - 1);
+            long max = BrokerRecorder.maxOffset(store, TopicValidator.RMQ_SYS_SCHEDULE_TOPIC, level - 1);
             if (max > delivered.getOrDefault(level, 0L)) {
                 return false;
             }
@@ -672,7 +672,7 @@ public final class Driver {
                     continue;
                 }
                 for (int q = 0; q < tc.getReadQueueNums(); q++) {
-                    long max = store.getMaxOffsetInQueue(topic, q);
+                    long max = BrokerRecorder.maxOffset(store, topic, q);
                     if (max == 0) {
                         continue;
                     }
