@@ -135,11 +135,16 @@ public final class BrokerRecorder {
      * snapshot=true: it is running, and the trace begins with what it holds now.
      */
     public void attach(boolean snapshot) {
-        w.emit(event("broker_started").put("broker", broker).put("config", config()));
+        if (!snapshot) {
+            w.emit(event("broker_started").put("broker", broker).put("config", config()));
+        }
         installDispatcher();
         bc.registerServerRPCHook(new Hook());
         if (snapshot) {
             synchronized (lock) {   // commits wait for the snapshot, then are reported after it
+                // broker_started right before the snapshot: a client's event about a queue (a pull
+                // answered by the running broker) falls before both or after both
+                w.emit(event("broker_started").put("broker", broker).put("config", config()));
                 installOffsetTable();
                 snapshot();
             }

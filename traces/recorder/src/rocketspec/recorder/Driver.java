@@ -300,11 +300,19 @@ public final class Driver {
         }
         broker.start();
         brokerAddr = "127.0.0.1:" + port;
-        // The broker registers with the namesrv at start; wait until the route lists it.
-        long until = System.currentTimeMillis() + 10_000;
+        // The broker registers with the namesrv at start; wait until the route lists it. A 5.x
+        // broker registers only with the name servers its remoting client has found available
+        // (getAvailableNameSrvList, filled by a scan that may not have run yet), and its next
+        // registration is 10 s later: ask again each second, as that scheduled one would.
+        long until = System.currentTimeMillis() + 15_000;
+        long again = System.currentTimeMillis() + 1000;
         while (namesrv.getRouteInfoManager().getAllClusterInfo().getBrokerAddrTable().isEmpty()) {
             if (System.currentTimeMillis() > until) {
                 throw new IllegalStateException("broker did not register with the namesrv");
+            }
+            if (System.currentTimeMillis() > again) {
+                broker.registerBrokerAll(true, false, true);
+                again = System.currentTimeMillis() + 1000;
             }
             Thread.sleep(50);
         }
@@ -587,12 +595,33 @@ public final class Driver {
         pb.redirectError(new File(dir, part + ".err"));
         pb.redirectOutput(ProcessBuilder.Redirect.PIPE);
         Process p = pb.start();
-        // The child prints "started" once its consumer runs.
+        // The child prints "started" once its consumer runs. 5.x's logging prints its own status
+        // lines on stdout first: those, and whatever follows, go to the part's .out file (drained,
+        // so a child that prints never blocks on a full pipe).
         BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-        String line = r.readLine();
-        if (!"started".equals(line)) {
+        java.io.Writer out = new java.io.OutputStreamWriter(new java.io.FileOutputStream(new File(dir, part + ".out")),
+            StandardCharsets.UTF_8);
+        String line;
+        while ((line = r.readLine()) != null && !"started".equals(line)) {
+            out.write(line + "\n");
+        }
+        out.flush();
+        if (line == null) {
+            out.close();
             throw new IllegalStateException("client JVM " + client + " did not start (see " + dir + "/" + part + ".err)");
         }
+        Thread drain = new Thread(() -> {
+            try (java.io.Writer o = out) {
+                String l;
+                while ((l = r.readLine()) != null) {
+                    o.write(l + "\n");
+                }
+            } catch (IOException ignored) {
+                // the child is gone
+            }
+        }, "rocketspec-stdout-" + part);
+        drain.setDaemon(true);
+        drain.start();
         return p;
     }
 

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentMap;
+import java.util.function.Function;
 
 /**
  * The broker's consumer offset table (topic@group -> queue -> offset), seen where it changes.
@@ -52,6 +53,25 @@ final class ObservedOffsetTable extends AbstractMap<String, ConcurrentMap<Intege
             reportAll(key, value, old);
             return old;
         }
+    }
+
+    /**
+     * As ConcurrentMap's default, but the map returned is the observed view: 5.x's
+     * assignResetOffset commits through {@code offsetTable.computeIfAbsent(key, ...).put(...)}.
+     */
+    @Override
+    public ConcurrentMap<Integer, Long> computeIfAbsent(String key,
+            Function<? super String, ? extends ConcurrentMap<Integer, Long>> create) {
+        ConcurrentMap<Integer, Long> m = get(key);
+        if (m != null) {
+            return m;
+        }
+        ConcurrentMap<Integer, Long> fresh = create.apply(key);
+        if (fresh == null) {
+            return null;
+        }
+        putIfAbsent(key, fresh);
+        return get(key);
     }
 
     @Override
