@@ -413,7 +413,11 @@ public final class BrokerRecorder {
         TraceWriter.Event e = event("offset_committed").put("broker", broker).put("group", tg[1]).put("topic", tg[0])
             .put("queue", queue).put("offset", offset).put("previous", previous);
         Object[] r = request.get();
-        if (r != null) {
+        if (r != null && (Integer) r[0] == RequestCode.INVOKE_BROKER_TO_RESET_OFFSET) {
+            // 5.x's server-side reset (useServerSideResetOffset): the broker writes the reset offset
+            // itself (assignResetOffset), an operator's act, not a client's commit
+            e.put("source", "reset");
+        } else if (r != null) {
             int code = (Integer) r[0];
             e.put("client", r[1]);
             if (code == RequestCode.PULL_MESSAGE) {
@@ -779,7 +783,7 @@ public final class BrokerRecorder {
             case RequestCode.SEND_MESSAGE:
             case RequestCode.SEND_MESSAGE_V2: {
                 String[] send = retrySend(req);
-                if (send != null && (resp == null || resp.getCode() != ResponseCode.SUCCESS)) {
+                if (send != null && Release.sendRefused(resp)) {
                     // refused before the store (no group, no permission, ...): nothing to pair
                     synchronized (lock) {
                         ArrayDeque<String[]> q = pendingProducerSend.get(send[0] + "#" + send[1]);

@@ -6,6 +6,7 @@ import org.apache.rocketmq.client.consumer.store.OffsetStore;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.common.protocol.ResponseCode;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.schedule.ScheduleMessageService;
@@ -51,5 +52,14 @@ final class Release {
      */
     static boolean pullHeld(RemotingCommand request) {
         return true;
+    }
+
+    /**
+     * A producer send the broker refused before storing it: 4.x runs the after-hook with the
+     * answer of its async processor (asyncProcessRequest's callback), so no answer or another
+     * code than SUCCESS.
+     */
+    static boolean sendRefused(RemotingCommand response) {
+        return response == null || response.getCode() != ResponseCode.SUCCESS;
     }
 }

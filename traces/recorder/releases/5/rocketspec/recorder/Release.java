@@ -7,6 +7,7 @@ import org.apache.rocketmq.client.consumer.store.OffsetStore;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.remoting.protocol.ResponseCode;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 
 import java.util.HashMap;
@@ -57,5 +58,15 @@ final class Release {
      */
     static boolean pullHeld(RemotingCommand request) {
         return request.isSuspended();
+    }
+
+    /**
+     * A producer send the broker refused before storing it. 5.x stores a send asynchronously
+     * (asyncSendEnable, true by default: the processor returns no response and answers when the
+     * put completes), so no response means stored or being stored; only an answer with another
+     * code than SUCCESS is a refusal.
+     */
+    static boolean sendRefused(RemotingCommand response) {
+        return response != null && response.getCode() != ResponseCode.SUCCESS;
     }
 }
