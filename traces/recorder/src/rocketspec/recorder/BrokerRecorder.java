@@ -142,11 +142,16 @@ public final class BrokerRecorder {
         bc.registerServerRPCHook(new Hook());
         if (snapshot) {
             synchronized (lock) {   // commits wait for the snapshot, then are reported after it
-                // broker_started right before the snapshot: a client's event about a queue (a pull
-                // answered by the running broker) falls before both or after both
-                w.emit(event("broker_started").put("broker", broker).put("config", config()));
-                installOffsetTable();
-                snapshot();
+                // broker_started and the snapshot as of one instant: a client's event about a queue
+                // (a pull answered by the running broker) falls before both or after both
+                w.holdClock();
+                try {
+                    w.emit(event("broker_started").put("broker", broker).put("config", config()));
+                    installOffsetTable();
+                    snapshot();
+                } finally {
+                    w.releaseClock();
+                }
             }
         } else {
             installOffsetTable();
@@ -195,6 +200,18 @@ public final class BrokerRecorder {
     private static boolean recorded(String topic) {
         return !TopicValidator.isSystemTopic(topic) && !TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC.equals(topic)
             && !MixAll.isSysConsumerGroup(topic) && !topic.startsWith("rmq_sys_");
+    }
+
+    /**
+     * An offset table key as {topic, group}, or null when the trace does not record it: a system
+     * topic's, or no consumer group's. 5.x's BroadcastOffsetManager (enableBroadcastOffsetStore,
+     * on by default) commits the least pulled offset of a broadcasting group's clients under
+     * topic@group@broadcast, bookkeeping for proxies that a remoting consumer never reads (its
+     * queryInitOffset answers -1 to a client that is not a proxy); a group name cannot hold '@'.
+     */
+    private static String[] tableKey(String topicAtGroup) {
+        String[] tg = topicAtGroup.split("@", 2);
+        return tg.length != 2 || !recorded(tg[0]) || tg[1].contains("@") ? null : tg;
     }
 
     /**
@@ -390,8 +407,8 @@ public final class BrokerRecorder {
 
     /** The table lost a queue's entry (exact: a map replaced under its key; sampled: seen gone). */
     private void tableErased(String topicAtGroup, int queue, boolean sampled) {
-        String[] tg = topicAtGroup.split("@", 2);
-        if (tg.length != 2 || !recorded(tg[0])) {
+        String[] tg = tableKey(topicAtGroup);
+        if (tg == null) {
             return;
         }
         Map<Integer, Long> known = offsets.get(topicAtGroup);
@@ -405,8 +422,8 @@ public final class BrokerRecorder {
 
     /** A commit into the offset table (under the lock), by the request its thread processes. */
     private void tableCommitted(String topicAtGroup, int queue, long offset, Long previous) {
-        String[] tg = topicAtGroup.split("@", 2);
-        if (tg.length != 2 || !recorded(tg[0])) {
+        String[] tg = tableKey(topicAtGroup);
+        if (tg == null) {
             return;
         }
         offsets.computeIfAbsent(topicAtGroup, k -> new HashMap<>()).put(queue, offset);
@@ -448,6 +465,9 @@ public final class BrokerRecorder {
             }
             for (Map.Entry<String, ConcurrentMap<Integer, Long>> e : bc.getConsumerOffsetManager().getOffsetTable().entrySet()) {
                 String[] tg = e.getKey().split("@", 2);
+                if (tg.length == 2 && tg[1].contains("@")) {
+                    continue;   // not a consumer group's (tableKey)
+                }
                 for (Map.Entry<Integer, Long> q : new TreeMap<>(e.getValue()).entrySet()) {
                     offsets.computeIfAbsent(e.getKey(), k -> new HashMap<>()).put(q.getKey(), q.getValue());
                     w.emit(event("offset_committed").put("broker", broker).put("group", tg[1]).put("topic", tg[0])
@@ -485,8 +505,8 @@ public final class BrokerRecorder {
             }
         }
         for (Map.Entry<String, ConcurrentMap<Integer, Long>> e : table.entrySet()) {
-            String[] tg = e.getKey().split("@", 2);
-            if (tg.length != 2 || !recorded(tg[0])) {
+            String[] tg = tableKey(e.getKey());
+            if (tg == null) {
                 continue;
             }
             Map<Integer, Long> known = offsets.computeIfAbsent(e.getKey(), k -> new HashMap<>());

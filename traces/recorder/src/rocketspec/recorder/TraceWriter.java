@@ -23,6 +23,8 @@ public final class TraceWriter implements Closeable {
     private final Writer out;
     private long seq;
     private long lastNs;
+    private boolean held;
+    private boolean heldStarted;
     private boolean closed;
 
     public TraceWriter(String path) throws IOException {
@@ -58,12 +60,31 @@ public final class TraceWriter implements Closeable {
         return new Event(kind);
     }
 
+    /**
+     * Until {@link #releaseClock()}, events after the next one are stamped right after it (1 ns
+     * apart): a snapshot written over a few milliseconds is the state of one instant (the broker
+     * recorder's lock holds the stores and commits meanwhile), so another writer's event of those
+     * milliseconds merges after it, not into it.
+     */
+    public synchronized void holdClock() {
+        held = true;
+        heldStarted = false;
+    }
+
+    public synchronized void releaseClock() {
+        held = false;
+    }
+
     public synchronized void emit(Event e) {
         if (closed) {
             return;
         }
         Instant now = Instant.now();
         long ns = now.getEpochSecond() * 1_000_000_000L + now.getNano();
+        if (held && heldStarted) {
+            ns = lastNs + 1;
+        }
+        heldStarted = held;
         if (ns <= lastNs) {
             ns = lastNs + 1;
         }
