@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rocketspec.spec.replay import check_trace
+from rocketspec.rocketmq.profiles import get_profile
+from rocketspec.spec.replay import check_events, check_trace
 
 HERE = Path(__file__).parent / "fixtures" / "real-random"
 P = "rocketmq-4.9.8"
@@ -19,6 +20,13 @@ P = "rocketmq-4.9.8"
 def _errors(name):
     res = check_trace(str(HERE / f"{name}.jsonl.gz"), P)
     return res
+
+
+def _events(name):
+    import gzip
+    import json
+    with gzip.open(HERE / f"{name}.jsonl.gz", "rt") as fh:
+        return [json.loads(line) for line in fh]
 
 
 def _by_inv(res):
@@ -153,3 +161,17 @@ def test_a_lock_shorter_than_the_lease_is_named_as_the_cause():
     errs = _by_inv(_errors("break-16-lock-shorter-than-lease"))
     for inv in ("INV-ORDER-1", "INV-OWNER-2"):
         assert errs.get(inv) and all("not longer than the client lease" in m for m in errs[inv]), (inv, errs.get(inv))
+
+
+def test_a_pull_of_a_processqueue_the_poller_never_saw():
+    """Seed 323. Orderly g0c1 got all 8 queues, locked queue 3, read its offset and created a
+    ProcessQueue; 100 ms later a new member's rebalance took the queue away (persist, removeOffset)
+    while its first pull was on its way (the orderly first pull re-reads the offset, then
+    pulls). The recorder sees ProcessQueues by polling, and this one lived between two polls: the
+    pull is the first of a ProcessQueue the trace never shows, not a pull without one (INV-PQ-1
+    was a false alarm). A recorder that shows ProcessQueues exactly still gets INV-PQ-1."""
+    res = _errors("seed-323-unseen-processqueue")
+    assert "INV-PQ-1" not in res.findings.counts, _by_inv(res)
+    exact = [{k: v for k, v in e.items() if not (k == "obs" and e["kind"].startswith("pq_"))}
+             for e in _events("seed-323-unseen-processqueue")]
+    assert "INV-PQ-1" in check_events(enumerate(exact, 1), get_profile(P)).findings.counts

@@ -26,7 +26,10 @@ def pull_issued(st, ev, out):
     if ev["topic"].startswith(DLQ_PREFIX):
         out.report("INV-DLQ-1", "a pull from the DLQ topic", key)
     if pq is None:
-        out.report("INV-PQ-1", f"{cid} pulls a queue it has no ProcessQueue for", key)
+        if not (cid in qs.reads and _polls_pqs(st, cid)):
+            out.report("INV-PQ-1", f"{cid} pulls a queue it has no ProcessQueue for", key)
+        # (else: the first pull of a ProcessQueue its recorder's poller never saw: created after
+        # the store read and gone before the next poll; its answer is a gone ProcessQueue's)
         return
     if pq.status == "dropped" and not pq.sampled:
         out.report("INV-DROP-1", f"{cid} pulls from a dropped ProcessQueue", key)
@@ -58,6 +61,12 @@ def pull_issued(st, ev, out):
     pq.alt_pull = None
     pq.pulls += 1
     qs.held.pop(cid, None)      # no store read of this client follows until its next allocation
+
+
+def _polls_pqs(st, cid) -> bool:
+    """Whether the trace sees `cid`'s ProcessQueues by polling (obs sampled): a short-lived one
+    may then never be seen at all."""
+    return any((pq := qs.pqs.get(cid)) is not None and pq.sampled for qs in st.queues.values())
 
 
 def pull_held(st, ev, out):
