@@ -319,7 +319,17 @@ def offset_persisted(st, ev, out):
     if s is not None and (key, cid) in st.sampled_stores:
         # the store is seen by polling: the persist (exact) shows a value the poll had not seen
         # yet; in a live ProcessQueue it can only be newer (increaseOnly)
-        if off < s[0]:
+        fixes = qs.illegal.get(cid)
+        if fixes and off in fixes and off != s[0]:
+            # an OFFSET_ILLEGAL correction (DefaultMQPushConsumerImpl, 4.9.8 and 5.x: one task
+            # runs updateOffset(mq, nextBeginOffset, false) or updateAndFreezeOffset, then
+            # persist(mq)) persisted ms after its update, between two polls: the persist of that
+            # answer's nextBeginOffset proves the update
+            fixes.remove(off)
+            if not fixes:
+                del qs.illegal[cid]
+            s[1] = st.profile.controllable_offset
+        elif off < s[0]:
             pq = qs.pqs.get(cid)
             if pq is not None and pq.live and not pq.orderly:
                 out.report("INV-OFFSET-1", f"persist sends {off}, below the store's value {s[0]} seen earlier", key)
