@@ -175,3 +175,15 @@ def test_a_pull_of_a_processqueue_the_poller_never_saw():
     exact = [{k: v for k, v in e.items() if not (k == "obs" and e["kind"].startswith("pq_"))}
              for e in _events("seed-323-unseen-processqueue")]
     assert "INV-PQ-1" in check_events(enumerate(exact, 1), get_profile(P)).findings.counts
+
+
+def test_a_member_subscribing_differently_makes_the_broker_filter_the_others():
+    """Break seed 93: g0c8 joins GID_r0 subscribing TopicS to TagB where the group reads all of it.
+    The broker keeps the newest heartbeat's subscription per group and topic
+    (ConsumerGroupInfo.updateSubscription) and filters every member's pulls with it: g0c1's
+    pulls of queue 0 come back NO_MATCHED_MSG past messages it subscribes, which no member ever
+    gets (the oracle counted 49). A client-side recorder sees only what the broker returned, so
+    the skipped offsets are the filtered ones: INV-SUB-1 (check used to hold: a missed loss)."""
+    errs = _by_inv(_errors("break-93-subscriptions-differ"))
+    assert errs.get("INV-SUB-1") and all("filtered with another member's subscription" in m
+                                          for m in errs["INV-SUB-1"]), errs
