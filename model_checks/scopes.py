@@ -131,8 +131,6 @@ def _validate(d: dict, origin: str) -> Scope:
     if s.message_model not in ("CLUSTERING", "BROADCASTING"):
         raise ScopeError(origin, f"expected CLUSTERING or BROADCASTING, got {short(s.message_model)}",
                          "message_model")
-    if s.message_model == "BROADCASTING" and s.mode != "CONCURRENTLY":
-        raise ScopeError(origin, "BROADCASTING is explored with mode CONCURRENTLY only", "message_model")
     if s.strategy not in ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"):
         raise ScopeError(origin, f"expected AVG, AVG_BY_CIRCLE or CONSISTENT_HASH, got {short(s.strategy)}",
                          "strategy")
@@ -214,6 +212,19 @@ BUG_SCOPES = {
 # (INV-PULL-1) follows in the same millisecond, one step further on the path.
 BUG_FIRST = {"#2449": "INV-PQ-1"}
 
+# The liveness bugs (rocketmq.profiles.LIVENESS_BUG_PROFILES) and their scopes: an orderly
+# broadcasting group of one queue and one message, no fault, no failure. #5465: one client, whose
+# ProcessQueue is never locked, so it never pulls; the horizon is tiny's. #8772: two clients; the
+# second starves until the first one's broker lock expires (60 s, never renewed in broadcasting)
+# and its own next rebalance runs (20 s): the horizon of 30 s bounds how long a client may wait
+# for what is stored, and the fixed release (5.3.3) consumes it within a second.
+LIVENESS_BUG_SCOPES = {
+    "#5465": ("tiny", {"mode": "ORDERLY", "message_model": "BROADCASTING", "consumers": 1, "queues": 1,
+                       "messages": 1, "faults": 0, "failures": 0}),
+    "#8772": ("tiny", {"mode": "ORDERLY", "message_model": "BROADCASTING", "consumers": 2, "queues": 1,
+                       "messages": 1, "faults": 0, "failures": 0, "horizon_ms": 30_000}),
+}
+
 
 def named_scopes() -> list[str]:
     return sorted(p.stem for p in SCOPE_DIR.glob("*.toml"))
@@ -242,4 +253,4 @@ def scope_from_dict(d: dict) -> Scope:
     return _validate(dict(d), "<dict>")
 
 
-__all__ = ["Scope", "ScopeError", "load_scope", "BUG_SCOPES", "BUG_FIRST", "scope_from_dict", "named_scopes", "FAULT_KINDS", "field"]
+__all__ = ["Scope", "ScopeError", "load_scope", "BUG_SCOPES", "BUG_FIRST", "LIVENESS_BUG_SCOPES", "scope_from_dict", "named_scopes", "FAULT_KINDS", "field"]
