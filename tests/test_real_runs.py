@@ -619,3 +619,30 @@ def test_real_a_paused_broadcasting_client_is_waited_for(real_env, tmp_path):
 
 def test_the_paused_broadcast_fixture_keeps_its_facts():
     paused_facts(f.load(EXACT / "paused-broadcast.jsonl"))
+
+
+def two_groups_retry_facts(ev):
+    """Each copy the schedule delivers is the one scheduled for the same retry topic: two groups
+    failing one message schedule two copies with the same origin id and reconsume count."""
+    assert f.well_formed(ev) == []
+    assert ev[-1]["reason"] == "quiescent"
+    scheduled = {e["msg_id"]: e["real_topic"] for e in f.by_kind(ev, "message_scheduled")}
+    delivered = f.by_kind(ev, "schedule_delivered")
+    groups = {e["real_topic"] for e in delivered}
+    assert groups == {"%RETRY%GID_slow", "%RETRY%GID_fast"}, groups
+    assert all(scheduled.get(e["msg_id"]) == e["real_topic"] for e in delivered), \
+        [(e["msg_id"], e["real_topic"], scheduled.get(e["msg_id"])) for e in delivered][:4]
+
+
+@pytest.mark.real
+def test_real_two_groups_retrying_one_message_keep_their_copies_apart(real_env, tmp_path):
+    """Random real run seed 1010: the broker recorder paired a delivered retry copy with a
+    scheduled one by origin id and reconsume count only, so the other group's copy (due later,
+    another delay level) was named: GUARD "never scheduled", INV-LIVE-1 "still delayed"."""
+    ev, rep = record_exact("two-groups-retry", tmp_path)
+    two_groups_retry_facts(ev)
+    assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]
+
+
+def test_the_two_groups_retry_fixture_keeps_its_facts():
+    two_groups_retry_facts(f.load(EXACT / "two-groups-retry.jsonl"))

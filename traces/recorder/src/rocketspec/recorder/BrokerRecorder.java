@@ -252,7 +252,8 @@ public final class BrokerRecorder {
             // 4.9.8: a producer send's DLQ copy keeps its DELAY and comes here first
             sentBack(group, origin, m.getReconsumeTimes(), toDlq ? "dlq" : "retry", toDlq ? null : level);
             if (!toDlq) {
-                scheduled.computeIfAbsent(origin + "#" + m.getReconsumeTimes(), k -> new ArrayDeque<>()).add(msgId);
+                // per real topic: several groups may each send back a copy of one message
+                scheduled.computeIfAbsent(realTopic + "#" + origin + "#" + m.getReconsumeTimes(), k -> new ArrayDeque<>()).add(msgId);
             }
             w.emit(event("message_scheduled").put("broker", broker).put("msg_id", msgId).put("origin_msg_id", origin)
                 .put("delay_level", level).put("deliver_ts", r.getTagsCode()).put("real_topic", realTopic)
@@ -267,7 +268,7 @@ public final class BrokerRecorder {
             source = "dlq";
             sentBack(group, origin, m.getReconsumeTimes(), "dlq", null);
         } else if (topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX)) {
-            ArrayDeque<String> q = scheduled.get(origin + "#" + m.getReconsumeTimes());
+            ArrayDeque<String> q = scheduled.get(topic + "#" + origin + "#" + m.getReconsumeTimes());
             String from = q == null ? null : q.poll();
             if (from != null) {
                 source = "schedule";
