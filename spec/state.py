@@ -101,7 +101,7 @@ class PQ:
     __slots__ = ("client", "status", "gen", "tree", "heap", "consuming", "max_new", "next_pull", "alt_pull",
                  "pull_id", "pulls", "locked", "last_lock_ts", "batches", "failed", "pending_upd",
                  "created_ts", "orderly", "broadcast", "retry_topic", "expired", "dup_seen", "commit_due", "sampled",
-                 "unheard", "commit_proof", "dead")
+                 "unheard", "commit_proof", "dead", "removed_ts")
 
     def __init__(self, client, gen, offset, ts, orderly, broadcast, retry_topic):
         self.client = client
@@ -127,6 +127,7 @@ class PQ:
         self.expired: set[int] = set()        # in flight, but sent back by cleanExpiredMsg (handled)
         self.dup_seen: set[int] = set()       # orderly: taken offsets already counted as duplicates when consumed
         self.dead: set[int] = set()           # orderly: offsets this ProcessQueue sent to the DLQ (checkReconsumeTimes)
+        self.removed_ts = None                # seen leaving the table by polling, at this ts
         self.commit_due = False               # orderly: the listener returned SUCCESS/COMMIT; commit() follows
         self.sampled = False                  # its table entry and flags are seen by polling (a recorder)
         # orderly: what an exact messages_taken took that no listener call has received yet

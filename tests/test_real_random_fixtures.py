@@ -187,3 +187,14 @@ def test_a_member_subscribing_differently_makes_the_broker_filter_the_others():
     errs = _by_inv(_errors("break-93-subscriptions-differ"))
     assert errs.get("INV-SUB-1") and all("filtered with another member's subscription" in m
                                           for m in errs["INV-SUB-1"]), errs
+
+
+def test_an_orderly_batch_whose_processqueue_was_removed_never_ran():
+    """Seed 1016. g1c1's ConsumeRequest ran the before-hook of a batch on queue 1 (consume_started)
+    just as its rebalance dropped the ProcessQueue; removeUnnecessaryMessageQueue took the consume
+    lock (tryLock) and removed it, and the consume thread, re-checking the dropped flag under that
+    lock, broke out without calling the listener or the after-hook: no consume_finished ever
+    came. Its broker lock, left to unlockDelay, expired and g1c2 took the queue over 6 s later.
+    Not two consumers inside the queue (INV-ORDER-1 was a false alarm)."""
+    res = _errors("seed-1016-orderly-batch-never-called")
+    assert "INV-ORDER-1" not in res.findings.counts, _by_inv(res)

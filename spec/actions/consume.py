@@ -21,11 +21,32 @@ def _check_orderly_serial(st, qs, client, ev, out):
     for other, (cid_, since) in orderly_consumers_at_once(qs):
         if other == client or (other, cid_) in qs.overlaps:
             continue
+        if _removed_under_consume_lock(st, qs, other, since):
+            del qs.busy[other]
+            continue
         qs.overlaps = qs.overlaps | {(other, cid_)}
         out.report("INV-ORDER-1", f"two consumers inside the orderly queue: {client} starts a batch while {other}'s "
                    f"batch {cid_} (since ts {since}) is still in its listener call; cause: "
                    f"{_released_cause(st, qs, other, since) or _long_call_cause(st, qs.key[2], other, since, ts)}",
                    qs.key)
+
+
+def _removed_under_consume_lock(st, qs, cid, since) -> bool:
+    """Whether `cid`'s batch begun at `since` is no listener call (any more): its rebalance dropped
+    the ProcessQueue, then removed it or released the queue. 4.9.x's removeUnnecessaryMessageQueue
+    removes and unlocks only under the ProcessQueue's consume lock, which a listener call holds
+    throughout, and ConsumeRequest.run re-checks the dropped flag under that lock after the
+    before-hook (the batch's consume_started) and breaks without calling the listener or the
+    after-hook (no consume_finished follows). Not the shutdown's unlockAllMQ (a client still
+    holding its queues, unregistered), nor 5.x's forced unlock (#7644): no consume lock there."""
+    r = qs.released
+    pq = qs.pqs.get(cid)
+    group, _, broker, _ = qs.key
+    if pq is None or pq.status != "dropped" or st.profile.orderly_remove_style == "5x" \
+            or cid not in st.dir.registered.get((broker, group), ()):
+        return False
+    return (r is not None and r.client == cid and r.ts >= since) or \
+        (pq.removed_ts is not None and pq.removed_ts >= since)
 
 
 def _released_cause(st, qs, cid, since):

@@ -384,6 +384,7 @@ def pq_removed(st, ev, out):
         # seen leaving the table by polling: a pull or listener call of it that passed its
         # dropped check before may still show; it stays known (dropped) until replaced
         pq.status = "dropped"
+        pq.removed_ts = ev["ts"]
         return
     if (pq.status, "pq_removed") not in PQ_TABLE:
         out.report("INV-PQ-1", f"ProcessQueue removed in state {pq.status} (must be dropped first)", qs.key)
