@@ -383,13 +383,17 @@ def _check_answer_inconsistent(qs, c, own, others, msgs, offsets, bf, cf, out):
             break
         if wants(mine, m):
             lost_bf.append((o, m[M_TAGS]))
+        else:
+            wanted_by = [e for e, sb in subs[1:] if wants(sb, m)]
+            if wanted_by:
+                lost_cf.append((o, m[M_TAGS], wanted_by[0]))
     who = ", ".join(f"{cid}: {k[1]!r}" for k, cid in others.items())
     if lost_cf:
         o, tags, want = lost_cf[0]
         out.report("INV-SUB-1", f"the group's consumers subscribe {key[1]} differently ({c.cid}: {own.get('expr')!r}; "
-                   f"{who}): the broker kept the last heartbeat's subscription and passed {len(lost_cf)} messages "
-                   f"that {c.cid}'s re-check drops, e.g. offset {o} (tags {tags!r}, subscribed by {want!r}); the "
-                   f"queue is {c.cid}'s, so no consumer of the group gets them: lost", key)
+                   f"{who}): {len(lost_cf)} messages another member subscribes were filtered out of {c.cid}'s "
+                   f"pulls (by the broker, or by {c.cid}'s own re-check), e.g. offset {o} (tags {tags!r}, subscribed "
+                   f"by {want!r}); the queue is {c.cid}'s, so no consumer of the group gets them: lost", key)
     if lost_bf:
         o, tags = lost_bf[0]
         out.report("INV-SUB-1", f"the group's consumers subscribe {key[1]} differently ({c.cid}: {own.get('expr')!r}; "
