@@ -168,3 +168,50 @@ def test_after_a_frozen_client_resumes_the_broker_lists_it_twice(release):
     with open(FIXTURE_4_9_8 / "real-freeze.jsonl") as fh:
         assert not [e for e in map(json.loads, fh) if e["kind"] == "allocation_computed" and
                     len(set(e["cids"])) != len(e["cids"])]
+
+
+@pytest.mark.parametrize("release", ["5.5.0", "5.3.3"])
+def test_5x_forces_the_unlock_of_a_dropped_orderly_queue_while_its_call_runs(release):
+    """#7644 on real 5.x (real-long-call-handover.toml beside the traces: 12 s calls, unlock delay
+    5 s, c2 joins at 5 s). RebalancePushImpl.tryRemoveOrderMessageQueue cannot take the consume
+    lock while c1's call runs, but the ProcessQueue is dropped and lockAll no longer renews it,
+    so once the unlock delay has passed since its last lock c1 removes it and unlocks the queue
+    on the broker: c2 locks it and consumes offset 0 while c1's call on it is still open."""
+    ev = _events("real-long-call-handover", release)
+    c1 = "127.0.0.1@c1"
+    call = next(e for e in ev if e["kind"] == "consume_started" and e["client"] == c1 and e["queue"] == 1)
+    done = next(e for e in ev if e["kind"] == "consume_finished" and e["client"] == c1 and e["queue"] == 1)
+    unlock = next(e for e in ev if e["kind"] == "lock_released" and e["client"] == c1 and e["queue"] == 1)
+    assert call["ts"] < unlock["ts"] < done["ts"]
+    res = check_trace(str(_path("real-long-call-handover", release)), PROFILE_OF[release])
+    errs = _invs(res)
+    assert set(errs) == {"INV-ORDER-1"} and "#7644" in errs["INV-ORDER-1"][0]
+
+
+def test_4_9_8_keeps_a_dropped_orderly_queue_until_its_call_ends():
+    """The same scenario on real 4.9.8: removeUnnecessaryMessageQueue refuses while the call holds
+    the consume lock; the queue goes after the call, and the broker lock after the unlock delay."""
+    ev = _events("real-long-call-handover", "4.9.8")
+    c1 = "127.0.0.1@c1"
+    done = next(e for e in ev if e["kind"] == "consume_finished" and e["client"] == c1 and e["queue"] == 1)
+    unlock = next(e for e in ev if e["kind"] == "lock_released" and e["client"] == c1 and e["queue"] == 1)
+    assert unlock["ts"] > done["ts"]
+    res = check_trace(str(_path("real-long-call-handover", "4.9.8")), "rocketmq-4.9.8")
+    assert _invs(res) == {}
+
+
+def test_a_server_side_reset_answers_the_next_pull_with_the_reset_offset():
+    """real-reset-mid on 5.5.0: the reset to offset 5 of 10 per queue is written by the broker
+    (assignResetOffset); the held pull at offset 10 is answered OFFSET_ILLEGAL with nextBeginOffset
+    5 (GetMessageStatus.OFFSET_RESET), not what getMessage's bounds would give (0 for a request
+    at the queue's end with nothing matched). The spec took the bounds' value (INV-PULL-2 twice);
+    under the 5.x profiles (server_side_reset) the answer holds, under 4.9.8's it is still
+    reported: a 4.9.8 broker never answers so."""
+    ev = _events("real-reset-mid", "5.5.0")
+    resets = {e["queue"]: e["offset"] for e in ev if e["kind"] == "offset_committed" and e.get("source") == "reset"}
+    illegal = [e for e in ev if e["kind"] == "pull_answered" and e["status"] == "OFFSET_ILLEGAL"]
+    assert illegal and all(a["next_offset"] == resets[a["queue"]] == 5 and a["offset"] == a["max_offset"]
+                           for a in illegal)
+    res = check_trace(str(_path("real-reset-mid", "5.5.0")), "rocketmq-5.5.1")
+    assert _invs(res) == {}
+    assert set(_invs(check_trace(str(_path("real-reset-mid", "5.5.0")), "rocketmq-4.9.8"))) == {"INV-PULL-2"}

@@ -97,6 +97,11 @@ class Profile:
     local_offset_persist_merges: bool = True     # #7740 (4.9.8, 5.2.0); before: rewrite with current mqs only
     reset_offset_duplicates_pull: bool = False   # #2449 (< 4.9.0)
     reset_offset_wait_ms: int = 10000            # MQClientInstance.resetOffset: sleep(10 s) between the drops and the updates
+    # an operator's reset written by the broker (BrokerConfig.useServerSideResetOffset, RIP-48, on by
+    # default from 5.2.0): assignResetOffset, then the queue's next pull is answered OFFSET_ILLEGAL
+    # with the reset offset as nextBeginOffset (GetMessageStatus.OFFSET_RESET); 4.9.x: the client's
+    # MQClientInstance.resetOffset only
+    server_side_reset: bool = True
 
     # ---- retry, DLQ, schedule (section 5, 7) ---------------------------------------------
     default_max_reconsume_times: int = 16
@@ -158,6 +163,7 @@ ROCKETMQ_4_9_8 = Profile(
     broadcast_orderly_takes_locks=True,  # #8772 is fixed only in 5.3.2
     lock_all_skips_dropped=False,
     producer_dlq_keeps_delay=True,
+    server_side_reset=False,
     heartbeat_on_reconnect=False,
 )
 
@@ -178,6 +184,7 @@ BUG_6163_ROCKETMQ_5_0_0 = Profile(
     sql_string_functions=False,            # 5.1.3
     retry_tag_filter_fixed=False,          # #7039, 5.1.4
     heartbeat_on_reconnect=False,          # #7296, 5.1.4
+    server_side_reset=False,               # RIP-48, on by default from 5.2.0
 )
 
 
@@ -206,7 +213,8 @@ BUG_5481_ROCKETMQ_5_0_0 = replace(
     ROCKETMQ_5_3_3, name="bug-5481-rocketmq-5.0.0", release="5.0.0",
     description="cleanExpiredMsg sends back a message that is still being consumed; when the listener then "
                 "returns RECONSUME_LATER the same copy is sent back a second time (two retry copies).",
-    known_bug="#5481", expected_violation="INV-RETRY-3", sendback_skips_not_contained=False)
+    known_bug="#5481", expected_violation="INV-RETRY-3", sendback_skips_not_contained=False,
+    server_side_reset=False)
 
 BUG_2449_ROCKETMQ_4_8_0 = replace(
     ROCKETMQ_4_9_8, name="bug-2449-rocketmq-4.8.0", release="4.8.0",

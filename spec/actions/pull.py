@@ -151,13 +151,21 @@ def pull_answered(st, ev, out):
     if status == "OFFSET_ILLEGAL":
         if mn is None:
             mn = sq.min if sq is not None else 0
-        if gs is None:
+        server_reset = st.profile.server_side_reset and bool(qs.resets) and nxt == qs.resets[-1]
+        if gs is None and server_reset:
+            # the broker's own reset (5.x PullMessageProcessor: queryThenEraseResetOffset answers
+            # the queue's first pull after assignResetOffset OFFSET_RESET with the reset offset,
+            # whatever the request offset and the queue's bounds)
+            gs = "OFFSET_RESET"
+        elif gs is None:
             # a client-side recorder sees no GetMessageStatus: DefaultMessageStore.getMessage's
             # order of cases decides it from the request and the queue's bounds
             top = mx if mx is not None else smax
             gs = ("NO_MESSAGE_IN_QUEUE" if top == 0 else "OFFSET_TOO_SMALL" if req < mn else
                   "OFFSET_OVERFLOW_BADLY" if req > top else "NO_MATCHED_LOGIC_QUEUE")
-        if gs == "OFFSET_TOO_SMALL":
+        if gs == "OFFSET_RESET":
+            want = nxt if server_reset else (qs.resets[-1] if qs.resets else None)
+        elif gs == "OFFSET_TOO_SMALL":
             want = mn
         elif gs == "OFFSET_OVERFLOW_BADLY":
             want = mx if mx is not None else smax
