@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-real test-real-random test-spark-cluster bench clean rocketmq rocketmq-jars rocketmq-jars-soft recorder diff-reports browser catalogue
+.PHONY: setup demo test test-slow test-real test-real-random test-spark-cluster bench clean rocketmq rocketmq-jars rocketmq-jars-soft recorder diff-reports browser catalogue go-client
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -102,6 +102,13 @@ recorder:
 	 $(PYTHON) traces/recorder_build.py 4.9.8 "$$cp" >/dev/null
 	@for v in $(RMQ_RELEASES); do if [ -f build/rocketmq-$$v/classpath.txt ]; then \
 	   $(PYTHON) traces/recorder_build.py $$v "$$(cat build/rocketmq-$$v/classpath.txt)" >/dev/null || exit 1; fi; done
+
+# The Go client under test (clients/go: our driver program; upstream's rocketmq-client-go v2 as
+# pinned in clients/go/go.mod and go.sum, fetched by go through the module proxy, never committed).
+GO ?= go
+go-client:
+	@command -v $(GO) >/dev/null 2>&1 || { echo "make go-client: Go is not installed ($(GO) not on PATH): install Go 1.21 or newer (https://go.dev/dl/), or GO=/path/to/go" >&2; exit 2; }
+	cd clients/go && $(GO) build -mod=readonly -o ../../build/go-client/rocketspec-go-client .
 
 # Differential reports (docs/differential/): the reference against each real scenario's trace,
 # the committed fixtures by default; RECORD=1 records fresh real traces first (needs Java).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -310,8 +311,26 @@ def link_origins(events: list[dict]) -> None:
             ev["origin_msg_id"] = stored[ev["msg_id"]]
 
 
+def client_command(command: str) -> list[str]:
+    """`--client CMD` as an argv, its program resolved (exit 2 when it is not there)."""
+    argv = shlex.split(command)
+    if not argv:
+        raise RecordError("--client: give the command that runs the client under test (docs/driver-protocol.md)")
+    program = shutil.which(argv[0])
+    if program is None:
+        raise RecordError(f"--client {command}: {argv[0]} is not an executable file or a program on PATH "
+                          "(the Go client: `make go-client` builds build/go-client/rocketspec-go-client)")
+    return [str(Path(program).resolve())] + argv[1:]
+
+
+def external_plan(plan: dict, argv: list[str]) -> None:
+    """Every scenario client runs as the client program, in its own process (driver protocol)."""
+    plan["external_client"] = {"cmd": argv, "protocol": 1}
+    plan["separate_clients"] = sorted({st["client"] for st in plan["steps"] if st["action"] == "start"})
+
+
 def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, keep: str | None,
-           msgtrace: str | None = None, release: str = DEFAULT_RELEASE) -> tuple[int, str]:
+           msgtrace: str | None = None, release: str = DEFAULT_RELEASE, client: str | None = None) -> tuple[int, str]:
     from rocketspec.conformance.verdicts import load_checked_scenario
     from rocketspec.reference.scenario import ScenarioError
 
@@ -325,6 +344,7 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     if not out.endswith(".jsonl"):
         raise RecordError(f"--out {out}: real traces are written as JSON Lines (.jsonl)")
     build_plan(sc, seed, timeout_s, Path("."), Path("."))   # refuse what cannot run before making anything
+    client_argv = client_command(client) if client is not None else None
     classpath = release_classpath(root, release)
     profile = trace_profile(release)
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="rocketspec-record-"))
@@ -336,6 +356,8 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     plan_path = work / "plan.json"
     plan["plan_path"] = str(plan_path)
     plan["release"], plan["profile"] = release, profile
+    if client_argv is not None:
+        external_plan(plan, client_argv)
     if msgtrace is not None:
         # enableMsgTrace on the producer and every consumer; the broker's RMQ_SYS_TRACE_TOPIC
         # message bodies are written to this file after the trace ends
@@ -362,10 +384,21 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     if rc == 2:
         raise RecordError((work / "driver.log").read_text()[-2000:])
     if rc != 0:
+        if client_argv is not None:
+            from rocketspec.traces import client_protocol
+            client_protocol.convert_parts(parts, plan)   # a client that broke the protocol is named (exit 2)
         return 3, f"the driver failed (exit {rc}); log: {work / 'driver.log'}"
+    if client_argv is not None:
+        from rocketspec.traces import client_protocol
+        client_protocol.convert_parts(parts, plan)
     events = merge_parts(parts)
     if not events or events[-1]["kind"] != "trace_ended":
         return 3, f"the driver wrote no complete trace; log: {work / 'driver.log'}"
+    if client_argv is not None:
+        from rocketspec.traces import client_protocol
+        # what the trace observed of the client side: the client program's reports only
+        events[0].setdefault("config", {})["client_under_test"] = {
+            "cmd": client_argv, "protocol": client_protocol.PROTOCOL, "observed": client_protocol.OBSERVED}
     with open(out, "w") as fh:
         for ev in events:
             fh.write(json.dumps(ev, separators=(",", ":")) + "\n")
@@ -398,15 +431,22 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
                    "findings. Per-run files go to --out DIR/seed-S/. Exit 1 on a false alarm or a missed "
                    "loss, 4 when a run could not finish (docs/recorder.md).")
 @click.option("--small", is_flag=True, help="With --random: small scenarios (one group, fewer clients and messages).")
+@click.option("--client", "client", default=None, metavar="CMD",
+              help="Run every scenario client as this program (a client under test, e.g. "
+                   "build/go-client/rocketspec-go-client), one process per client life, driven through the "
+                   "client driver protocol (docs/driver-protocol.md) in place of the Java recorder's consumer; "
+                   "its reports are merged with the broker's events.")
 @click.option("--release", default=DEFAULT_RELEASE, show_default=True,
               help=f"The RocketMQ release to run (namesrv, broker, push consumer): {', '.join(releases())} "
                    f"(5.5.0 stands in for 5.5.1, whose jars the registry here lacks). 4.9.8 is built by `make "
                    "rocketmq`; the others are pinned jars from Maven Central, installed by `make rocketmq-jars`.")
-def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small, release):
+def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small, release, client):
     """Run a scenario on a real in-process RocketMQ (4.9.8 by default; --release) and write the
     recorded trace; or, with --random N, record and judge N random scenarios."""
     check_release(release)
     if random_runs is not None:
+        if client is not None:
+            raise RecordError("--client does not go with --random yet (record one scenario at a time)")
         import functools
         sys.exit(record_random(random_runs, seed, out, timeout_s, small, scenario_name, keep, msgtrace,
                                functools.partial(record, release=release)))
@@ -414,7 +454,7 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
         raise RecordError("--small goes with --random")
     if scenario_name is None:
         raise RecordError("give --scenario NAME_OR_FILE, or --random N")
-    rc, message = record(scenario_name, out, timeout_s, seed, keep, msgtrace, release)
+    rc, message = record(scenario_name, out, timeout_s, seed, keep, msgtrace, release, client)
     click.echo(message, err=rc != 0)
     sys.exit(rc)
 

@@ -577,6 +577,9 @@ public final class Driver {
     }
 
     private Process spawn(String client, String group) throws Exception {
+        if (ExternalClient.enabled(plan)) {   // a client program under test (record --client)
+            return ExternalClient.spawn(plan, client, group, namesrvAddr, dir, partName(client, lives.merge(client, 1, Integer::sum)));
+        }
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         cmd.addAll(plan.getJSONArray("jvm_args").toJavaList(String.class));
@@ -637,7 +640,7 @@ public final class Driver {
         signal(p, "CONT");
         try {
             OutputStream in = p.getOutputStream();
-            in.write("shutdown\n".getBytes(StandardCharsets.UTF_8));
+            in.write(ExternalClient.shutdownLine(plan).getBytes(StandardCharsets.UTF_8));
             in.flush();
         } catch (IOException ignored) {
             // already gone

@@ -1,0 +1,332 @@
+// rocketspec-go-client: drives upstream's rocketmq-client-go v2 push consumer through
+// rocketspec's client driver protocol (docs/driver-protocol.md): one JSON object per line,
+// requests on stdin, reports on stdout. Logs go to stderr; stdout carries protocol lines only.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+)
+
+const protocolVersion = 1
+
+// The library's timing constants, which it does not let an application change (v2.1.2:
+// internal/client.go and consumer/process_queue.go); reported in `started` as the config in force.
+var fixedTiming = map[string]interface{}{
+	"rebalance_interval_ms":               20000,
+	"heartbeat_broker_interval_ms":        30000,
+	"persist_consumer_offset_interval_ms": 5000,
+	"poll_name_server_interval_ms":        30000,
+	"client_lock_max_live_ms":             30000,
+	"pull_max_idle_ms":                    120000,
+}
+
+type subscription struct {
+	Type string `json:"type"`
+	Expr string `json:"expr"`
+}
+
+type startRequest struct {
+	Type          string                  `json:"type"`
+	Protocol      int                     `json:"protocol"`
+	Client        string                  `json:"client"`
+	Group         string                  `json:"group"`
+	Namesrv       string                  `json:"namesrv"`
+	Seed          int64                   `json:"seed"`
+	Subscriptions map[string]subscription `json:"subscriptions"`
+	Config        map[string]interface{}  `json:"config"`
+	Listener      *listenerSpec           `json:"listener"`
+}
+
+var (
+	outMu sync.Mutex
+	out   = bufio.NewWriter(os.Stdout)
+)
+
+// report writes one protocol line, stamped with the wall clock in ns (the merge key).
+func report(kind string, fields map[string]interface{}) {
+	outMu.Lock()
+	defer outMu.Unlock()
+	fields["type"] = kind
+	fields["ts_ns"] = time.Now().UnixNano()
+	b, err := json.Marshal(fields)
+	if err != nil {
+		b, _ = json.Marshal(map[string]interface{}{"type": "error", "ts_ns": time.Now().UnixNano(),
+			"message": "cannot encode report: " + err.Error()})
+	}
+	out.Write(b)
+	out.WriteByte('\n')
+	out.Flush()
+}
+
+func fail(msg string) {
+	report("error", map[string]interface{}{"message": msg})
+	os.Exit(2)
+}
+
+func num(cfg map[string]interface{}, key string) (int64, bool) {
+	v, ok := cfg[key].(float64)
+	return int64(v), ok
+}
+
+func main() {
+	rlog.SetLogLevel("warn")
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<24)
+	if !in.Scan() {
+		fail("stdin closed before the start request")
+	}
+	var req startRequest
+	if err := json.Unmarshal(in.Bytes(), &req); err != nil || req.Type != "start" {
+		fail(fmt.Sprintf("first line: expected a start request, got %q", in.Text()))
+	}
+	if req.Protocol != protocolVersion {
+		fail(fmt.Sprintf("start: protocol %d; this client speaks %d", req.Protocol, protocolVersion))
+	}
+	orderly := req.Config["consume_mode"] == "ORDERLY"
+	pc, applied, err := build(req, orderly)
+	if err != nil {
+		fail("start: " + err.Error())
+	}
+	lst := newListener(req.Listener, orderly, req.Seed)
+	var calls int64
+	handler := func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		return consume(ctx, lst, atomic.AddInt64(&calls, 1), orderly, msgs)
+	}
+	for topic, s := range req.Subscriptions {
+		sel := consumer.MessageSelector{Type: consumer.TAG, Expression: s.Expr}
+		if s.Type == "SQL92" {
+			sel.Type = consumer.SQL92
+		}
+		if err := pc.Subscribe(topic, sel, handler); err != nil {
+			fail(fmt.Sprintf("start: subscribe %s: %v", topic, err))
+		}
+	}
+	if err := pc.Start(); err != nil {
+		fail("start: " + err.Error())
+	}
+	report("started", map[string]interface{}{
+		"client_id": clientID(req.Client), "library": "github.com/apache/rocketmq-client-go/v2",
+		"library_version": "v2.1.2", "config": applied})
+	// "shutdown" (or stdin closing: rocketspec is gone) stops the consumer gracefully.
+	for in.Scan() {
+		var m map[string]interface{}
+		if json.Unmarshal(in.Bytes(), &m) != nil {
+			report("error", map[string]interface{}{"message": fmt.Sprintf("expected a JSON request, got %q", in.Text())})
+			continue
+		}
+		if m["type"] == "shutdown" {
+			break
+		}
+		report("error", map[string]interface{}{"message": fmt.Sprintf("unknown request type %v", m["type"])})
+	}
+	if err := pc.Shutdown(); err != nil {
+		report("error", map[string]interface{}{"message": "shutdown: " + err.Error()})
+	}
+	report("stopped", map[string]interface{}{})
+}
+
+// build makes the push consumer from the start request; `applied` is the config in force:
+// what the request asked that the library took, and the library's own fixed values.
+func build(req startRequest, orderly bool) (rocketmq.PushConsumer, map[string]interface{}, error) {
+	cfg := req.Config
+	applied := map[string]interface{}{}
+	for k, v := range fixedTiming {
+		applied[k] = v
+	}
+	opts := []consumer.Option{
+		consumer.WithGroupName(req.Group),
+		consumer.WithNameServer([]string{req.Namesrv}),
+		consumer.WithInstance(req.Client),
+		consumer.WithConsumerOrder(orderly),
+	}
+	applied["consume_mode"] = cfg["consume_mode"]
+	switch cfg["message_model"] {
+	case "BROADCASTING":
+		opts = append(opts, consumer.WithConsumerModel(consumer.BroadCasting))
+	default:
+		opts = append(opts, consumer.WithConsumerModel(consumer.Clustering))
+	}
+	applied["message_model"] = cfg["message_model"]
+	switch cfg["strategy"] {
+	case "AVG", nil:
+		opts = append(opts, consumer.WithStrategy(consumer.AllocateByAveragely))
+	case "AVG_BY_CIRCLE":
+		opts = append(opts, consumer.WithStrategy(consumer.AllocateByAveragelyCircle))
+	case "CONSISTENT_HASH":
+		n, _ := num(cfg, "virtual_node_cnt")
+		if n <= 0 {
+			n = 10
+		}
+		opts = append(opts, consumer.WithStrategy(consumer.AllocateByConsistentHash(int(n))))
+	default:
+		return nil, nil, fmt.Errorf("strategy %v is not offered by rocketmq-client-go", cfg["strategy"])
+	}
+	applied["strategy"] = cfg["strategy"]
+	switch cfg["consume_from_where"] {
+	case "CONSUME_FROM_FIRST_OFFSET":
+		opts = append(opts, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	case "CONSUME_FROM_TIMESTAMP":
+		opts = append(opts, consumer.WithConsumeFromWhere(consumer.ConsumeFromTimestamp))
+	default:
+		opts = append(opts, consumer.WithConsumeFromWhere(consumer.ConsumeFromLastOffset))
+	}
+	applied["consume_from_where"] = cfg["consume_from_where"]
+	if n, ok := num(cfg, "max_reconsume_times"); ok {
+		opts = append(opts, consumer.WithMaxReconsumeTimes(int32(n)))
+		applied["max_reconsume_times"] = n
+	}
+	if n, ok := num(cfg, "consume_message_batch_max_size"); ok {
+		opts = append(opts, consumer.WithConsumeMessageBatchMaxSize(int(n)))
+		applied["consume_message_batch_max_size"] = n
+	}
+	if n, ok := num(cfg, "pull_batch_size"); ok {
+		opts = append(opts, consumer.WithPullBatchSize(int32(n)))
+		applied["pull_batch_size"] = n
+	}
+	if n, ok := num(cfg, "pull_interval"); ok {
+		opts = append(opts, consumer.WithPullInterval(time.Duration(n)*time.Millisecond))
+		applied["pull_interval"] = n
+	}
+	if n, ok := num(cfg, "pull_threshold_for_queue"); ok {
+		opts = append(opts, consumer.WithPullThresholdForQueue(n))
+		applied["pull_threshold_for_queue"] = n
+	}
+	if n, ok := num(cfg, "pull_threshold_size_for_queue"); ok {
+		opts = append(opts, consumer.WithPullThresholdSizeForQueue(int(n)))
+		applied["pull_threshold_size_for_queue"] = n
+	}
+	if n, ok := num(cfg, "consume_concurrently_max_span"); ok {
+		opts = append(opts, consumer.WithConsumeConcurrentlyMaxSpan(int(n)))
+		applied["consume_concurrently_max_span"] = n
+	}
+	if n, ok := num(cfg, "suspend_current_queue_time_millis"); ok {
+		opts = append(opts, consumer.WithSuspendCurrentQueueTimeMillis(time.Duration(n)*time.Millisecond))
+		applied["suspend_current_queue_time_millis"] = n
+	}
+	if n, ok := num(cfg, "consume_timeout"); ok {
+		// Java's consumeTimeout is in minutes; the Go option is a duration
+		opts = append(opts, consumer.WithConsumeTimeout(time.Duration(n)*time.Minute))
+		applied["consume_timeout"] = n
+	}
+	if n, ok := num(cfg, "lock_interval_ms"); ok {
+		opts = append(opts, consumer.WithRebalanceLockInterval(time.Duration(n)*time.Millisecond))
+		applied["lock_interval_ms"] = n
+	}
+	pc, err := consumer.NewPushConsumer(opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pc, applied, nil
+}
+
+// clientID is the id rocketmq-client-go gives itself (internal/client.go ClientID): its first
+// up, non-loopback IPv4 address (empty when it has none) "@" the instance name.
+func clientID(instance string) string {
+	ip := ""
+	ifaces, _ := net.Interfaces()
+	for _, iface := range ifaces {
+		if ip != "" || iface.Flags&net.FlagLoopback != 0 || iface.Flags&net.FlagUp == 0 {
+			continue
+		}
+		addrs, _ := iface.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+				ip = n.IP.To4().String()
+				break
+			}
+		}
+	}
+	return ip + "@" + instance
+}
+
+func consume(ctx context.Context, lst *listener, id int64, orderly bool, msgs []*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	mc, _ := primitive.GetConsumerCtx(ctx)
+	var topic, broker string
+	var queue int
+	if mc != nil && mc.MQ != nil {
+		topic, broker, queue = mc.MQ.Topic, mc.MQ.BrokerName, mc.MQ.QueueId
+	}
+	batch := make([]map[string]interface{}, 0, len(msgs))
+	for _, m := range msgs {
+		origin := m.GetProperty(primitive.PropertyOriginMessageId)
+		if origin == "" {
+			origin = m.OffsetMsgId
+		}
+		batch = append(batch, map[string]interface{}{
+			"offset": m.QueueOffset, "msg_id": m.OffsetMsgId, "origin_msg_id": origin,
+			"reconsume_times": m.ReconsumeTimes, "tags": m.GetTags(), "keys": m.GetKeys()})
+	}
+	report("consume_started", map[string]interface{}{
+		"consume_id": id, "topic": topic, "broker": broker, "queue": queue, "messages": batch})
+	status, duration := lst.decide(msgs)
+	if lst.spec.SuspendMs != nil && orderly {
+		if oc, ok := primitive.GetOrderlyCtx(ctx); ok && *lst.spec.SuspendMs >= 0 {
+			oc.SuspendCurrentQueueTimeMillis = *lst.spec.SuspendMs
+		}
+	}
+	if lst.spec.DelayLevel != nil && !orderly {
+		if cc, ok := primitive.GetConcurrentlyCtx(ctx); ok {
+			cc.DelayLevelWhenNextConsume = *lst.spec.DelayLevel
+		}
+	}
+	time.Sleep(time.Duration(duration) * time.Millisecond)
+	var res consumer.ConsumeResult
+	switch status {
+	case "CONSUME_SUCCESS", "SUCCESS":
+		res = consumer.ConsumeSuccess
+	case "RECONSUME_LATER":
+		res = consumer.ConsumeRetryLater
+	case "SUSPEND_CURRENT_QUEUE_A_MOMENT":
+		res = consumer.SuspendCurrentQueueAMoment
+	case "COMMIT":
+		res = consumer.Commit
+	case "ROLLBACK":
+		res = consumer.Rollback
+	default:
+		// NULL and EXCEPTION have no Go form (ConsumeResult is an int; a listener returns an
+		// error instead of throwing): an error with RECONSUME_LATER, as the library treats errors.
+		res = consumer.ConsumeRetryLater
+		if orderly {
+			res = consumer.SuspendCurrentQueueAMoment
+		}
+		report("consume_finished", map[string]interface{}{"consume_id": id, "status": javaStatus(res, orderly),
+			"listener_error": status})
+		return res, fmt.Errorf("scenario listener fails (%s)", status)
+	}
+	report("consume_finished", map[string]interface{}{"consume_id": id, "status": javaStatus(res, orderly)})
+	return res, nil
+}
+
+// javaStatus names a Go ConsumeResult as the trace names RocketMQ's statuses.
+func javaStatus(r consumer.ConsumeResult, orderly bool) string {
+	switch r {
+	case consumer.ConsumeSuccess:
+		if orderly {
+			return "SUCCESS"
+		}
+		return "CONSUME_SUCCESS"
+	case consumer.ConsumeRetryLater:
+		return "RECONSUME_LATER"
+	case consumer.SuspendCurrentQueueAMoment:
+		return "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+	case consumer.Commit:
+		return "COMMIT"
+	case consumer.Rollback:
+		return "ROLLBACK"
+	}
+	return strings.ToUpper(fmt.Sprint(r))
+}
