@@ -6,6 +6,7 @@ import com.alibaba.fastjson.JSONObject;
 import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.store.schedule.ScheduleMessageService;
 import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.MessageQueueSelector;
 import org.apache.rocketmq.common.BrokerConfig;
@@ -435,12 +436,26 @@ public final class Driver {
                 m.putUserProperty(p.getKey(), String.valueOf(v));
             }
         }
-        if (keys != null && nKeys > 0) {
-            final String k = keys;
-            MessageQueueSelector byKey = (mqs, msg, arg) -> mqs.get(Math.abs(k.hashCode()) % mqs.size());
-            producer.send(m, byKey, null);
-        } else {
-            producer.send(m);
+        // A broker under load refuses a send with SYSTEM_BUSY (flow control: the request waited
+        // in the send queue past waitTimeMillsInSendQueue) before storing anything; an application
+        // sends again, and so does the driver, a bounded number of times
+        for (int attempt = 1; ; attempt++) {
+            try {
+                if (keys != null && nKeys > 0) {
+                    final String k = keys;
+                    MessageQueueSelector byKey = (mqs, msg, arg) -> mqs.get(Math.abs(k.hashCode()) % mqs.size());
+                    producer.send(m, byKey, null);
+                } else {
+                    producer.send(m);
+                }
+                return;
+            } catch (MQBrokerException e) {
+                if (e.getResponseCode() != ResponseCode.SYSTEM_BUSY || attempt >= 20) {
+                    throw e;
+                }
+                System.err.println("rocketspec driver: send refused (" + e.getErrorMessage() + "), again in 100 ms");
+                Thread.sleep(100);
+            }
         }
     }
 
