@@ -59,6 +59,12 @@ SCENARIO = validate({
          "listener": {"duration_ms": [1, 50], "fail_rate": 0.1, "null_rate": 0.02, "exception_rate": 0.02}},
     ],
 }, "builtin:statemachine")
+# The same deployment with the broadcasting group orderly (b1 an orderly broadcasting client, whose
+# queues need no broker lock: #5465), for check_reference(scenario=...); the default keeps GID_B
+# concurrent.
+ORDERLY_BROADCAST = validate({**SCENARIO, "groups": [
+    {**g, "name": n, **({"consume_mode": "ORDERLY"} if n == "GID_B" else {})}
+    for n, g in SCENARIO["groups"].items()]}, "builtin:statemachine-orderly-broadcast")
 CLIENTS = {"c1": "GID_C", "c2": "GID_C", "c3": "GID_C", "o1": "GID_O", "o2": "GID_O", "b1": "GID_B"}
 # "Aa" and "BB" share a Java hashCode (2112): the broker's tags-code filter lets a BB message through
 # to GID_B's "A || Aa", and only the client's exact re-check keeps it from the listener
@@ -858,14 +864,15 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
                     budget_s: float | None = None, reference_patch=None, stateful_step_count: int = CI_STEPS,
                     ignore_crashes: bool | None = None, trace_path: str | None = None,
                     shrink_budget_s: float = 60.0, operator_moves: bool = True, respect_assumptions: bool = True,
-                    differential: bool = False) -> ConformanceResult:
+                    differential: bool = False, scenario: dict | None = None) -> ConformanceResult:
     """Run the state machine against the reference under `profile`. `reference_patch`: a context
     manager (or a factory of one) entered around each example, e.g. a mutant; crashes of a
     patched reference are ignored unless `ignore_crashes=False`. `budget_s` stops generating new
     examples after that many seconds (a found failure is still shrunk). `seed` makes the run
     reproducible without derandomizing by the test's name. `respect_assumptions=False` lets the
     environment break the spec's assumptions; with `differential` (for a patched reference) an
-    example fails only where the unpatched reference holds on the same moves."""
+    example fails only where the unpatched reference holds on the same moves. `scenario`: the
+    machine's environment instead of the profile's (e.g. ORDERLY_BROADCAST)."""
     from hypothesis import seed as hseed
     from hypothesis.reporting import with_reporter
 
@@ -878,6 +885,8 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
              "deadline": None if budget_s is None else t0 + budget_s}
     if trace_path is not None:
         attrs["trace_path"] = trace_path
+    if scenario is not None:
+        attrs["scenario"] = scenario
     cls = machine_class(name, **attrs)
     if seed is not None:
         cls = hseed(seed)(cls)

@@ -46,7 +46,7 @@ class Scope:
     consume_batch: int = 1              # messages per listener call (consumeMessageBatchMaxSize)
     consume_ms: tuple = (1,)            # listener call durations the explorer tries (ms)
     crash_modes: tuple = ("silent",)    # how a crash looks to the broker (reference.scenario.CRASH_MODES)
-    horizon_ms: int = 300_000           # a run of the reference not quiescent by then ends (not judged)
+    horizon_ms: int = 300_000           # a run not quiescent by then ends: judged (horizon) when nothing waits on the clock
     start_gap_ms: int = 0               # client i starts at i * start_gap_ms (a late joiner takes queues over)
     consume_from_where: str = "CONSUME_FROM_FIRST_OFFSET"   # where a queue with no committed offset starts
     subscription: str = "*"             # the group's expression for the topic
@@ -212,18 +212,23 @@ BUG_SCOPES = {
 # (INV-PULL-1) follows in the same millisecond, one step further on the path.
 BUG_FIRST = {"#2449": "INV-PQ-1"}
 
-# The liveness bugs (rocketmq.profiles.LIVENESS_BUG_PROFILES) and their scopes: an orderly
-# broadcasting group of one queue and one message, no fault, no failure. #5465: one client, whose
-# ProcessQueue is never locked, so it never pulls; the horizon is tiny's. #8772: two clients; the
-# second starves until the first one's broker lock expires (60 s, never renewed in broadcasting)
-# and its own next rebalance runs (20 s): the horizon of 30 s bounds how long a client may wait
-# for what is stored, and the fixed release (5.3.3) consumes it within a second.
+# The liveness bugs (rocketmq.profiles.LIVENESS_BUG_PROFILES): an orderly broadcasting group of
+# one queue and one message, no fault, no failure, and a horizon of 30 s (SETTLE_MS). A
+# broadcasting client owns every queue from its first rebalance, at start, and takes no broker
+# lock (RebalanceImpl since 5.3.2; ConsumeMessageOrderlyService consumes a broadcasting queue
+# unlocked): with nothing waiting on the clock it consumes a stored message well within one 20 s
+# rebalance interval, so a run still owing one at 30 s never settled (INV-LIVE-1; the fixed
+# releases quiesce within a second). #5465: one client, whose ProcessQueue is never locked: it
+# never pulls. #8772: two clients; the second is refused the broker lock the first took and never
+# renews, and waits until it expires (60 s) and its own next rebalance runs.
+SETTLE_MS = 30_000
 LIVENESS_BUG_SCOPES = {
     "#5465": ("tiny", {"mode": "ORDERLY", "message_model": "BROADCASTING", "consumers": 1, "queues": 1,
-                       "messages": 1, "faults": 0, "failures": 0}),
+                       "messages": 1, "faults": 0, "failures": 0, "horizon_ms": SETTLE_MS}),
     "#8772": ("tiny", {"mode": "ORDERLY", "message_model": "BROADCASTING", "consumers": 2, "queues": 1,
-                       "messages": 1, "faults": 0, "failures": 0, "horizon_ms": 30_000}),
+                       "messages": 1, "faults": 0, "failures": 0, "horizon_ms": SETTLE_MS}),
 }
+BUG_SCOPES.update(LIVENESS_BUG_SCOPES)
 
 
 def named_scopes() -> list[str]:
@@ -253,4 +258,4 @@ def scope_from_dict(d: dict) -> Scope:
     return _validate(dict(d), "<dict>")
 
 
-__all__ = ["Scope", "ScopeError", "load_scope", "BUG_SCOPES", "BUG_FIRST", "LIVENESS_BUG_SCOPES", "scope_from_dict", "named_scopes", "FAULT_KINDS", "field"]
+__all__ = ["Scope", "ScopeError", "load_scope", "BUG_SCOPES", "BUG_FIRST", "LIVENESS_BUG_SCOPES", "SETTLE_MS", "scope_from_dict", "named_scopes", "FAULT_KINDS", "field"]

@@ -3,7 +3,8 @@
 `run(scenario, seed, profile, sink)` builds brokers, topics, producers and the step
 timeline on one simulator, runs the scenario's duration, then keeps running until the
 system is quiescent (everything consumed or dead-lettered, offsets committed) or the drain limit passes, and
-ends the trace with `trace_ended`.
+ends the trace with `trace_ended` (reason quiescent, horizon when nothing waits on the clock at the
+drain limit, else duration).
 """
 from __future__ import annotations
 
@@ -396,18 +397,22 @@ class Run:
         return self.drain(sc["duration_ms"] + sc["drain_limit_ms"])
 
     def drain(self, limit: int) -> str:
-        """Run until the system is quiescent or the clock reaches `limit`; end the trace with
-        the reason ("quiescent" or "duration") and return it."""
+        """Run until the system is quiescent or the clock reaches `limit` (the horizon); end the
+        trace with the reason and return it: "quiescent"; at the horizon "horizon" when nothing
+        waits on the clock (`waiting`: no producer, step, broker down, delayed message, lost route
+        or pause pending), so a run that still owes messages then never settled and the spec's end
+        rule judges it (as the explorer ends its runs); else "duration", cut short and not judged."""
         sim = self.sim
-        reason = "duration"
         while sim.now < limit:
             if self.quiescent():
-                reason = "quiescent"
-                break
+                sim.emit("trace_ended", reason="quiescent")
+                return "quiescent"
             nxt = sim.next_due()
             if nxt is None:
+                sim.run_until(limit)     # nothing will ever run again: the horizon now
                 break
             sim.run_until(min(limit, max(nxt, sim.now + QUIESCENCE_CHECK_MS)))
+        reason = "duration" if self.waiting() else "horizon"
         sim.emit("trace_ended", reason=reason)
         return reason
 

@@ -242,10 +242,9 @@ KNOWN_BUG_PROFILES_SPEC = (BUG_4215_ROCKETMQ_4_9_3, BUG_1825_ROCKETMQ_4_X, BUG_4
                            BUG_2724_ROCKETMQ_4_9_1)
 
 # ---- liveness bugs of issue 43: a client that waits forever (or for a long while) with messages
-# owed. Only the explorer sees them (an end at its horizon with nothing waiting on the clock is
-# judged by INV-LIVE-1); a `simulate` run that does not settle ends "duration" and is not judged, so
-# these have no built-in scenario and are not in PROFILES, whose every known-bug profile `check`
-# must flag on its scenario. Their scopes: model_checks/scopes.py LIVENESS_BUG_SCOPES.
+# owed. A run that reaches its horizon with nothing waiting on the clock and a message never
+# consumed is judged by INV-LIVE-1 (the explorer's and `simulate`'s end "horizon"); their
+# scenarios (bug-5465, bug-8772) and scopes (model_checks/scopes.py BUG_SCOPES) end at 30 s.
 BUG_5465_ROCKETMQ_4_9_4 = replace(
     ROCKETMQ_4_9_8, name="bug-5465-rocketmq-4.9.4", release="4.9.4",
     description="<= 4.9.4: RebalanceImpl creates an orderly queue's ProcessQueue after locking it at the broker "
@@ -265,6 +264,7 @@ LIVENESS_BUG_PROFILES = (BUG_5465_ROCKETMQ_4_9_4, BUG_8772_ROCKETMQ_5_3_1)
 PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3, ROCKETMQ_5_5_1,
                                                      BUG_6163_ROCKETMQ_5_0_0)}
 PROFILES.update({p.name: p for p in KNOWN_BUG_PROFILES_SPEC})
+PROFILES.update({p.name: p for p in LIVENESS_BUG_PROFILES})
 DEFAULT_PROFILE = ROCKETMQ_5_3_3.name
 
 

@@ -552,6 +552,13 @@ GUARANTEES: tuple[Guarantee, ...] = (
 
 BY_ID = {g.id: g for g in GUARANTEES}
 
+# A liveness bug's run ends at its horizon (trace_ended reason horizon), which a history reads as
+# incomplete (traces/history/from_trace.py): it has nothing to show.
+_HORIZON_UNSEEN = ("the run ends at its 30 s horizon, not quiescent, so the history is incomplete and "
+                   "a message not yet consumed is unobserved, not lost (a history cannot tell a client "
+                   "that never consumes from one that has not yet); the white-box spec judges the "
+                   "settled horizon (INV-LIVE-1)")
+
 # Each known-bug profile (rocketspec/rocketmq/profiles.py) -> the guarantee its built-in scenario breaks at the
 # history level, or None and why a history cannot show it (docs/history.md lists both).
 KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
@@ -574,6 +581,9 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
                                 "the backlog is never consumed"),
     "bug-2724-rocketmq-4.9.1": ("H-RETRY-3", "the DLQ copy arrives a delay level (a minute here) after the last "
                                 "failed delivery"),
+    "bug-5465-rocketmq-4.9.4": (None, "not shown: the broadcasting orderly client never pulls; " + _HORIZON_UNSEEN),
+    "bug-8772-rocketmq-5.3.1": (None, "not shown: the second broadcasting orderly client starves on the broker "
+                                "lock; " + _HORIZON_UNSEEN),
 }
 
 
@@ -594,6 +604,9 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
         "H-RETRY-3", "4.9.x's send path puts the orderly producer send's DELAY back after handleRetryAndDLQ "
         "cleared it (#2724's fix covers consumerSendMsgBack only): the DLQ copy arrives a delay level late")
        for name in ("orderly-dlq", "real-orderly-dlq")},
+    ("bug-8772", "rocketmq-4.9.8"): (
+        None, "4.9.8 has #8772 too: the second broadcasting orderly client starves on the broker lock; "
+        + _HORIZON_UNSEEN),
     ("real-orderly-pause", "rocketmq-4.9.8"): (
         None, "the committed offset falls back (INV-ORDER-3) after the client was paused: the messages it "
         "brings back are redelivered after a fault, which at-least-once delivery allows; only the offsets show "
