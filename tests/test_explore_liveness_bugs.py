@@ -54,6 +54,7 @@ def test_4_9_8_still_starves_an_orderly_broadcasting_client():
     assert [v.invariant for v in r.violations] == ["INV-LIVE-1"]
 
 
+@pytest.mark.slow       # 30 s of CPU: the 300 s horizon's whole search (make test-slow)
 def test_8772_is_a_starvation_that_ends():
     # the second client consumes once the first one's broker lock expires: with the horizon of
     # tiny (300 s) every run settles, so the scope's 30 s horizon is what makes the wait a finding
