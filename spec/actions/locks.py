@@ -89,6 +89,13 @@ def lock_rejected(st, ev, out):
     Actor: broker."""
     qs = _q(st, ev)
     if qs.holder is None or qs.holder != ev["holder"] or not lock_live(qs, ev["ts"]) or qs.holder == ev["client"]:
+        h = st.dir.clients.get(ev["holder"])
+        if h is not None and h.lock_req_ts is not None and h.lock_req_ts <= ev["ts"] and ev["holder"] != ev["client"] \
+                and (qs.holder is None or not lock_live(qs, ev["ts"])):
+            # the holder's own lockBatch took the free entry first; its lock_acquired is written
+            # when that request's answer goes out, after this one's (it carries the entry's
+            # updated_at, which lock_acquired checks)
+            return
         out.report("INV-LOCK-1", f"lock of {ev['client']} rejected for holder {ev['holder']}, but the entry names "
                    f"{qs.holder} (expires_at {qs.lock_exp})", qs.key)
 
