@@ -205,3 +205,34 @@ def test_orderly_broadcasting_group_with_named_consumers_is_judged_per_consumer(
     h = history(cons, mode="ORDERLY", mx=-1, model="BROADCASTING", produces=produces)
     v = next(v for v in check_history(h).verdicts if v.id == "H-ORDER-2")
     assert v.status == "violated" and v.n_findings == 1 and "consumer c1" in v.findings[0].message
+
+
+def test_seed_3016_the_copy_handed_out_again_is_the_one_handed_out_longest_ago():
+    # Random real run 3016 (4.9.8, maxReconsumeTimes 3): two lineages reach count 3, copies A
+    # (%RETRY% offset 48) and B (offset 61). A fails at 7146 and is dead-lettered; a client leaves
+    # at 7168, and after the rebalance at 9251 g0c2 pulls A again (9257), then B for the first
+    # time (9260). The message traces name no copy: reading 9257 as B's first hand-out and 9260 as
+    # A again, A was last handed out at 7146, before the change. Not a chain past the limit
+    mx, cons = 3, [D(3486), D(4780, rc=1), D(5912, rc=1), D(6051, rc=2), D(7039, rc=2), D(7146, rc=3),
+                   D(9257, rc=3), D(9260, rc=3)]
+    changes = [Disruption(7168, "left", "G"), Disruption(9251, "rebalanced", "G")]
+    assert status(history(cons, mx=mx, disruptions=changes)) == "holds"
+    # with no change since the oldest hand-out at the limit, it is one
+    assert status(history(cons, mx=mx)) == "violated"
+    # and a third hand-out at the limit, both copies dead-lettered and no change since, is one
+    assert status(history(cons + [D(12000, rc=3)], mx=mx, disruptions=changes)) == "violated"
+
+
+def test_seed_3022_a_reset_back_to_the_original_keeps_the_earlier_lineage():
+    # Random real run 3022 (4.9.8, maxReconsumeTimes 1): the original fails (5957) and is sent back
+    # as copy A at count 1. An operator resets the group back to it; the original fails again
+    # (36955) and is sent back as copy B. A (36984) and B (37993) each fail once and go to the
+    # DLQ. The reset does not remove A from %RETRY%: two lineages, none past the limit
+    from rocketspec.traces.history.model import Reset
+    cons = [D(5957), D(36955), D(36984, rc=1), D(37993, rc=1)]
+    h = history(cons, mx=1, disruptions=[Disruption(36932, "rebalanced", "G")])
+    h.resets = [Reset(36900, "G")]
+    assert status(h) == "holds"
+    h = history(cons + [D(39000, rc=1)], mx=1, disruptions=[Disruption(36932, "rebalanced", "G")])
+    h.resets = [Reset(36900, "G")]
+    assert status(h) == "violated"

@@ -18,7 +18,7 @@ spec/user_guarantees.py), which the invariants that protect it name too.
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..filtering import decide, subscription
@@ -264,23 +264,24 @@ def _concurrent_chain(J, group, mx, dels, out):
     below the limit made one %RETRY% copy at k + 1, and one at the limit went to the DLQ. A copy
     at the limit delivered again when every copy at that count had already failed (been
     dead-lettered) is a chain past the limit, unless the queue changed hands or an operator reset
-    the group since that count was last handed out (a new owner pulls the copy again from the
-    broker's lagging offset). A copy below the limit handed out again (two owners at once: a
-    start-up double allocation) is a duplicate; its failure makes a lineage of its own, counted
-    by its own copies' counts."""
-    fails, handed, calls, last = Counter(), {}, set(), None
+    the group since that copy was last handed out (a new owner pulls the copy again from the
+    broker's lagging offset). The history names no copy, so the copy handed out again is taken to
+    be the one handed out longest ago (the reading that claims least). A copy below the limit
+    handed out again (two owners at once, or an operator reset back to the original) is a
+    duplicate; its failure makes a lineage of its own, counted by its own copies' counts: the
+    copies an earlier failure sent back stay in %RETRY% whatever the reset did."""
+    fails, outs, calls = Counter(), defaultdict(list), set()
     for c in dels:
         k = c.reconsume_times
         if k is None:
             continue
-        if fails and last is not None and c.ts is not None and J.reset_between(group, last, c.ts, c) is not None:
-            # an operator reset the group back to the message: its original is handed out afresh
-            fails, handed = Counter(), {}
         copies = 1 if k == 0 else fails[k - 1]
-        if k == mx and copies and fails[k] >= copies:
-            since = handed.get(k, last)
-            if c.ts is None or since is None or not (J.membership_between(group, since, c.ts)
-                                                     or J.reset_between(group, since, c.ts, c) is not None):
+        seen = outs[k]              # when each copy at count k was last handed out
+        again = copies and len(seen) >= copies
+        if again and k == mx and fails[k] >= copies:
+            since = min(seen)
+            if c.ts is None or not (J.membership_between(group, since, c.ts)
+                                    or J.reset_between(group, since, c.ts, c) is not None):
                 return HFinding(
                     "H-RETRY-1", f"message {c.id} was delivered to group {group} at ts {c.ts} with reconsume_times {k} "
                     f"after each of its {copies} stored cop{'y' if copies == 1 else 'ies'} at that count had failed "
@@ -288,11 +289,12 @@ def _concurrent_chain(J, group, mx, dels, out):
                     f"%DLQ%{group}), with no membership change or reset since", c.where,
                     _key(group, c.id, client=c.client))
             out.counts["delivered again after its dead letter, the queue having changed hands"] += 1
-        elif k < mx and fails[k] >= copies > 0:
+        elif again and k < mx and fails[k] >= copies:
             out.counts["a copy handed out again below the limit (its failures make their own lineage)"] += 1
         if c.ts is not None:
-            handed[k] = c.ts
-            last = c.ts
+            if again:
+                seen.remove(min(seen))
+            seen.append(c.ts)
         if c.success is False and (c.batch or c.where) not in calls:
             calls.add(c.batch or c.where)
             fails[k] += 1
