@@ -217,3 +217,28 @@ def test_a_rejection_written_before_the_holders_acquisition():
     a holder the entry does not name (INV-LOCK-1 was a false alarm of the write order)."""
     res = _errors("seed-2009-lock-answer-order")
     assert "INV-LOCK-1" not in res.findings.counts, _by_inv(res)
+
+
+def test_a_gone_processqueues_answer_before_the_reset_updates_the_store():
+    """Seed 2022. An operator resets GID_r1 (queue 6 to 11, queue 5 to 4). The old ProcessQueues'
+    long-polling pulls were answered NO_NEW_MSG (next 12 and 5) before the reset's
+    updateConsumeOffset, 10 s after its drop: correctTagsOffset (increaseOnly) ran then, on the
+    answering thread, and changed nothing; the reset then set 11 and 4, the new ProcessQueues
+    consumed 11 and 4 (CONSUME_SUCCESS) and removeMessage moved the stores to 12 and 5. Not the
+    stale correction of #4206 passing unconsumed messages (INV-OFFSET-3 was a false alarm); the
+    run's INV-SUB-1 is its deliberate break (g1c8 subscribes TagB only)."""
+    res = _errors("seed-2022-stale-answer-before-reset")
+    assert "INV-OFFSET-3" not in res.findings.counts, _by_inv(res)
+    assert set(res.findings.counts) - {"ANOM-DUP-1", "ANOM-OFFSET-BACK"} == {"INV-SUB-1"}, res.findings.counts
+
+
+def test_an_orderly_correction_after_the_commit_proves_the_commit():
+    """Seed 2027. Orderly g0c1 consumed offset 20 of queue 0 (SUCCESS); its next pull was answered
+    NO_MATCHED_MSG with next 25 (the SQL filter), and the pull after carried commit offset 25.
+    correctTagsOffset writes 25 only when the ProcessQueue's msgCount is 0, and msgCount counts
+    the consuming map until ProcessQueue.commit: the commit (21) had run, and the broker's commit
+    of 25 passed nothing unconsumed (INV-OFFSET-3 was a false alarm). The run's INV-DLQ-1 is
+    4.9.8's orderly dead letter through the schedule topic."""
+    res = _errors("seed-2027-orderly-correction-after-commit")
+    assert "INV-OFFSET-3" not in res.findings.counts, _by_inv(res)
+    assert set(res.findings.counts) - {"ANOM-DUP-1"} == {"INV-DLQ-1"}, res.findings.counts

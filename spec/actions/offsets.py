@@ -104,6 +104,13 @@ def _sampled_store(st, qs, ev, out):
     s = qs.stores.get(cid)
     if _reset_value(st, qs, cid, v):
         _note_reset(qs, v)
+    stale = qs.stale_next.get(cid)
+    if stale is not None and v < stale:
+        # correctTagsOffset runs on the answering thread right after the gone ProcessQueue's
+        # answer (pull_answered) and never lowers the store: a value below it, seen after that
+        # answer, was written after the correction (a reset's or a store read's updateOffset(...,
+        # false)), which it no longer follows
+        del qs.stale_next[cid]
     if pq is not None and pq.live:
         if s is not None and v < s[0] and not pq.orderly:
             out.report("INV-OFFSET-2", f"client offset moves back from {s[0]} to {v} in a live ProcessQueue "

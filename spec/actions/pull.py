@@ -207,8 +207,11 @@ def pull_answered(st, ev, out):
         for o in implied:
             unit.handle(o)
     pq.next_pull = nxt
-    if status != "FOUND" and not pq.tree and not pq.consuming:
-        pq.pending_upd.append(nxt)    # correctTagsOffset (msgCount == 0)
+    if status != "FOUND" and not pq.tree and (not pq.consuming or pq.commit_due):
+        # correctTagsOffset (msgCount == 0). msgCount counts an orderly consuming map until
+        # ProcessQueue.commit: with the batch's commit due (processConsumeResult, right after the
+        # hook) the correction happened only if that commit ran first
+        pq.pending_upd.append(nxt)
 
 
 def _retention(st, sq, key, mn, out):
