@@ -74,8 +74,8 @@ def _cfg(config, *names):
 
 
 class Directory:
-    __slots__ = ("brokers", "topics", "clients", "groups", "registered", "alloc", "started", "profile_name",
-                 "scenario", "seed", "broker_limits", "client_default", "queue_keys")
+    __slots__ = ("brokers", "topics", "clients", "groups", "registered", "alloc", "alloc_prev", "started",
+                 "profile_name", "scenario", "seed", "broker_limits", "client_default", "queue_keys")
 
     def __init__(self):
         self.brokers: dict[str, int] = {}                 # broker -> restart count
@@ -84,6 +84,7 @@ class Directory:
         self.groups: dict[str, dict] = {}                 # group -> {"mode", "model", "clients": set}
         self.registered: dict[tuple, set] = {}            # (broker, group) -> client ids
         self.alloc: dict[tuple, frozenset] = {}           # (client, topic) -> allocated queues (latest)
+        self.alloc_prev: dict[tuple, frozenset] = {}      # (client, topic) -> the allocation before it
         # (group, topic) -> the keys of SpecState.queues of that group and topic: an index, so that
         # an allocation visits its own queues, not every queue of the deployment
         self.queue_keys: dict[tuple, set] = {}
@@ -263,7 +264,7 @@ class QueueState:
         self.units: dict[str, Progress] = {}    # "" (clustering group) or client id (broadcast)
         self.busy: dict[str, Busy] = {}         # orderly: client -> its listener call in progress
         self.reads: dict[str, int] = {}         # client -> last store read (READ_FROM_STORE)
-        self.pull_commit: dict[str, int] = {}   # client -> commit offset piggybacked on its last pull
+        self.pull_commit: dict[str, tuple] = {}  # client -> commit offsets piggybacked on its last pulls, not yet committed
         self.orphans: dict[tuple, tuple] = {}   # (client, consume_id) -> offsets: batches of removed pqs
         self.orphan_outcome: dict[str, OrphanOutcome] = {}  # orderly: client -> orphan batch whose commit/rollback may follow
         self.resets: list[int] = []             # recent operator resets of the group's offset (newest last)

@@ -242,3 +242,39 @@ def test_an_orderly_correction_after_the_commit_proves_the_commit():
     res = _errors("seed-2027-orderly-correction-after-commit")
     assert "INV-OFFSET-3" not in res.findings.counts, _by_inv(res)
     assert set(res.findings.counts) - {"ANOM-DUP-1"} == {"INV-DLQ-1"}, res.findings.counts
+
+
+def test_a_pull_offset_committed_after_the_pull_was_answered():
+    """Seeds 3024 and 2020. PullMessageProcessor.processRequest (4.9.8) commits the pull's
+    commitOffset at its end, after the call that may suspend the pull (PULL_NOT_FOUND: long
+    polling). A message arriving meanwhile wakes the held pull on the hold service's thread, which
+    answers it; g0c1 issues its next pull (carrying 13) before the first thread commits 10, the
+    offset the earlier pull carried. The broker committed what a pull carried: INV-OFFSET-1 was a
+    false alarm of matching the commit to the client's latest pull only."""
+    res = _errors("seed-3024-pull-commit-after-answer")
+    errs = _by_inv(res)
+    assert set(errs) == {"INV-DLQ-1"}, errs
+    # a commit no pull of the client carried is still one
+    events = _events("seed-3024-pull-commit-after-answer")
+    ev = next(e for e in events if e["seq"] == 773)
+    assert ev["kind"] == "offset_committed" and ev["source"] == "pull" and ev["offset"] == 10
+    ev["offset"] = 11
+    got = check_events(enumerate(events, 1), get_profile(P)).findings
+    assert any(f.inv == "INV-OFFSET-1" and "carried 10 or 13" in f.message for f in got.errors), got.counts
+
+
+def test_a_first_pull_after_the_next_rebalance_narrowed_the_allocation():
+    """Seed 2024. Orderly g2c1 starts alone and is allocated all four queues of TopicR; its
+    rebalance locks and adds each (client log: 'add a new mq' for queue 0 at 17.746). g2c2 joins;
+    g2c1's next rebalance computes [2, 3] (seq 145) and removes queue 0 only at seq 166, while
+    the pull thread runs queue 0's first pull (seq 157) in between. The recorder announces a
+    ProcessQueue at its first pull (obs sampled): it was created under the earlier allocation.
+    INV-ALLOC-2 was a false alarm."""
+    res = _errors("seed-2024-first-pull-after-next-rebalance")
+    assert res.findings.errors == [], _by_inv(res)
+    # the same creation seen exactly where it was announced is outside the allocation
+    events = _events("seed-2024-first-pull-after-next-rebalance")
+    ev = next(e for e in events if e["seq"] == 156)
+    assert ev["kind"] == "pq_created" and ev["queue"] == 0 and ev.pop("obs") == "sampled"
+    got = check_events(enumerate(events, 1), get_profile(P)).findings
+    assert "INV-ALLOC-2" in got.counts, got.counts

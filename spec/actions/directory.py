@@ -221,6 +221,9 @@ def allocation_computed(st, ev, out):
         if ev["strategy"] in TOTAL_STRATEGIES and set(v.alloc) >= set(cids) and len(v.owner) != len(mqset):
             missing = sorted(mqset - set(v.owner))
             out.report("INV-OWNER-1", f"every client of the view reported and queues {missing} have no owner", vkey)
+    old = st.dir.alloc.get((cid, topic))
+    if old is not None and old != alloc:
+        st.dir.alloc_prev[(cid, topic)] = old
     st.dir.alloc[(cid, topic)] = alloc
     # its store reads of newly allocated queues are issued after this: older table values are
     # no longer answers
@@ -244,7 +247,12 @@ def pq_created(st, ev, out):
     if c is not None and not broadcast:
         alloc = st.dir.alloc.get((cid, topic))
         mq = (topic, ev["broker"], ev["queue"])
-        if alloc is not None and mq not in alloc:
+        # Seen by polling, announced at its first pull: the rebalance that created it
+        # (updateProcessQueueTableInRebalance) hands that pull to the pull thread, which may run
+        # it after the next rebalance computed an allocation without the queue and before that
+        # rebalance removes the ProcessQueue
+        earlier = st.dir.alloc_prev.get((cid, topic), ()) if ev.get("obs") == "sampled" else ()
+        if alloc is not None and mq not in alloc and mq not in earlier:
             out.report("INV-ALLOC-2", f"{cid} created a ProcessQueue for {list(mq)} outside its allocation", key)
         if orderly and ev["broker"] in st.dir.brokers:
             # (seen by polling: created when it was first possible to see, maybe under a lock of

@@ -373,7 +373,7 @@ def offset_committed(st, ev, out):
         # the table was seen holding `off` by polling: a state, not a step. When a persist or a
         # pull in flight carries the value, its exact commit event describes the change (before
         # or after this one): nothing to do here. Otherwise the change is judged as a state below.
-        if off == qs.committed or any(p_off == off for _, p_off in qs.persists) or off in qs.pull_commit.values():
+        if off == qs.committed or any(p_off == off for _, p_off in qs.persists) or any(off in v for v in qs.pull_commit.values()):
             return
     elif src == "persist":
         k = (cid, off)
@@ -388,9 +388,13 @@ def offset_committed(st, ev, out):
         else:
             qs.persists[k] = n - 1
     elif src == "pull":
-        pc = qs.pull_commit.get(cid)
-        if pc != off:
-            out.report("INV-OFFSET-1", f"broker commits {off} from {cid}'s pull, which carried {pc}", key)
+        pc = qs.pull_commit.get(cid, ())
+        if off not in pc:
+            carried = " or ".join(map(str, pc)) if pc else "none"
+            out.report("INV-OFFSET-1", f"broker commits {off} from {cid}'s pull, which carried {carried}", key)
+        else:
+            i = pc.index(off)
+            qs.pull_commit[cid] = pc[:i] + pc[i + 1:]
     if src in ("persist", "pull") and cid is not None and not sampled:
         commit_proven(st, qs, cid, off, f"{src} committed by the broker", ev, out)
     if "previous" in ev and ev.get("previous") != qs.committed and not sampled:

@@ -53,7 +53,11 @@ def pull_issued(st, ev, out):
             s[0] = max(s[0], co)
         elif s is not None and s[0] != co:
             out.report("INV-OFFSET-1", f"pull piggybacks commit offset {co}, the client store holds {s[0]}", key)
-        qs.pull_commit[cid] = co
+        # The broker commits a pull's offset after the call that may suspend it returns
+        # (PullMessageProcessor.processRequest); a message arriving meanwhile wakes the held pull
+        # on the hold service's thread, which answers it, and the client's next pull can be issued
+        # before that commit is written: the previous pull's offset may still be committed.
+        qs.pull_commit[cid] = qs.pull_commit.get(cid, ())[-1:] + (co,)
     if pq.status == "created":
         pq.status = "active"
     pq.pull_id = ev["pull_id"]
