@@ -9,7 +9,9 @@ from collections import Counter, defaultdict
 
 
 def load(path) -> list[dict]:
-    with open(path) as fh:
+    import gzip
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 

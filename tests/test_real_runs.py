@@ -594,6 +594,39 @@ def test_real_interrupted_send_back_falls_back_to_a_recorded_producer_send(real_
     pytest.fail("three runs, and the shutdown interrupted no consume thread inside a send-back")
 
 
+def sent_back_again_after_fallback(ev):
+    """The code-36 send-backs of copies whose message went through a fallback before: each is
+    paired with the copy the broker stored, under the message's own origin (the broker names a
+    copy sent back without ORIGIN_MESSAGE_ID by the consumed copy's id)."""
+    origins = {fb["origin_msg_id"] for fb in f.by_kind(ev, "send_back_requested", via="fallback_producer")}
+    again = [b for b in f.by_kind(ev, "send_back_requested", via="consumer_send_back")
+             if b["origin_msg_id"] in origins and b["reconsume_times"] >= 1]
+    for b in again:
+        outcome = [e for e in f.by_kind(ev, "message_sent_back", client=b["client"], msg_id=b["msg_id"])
+                   if e["seq"] > b["seq"]]
+        assert outcome and outcome[0]["origin_msg_id"] == b["origin_msg_id"], (b, outcome[:1])
+    return again
+
+
+@pytest.mark.real
+def test_real_a_fallback_copy_sent_back_again_keeps_its_message(real_env, tmp_path):
+    """Random real run 2008: a fallback copy (no ORIGIN_MESSAGE_ID) failed and was sent back with
+    code 36; the broker named the new copy by the fallback copy's own id, the broker recorder did
+    not link it to its message, and check reported GUARD, INV-RETRY-2, INV-OFFSET-3, INV-LIVE-1.
+    Up to three runs: each must hold, one must send a fallback copy back again."""
+    for attempt in range(3):
+        ev, rep = record_exact("interrupted-send-back-twice", tmp_path / str(attempt))
+        assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]
+        if sent_back_again_after_fallback(ev):
+            return
+    pytest.fail("three runs, and no fallback copy was sent back again")
+
+
+def test_the_fallback_copy_sent_back_again_fixture_keeps_its_facts():
+    ev = f.load(EXACT / "interrupted-send-back-twice.jsonl.gz")
+    assert sent_back_again_after_fallback(ev)
+
+
 def paused_facts(ev):
     """Every paused client is resumed before the trace ends: a run is not quiescent while a
     client is frozen, nor while a broadcasting client in its own JVM owes messages (its

@@ -86,6 +86,10 @@ public final class BrokerRecorder {
      * that copy as the trace does (its own offset id).
      */
     private final Map<String, String> originByUniqKey = new HashMap<>();
+    /** Copies stored without ORIGIN_MESSAGE_ID (the fallback send-back's producer copy and what the
+     *  schedule delivers of it), named by their first copy: a code-36 send-back of one of them names
+     *  the copy itself as its origin (SendMessageProcessor: a blank origin becomes the copy's id). */
+    private final Map<String, String> originOfCopy = new java.util.concurrent.ConcurrentHashMap<>();
     /** (origin, reconsume times) -> schedule copies not yet delivered, by msg id. */
     private final Map<String, ArrayDeque<String>> scheduled = new HashMap<>();
     private final Map<RemotingCommand, Object> beforeState = new IdentityHashMap<>();
@@ -222,6 +226,9 @@ public final class BrokerRecorder {
      */
     private String origin(MessageExt m, String topic) {
         String o = m.getProperty(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID);
+        if (o != null && !o.isEmpty() && originOfCopy.containsKey(o)) {
+            return originOfCopy.get(o);
+        }
         if ((o == null || o.isEmpty()) && (topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX)
             || topic.startsWith(MixAll.DLQ_GROUP_TOPIC_PREFIX) || TopicValidator.RMQ_SYS_SCHEDULE_TOPIC.equals(topic))) {
             String uniq = m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
@@ -245,6 +252,11 @@ public final class BrokerRecorder {
             }
         }
         String origin = origin(m, topic);
+        String named = m.getProperty(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID);
+        if ((named == null || named.isEmpty()) && !origin.equals(msgId) && (schedule
+            || topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX) || topic.startsWith(MixAll.DLQ_GROUP_TOPIC_PREFIX))) {
+            originOfCopy.put(msgId, origin);
+        }
         String group = groupOf(schedule ? realTopic : topic);
         if (schedule) {
             int level = Integer.parseInt(m.getProperty(MessageConst.PROPERTY_DELAY_TIME_LEVEL));
