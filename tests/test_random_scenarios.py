@@ -465,3 +465,19 @@ def test_a_message_past_ack_index_never_redelivered_is_lost(tmp_path):
     assert _status(rep)["H-DELIVER-1"] == "violated"
     lost = {f["key"]["msg"] for v in rep.to_dict()["guarantees"] if v["id"] == "H-DELIVER-1" for f in v["listed"]}
     assert lost == {"M2", "M3"}
+
+
+def test_rejudge_reclassifies_a_folder_of_runs_and_refuses_anything_else(tmp_path):
+    """`record --rejudge --out DIR` classifies earlier runs again without recording: the table and
+    the exit code of --random; a folder without runs, or --rejudge with a scenario, is exit 2."""
+    rs = str(ROOT / ".venv" / "bin" / "rocketspec")
+    (tmp_path / "runs" / "seed-7").mkdir(parents=True)
+    (tmp_path / "runs" / "seed-7" / "result.json").write_text(json.dumps(
+        {"seed": 7, "class": "incomplete", "note": "the driver failed", "events": 0, "seconds": 1.0}))
+    r = subprocess.run([rs, "record", "--rejudge", "--out", str(tmp_path / "runs")], capture_output=True, text=True)
+    assert r.returncode == 4, r.stderr
+    assert "| 1 | 0 | 0 | 0 | 0 | 0 | 1 | 0 |" in r.stdout and (tmp_path / "runs" / "table.md").exists()
+    for args, says in ((["--out", str(tmp_path / "none")], "no folder of random runs"),
+                       (["--out", str(tmp_path / "runs"), "--scenario", "real-basic"], "records nothing")):
+        r = subprocess.run([rs, "record", "--rejudge", *args], capture_output=True, text=True)
+        assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr

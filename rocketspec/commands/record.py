@@ -431,6 +431,10 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
                    "findings. Per-run files go to --out DIR/seed-S/. Exit 1 on a false alarm or a missed "
                    "loss, 4 when a run could not finish (docs/recorder.md).")
 @click.option("--small", is_flag=True, help="With --random: small scenarios (one group, fewer clients and messages).")
+@click.option("--rejudge", is_flag=True,
+              help="Record nothing: classify again the random runs an earlier --random wrote under --out DIR "
+                   "(after a change to the spec or the oracle), rewrite their check, oracle and result files, "
+                   "and print the table; exit codes as --random.")
 @click.option("--client", "client", default=None, metavar="CMD",
               help="Run every scenario client as this program (a client under test, e.g. "
                    "build/go-client/rocketspec-go-client), one process per client life, driven through the "
@@ -440,10 +444,14 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
               help=f"The RocketMQ release to run (namesrv, broker, push consumer): {', '.join(releases())} "
                    f"(5.5.0 stands in for 5.5.1, whose jars the registry here lacks). 4.9.8 is built by `make "
                    "rocketmq`; the others are pinned jars from Maven Central, installed by `make rocketmq-jars`.")
-def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small, release, client):
+def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small, release, client, rejudge):
     """Run a scenario on a real in-process RocketMQ (4.9.8 by default; --release) and write the
     recorded trace; or, with --random N, record and judge N random scenarios."""
     check_release(release)
+    if rejudge:
+        if random_runs is not None or scenario_name is not None or client is not None:
+            raise RecordError("--rejudge records nothing: give it only --out DIR (a folder of --random runs)")
+        sys.exit(rejudge_random(out))
     if random_runs is not None:
         if client is not None:
             raise RecordError("--client does not go with --random yet (record one scenario at a time)")
@@ -480,6 +488,22 @@ def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenar
                    err=True)
 
     results = real_random.run_many(recorder, runs, seed, folder, small, timeout_s, progress=progress)
+    table = real_random.render_table(results)
+    (folder / "table.md").write_text(table + "\n")
+    (folder / "summary.json").write_text(json.dumps(real_random.summary(results), indent=1) + "\n")
+    click.echo(table)
+    return real_random.exit_code(results)
+
+
+def rejudge_random(out: str) -> int:
+    """`record --rejudge`: the runs under --out classified again from their files."""
+    from rocketspec.conformance import real_random
+
+    folder = Path(out)
+    runs = sorted(folder.glob("seed-*")) if folder.is_dir() else []
+    if not runs:
+        raise RecordError(f"--out {out}: no folder of random runs here (expected {out}/seed-S/ from --random)")
+    results = real_random.reclassify(folder)
     table = real_random.render_table(results)
     (folder / "table.md").write_text(table + "\n")
     (folder / "summary.json").write_text(json.dumps(real_random.summary(results), indent=1) + "\n")
