@@ -278,3 +278,21 @@ def test_a_first_pull_after_the_next_rebalance_narrowed_the_allocation():
     assert ev["kind"] == "pq_created" and ev["queue"] == 0 and ev.pop("obs") == "sampled"
     got = check_events(enumerate(events, 1), get_profile(P)).findings
     assert "INV-ALLOC-2" in got.counts, got.counts
+
+
+def test_an_orderly_reset_overwritten_by_a_pull_answered_after_it():
+    """Seed 3035. An operator resets orderly GID_r0 to the run's start. MQClientInstance.resetOffset
+    drops and clears (ProcessQueue.clear: msgCount 0) g0c1's queue 0, and 10 s later sets 0; the
+    new ProcessQueue pulls 0..14 and consumes 0..3. The old ProcessQueue's long-polling pull, issued
+    at 15 before the reset, is answered NO_NEW_MSG (next 15) 17.7 s after it was issued, and
+    correctTagsOffset (no dropped check, msgCount 0) moves the store to 15 over 4..14, which the
+    broker commits at the next persist. Seed 220's mechanism (#4206) on an orderly group: here the
+    ProcessQueue's next commit (updateOffset(..., false)) wrote 6 back 3.9 s later. INV-OFFSET-3
+    with that cause; its INV-RETRY-1 and INV-DLQ-1 are seed 209's and seed 2027's findings."""
+    res = _errors("seed-3035-orderly-reset-overwritten")
+    errs = _by_inv(res)
+    assert set(errs) == {"INV-OFFSET-3", "INV-RETRY-1", "INV-DLQ-1"}, res.findings.counts
+    assert len(errs["INV-OFFSET-3"]) == 1, errs["INV-OFFSET-3"]
+    m = errs["INV-OFFSET-3"][0]
+    assert "client offset 15" in m and "correctTagsOffset" in m and "#4206" in m, m
+    assert "orderly ProcessQueue's next commit" in m, m

@@ -115,14 +115,20 @@ def _sampled_store(st, qs, ev, out):
         if s is not None and v < s[0] and not pq.orderly:
             out.report("INV-OFFSET-2", f"client offset moves back from {s[0]} to {v} in a live ProcessQueue "
                        f"(sampled)", key)
-        if not pq.orderly and qs.stale_next.get(cid) == v and (s is None or v > s[0]):
-            # set by a gone ProcessQueue's late answer (correctTagsOffset), not by this one's removeMessage
-            m = client_offset_passes(pq, v, taken=False)
+        late = qs.stale_next.get(cid) == v and (s is None or v > s[0])
+        m = client_offset_passes(pq, v, taken=False) if late else None
+        if late and (m is not None or not pq.orderly):
+            # set by a gone ProcessQueue's late answer (correctTagsOffset), not by this one's
+            # removeMessage; an orderly ProcessQueue's own commit may reach the same value, which
+            # passes nothing unconsumed
             if m is not None:
+                then = ("; the orderly ProcessQueue's next commit writes its own offset back "
+                        "(processConsumeResult: updateOffset(..., false)), a persist before it commits this one"
+                        if pq.orderly else "")
                 out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {m}, still unconsumed in the "
                            f"ProcessQueue or in a listener call; cause: a pull of the ProcessQueue {cid} had before "
                            f"was answered {v} after that one was dropped, and correctTagsOffset (no dropped check) "
-                           f"moved the queue's one offset store there (a reset overwritten by an earlier pull, apache/rocketmq#4206, #4742)", key)
+                           f"moved the queue's one offset store there (a reset overwritten by an earlier pull, apache/rocketmq#4206, #4742){then}", key)
             del qs.stale_next[cid]
             qs.stores[cid] = [v, ev.get("frozen") or False]
             st.sampled_stores.add((key, cid))
