@@ -378,7 +378,7 @@ def _positions(h, local, changes, stored, judged=None) -> list[dict]:
     message traces, which name no consumer): at a settled end, a client's offsets.json written
     after its group's last delivery ended holds its final position per queue; a stored message
     at or above it that the client's subscription matches, stored while the client was in the
-    group, never reached that client."""
+    group, never reached that client. A client that ended the run out of its group is not judged."""
     from rocketspec.spec.filtering import decide, subscription
 
     out = []
@@ -395,18 +395,24 @@ def _positions(h, local, changes, stored, judged=None) -> list[dict]:
             h.notes.append(f"{o.path}: written at {o.written_ms}, not after group {o.group}'s last delivery: its "
                            "positions are not judged")
             continue
-        if judged is not None:
-            judged.append(f"{o.client} ({o.group})")
         mine = [c for c in changes if c.client == o.client and c.group == o.group]
         joined = max((c.ts for c in mine if c.what == "joined"), default=None)
         left = max((c.ts for c in mine if c.what == "left" and (joined is None or c.ts > joined)), default=None)
+        if left is not None:
+            # a consumer shutting down does not drain its queues (the pull callback's consume request
+            # is refused once the consume service is shut down): what is at or above its persisted
+            # position is owed to its next start, not lost
+            h.notes.append(f"{o.path}: {o.client} left group {o.group} at {left} and did not come back: its "
+                           "positions are not judged")
+            continue
+        if judged is not None:
+            judged.append(f"{o.client} ({o.group})")
         for (topic, _broker, qid), pos in o.table.items():
             if topic not in g.subscriptions:
                 continue
             sub = subscription(*g.subscriptions[topic])
             for m in by_queue.get((topic, qid), ()):
-                if m.queue_offset < pos or (joined is not None and m.store_ts < joined) or \
-                        (left is not None and m.store_ts > left):
+                if m.queue_offset < pos or (joined is not None and m.store_ts < joined):
                     continue
                 if decide(sub, m.properties.get("TAGS"), None, m.properties)[1] is False:
                     continue

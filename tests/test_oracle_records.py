@@ -81,3 +81,36 @@ def test_a_broadcasting_send_back_is_no_loss_a_user_sees():
     client: with the oracle holding, the run is a white-box finding, not a false alarm."""
     from rocketspec.conformance.real_random import SEEN_AS
     assert not any("INV-BCAST-1" in invs for invs in SEEN_AS.values())
+
+
+SEED_3041 = Path(__file__).parent / "fixtures" / "real" / "random" / "seed-3041"
+# the clients' offsets.json as the run wrote them (git keeps no modification times): g0c2's at
+# its shutdown, 2.1 s into the run, the others' at the run's end
+WRITTEN_3041 = {"127.0.0.1@g0c1": 1796608011862, "127.0.0.1@g0c2": 1796608001230, "127.0.0.1@g0c3": 1796608012230}
+
+
+def _judge_3041(folder, written):
+    import os
+    for client, ms in written.items():
+        os.utime(folder / "run" / ".rocketmq_offsets" / client / "GID_r0" / "offsets.json", ns=(ms * 10**6,) * 2)
+    sc = json.loads((folder / "scenario.json").read_text())
+    o = oracle_dict(oracle_report(sc, folder / "msgtrace.txt", folder / "run" / "store", 1796607998099, True))
+    return o, next(g for g in o["guarantees"] if g["id"] == "H-DELIVER-1")
+
+
+def test_a_broadcasting_client_that_shut_down_is_owed_what_is_above_its_position(tmp_path):
+    """Random real run 3041 (4.9.8): broadcasting g0c2 was shut down 2.1 s in. Its last pull was
+    answered with TopicR queue 1 offset 18 while its consume service was already shut down
+    (submitConsumeRequestLater refused: RejectedExecutionException), so its offsets.json kept 18.
+    Nothing is lost: the position is the client's own, and its next start would read 18. Judged
+    again from a copy whose files carry later times, the oracle took g0c2's file for a final
+    position and reported H-DELIVER-1; a client that ended the run out of its group is not judged."""
+    folder = tmp_path / "seed-3041"
+    shutil.copytree(SEED_3041, folder)
+    _, v = _judge_3041(folder, WRITTEN_3041)
+    assert v["status"] == "holds"
+    o, v = _judge_3041(folder, dict.fromkeys(WRITTEN_3041, 1796608534411))
+    assert v["status"] == "holds", v["listed"]
+    assert any("127.0.0.1@g0c2 left group GID_r0" in n for n in o["notes"])
+    # the two clients still in the group at the end are judged from their positions
+    assert any("127.0.0.1@g0c1 (GID_r0), 127.0.0.1@g0c3 (GID_r0)" in n for n in v["notes"])
