@@ -296,3 +296,19 @@ def test_an_orderly_reset_overwritten_by_a_pull_answered_after_it():
     m = errs["INV-OFFSET-3"][0]
     assert "client offset 15" in m and "correctTagsOffset" in m and "#4206" in m, m
     assert "orderly ProcessQueue's next commit" in m, m
+
+
+def test_a_broadcasting_client_stopped_before_its_queues_had_an_offset_entry():
+    """Seed 2040. Broadcasting g0c2 (CONSUME_FROM_LAST_OFFSET) starts on all four queues at 0 and
+    shuts down 1.5 s later, having consumed queue 2's offset 0 only; its pulls of queues 0, 1 and 3
+    were still held. LocalFileOffsetStore.persistAll (run by the shutdown) writes only the offset
+    table's entries: queue 2 (1). Restarted 8 s later, it reads -1 for the other three and
+    computePullFromWhere starts them at the queue's end (8, 8, 7): what was stored meanwhile is
+    lost for it. Seed 202's mechanism after a clean shutdown: INV-LOSS-1 naming A-OFFSET-ENTRY,
+    and nothing for queue 2, whose entry was persisted."""
+    res = _errors("seed-2040-broadcast-shutdown-before-entry")
+    errs = _by_inv(res)
+    assert set(errs) == {"INV-LOSS-1"}, res.findings.counts
+    queues = sorted(f.key[3] for f in res.findings.errors)
+    assert queues == [0, 1, 3], queues
+    assert all("before its offset table had an entry" in m for m in errs["INV-LOSS-1"]), errs
