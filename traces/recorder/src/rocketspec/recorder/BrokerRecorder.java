@@ -580,15 +580,42 @@ public final class BrokerRecorder {
         }
     }
 
+    private final ThreadLocal<java.util.concurrent.locks.Lock> heldManagerLock = new ThreadLocal<>();
+
+    /** RebalanceLockManager's lock (its field `lock`), or null where a release has none. */
+    private java.util.concurrent.locks.Lock managerLock() {
+        try {
+            Object l = Reflect.get(bc.getRebalanceLockManager(), "lock");
+            return l instanceof java.util.concurrent.locks.ReentrantLock ? (java.util.concurrent.locks.Lock) l : null;
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** Releases the manager's lock a lock or unlock request took in its before-hook. */
+    private void releaseManagerLock() {
+        java.util.concurrent.locks.Lock l = heldManagerLock.get();
+        if (l != null) {
+            heldManagerLock.remove();
+            l.unlock();
+        }
+    }
+
     @SuppressWarnings("unchecked")
     private Map<String, Map<MessageQueue, Object>> lockTable() {
         return (Map<String, Map<MessageQueue, Object>>) Reflect.get(bc.getRebalanceLockManager(), "mqLockTable");
     }
 
-    /** The lock entries (client, lastUpdate) of the queues, as they are now. */
     /** The lock entries of a lock or unlock request's queues before the broker handles it; the
-     *  after-hook reports what changed against them. */
+     *  after-hook reports what changed against them. The request holds the lock manager's own lock
+     *  from here to its after-hook (ReentrantLock: the manager's tryLockBatch/unlockBatch take it
+     *  again in this thread), so no other lock request runs between the two views. */
     private void rememberLockHolders(RemotingCommand req, String group, Set<MessageQueue> mqs) {
+        java.util.concurrent.locks.Lock l = managerLock();
+        if (l != null) {
+            l.lock();
+            heldManagerLock.set(l);
+        }
         Map<MessageQueue, String> holders = new HashMap<>();
         lockEntries(group, mqs, holders);
         synchronized (beforeState) {
@@ -614,6 +641,7 @@ public final class BrokerRecorder {
     private final class Hook implements RPCHook {
         @Override
         public void doBeforeRequest(String addr, RemotingCommand req) {
+            releaseManagerLock();   // a request of this thread whose after-hook never ran (it threw)
             try {
                 before(addr, req);
             } catch (RuntimeException e) {
@@ -627,6 +655,8 @@ public final class BrokerRecorder {
                 after(addr, req, resp);
             } catch (RuntimeException e) {
                 System.err.println("rocketspec broker hook (after " + req.getCode() + "): " + e);
+            } finally {
+                releaseManagerLock();
             }
         }
     }
