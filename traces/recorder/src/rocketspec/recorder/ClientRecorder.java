@@ -712,7 +712,10 @@ public final class ClientRecorder {
                 ids.add(Ids.msgId(m));
                 origins.add(Ids.originMsgId(m));
                 times.add(m.getReconsumeTimes());
-                consumed.put(m.getCommitLogOffset(), new Object[] {m, mq});
+                // counted: one stored message may be in two calls at once (a dropped ProcessQueue's
+                // and its successor's), and the first to succeed must not forget it for the other
+                consumed.merge(m.getCommitLogOffset(), new Object[] {m, mq, 1},
+                    (was, now) -> new Object[] {m, mq, (Integer) was[2] + 1});
                 String uniq = m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
                 if (uniq != null) {
                     // the origin as it is now: sendMessageBack shares this message's property map
@@ -754,9 +757,10 @@ public final class ClientRecorder {
                 // the acknowledged ones are done; the rest stay known for the send-backs that follow
                 for (int i = 0; i <= ack && i < n; i++) {
                     MessageExt m = ctx.getMsgList().get(i);
-                    consumed.remove(m.getCommitLogOffset());
+                    Object[] left = consumed.computeIfPresent(m.getCommitLogOffset(),
+                        (k, was) -> (Integer) was[2] > 1 ? new Object[] {was[0], was[1], (Integer) was[2] - 1} : null);
                     String uniq = m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
-                    if (uniq != null) {
+                    if (uniq != null && left == null) {
                         consumedByUniqKey.remove(uniq);
                     }
                 }
