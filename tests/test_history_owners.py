@@ -236,3 +236,14 @@ def test_seed_3022_a_reset_back_to_the_original_keeps_the_earlier_lineage():
     h = history(cons + [D(39000, rc=1)], mx=1, disruptions=[Disruption(36932, "rebalanced", "G")])
     h.resets = [Reset(36900, "G")]
     assert status(h) == "violated"
+
+
+def test_seed_4019_a_duplicate_at_the_limit_while_the_members_rebalance_on_a_join():
+    # Random real run 4019 (4.9.8, maxReconsumeTimes 0): a member joins at 959770; for a moment
+    # both members own the message's queue (their views differ until each has rebalanced), and
+    # both hand the original out and fail it, 20 ms apart. Not a chain past the limit
+    joined = [Disruption(959770, "joined", "G")]
+    cons = [D(959798), D(959818)]
+    assert status(history(cons, disruptions=joined)) == "holds"
+    # the same second hand-out long after the change is one
+    assert status(history([D(959798), D(964818)], disruptions=joined)) == "violated"
