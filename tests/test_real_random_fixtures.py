@@ -312,3 +312,13 @@ def test_a_broadcasting_client_stopped_before_its_queues_had_an_offset_entry():
     queues = sorted(f.key[3] for f in res.findings.errors)
     assert queues == [0, 1, 3], queues
     assert all("before its offset table had an entry" in m for m in errs["INV-LOSS-1"]), errs
+
+
+def test_an_orderly_batch_that_never_ran_does_not_block_its_own_client():
+    """Seed 7001: as in seed 1016, g1c1's batch on queue 2 got its before-hook (consume_started)
+    just as its rebalance dropped and removed the ProcessQueue under the consume lock, so the
+    listener was never called and no consume_finished came. When g1c1 got the queue back, its new
+    ProcessQueue's first batch is no second batch beside a running one (INV-ORDER-1, "one consume
+    thread per queue", was a false alarm)."""
+    res = _errors("seed-7001-orderly-batch-never-called-same-client")
+    assert "INV-ORDER-1" not in res.findings.counts, _by_inv(res)

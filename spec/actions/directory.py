@@ -393,6 +393,14 @@ def pq_removed(st, ev, out):
         # dropped check before may still show; it stays known (dropped) until replaced
         pq.status = "dropped"
         pq.removed_ts = ev["ts"]
+        b = qs.busy.get(pq.client)
+        group, _, broker, _ = qs.key
+        if b is not None and pq.orderly and not pq.broadcast and st.profile.orderly_remove_style != "5x" \
+                and pq.client in st.dir.registered.get((broker, group), ()):
+            # 4.9.x removeUnnecessaryMessageQueue removes an orderly ProcessQueue only under its
+            # consume lock, which a listener call holds: the batch begun before is no call (its
+            # ConsumeRequest broke on the dropped flag after the before-hook; no consume_finished)
+            del qs.busy[pq.client]
         return
     if (pq.status, "pq_removed") not in PQ_TABLE:
         out.report("INV-PQ-1", f"ProcessQueue removed in state {pq.status} (must be dropped first)", qs.key)
