@@ -256,6 +256,19 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
     changes, note = read_changes(Path(store_dir).parent)
     h.disruptions = [Disruption(c.ts, c.what, c.group, c.client, f"{c.detail} (client log line {c.line})")
                      for c in changes]
+    # A SIGKILLed client never sends the message-trace records its AsyncTraceDispatcher still
+    # holds: each killed client is "killed" when the broker saw its channel close (the client
+    # log's first "left" of it after the step; at the run's end if none)
+    for s in sc["steps"]:
+        if s.get("action") != "crash":
+            continue
+        cid = f"127.0.0.1@{s['client']}"
+        after = (t0 or 0) + s.get("at_ms", 0)
+        gone = [c.ts for c in changes if c.what == "left" and c.client == cid and c.ts >= after]
+        group = next((st.get("group") for st in sc["steps"] if st.get("client") == s["client"] and st.get("group")), None)
+        h.disruptions.append(Disruption(min(gone) if gone else 2 ** 62, "killed", group, cid,
+                                        "SIGKILL (scenario step)"))
+    h.disruptions.sort(key=lambda d: d.ts)
     if changes:
         h.observes = frozenset(h.observes | {"membership"})
     h.notes.append(note)

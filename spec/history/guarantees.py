@@ -201,6 +201,9 @@ def _deliver_unit(J, m, g, u, match):
     if J.reset_past(g.name, p):
         return ("skipped by an operator reset past it", None)
     who = f"group {g.name}" + (f" consumer {u[1]}" if len(u) > 1 else "")
+    if p.ts is not None and J.killed_after(g.name, p.ts):
+        return ("unobserved: a consumer of the group was killed after it was sent (its unsent trace records are lost)",
+                None)
     if dels:
         last = max(dels, key=_ts)
         mx = max_reconsume(g, J.default_max)

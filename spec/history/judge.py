@@ -180,6 +180,12 @@ class Judge:
 
     # ------------------------------------------------------------ context the rules read
 
+    def killed_after(self, group, ts):
+        """A consumer of `group` killed at or after `ts` (a SIGKILLed client's message-trace records
+        still in its AsyncTraceDispatcher are never sent: what it consumed may show nowhere)."""
+        i = bisect.bisect_left(self.dis, (ts,), key=lambda d: (d.ts,))
+        return any(x.what == "killed" and (x.group is None or x.group == group) for x in self.dis[i:])
+
     def fault_between(self, lo, hi):
         """A fault in [lo, hi]: in the window, or (before it) the latest one if it is late enough."""
         i = bisect.bisect_left(self.dis, (lo,), key=lambda d: (d.ts,))
