@@ -322,3 +322,17 @@ def test_an_orderly_batch_that_never_ran_does_not_block_its_own_client():
     thread per queue", was a false alarm)."""
     res = _errors("seed-7001-orderly-batch-never-called-same-client")
     assert "INV-ORDER-1" not in res.findings.counts, _by_inv(res)
+
+
+def test_a_gone_processqueues_filtered_range_is_owed_to_no_one():
+    """Seed 7048. GID_r2 subscribes `a > 3 AND region = 'eu'` (SQL92). g2c1's ProcessQueues of
+    queues 0-3 were removed while their long-polling pulls were held; g2c1 got the queues back
+    and the old pulls were answered NO_MATCHED_MSG (queue 3: from 4, next 29; offsets 4..28 carry
+    no properties, so the filter rejects them all). correctTagsOffset (DefaultMQPushConsumerImpl,
+    no dropped check) moved g2c1's store to 29, and the new ProcessQueue's first pull carried
+    commit offset 29 before its own answer scanned the range. The broker filters with the group's
+    subscription, not the ProcessQueue's: the commit passed only filtered messages (INV-OFFSET-3
+    x4 was a false alarm)."""
+    res = _errors("seed-7048-gone-pull-filtered-range")
+    assert "INV-OFFSET-3" not in res.findings.counts, _by_inv(res)
+    assert set(res.findings.counts) - {"ANOM-DUP-1"} == set(), res.findings.counts

@@ -30,6 +30,13 @@ def pull_issued(st, ev, out):
             out.report("INV-PQ-1", f"{cid} pulls a queue it has no ProcessQueue for", key)
         # (else: the first pull of a ProcessQueue its recorder's poller never saw: created after
         # the store read and gone before the next poll; its answer is a gone ProcessQueue's)
+        else:
+            # its commit offset still reaches the broker: an orderly first pull re-reads the
+            # store (computePullFromWhereWithException, READ_FROM_STORE puts the value back in
+            # memory) after the rebalance removed the ProcessQueue, then sends what it read
+            co = ev.get("commit_offset")
+            if co is not None and co >= 0:
+                qs.pull_commit[cid] = qs.pull_commit.get(cid, ())[-1:] + (co,)
         return
     if pq.status == "dropped" and not pq.sampled:
         out.report("INV-DROP-1", f"{cid} pulls from a dropped ProcessQueue", key)
@@ -121,6 +128,7 @@ def pull_answered(st, ev, out):
             # message (removed empty, or cleared by a reset), updateOffset(mq, next, true) moves the
             # client's one store for the queue, under whatever the new ProcessQueue holds
             qs.stale_next[cid] = ev["next_offset"]
+            _filtered_for_gone_pull(st, qs, cid, ev)
         return
     pq.pull_id = None
     offsets = ev.get("offsets") or ()
@@ -218,6 +226,25 @@ def pull_answered(st, ev, out):
         pq.pending_upd.append(nxt)
 
 
+def _filtered_for_gone_pull(st, qs, cid, ev) -> None:
+    """The range a gone ProcessQueue's empty answer skipped was scanned and filtered by the
+    broker with the group's subscription, not the ProcessQueue's: the messages in it that the
+    group's filter rejects are owed to no one, whichever ProcessQueue asked. The store this answer
+    moves (correctTagsOffset) may be committed before the new ProcessQueue's own pull scans the
+    range. Only messages the filter surely rejects are credited."""
+    c = st.dir.clients.get(cid)
+    sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
+    if c is None or sq is None:
+        return
+    unit = qs.units.get(cid if c.broadcast else "")
+    if unit is None:
+        return
+    lo, hi = ev["offset"], min(ev["next_offset"], _end(sq))
+    for o in sorted(o for o in sq.msgs if lo <= o < hi):
+        if _broker_rejects(st, cid, qs.key[1], sq.msgs[o]) is True:
+            unit.handle(o)
+
+
 def _retention(st, sq, key, mn, out):
     """The broker's minOffset moved up: messages below it were deleted by retention. Units that
     had not consumed them lose them (ANOM-RETENTION), and nothing below is expected any more."""
@@ -272,7 +299,7 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
         missing = []
         for o in cand:
             m = msgs.get(o)
-            if m is None or _broker_rejects(st, pq, key[1], m) is not False:
+            if m is None or _broker_rejects(st, pq.client, key[1], m) is not False:
                 implied.append(o)
             elif len(missing) < 8:
                 missing.append(o)
@@ -309,13 +336,13 @@ def _check_answer(st, qs, pq, ev, sq, offsets, bf, cf, req, nxt, out):
     return implied
 
 
-def _broker_rejects(st, pq, topic, m):
-    """Whether the broker's filter rejects stored message m for pq's group: True (some
+def _broker_rejects(st, cid, topic, m):
+    """Whether the broker's filter rejects stored message m for client cid's group: True (some
     subscription of the group rejects it: the broker filters with one of them), False (every
     one passes it), None (unknown: no subscription, SQL92 not evaluable)."""
     if topic.startswith(RETRY_PREFIX):
         return False
-    c = st.dir.clients.get(pq.client)
+    c = st.dir.clients.get(cid)
     s = c.subs.get(topic) if c is not None else None
     if s is None:
         return None
