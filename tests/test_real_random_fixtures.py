@@ -336,3 +336,21 @@ def test_a_gone_processqueues_filtered_range_is_owed_to_no_one():
     res = _errors("seed-7048-gone-pull-filtered-range")
     assert "INV-OFFSET-3" not in res.findings.counts, _by_inv(res)
     assert set(res.findings.counts) - {"ANOM-DUP-1"} == set(), res.findings.counts
+
+
+def test_an_unseen_processqueues_first_pull_commit_reaches_the_broker():
+    """Seed 7039. Orderly g1c2's rebalance added queue 4 and was frozen (SIGSTOP) right after;
+    on SIGCONT the ProcessQueue went into the table, the next rebalance (allocation [] while
+    g1c2 was unregistered) dropped and removed it, and the pull thread ran its first pull in
+    between: computePullFromWhereWithException re-read the offset from the broker (offset_read 2,
+    RemoteBrokerOffsetStore READ_FROM_STORE puts it back in memory) and the pull went out carrying
+    commit offset 2 (seq 1086) for a ProcessQueue the recorder's poller never saw. The broker
+    committed 2 from that pull (seq 1091): INV-OFFSET-1 'which carried none' was a false alarm.
+    The two INV-DLQ-1 are the known send-path DELAY finding."""
+    res = _errors("seed-7039-unseen-pq-pull-commit")
+    assert "INV-OFFSET-1" not in res.findings.counts, _by_inv(res)
+    assert set(res.findings.counts) - {"ANOM-DUP-1"} == {"INV-DLQ-1"}, res.findings.counts
+    # the same commit with no pull carrying it is still flagged
+    events = [e for e in _events("seed-7039-unseen-pq-pull-commit") if e["seq"] != 1086]
+    got = check_events(enumerate(events, 1), get_profile(P)).findings
+    assert "INV-OFFSET-1" in got.counts, got.counts
