@@ -24,6 +24,7 @@ from .network import Network
 from .sim import Simulator
 
 QUIESCENCE_CHECK_MS = 1000
+ACTIVE_MS = 10_000          # a listener call this recent at the horizon: the run is still working
 
 
 class Producer:
@@ -412,7 +413,11 @@ class Run:
                 sim.run_until(limit)     # nothing will ever run again: the horizon now
                 break
             sim.run_until(min(limit, max(nxt, sim.now + QUIESCENCE_CHECK_MS)))
-        reason = "duration" if self.waiting() else "horizon"
+        # a listener call in the last ACTIVE_MS: consumers still work on what they hold (an orderly
+        # message suspended and retried, maxReconsumeTimes -1, is handed out again and again), the
+        # run is cut short, not settled
+        active = sim.last_call is not None and sim.now - sim.last_call <= ACTIVE_MS
+        reason = "duration" if self.waiting() or active else "horizon"
         sim.emit("trace_ended", reason=reason)
         return reason
 

@@ -64,6 +64,7 @@ class ConsumeMessageConcurrentlyService:
         for m in msgs:
             m.consume_start_ts = self.sim.now
         cid = c.next_consume_id(mq)
+        c.sim.last_call = c.sim.now
         c.emit_pq("consume_started", mq, consume_id=cid, offsets=[m.offset for m in msgs],
                   msg_ids=[m.msg_id for m in msgs], origin_msg_ids=[m.origin_msg_id for m in msgs],
                   reconsume_list=[m.reconsume_times for m in msgs])
