@@ -498,6 +498,9 @@ public final class Driver {
                 long ms = st.getLongValue("duration_ms");
                 paused.put(client, true);
                 signal(p, "STOP");
+                // the pause's time is taken once every thread of the child has stopped: an event
+                // the child stamped before then has a time no later than the pause's
+                awaitStopped(p, 2000);
                 w.emit(event("client_paused").put("client", clientId(client)).put("group", groupOf.get(client)).put("duration", ms));
                 Thread resume = new Thread(() -> {
                     try {
@@ -584,6 +587,36 @@ public final class Driver {
 
     private static String clientId(String name) {
         return "127.0.0.1@" + name;
+    }
+
+    /** Waits (at most `ms`) until every thread of `p` is stopped (state T in /proc/PID/task/TID/stat). */
+    private static void awaitStopped(Process p, long ms) throws InterruptedException {
+        java.io.File tasks = new java.io.File("/proc/" + p.pid() + "/task");
+        long until = System.currentTimeMillis() + ms;
+        while (System.currentTimeMillis() < until) {
+            String[] tids = tasks.list();
+            if (tids == null) {
+                return;     // no /proc (not Linux) or the process is gone
+            }
+            boolean all = true;
+            for (String tid : tids) {
+                try {
+                    String stat = new String(Files.readAllBytes(Paths.get(tasks.getPath(), tid, "stat")), StandardCharsets.UTF_8);
+                    int close = stat.lastIndexOf(')');   // the command name may hold spaces and ')'
+                    char state = close > 0 && close + 2 < stat.length() ? stat.charAt(close + 2) : '?';
+                    if (state != 'T' && state != 't' && state != 'Z' && state != 'X') {
+                        all = false;
+                        break;
+                    }
+                } catch (IOException gone) {
+                    // a thread that ended meanwhile
+                }
+            }
+            if (all) {
+                return;
+            }
+            Thread.sleep(1);
+        }
     }
 
     private static void signal(Process p, String sig) throws IOException, InterruptedException {
