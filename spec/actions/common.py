@@ -71,3 +71,14 @@ def _duplicate(st, out, key, what):
     st.counts["ANOM-DUP-1"] = st.counts.get("ANOM-DUP-1", 0) + 1
     if out is not None:
         out.example("ANOM-DUP-1", what, key)
+
+
+def _removed_under_consume_lock(st, qs, pq) -> bool:
+    """Whether the client's removal of orderly ProcessQueue `pq` took its consume lock: 4.9.x's
+    removeUnnecessaryMessageQueue removes and unlocks a clustering orderly ProcessQueue only
+    under that lock, which a listener call holds throughout (ConsumeRequest.run re-checks the
+    dropped flag under it after the before-hook, and breaks without calling the listener). Not
+    the shutdown's unlockAllMQ (a client no longer registered), nor 5.x's forced unlock (#7644)."""
+    group, _, broker, _ = qs.key
+    return (pq.orderly and not pq.broadcast and st.profile.orderly_remove_style != "5x"
+            and pq.client in st.dir.registered.get((broker, group), ()))

@@ -10,7 +10,7 @@ from ..assumptions import ref
 from ..invariants import orderly_consumers_at_once
 from .. import limits
 from ..state import M_ID, Busy, OrphanOutcome
-from .common import _client, _duplicate, _pauses_between, _q
+from .common import _client, _duplicate, _pauses_between, _q, _removed_under_consume_lock
 from .locks import holds_lock, lease_live, lock_live
 
 
@@ -21,7 +21,7 @@ def _check_orderly_serial(st, qs, client, ev, out):
     for other, (cid_, since) in orderly_consumers_at_once(qs):
         if other == client or (other, cid_) in qs.overlaps:
             continue
-        if _removed_under_consume_lock(st, qs, other, since):
+        if _never_called(st, qs, other, since):
             del qs.busy[other]
             continue
         qs.overlaps = qs.overlaps | {(other, cid_)}
@@ -31,19 +31,13 @@ def _check_orderly_serial(st, qs, client, ev, out):
                    qs.key)
 
 
-def _removed_under_consume_lock(st, qs, cid, since) -> bool:
+def _never_called(st, qs, cid, since) -> bool:
     """Whether `cid`'s batch begun at `since` is no listener call (any more): its rebalance dropped
-    the ProcessQueue, then removed it or released the queue. 4.9.x's removeUnnecessaryMessageQueue
-    removes and unlocks only under the ProcessQueue's consume lock, which a listener call holds
-    throughout, and ConsumeRequest.run re-checks the dropped flag under that lock after the
-    before-hook (the batch's consume_started) and breaks without calling the listener or the
-    after-hook (no consume_finished follows). Not the shutdown's unlockAllMQ (a client still
-    holding its queues, unregistered), nor 5.x's forced unlock (#7644): no consume lock there."""
+    the ProcessQueue, then removed it or released the queue after the batch began, under the
+    consume lock (common._removed_under_consume_lock)."""
     r = qs.released
     pq = qs.pqs.get(cid)
-    group, _, broker, _ = qs.key
-    if pq is None or pq.status != "dropped" or st.profile.orderly_remove_style == "5x" \
-            or cid not in st.dir.registered.get((broker, group), ()):
+    if pq is None or pq.status != "dropped" or not _removed_under_consume_lock(st, qs, pq):
         return False
     return (r is not None and r.client == cid and r.ts >= since) or \
         (pq.removed_ts is not None and pq.removed_ts >= since)

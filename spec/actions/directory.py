@@ -9,7 +9,7 @@ from .. import limits
 from ..pending import retries_in_flight, unconsumed
 from ..lifecycles import PQ_TABLE
 from ..state import PQ, Client, Progress, View
-from .common import _client, _end, _q, _skip_to
+from .common import _client, _end, _q, _removed_under_consume_lock, _skip_to
 from .locks import holds_lock
 from .consume import _settle
 from .offsets import _committed_for, _pull_from_where, _set_committed
@@ -393,13 +393,9 @@ def pq_removed(st, ev, out):
         # dropped check before may still show; it stays known (dropped) until replaced
         pq.status = "dropped"
         pq.removed_ts = ev["ts"]
-        b = qs.busy.get(pq.client)
-        group, _, broker, _ = qs.key
-        if b is not None and pq.orderly and not pq.broadcast and st.profile.orderly_remove_style != "5x" \
-                and pq.client in st.dir.registered.get((broker, group), ()):
-            # 4.9.x removeUnnecessaryMessageQueue removes an orderly ProcessQueue only under its
-            # consume lock, which a listener call holds: the batch begun before is no call (its
-            # ConsumeRequest broke on the dropped flag after the before-hook; no consume_finished)
+        if pq.client in qs.busy and _removed_under_consume_lock(st, qs, pq):
+            # the batch begun before is no call: its ConsumeRequest broke on the dropped flag
+            # after the before-hook (no consume_finished)
             del qs.busy[pq.client]
         return
     if (pq.status, "pq_removed") not in PQ_TABLE:
