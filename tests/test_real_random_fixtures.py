@@ -376,3 +376,33 @@ def test_an_order_broken_across_consumers_is_explained_by_two_consumers_in_the_q
     held = {"complete": True, "guarantees": [{"id": g, "status": "holds" if s == "violated" else s}
                                              for g, s in status.items()]}
     assert classify({"INV-ORDER-1": 1}, held) == ("finding", ["INV-ORDER-1"])
+
+
+def test_a_known_upstream_bugs_repaired_window_is_a_finding_not_a_false_alarm():
+    """Seed 6079. An operator reset of orderly GID_r0 drops g0c1's queue 0 ProcessQueue; its
+    long-polling pull, issued at 21 before the reset, is answered NO_NEW_MSG (next 21) 3.1 s after
+    the drop, and correctTagsOffset (no dropped check) moves the store to 21 while the new
+    ProcessQueue is at offset 8; the broker commits 21 at the next persist, and the ProcessQueue's
+    next commit writes 9 back 1 s later (#4206 on an orderly group, as seed 3035). No crash and no
+    move of the queue followed, so RocketMQ's message traces show every message consumed
+    (H-DELIVER-1 holds). Check saw a real window the black box cannot: a finding. Its H-RETRY-3
+    is 4.9.8's orderly dead letter through the schedule (INV-DLQ-1). Statuses are the run's own."""
+    import json
+
+    from rocketspec.conformance.real_random import classify, unseen_invariants
+    name = "seed-6079-orderly-reset-overwritten-oracle-held"
+    res = check_trace(str(HERE / f"{name}.jsonl.gz"), P, max_listed=1000)
+    errs = _by_inv(res)
+    assert set(errs) == {"INV-OFFSET-3", "INV-DLQ-1"}, res.findings.counts
+    assert len(errs["INV-OFFSET-3"]) == 3 and all("#4206" in m for m in errs["INV-OFFSET-3"]), errs["INV-OFFSET-3"]
+    check_json = res.to_dict()
+    check_ids = {k: v for k, v in check_json["counts"].items() if k in errs}
+    status = {"H-DELIVER-1": "holds", "H-RETRY-1": "holds", "H-RETRY-2": "skipped", "H-RETRY-3": "violated",
+              "H-ORDER-1": "skipped", "H-ORDER-2": "holds", "H-DUP-1": "skipped"}
+    oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    sc = json.loads((HERE / f"{name}.scenario.json").read_text())
+    assert classify(check_ids, oracle, unseen_invariants(check_json, sc, oracle)) == ("finding", ["INV-OFFSET-3"])
+    # the same offset error with no upstream cause named stays a false alarm
+    plain = {**check_json, "violations": [{**v, "message": v["message"].split("cause:")[0]}
+                                          for v in check_json["violations"]]}
+    assert classify(check_ids, oracle, unseen_invariants(plain, sc, oracle)) == ("false alarm", ["INV-OFFSET-3"])
