@@ -114,3 +114,22 @@ def test_a_broadcasting_client_that_shut_down_is_owed_what_is_above_its_position
     assert any("127.0.0.1@g0c2 left group GID_r0" in n for n in o["notes"])
     # the two clients still in the group at the end are judged from their positions
     assert any("127.0.0.1@g0c1 (GID_r0), 127.0.0.1@g0c3 (GID_r0)" in n for n in v["notes"])
+
+
+SEED_6034 = Path(__file__).parent / "fixtures" / "real" / "random" / "seed-6034"
+
+
+def test_seed_6034_a_resumed_members_stale_delivery_is_excused_by_its_return():
+    """Random real run 6034 (real 4.9.8): GID_r0 (maxReconsumeTimes 0). g0c1 was stopped (SIGSTOP)
+    for 8.7 s; the broker closed its idle channel and g0c2 took its queues, failed message ...0075
+    and dead-lettered it. g0c1 resumed, and 4 ms later handed out the same original, which a pull
+    of its stale ProcessQueue had brought in, before its heartbeat made it a member again and the
+    group rebalanced (its return is in the client log just after). A rebalance duplicate, not a
+    retry past the limit: the membership change after the copy excuses it as one before does."""
+    sc = json.loads((SEED_6034 / "scenario.json").read_text())
+    o = oracle_dict(oracle_report(sc, SEED_6034 / "msgtrace.txt", SEED_6034 / "run" / "store", 1796609854078, True))
+    st = {g["id"]: g["status"] for g in o["guarantees"]}
+    assert st["H-RETRY-1"] == "holds", [g for g in o["guarantees"] if g["id"] == "H-RETRY-1"]
+    assert st["H-DELIVER-1"] == "holds"
+    ret = next(g for g in o["guarantees"] if g["id"] == "H-RETRY-1")
+    assert ret["counts"].get("delivered again after its dead letter, the queue having changed hands") == 1, ret["counts"]

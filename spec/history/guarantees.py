@@ -267,7 +267,12 @@ def retry_limit(J, m, out: Outcome) -> None:
 # a copy handed out within this long after a change may be the other owner's duplicate, even
 # when the change came before the copy's first hand-out (random real run 4019: a member joined,
 # and both members handed out the same original 50 ms apart). It also covers the client log's
-# clock placement (conformance.client_log).
+# clock placement (conformance.client_log). The window reaches after the copy too: a member that
+# lost its channel (paused, or cut off) and comes back hands out what its stale ProcessQueues hold
+# before its heartbeat makes it a member again and the group rebalances (random real run 6034: a
+# client resumed after 8.7 s delivered a message its held pull had brought in, 4 ms after the
+# resume and 14 ms before the broker registered it again, after the queue's new owner had
+# dead-lettered it).
 REBALANCE_SETTLE_MS = 1000
 
 
@@ -293,7 +298,8 @@ def _concurrent_chain(J, group, mx, dels, out):
         if again and k == mx and fails[k] >= copies:
             since = min(seen)
             if c.ts is None or not (J.membership_between(group, since, c.ts)
-                                    or J.membership_between(group, c.ts - REBALANCE_SETTLE_MS, c.ts)
+                                    or J.membership_between(group, c.ts - REBALANCE_SETTLE_MS,
+                                                            c.ts + REBALANCE_SETTLE_MS)
                                     or J.reset_between(group, since, c.ts, c) is not None):
                 return HFinding(
                     "H-RETRY-1", f"message {c.id} was delivered to group {group} at ts {c.ts} with reconsume_times {k} "
