@@ -18,6 +18,8 @@ SCHEMA_FILE = "schema_v2.json"
 ENVELOPE = ("seq", "ts", "kind")
 ENVELOPE_OPTIONAL = ("obs",)        # v2: how the recorder knows the event (exact | sampled | inferred)
 OBS_VALUES = ("exact", "sampled", "inferred")
+# trace_started.observed (v2, optional): the sides a trace observed; absent means all of them
+OBSERVED_SIDES = ("broker", "client_reports", "client_internals")
 
 
 @lru_cache(maxsize=1)
@@ -118,7 +120,7 @@ def validate_event(event) -> str | None:
     if obs is not None and obs not in OBS_VALUES:
         return f"{kind}: field 'obs' must be one of {', '.join(OBS_VALUES)}, got {brief(obs)}"
     if kind == "trace_started":
-        return version_problem(event["schema_version"])
+        return version_problem(event["schema_version"]) or observed_problem(event.get("observed"))
     return None
 
 
@@ -129,6 +131,14 @@ def version_problem(version) -> str | None:
     known = ", ".join(map(str, SUPPORTED_VERSIONS))
     return (f"trace_started: schema_version {brief(version)} is not supported; this rocketspec reads "
             f"schema version{'s' if len(SUPPORTED_VERSIONS) > 1 else ''} {known}")
+
+
+def observed_problem(observed) -> str | None:
+    """None if a trace_started `observed` is absent or a valid list of sides, else what was expected."""
+    if observed is None or (0 < len(observed) == len(set(observed)) and all(x in OBSERVED_SIDES for x in observed)):
+        return None
+    return (f"trace_started: field 'observed' must be a non-empty list of distinct sides, each one of "
+            f"{', '.join(OBSERVED_SIDES)}, got {brief(observed)}")
 
 
 def markdown() -> str:
