@@ -220,7 +220,13 @@ def allocation_computed(st, ev, out):
         v.alloc[cid] = alloc
         if ev["strategy"] in TOTAL_STRATEGIES and set(v.alloc) >= set(cids) and len(v.owner) != len(mqset):
             missing = sorted(mqset - set(v.owner))
-            out.report("INV-OWNER-1", f"every client of the view reported and queues {missing} have no owner", vkey)
+            twice = sorted({x for x in cids if cids.count(x) > 1})
+            cause = (f"; cause: the view names {', '.join(twice)} more than once, and each member takes its first "
+                     "index: the broker lists one client id per channel (ConsumerGroupInfo.getAllClientId), and a "
+                     "heartbeat handled after its channel's close event registers the closed channel again "
+                     "(updateChannel checks no liveness), listed until the 120 s expiry scan" if twice else "")
+            out.report("INV-OWNER-1", f"every client of the view reported and queues {missing} have no owner{cause}",
+                       vkey)
     old = st.dir.alloc.get((cid, topic))
     if old is not None and old != alloc:
         st.dir.alloc_prev[(cid, topic)] = old
