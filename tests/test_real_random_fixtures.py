@@ -406,3 +406,20 @@ def test_a_known_upstream_bugs_repaired_window_is_a_finding_not_a_false_alarm():
     plain = {**check_json, "violations": [{**v, "message": v["message"].split("cause:")[0]}
                                           for v in check_json["violations"]]}
     assert classify(check_ids, oracle, unseen_invariants(plain, sc, oracle)) == ("false alarm", ["INV-OFFSET-3"])
+
+
+def test_a_dead_channel_registered_again_leaves_a_queue_without_owner():
+    """Seed 6060. g2c1 of GID_r2 (AVG, 2 queues) was stopped 5.4 s. On its resume the broker handled
+    its channel's close (rocketmq_client.log 02:28:26,207 'remove not active channel[... 0xc203d0d1
+    !...]') and, 1 ms later, a heartbeat read from that channel before the close: 'new consumer
+    connected ... 0xc203d0d1 !' (ConsumerGroupInfo.updateChannel puts the channel with no liveness
+    check). Its new channel registered too, so getAllClientId listed g2c1 twice until the 120 s
+    expiry scan (ConsumerManager CHANNEL_EXPIRED_TIMEOUT). Every member computed AVG on
+    [g2c1, g2c1, g2c2, g2c3]: g2c1 took index 0 (queue 0), and queue 1, at index 1, had no owner
+    for the run's last 26 s. A real liveness gap the message traces cannot show: INV-OWNER-1 names
+    the duplicate as its cause."""
+    res = _errors("seed-6060-dead-channel-registered-again")
+    errs = _by_inv(res)
+    assert set(errs) == {"INV-OWNER-1"}, res.findings.counts
+    assert all("have no owner" in m and "names 127.0.0.1@g2c1 more than once" in m for m in errs["INV-OWNER-1"]), \
+        errs["INV-OWNER-1"][0]
