@@ -18,6 +18,7 @@ from functools import lru_cache
 from ..traces.io import TraceInputError, out_of_order, read_events
 from ..traces.schema import validate_event
 from . import invariants as _inv
+from . import observation
 from .actions import HANDLERS, JUDGED_ENDS, MECHANISMS
 from .limits import BadConfig
 from rocketspec.rocketmq.profiles import Profile, UnknownProfile, get_profile
@@ -77,8 +78,13 @@ class Findings:
         self.warn_examples = warn_examples
         self.ev = None
         self.line = None
+        self.level = observation.WHOLE      # the trace's observation level, set at its trace_started
+        self.unjudged: dict[str, int] = {}  # findings of rules the level cannot judge, not reported
 
     def report(self, inv: str, message: str, key=None, state=LIVE) -> None:
+        if inv in self.level.not_judged:
+            self.unjudged[inv] = self.unjudged.get(inv, 0) + 1
+            return
         sev = _inv.severity(inv)
         self.counts[inv] = self.counts.get(inv, 0) + 1
         if sev == "error":
@@ -95,6 +101,8 @@ class Findings:
 
     def example(self, inv: str, message: str, key=None, state=LIVE) -> None:
         """Keep an example of a warning counted elsewhere (st.counts), up to `warn_examples`."""
+        if inv in self.level.not_judged:
+            return
         if sum(1 for w in self.warnings if w.inv == inv) >= self.warn_examples:
             return
         ev = self.ev
@@ -136,6 +144,15 @@ class Report:
         return self.findings.error_count == 0
 
     @property
+    def level(self) -> observation.Level:
+        return self.findings.level
+
+    @property
+    def nothing_judged(self) -> bool:
+        """The trace's observation level leaves no rule to judge: its verdict is incomplete."""
+        return not self.level.judged
+
+    @property
     def liveness_not_judged(self) -> str | None:
         """Why the end-of-trace invariants (form "end": liveness) were not judged, or None when
         they were. They are judged only at a trace_ended that says nothing is left to do; a trace
@@ -157,7 +174,7 @@ class Report:
                 "counts": dict(sorted(f.counts.items())),
                 "violations": [e.to_dict() for e in f.errors],
                 "warnings": [w.to_dict() for w in f.warnings],
-                "seconds": round(self.seconds, 3), "live_keys": self.live_keys}
+                "seconds": round(self.seconds, 3), "live_keys": self.live_keys, **self.level.to_dict()}
 
 
 def prune(st: SpecState) -> None:
@@ -217,6 +234,8 @@ def check_events(events, profile: Profile, path: str = "<events>", max_listed: i
             last_seq, last_ts = seq, ts
         out.ev = ev
         out.line = line
+        if not n and ev["kind"] == "trace_started":
+            out.level = observation.level(observation.declared(ev))
         try:
             handlers[ev["kind"]](st, ev, out)
         except BadConfig as exc:
@@ -229,7 +248,10 @@ def check_events(events, profile: Profile, path: str = "<events>", max_listed: i
     rep.live_keys = {"queues": len(st.queues), "stored_queues": len(st.stored), "chains": len(st.chains),
                      "views": len(st.views), "messages_kept": sum(len(s.msgs) for s in st.stored.values())}
     for k, v in st.counts.items():
-        out.counts[k] = out.counts.get(k, 0) + v
+        if k in out.level.not_judged:
+            out.unjudged[k] = out.unjudged.get(k, 0) + v
+        else:
+            out.counts[k] = out.counts.get(k, 0) + v
     return rep
 
 
