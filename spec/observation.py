@@ -163,7 +163,8 @@ class Level:
     def why(self, rule: str) -> str:
         lacks = self.not_judged[rule]
         kinds = [k for k in NEEDS[rule] if kind_side(k) in lacks]
-        return f"needs {', '.join(lacks)} ({', '.join(kinds)}), not observed"
+        shown = ", ".join(kinds[:4]) + (f" and {len(kinds) - 4} more" if len(kinds) > 4 else "")
+        return f"needs {' and '.join(lacks)} ({shown}), not observed"
 
     def to_dict(self) -> dict:
         return {"observed": [s for s in OBSERVED_SIDES if s in self.observed],

@@ -1,7 +1,9 @@
 """`rocketspec check PATH [--profile P] [--json]`: validate a trace against the spec.
 
-Exit codes: 0 the trace holds (warnings allowed), 1 a violation, 2 bad input (malformed line,
-missing field, unknown event kind, events out of order, unknown profile, missing file).
+Exit codes: 0 the trace holds (warnings allowed) on the rules its observation level lets the spec
+judge, 1 a violation, 2 bad input (malformed line, missing field, unknown event kind, events out of
+order, unknown profile, missing file), 4 incomplete: the trace's observation level
+(trace_started.observed) leaves no rule to judge.
 """
 from __future__ import annotations
 
@@ -54,8 +56,13 @@ def check(path, profile, as_json, max_violations, quiet, verbose, end_required):
     horizon) is judged for safety only: liveness (INV-LIVE-1) is judged at the end, and the
     verdict says it was not; --require-end makes a missing trace_ended an error, for CI.
 
+    A trace whose trace_started declares what it observed (`observed`: broker, client_reports,
+    client_internals; docs/emitter.md) is judged only on the rules whose events that level holds;
+    the report lists the rules judged and each one not judged with the side it lacks. A level that
+    leaves no rule to judge is incomplete (exit 4).
+
     Progress is shown on standard error when it is a terminal. Exit 0 when it holds, 1 on a
-    violation, 2 on bad input."""
+    violation, 2 on bad input, 4 when nothing could be judged."""
     from rocketspec import jsonout
     from rocketspec.commands.options import progress_bar, progress_shown
     from rocketspec.spec.replay import check_trace
@@ -87,5 +94,5 @@ def check(path, profile, as_json, max_violations, quiet, verbose, end_required):
         sys.stdout.write(jsonout.dumps(rep.to_dict(), non_str_keys=True) + "\n")
     else:
         click.echo(render_text(rep, verbose=verbose))
-    sys.exit(0 if rep.ok else 1)
+    sys.exit(1 if not rep.ok else 4 if rep.nothing_judged else 0)
 

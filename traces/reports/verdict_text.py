@@ -22,8 +22,36 @@ def scope_clause(rep) -> str:
     return f" (safety only: {why}, so liveness ({', '.join(liveness_ids())}) was not judged)"
 
 
+def level_clause(rep) -> str:
+    """" (observed ...: N of M rules judged)" when the trace's observation level leaves rules
+    unjudged (spec/observation.py), else ""."""
+    lv = getattr(rep, "level", None)
+    if lv is None or lv.whole:
+        return ""
+    d = lv.to_dict()
+    return (f" (observed {', '.join(d['observed'])}: {len(d['rules_judged'])} of "
+            f"{len(d['rules_judged']) + len(d['rules_not_judged'])} rules judged)")
+
+
 def verdict_word(rep) -> str:
-    return ("HOLDS" if rep.ok else "VIOLATED") + scope_clause(rep)
+    word = "HOLDS" if rep.ok else "VIOLATED"
+    if rep.ok and getattr(rep, "nothing_judged", False):
+        word = "INCOMPLETE"
+    return word + scope_clause(rep) + level_clause(rep)
+
+
+def level_lines(rep) -> list[str]:
+    """The rules the trace's observation level judged, and each it could not with the side it lacks."""
+    lv = getattr(rep, "level", None)
+    if lv is None or lv.whole:
+        return []
+    d = lv.to_dict()
+    out = ["", f"  observation level: {', '.join(d['observed'])} (as the trace declares it)",
+           f"  rules judged ({len(d['rules_judged'])}): {', '.join(d['rules_judged']) or 'none'}",
+           f"  rules not judged ({len(d['rules_not_judged'])}):"]
+    for r in d["rules_not_judged"]:
+        out.append(f"    {r['rule']}: {r['why']}")
+    return out
 
 
 def bug_profiles(scenario: str | None) -> dict[str, str]:
@@ -81,6 +109,7 @@ def render_text(rep, verbose: bool = False) -> str:
     hint = bug_profile_hint(rep)
     if hint:
         out.append(f"  {hint}")
+    out.extend(level_lines(rep))
     for v in d["violations"]:
         key = v["key"]
         keys = ", ".join(f"{k}={val}" for k, val in key.items()) if key else "-"
