@@ -423,3 +423,21 @@ def test_a_dead_channel_registered_again_leaves_a_queue_without_owner():
     assert set(errs) == {"INV-OWNER-1"}, res.findings.counts
     assert all("have no owner" in m and "names 127.0.0.1@g2c1 more than once" in m for m in errs["INV-OWNER-1"]), \
         errs["INV-OWNER-1"][0]
+
+
+def test_a_random_run_on_5x_is_checked_under_its_own_release_profile(tmp_path):
+    """`record --random --release 5.5.0` judged every run's trace under the 4.9.8 profile: 5.5.0's
+    server-side reset (PullMessageProcessor answers the first pull after a reset OFFSET_ILLEGAL
+    with the reset offset, queryThenEraseResetOffset) read as a wrong OFFSET_ILLEGAL answer,
+    INV-PULL-2 (random 5.5.0 run 10004). The run's check uses the profile its trace names."""
+    import gzip
+    import shutil
+
+    from rocketspec.conformance.real_random import _check
+    src = Path(__file__).parent / "fixtures" / "real" / "5x" / "real-reset-mid-5.5.0.jsonl.gz"
+    trace = tmp_path / "trace.jsonl"
+    with gzip.open(src, "rb") as fh, trace.open("wb") as out:
+        shutil.copyfileobj(fh, out)
+    assert "INV-PULL-2" in check_trace(str(src), P).findings.counts     # the 4.9.8 reading
+    ids, rep = _check(trace)
+    assert rep["verdict"] != "refused" and ids == {}, ids
