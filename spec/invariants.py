@@ -395,6 +395,81 @@ CATALOGUE: tuple[Invariant, ...] = (
         "The broker accepted a send-back and stored nothing because retryQueueNums <= 0.",
         "consumerSendMsgBack returns SUCCESS without storing.", "", "warning", True, "step",
         "retry chain"),
+    # ------------------------------------------------------------------ POP (RocketMQ 5.x; docs/pop.md)
+    Invariant(
+        "INV-POP-HANDLE-1", "A message is held by at most one valid handle",
+        "While a handle of a message copy is valid (current, and before its deadline pop time + "
+        "invisible time), the copy is not handed out under another handle and revive does not put "
+        "it back; a copy is revived at most once.",
+        "PopMessageProcessor hides a popped message until its checkpoint's revive time; "
+        "PopReviveService revives a checkpoint only past that time, and a change of invisible time "
+        "acks the old checkpoint as it writes the new one (ChangeInvisibleTimeProcessor).",
+        "", "error", False, "step", "queue",
+        "#7724, #10276 (RocksDB: a new checkpoint and an old ack share a key), #9956.",
+        ("G-NO-DUP-WITHOUT-CAUSE",)),
+    Invariant(
+        "INV-POP-ACK-1", "An acked message is never delivered again",
+        "Once a copy is acked under its current handle it is not revived, not dead-lettered and "
+        "not handed out again.",
+        "AckMessageProcessor writes an ack the revive service matches to the checkpoint (by pop "
+        "time) before the deadline passes; ackOrderly moves the orderly consume offset.",
+        "An ack the broker answered without effect (result stale or rejected) does not count: the "
+        "message comes back, which is at-least-once.", "error", False, "step", "queue",
+        "#7724 (an acked message revived and delivered twice).",
+        ("G-NO-DUP-WITHOUT-CAUSE",)),
+    Invariant(
+        "INV-POP-LOSS-1", "No loss through revive",
+        "Every popped message ends acked, revived into the retry topic, or dead-lettered: revive "
+        "never gives up on a message (outcome dropped), and a POP consumer acks a failed message "
+        "as past its retries only at its maxReconsumeTimes.",
+        "PopReviveService re-puts a checkpoint whose revive failed (rePutCK, with backoff); "
+        "ConsumeMessagePopConcurrentlyService acks a failed message only at the limit "
+        "(checkNeedAckOrDelay).",
+        "", "error", False, "step", "queue",
+        "#7914, #10985 (a failed read still commits the revive offset), #10276.",
+        ("G-DELIVER",)),
+    Invariant(
+        "INV-POP-DLQ-1", "The retry count leads to the DLQ at the limit",
+        "A revived copy counts exactly one more reconsumption than the copy it revives (the same "
+        "after a suspend), and a message goes to %DLQ%<group> only once its reconsume count "
+        "reaches the limit (the proxy: reconsumeTimes >= maxAttempts, retryMaxTimes + 1).",
+        "PopReviveService.reviveRetry sets reconsumeTimes + 1 (unless the checkpoint is a "
+        "suspend's); the proxy's PopMessageResultFilterImpl answers TO_DLQ at maxAttempts.",
+        "", "error", False, "step", "queue",
+        "#8332 (maxReconsumeTimes 0 ignored).",
+        ("G-RETRY-LIMIT", "G-DLQ")),
+    Invariant(
+        "INV-POP-ORDER-1", "Orderly POP delivers a queue in order, one attempt at a time",
+        "An orderly queue is handed out by one attempt at a time: no new attempt while an offset "
+        "of the last one is neither acked nor visible again, unless it carries the same attempt "
+        "id; a new attempt starts at the first offset the last one left un-acked; within an "
+        "attempt offsets ascend.",
+        "ConsumerOrderInfoManager (QueueLevelConsumerManager.OrderInfo.needBlock, getNextOffset, "
+        "commitAndNext) and PopMessageProcessor.popMsgFromQueue's checkBlock.",
+        "", "error", False, "step", "queue",
+        "#10827 (the head blocked up to the invisible time).",
+        ("G-ORDER", "G-ORDER-EXCLUSIVE")),
+    Invariant(
+        "INV-POP-STALE-1", "Stale handles are rejected",
+        "An ack or a change of invisible time takes effect only with the message's current handle "
+        "(the pop time of its live checkpoint, or of the orderly queue's attempt); with any other "
+        "handle the broker answers without effect or refuses.",
+        "The broker matches an ack to its checkpoint by pop time (PopMessageProcessor.genAckUniqueId, "
+        "PopReviveService), and ackOrderly's commitAndNext ignores another pop time (-2).",
+        "", "error", False, "step", "queue",
+        "#10276 (an old ack deletes a new checkpoint), #9956.",
+        ("G-DELIVER",)),
+    Invariant(
+        "INV-POP-LIVE-1", "An un-acked message comes back after its invisible time",
+        "When the trace ends quiescent (or at a settled horizon), no popped message is still held "
+        "un-acked, and no revived copy waits undelivered while a consumer of its group is alive: "
+        "past its deadline every un-acked message was revived (or, orderly, handed out again).",
+        "PopReviveService scans the revive log every reviveInterval and revives a checkpoint "
+        "ackTimeInterval + 1 s after its deadline; an orderly queue unblocks at the deadline.",
+        "Fairness: as INV-LIVE-1 (nothing left to do, or nothing left waiting on the clock).",
+        "error", False, "end", "queue",
+        "#7914, #10985, #10827.",
+        ("G-DELIVER",)),
 )
 
 BY_ID: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}

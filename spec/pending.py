@@ -31,7 +31,8 @@ def unconsumed(st):
     offset in [stored.min, stored.next)."""
     units_by_topic: dict[str, list] = {}
     for c in st.dir.clients.values():
-        if _alive(c):
+        # a POP consumer owes no queue: the broker keeps its position (INV-POP-LIVE-1 judges it)
+        if _alive(c) and (c.config or {}).get("message_request_mode") != "POP":
             # a clustering consumer also consumes its group's retry topic, subscribed or not in its
             # client_started (RebalancePushImpl/copySubscription subscribe %RETRY%<group> with "*")
             topics = set(c.subs) | (set() if c.broadcast else {RETRY_PREFIX + c.group})

@@ -380,7 +380,7 @@ class SpecState:
     """The whole spec state. Mutated in place by `spec.actions.step`; copy with `copy_state`."""
 
     __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done",
-                 "sampled_stores")
+                 "sampled_stores", "pop")
 
     def __init__(self, profile: Profile):
         self.profile = profile
@@ -393,6 +393,7 @@ class SpecState:
         self.counts: dict[str, int] = {}
         self.sched_done: dict[str, ScheduleDone] = {}   # schedule copy id -> its delivery
         self.sampled_stores: set = set()         # (queue key, client) whose offset store a recorder polls
+        self.pop: dict = {}                      # (group, stored topic, broker, queue) -> spec.pop_state.PopQueue
 
 
 def copy_state(state: SpecState) -> SpecState:

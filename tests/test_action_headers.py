@@ -7,7 +7,7 @@ from pathlib import Path
 from rocketspec.spec.actions import HANDLERS
 from rocketspec.traces.kinds import KINDS
 
-MODULES = {"directory", "pull", "consume", "offsets", "retry", "locks"}
+MODULES = {"directory", "pull", "consume", "offsets", "retry", "locks", "pop"}
 
 
 def test_every_action_header_names_the_registry_mechanism_and_actor():

@@ -323,6 +323,71 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     _k("lease_expired", "ProcessQueue.isLockExpired", "queue", "client",
        lane="lease_end", unit="sliced", renumber="plain", history=None, scripts=True,
        sentence=lambda e: f"{_g(e, 'client')} finds its lease of {qname(e)} expired: it stops consuming it"),
+    # POP (schema v3): one message copy is (group, stored topic, broker, queue, offset); docs/pop.md
+    _k("assignment_answered", "QueryAssignmentProcessor.queryAssignment (allocate4Pop)", "directory", "broker",
+       lane="none", unit="directory", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'broker')} tells {_g(e, 'client')} to {str(_g(e, 'mode')).lower()} "
+                          f"{_queues(e.get('allocated'))} of {_g(e, 'topic')}"),
+    _k("pop_requested", "DefaultMQPushConsumerImpl.popMessage / SimpleConsumer.receive (POP_MESSAGE)", "none", "client",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'client')} pops up to {_g(e, 'max_nums')} messages of "
+                          + (f"{e.get('topic')}/{e.get('broker')} (any queue)" if e.get("queue") == -1 else qname(e))
+                          + f" hidden for {_g(e, 'invisible_time')} ms (pop #{_g(e, 'pop_id')}"
+                          + (f", orderly attempt {e['attempt_id']}" if e.get("attempt_id") else
+                             ", orderly" if e.get("order") else "") + ")"),
+    _k("message_popped", "PopMessageProcessor.popMsgFromQueue", "queue", "broker",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'broker')} hands {_g(e, 'msg_id')} ({qname(e)} offset {_g(e, 'offset')}) to "
+                          f"{_g(e, 'client')}, hidden until "
+                          + (secs(e["pop_time"] + e["invisible_time"]) if isinstance(e.get("pop_time"), int)
+                             and isinstance(e.get("invisible_time"), int) else "?")
+                          + (f" (reconsumed {e['reconsume_times']} times)" if e.get("reconsume_times") else "")),
+    _k("pop_answered", "PopMessageProcessor.processRequest (answer)", "none", "broker",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"pop #{_g(e, 'pop_id')} of {_g(e, 'client')} answered {_g(e, 'status')}"
+                          + (f" with {e['count']} messages" if e.get("count") is not None else "")
+                          + (f" ({e['reason']})" if e.get("reason") else "")),
+    _k("pop_checkpoint_written", "PopMessageProcessor.appendCheckPoint / PopBufferMergeService / PopConsumerService",
+       "queue", "broker",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'broker')} records a checkpoint of {qname(e)} offsets {offs(e.get('offsets'))}: "
+                          f"revive at "
+                          + (secs(e["pop_time"] + e["invisible_time"]) if isinstance(e.get("pop_time"), int)
+                             and isinstance(e.get("invisible_time"), int) else "?")
+                          + " unless acked"),
+    _k("message_acked", "AckMessageProcessor (ackOrderly for orderly POP)", "queue", "broker",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} acks {qname(e)} offset {_g(e, 'offset')} (handle of pop time "
+                          f"{_g(e, 'pop_time')}): " + {"acked": "done", "stale": "the handle is stale, nothing changes",
+                                                       "rejected": "refused"}.get(e.get("result"), str(e.get("result")))),
+    _k("invisible_time_changed", "ChangeInvisibleTimeProcessor", "queue", "broker",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')} hides {qname(e)} offset {_g(e, 'offset')} for "
+                          f"{_g(e, 'invisible_time')} ms more: "
+                          + {"changed": "a new handle replaces the old one", "stale": "the handle is stale, nothing changes",
+                             "rejected": "refused"}.get(e.get("result"), str(e.get("result")))),
+    _k("message_revived", "PopReviveService.reviveRetry / PopConsumerService.revive", "queue", "broker",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'broker')} revives {_g(e, 'msg_id')} ({qname(e)} offset {_g(e, 'offset')}), "
+                          f"un-acked past its deadline: "
+                          + {"retry": f"a copy goes to {e.get('target_topic')}"
+                                      + (f" (reconsumed {e['reconsume_times']} times)" if e.get("reconsume_times") is not None else ""),
+                             "reput": "the read failed, its checkpoint is put back for later",
+                             "skipped": "nothing to revive",
+                             "dropped": "given up: the message is lost"}.get(e.get("outcome"), str(e.get("outcome")))),
+    _k("pop_dead_lettered", "proxy PopMessageResultFilterImpl (TO_DLQ) + forwardMessageToDeadLetterQueue", "queue",
+       "broker or client",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'msg_id')} goes to %DLQ%{_g(e, 'group')} after {_g(e, 'reconsume_times')} "
+                          f"reconsumptions (limit {_g(e, 'max_attempts')})"),
+    _k("pop_consume_started", "ConsumeMessagePopConcurrentlyService.ConsumeRequest.run (listener called)", "none", "client",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')}'s listener starts on {len(e.get('msg_ids') or [])} popped message(s) "
+                          f"(call #{_g(e, 'consume_id')})"),
+    _k("pop_consume_finished", "POP listener returns", "none", "client",
+       lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
+       sentence=lambda e: f"{_g(e, 'client')}'s listener call #{_g(e, 'consume_id')} returns {_g(e, 'status')}"
+                          + (" after its handles expired: nothing is acked" if e.get("timed_out") else "")),
     _k("oneway_lost", "network loss of a one-way call", "none", "network",
        lane="none", unit="directory", renumber="plain", history="disruption:one-way call lost", scripts=True,
        sentence=lambda e: f"a one-way {_g(e, 'call')} call"
@@ -357,7 +422,12 @@ def atoms(ev) -> tuple | None:
     route = KINDS[ev["kind"]].route
     if route == "queue":
         t, b, q = ev["topic"], ev["broker"], ev["queue"]
-        return ((("Q", ev["group"], t, b, q), ("S", t, b, q)),)
+        home = ((("Q", ev["group"], t, b, q), ("S", t, b, q)),)
+        # a POP revive also stores its copy in the retry topic's queue, where the copy is popped
+        tt, tq = ev.get("target_topic"), ev.get("target_queue")
+        if ev["kind"] == "message_revived" and tt is not None and tq is not None:
+            return home + ((("Q", ev["group"], tt, b, tq), ("S", tt, b, tq)),)
+        return home
     if route == "stored":
         t, b, q = ev["topic"], ev["broker"], ev["queue"]
         s = ((("S", t, b, q),),)

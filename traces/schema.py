@@ -1,8 +1,9 @@
-"""Trace schema (version 2): loading the machine-readable schema and validating events.
+"""Trace schema (version 3): loading the machine-readable schema and validating events.
 
-The schema file (`schema_v2.json`) is the contract; this module is the one place that
-interprets it. Version 2 only adds to version 1 (new kinds, optional fields, new values), so
-one schema reads both; `trace_started.schema_version` must be one of `SUPPORTED_VERSIONS`.
+The schema file (`schema_v2.json`, which holds version 3) is the contract; this module is the one place that
+interprets it. Each version only adds to the one before (version 2: new kinds, optional fields,
+new values; version 3: the POP kinds and their fields), so one schema reads them all;
+`trace_started.schema_version` must be one of `SUPPORTED_VERSIONS`.
 Validation reports what was expected, never raises on user data.
 """
 from __future__ import annotations
@@ -12,8 +13,8 @@ import reprlib
 from functools import lru_cache
 from importlib import resources
 
-SCHEMA_VERSION = 2                  # what the reference emits
-SUPPORTED_VERSIONS = (1, 2)         # what the readers and the checker accept
+SCHEMA_VERSION = 3                  # what the reference emits
+SUPPORTED_VERSIONS = (1, 2, 3)      # what the readers and the checker accept
 SCHEMA_FILE = "schema_v2.json"
 ENVELOPE = ("seq", "ts", "kind")
 ENVELOPE_OPTIONAL = ("obs",)        # v2: how the recorder knows the event (exact | sampled | inferred)
@@ -91,7 +92,7 @@ def _kind_rules(kind: str):
 
 
 def validate_event(event) -> str | None:
-    """Return None if `event` is a valid v1 event, else a sentence saying what was expected."""
+    """Return None if `event` is a valid event of a supported version, else a sentence saying what was expected."""
     if not isinstance(event, dict):
         return f"expected a JSON object, got {type(event).__name__}"
     for name in ENVELOPE:

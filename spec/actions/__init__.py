@@ -17,7 +17,8 @@ action touched, inside the action, right after its effect.
 
 One module per mechanism, each action opening with the RocketMQ code it stands for and who
 acts: ``directory`` (the run, brokers, clients, rebalance, ProcessQueues, the end-of-run check),
-``pull`` (store and pull), ``consume``, ``offsets``, ``retry`` (retry and DLQ) and ``locks``;
+``pull`` (store and pull), ``consume``, ``offsets``, ``retry`` (retry and DLQ), ``locks`` and
+``pop`` (RocketMQ 5's POP consumption);
 ``common`` holds the helpers they share. Helpers are imported by name, so a handler calls them
 as globals of its own module (the replay's hot path).
 """
@@ -25,11 +26,11 @@ from __future__ import annotations
 
 from ...traces.kinds import KINDS, MECHANISMS  # noqa: F401 (MECHANISMS: re-exported)
 
-from . import consume, directory, locks, offsets, pull, retry
+from . import consume, directory, locks, offsets, pop, pull, retry
 from .directory import HORIZON, JUDGED_ENDS, QUIESCENT, check_quiescent  # noqa: F401 (re-exported)
 from .locks import lock_noop  # noqa: F401 (re-exported)
 
-_MODULES = (directory, pull, consume, offsets, retry, locks)
+_MODULES = (directory, pull, consume, offsets, retry, locks, pop)
 
 
 def _handlers() -> dict:

@@ -14,6 +14,7 @@ from .locks import holds_lock
 from .consume import _settle
 from .offsets import _committed_for, _pull_from_where, _set_committed
 from .pull import _reset_reached
+from .pop import check_pop_end
 
 
 def trace_started(st, ev, out):
@@ -305,6 +306,8 @@ def pq_created(st, ev, out):
         pq.locked = bool(locked)
         pq.last_lock_ts = ts
     pq.sampled = ev.get("obs") == "sampled"
+    if st.profile.offset_entry_on_create and off >= 0:
+        pq.pending_upd.append(off)      # #10955's fix: the rebalance writes the start offset in the table
     qs.pqs[cid] = pq
     unit = cid if broadcast else ""
     p = qs.units.get(unit)
@@ -447,3 +450,4 @@ def check_quiescent(st, out):
         if ckey not in reported:
             reported.add(ckey)
             out.report("INV-LIVE-1", f"retry copy of {ckey[1]} still {state} at quiescence", ckey)
+    check_pop_end(st, out)

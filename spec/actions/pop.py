@@ -1,0 +1,260 @@
+"""POP actions (RocketMQ 5.x): pops, acks, changes of invisible time, checkpoints, revives, POP
+dead letters, assignments and POP listener calls (schema v3; docs/pop.md).
+
+A copy is (group, stored topic, broker, queue, offset); its state is spec.pop_state. The guards
+protect the POP invariants (spec.invariants, INV-POP-*): one valid handle per message, no
+delivery after an ack, no loss through revive, the retry count, orderly POP's order and single
+attempt, stale handles without effect; INV-POP-LIVE-1 is judged at the end (check_pop_end).
+"""
+from __future__ import annotations
+
+from rocketspec.rocketmq import pop as facts
+
+from ..pop_state import ACKED, DEAD, HELD, LOST, REVIVED, SKIPPED, STORED, Copy, OrderInfo, pop_queue
+
+
+def _copy(pq, ev, off):
+    cp = pq.copies.get(off)
+    if cp is None:
+        cp = pq.copies[off] = Copy(since=ev["ts"])
+    return cp
+
+
+def _what(pq, off) -> str:
+    g, t, b, q = pq.key
+    return f"{t}/{b}/{q} offset {off}"
+
+
+def _order_current(o, ev, off) -> bool:
+    """ackOrderly/commitAndNext: the handle counts if it carries the recorded pop time and an
+    offset of the recorded attempt not acked yet."""
+    return o is not None and o.pop_time == ev["pop_time"] and off in o.offsets and off not in o.acked
+
+
+def assignment_answered(st, ev, out):
+    """RocketMQ: QueryAssignmentProcessor.queryAssignment (allocate4Pop).
+    Actor: broker."""
+
+
+def pop_requested(st, ev, out):
+    """RocketMQ: DefaultMQPushConsumerImpl.popMessage / SimpleConsumer.receive (POP_MESSAGE).
+    Actor: client."""
+
+
+def pop_answered(st, ev, out):
+    """RocketMQ: PopMessageProcessor.processRequest (answer).
+    Actor: broker."""
+
+
+def pop_consume_started(st, ev, out):
+    """RocketMQ: ConsumeMessagePopConcurrentlyService.ConsumeRequest.run (listener called).
+    Actor: client."""
+
+
+def pop_consume_finished(st, ev, out):
+    """RocketMQ: POP listener returns.
+    Actor: client."""
+
+
+def message_popped(st, ev, out):
+    """RocketMQ: PopMessageProcessor.popMsgFromQueue.
+    Actor: broker."""
+    pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
+    off, ts, pt = ev["offset"], ev["ts"], ev["pop_time"]
+    cp = _copy(pq, ev, off)
+    key = pq.key
+    if cp.status == ACKED:
+        out.report("INV-POP-ACK-1", f"{_what(pq, off)} ({cp.msg_id or ev['msg_id']}) was acked at "
+                   f"{cp.since} and is handed out again to {ev['client']}", key)
+    elif cp.valid_at(ts) and cp.pop_time != pt:
+        out.report("INV-POP-HANDLE-1", f"{_what(pq, off)} is handed to {ev['client']} while "
+                   f"{cp.client}'s handle (pop time {cp.pop_time}) is valid until {cp.deadline}", key)
+    if ev["order"]:
+        _orderly_pop(pq, ev, off, out)
+    cp.msg_id = ev["msg_id"]
+    cp.origin = ev.get("origin_msg_id") or cp.origin or ev["msg_id"]
+    cp.reconsume = ev["reconsume_times"]
+    cp.status, cp.since = HELD, ts
+    cp.handle, cp.pop_time = ev["handle"], pt
+    cp.deadline = facts.deadline(pt, ev["invisible_time"])
+    cp.client, cp.order, cp.suspend = ev["client"], bool(ev["order"]), False
+    cp.popped += 1
+
+
+def _orderly_pop(pq, ev, off, out):
+    """INV-POP-ORDER-1: an orderly queue is handed out one attempt at a time (checkBlock), and a
+    new attempt starts at the first offset the last one left un-acked (getNextOffset)."""
+    o, ts, pt, key = pq.order, ev["ts"], ev["pop_time"], pq.key
+    if o is not None and o.pop_time == pt:
+        if o.offsets and off <= o.offsets[-1]:
+            out.report("INV-POP-ORDER-1", f"orderly pop of {_what(pq, off)} after offset {o.offsets[-1]} "
+                       f"in the same attempt", key)
+        o.offsets.append(off)
+        o.visible[off] = facts.deadline(pt, ev["invisible_time"])
+        return
+    if o is not None:
+        same = o.attempt_id is not None and o.attempt_id == ev.get("attempt_id")
+        blocking = o.blocking(ts)
+        if blocking and not same:
+            out.report("INV-POP-ORDER-1", f"{ev['client']} gets {_what(pq, off)} while the attempt of pop "
+                       f"time {o.pop_time} still holds offsets {blocking[:8]} (neither acked nor visible again)",
+                       key)
+        left = o.unacked()
+        if left and off > left[0]:
+            out.report("INV-POP-ORDER-1", f"orderly pop starts at {_what(pq, off)} and skips offset "
+                       f"{left[0]}, which the last attempt left un-acked", key)
+        # the previous attempt's handles are no longer current: a new pop time replaces them
+        for o_off in left:
+            c = pq.copies.get(o_off)
+            if c is not None and c.status == HELD and c.pop_time == o.pop_time and o_off != off:
+                c.status, c.handle, c.pop_time, c.deadline = STORED, None, None, None
+    pq.order = n = OrderInfo(pt, ev.get("attempt_id"))
+    n.offsets.append(off)
+    n.visible[off] = facts.deadline(pt, ev["invisible_time"])
+
+
+def _stale_took_effect(pq, ev, off, what, out):
+    out.report("INV-POP-STALE-1", f"{ev['client']}'s {what} of {_what(pq, off)} with a handle of pop time "
+               f"{ev['pop_time']} took effect, but that handle is not current", pq.key)
+
+
+def message_acked(st, ev, out):
+    """RocketMQ: AckMessageProcessor (ackOrderly for orderly POP).
+    Actor: broker."""
+    pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
+    off, ts = ev["offset"], ev["ts"]
+    cp = pq.copies.get(off)
+    orderly = bool(ev.get("order")) or (cp is not None and cp.order)
+    current = _order_current(pq.order, ev, off) if orderly else (cp is not None and cp.current(ev["pop_time"]))
+    if ev["result"] != "acked":
+        return
+    if not current:
+        _stale_took_effect(pq, ev, off, "ack", out)
+    reason = ev.get("reason")
+    if reason == "max_reconsume" and cp is not None and cp.reconsume is not None:
+        c = st.dir.clients.get(ev["client"])
+        limit = facts.max_reconsume_times(c.max_reconsume) if c is not None else None
+        if limit is not None and cp.reconsume < limit:
+            out.report("INV-POP-LOSS-1", f"{ev['client']} acks {_what(pq, off)} as past its retries after "
+                       f"{cp.reconsume} reconsumptions, below its limit {limit}: the message is dropped", pq.key)
+    cp = _copy(pq, ev, off)
+    cp.status, cp.since, cp.handle, cp.deadline = ACKED, ts, None, None
+    if orderly and pq.order is not None and off in pq.order.offsets:
+        pq.order.acked.add(off)
+
+
+def invisible_time_changed(st, ev, out):
+    """RocketMQ: ChangeInvisibleTimeProcessor.
+    Actor: broker."""
+    pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
+    off, ts = ev["offset"], ev["ts"]
+    cp = pq.copies.get(off)
+    orderly = bool(ev.get("order")) or (cp is not None and cp.order)
+    current = _order_current(pq.order, ev, off) if orderly else (cp is not None and cp.current(ev["pop_time"]))
+    if ev["result"] != "changed":
+        return
+    if not current:
+        _stale_took_effect(pq, ev, off, "change of invisible time", out)
+    it = ev.get("invisible_time")
+    npt = ev.get("new_pop_time")
+    if npt is None:
+        npt = ev["pop_time"] if orderly else ts
+    cp = _copy(pq, ev, off)
+    if cp.status == ACKED:
+        return      # reported above (a stale change): the ack stands
+    cp.status, cp.since = HELD, ts
+    cp.handle = ev.get("new_handle") or ev["handle"]
+    cp.pop_time = npt
+    # orderly: the new visibility is pop time + the answer's invisible time (updateNextVisibleTime)
+    cp.deadline = facts.deadline(npt, it) if it is not None else cp.deadline
+    cp.client = ev["client"]
+    cp.suspend = bool(ev.get("suspend"))
+    if orderly and pq.order is not None and off in pq.order.offsets and cp.deadline is not None:
+        pq.order.visible[off] = cp.deadline
+
+
+def pop_checkpoint_written(st, ev, out):
+    """RocketMQ: PopMessageProcessor.appendCheckPoint / PopBufferMergeService / PopConsumerService.
+    Actor: broker."""
+    pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
+    for off in ev["offsets"]:
+        cp = pq.copies.get(off)
+        if cp is not None and cp.status == ACKED and ev.get("cause", "pop") == "pop":
+            out.report("INV-POP-ACK-1", f"{_what(pq, off)} was acked at {cp.since} and a new pop's checkpoint "
+                       f"(pop time {ev['pop_time']}) holds it again", pq.key)
+
+
+def message_revived(st, ev, out):
+    """RocketMQ: PopReviveService.reviveRetry / PopConsumerService.revive.
+    Actor: broker."""
+    pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
+    off, ts, outcome, key = ev["offset"], ev["ts"], ev["outcome"], pq.key
+    cp = _copy(pq, ev, off)
+    if outcome == "reput":
+        return      # the checkpoint waits again: nothing revived yet
+    if outcome == "dropped":
+        out.report("INV-POP-LOSS-1", f"revive gave up on {_what(pq, off)} ({ev['msg_id']}): no ack, no retry "
+                   f"copy, no dead letter", key)
+        if cp.status not in (ACKED, DEAD):
+            cp.status, cp.since, cp.handle = LOST, ts, None
+        return
+    if cp.status == ACKED:
+        out.report("INV-POP-ACK-1", f"{_what(pq, off)} ({ev['msg_id']}) was acked at {cp.since} and revive "
+                   f"puts it back (checkpoint of pop time {ev['pop_time']})", key)
+    elif cp.status == HELD and ts < cp.deadline:
+        out.report("INV-POP-HANDLE-1", f"revive puts {_what(pq, off)} back (checkpoint of pop time "
+                   f"{ev['pop_time']}) while {cp.client}'s handle of pop time {cp.pop_time} is valid until "
+                   f"{cp.deadline}: two valid handles", key)
+    elif cp.status in (REVIVED, DEAD, SKIPPED, LOST):
+        out.report("INV-POP-HANDLE-1", f"{_what(pq, off)} is revived again (checkpoint of pop time "
+                   f"{ev['pop_time']}) after it was {cp.status} at {cp.since}", key)
+    if outcome == "skipped":
+        if cp.status != ACKED:
+            cp.status, cp.since, cp.handle = SKIPPED, ts, None
+        return
+    # outcome retry: the copy is stored in the retry topic with one more reconsumption
+    rc = ev.get("reconsume_times")
+    if rc is not None and cp.reconsume is not None and cp.status in (HELD, STORED):
+        want = facts.revived_reconsume_times(cp.reconsume, cp.suspend)
+        if rc != want:
+            out.report("INV-POP-DLQ-1", f"the revived copy of {_what(pq, off)} counts {rc} reconsumptions, "
+                       f"expected {want} ({cp.reconsume} before"
+                       f"{', kept by a suspend' if cp.suspend else ', plus this one'})", key)
+    origin = ev.get("origin_msg_id") or cp.origin or ev["msg_id"]
+    if cp.status != ACKED:
+        cp.status, cp.since, cp.handle, cp.deadline = REVIVED, ts, None, None
+    tt, tq, to = ev.get("target_topic"), ev.get("target_queue"), ev.get("target_offset")
+    if tt is not None and tq is not None and to is not None:
+        tpq = pop_queue(st, ev["group"], tt, ev["broker"], tq)
+        if to not in tpq.copies:
+            tpq.copies[to] = Copy(ev.get("target_msg_id"), origin, rc, STORED, ts)
+
+
+def pop_dead_lettered(st, ev, out):
+    """RocketMQ: proxy PopMessageResultFilterImpl (TO_DLQ) + forwardMessageToDeadLetterQueue.
+    Actor: broker or client."""
+    pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
+    off, key = ev["offset"], pq.key
+    if not facts.proxy_dead_letters(ev["reconsume_times"], ev["max_attempts"]):
+        out.report("INV-POP-DLQ-1", f"{_what(pq, off)} ({ev['msg_id']}) goes to the DLQ after "
+                   f"{ev['reconsume_times']} reconsumptions, before its limit of {ev['max_attempts']} attempts", key)
+    cp = _copy(pq, ev, off)
+    if cp.status == ACKED:
+        out.report("INV-POP-ACK-1", f"{_what(pq, off)} was acked at {cp.since} and is dead-lettered", key)
+    cp.status, cp.since, cp.handle, cp.deadline = DEAD, ev["ts"], None, None
+
+
+def check_pop_end(st, out):
+    """INV-POP-LIVE-1 at a judged end (quiescent or settled horizon): no popped message is still
+    held un-acked (its deadline passed long ago: revive, or the orderly queue's next attempt,
+    owes it back), and no revived copy waits un-delivered while its group has a live client."""
+    alive = {c.group for c in st.dir.clients.values() if c.status in ("running", "paused")}
+    for key, pq in st.pop.items():
+        for off, cp in sorted(pq.copies.items()):
+            if cp.status == HELD:
+                out.report("INV-POP-LIVE-1", f"{_what(pq, off)} ({cp.msg_id}) is still held un-acked by "
+                           f"{cp.client}'s handle (deadline {cp.deadline}) when the run ends: it never came back",
+                           key)
+            elif cp.status == STORED and cp.popped == 0 and key[0] in alive and cp.origin is not None:
+                out.report("INV-POP-LIVE-1", f"the revived copy {cp.msg_id} at {_what(pq, off)} was never "
+                           f"handed out again", key)

@@ -1,0 +1,83 @@
+"""POP state: what the spec remembers of each message copy a POP consumer group can be handed.
+
+``SpecState.pop[(group, stored topic, broker, queue)]`` -> PopQueue: the copies of that queue the
+trace named (by offset), and, for orderly POP, the queue's order info (the last attempt's
+offsets, pop time, attempt id, acks and per-offset visibility). A copy of a revived message
+lives in the group's POP retry topic's queue: the same message, another copy.
+
+A copy's handle is *current* from its pop (or from the change of invisible time that issued
+it) until it is acked, replaced by a change, revived, dead-lettered or (orderly) popped again
+under a new pop time; it is *valid* while current and before its deadline (pop time +
+invisible time). The spec identifies a handle by its pop time, as the broker does
+(ExtraInfoUtil: an ack or change is matched to a checkpoint or order info by pop time).
+"""
+from __future__ import annotations
+
+# a copy's status
+STORED = "stored"           # known (a revived copy), not handed out yet
+HELD = "held"               # handed out under a current handle
+ACKED = "acked"             # done: acked under a current handle
+REVIVED = "revived"         # its deadline passed un-acked: a copy went to the retry topic
+DEAD = "dead"               # sent to %DLQ%<group>
+SKIPPED = "skipped"         # revive found nothing to revive (message, topic or group gone)
+LOST = "lost"               # revive gave up (outcome dropped)
+DONE = (ACKED, REVIVED, DEAD, SKIPPED, LOST)
+
+
+class Copy:
+    __slots__ = ("msg_id", "origin", "reconsume", "status", "handle", "pop_time", "deadline", "client",
+                 "order", "suspend", "since", "popped")
+
+    def __init__(self, msg_id=None, origin=None, reconsume=None, status=STORED, since=0):
+        self.msg_id, self.origin, self.reconsume = msg_id, origin, reconsume
+        self.status = status
+        self.handle = None          # the current handle (string as issued), None when none is
+        self.pop_time = None        # the current handle's pop time
+        self.deadline = None        # pop_time + invisible time of the current handle
+        self.client = None          # who holds the current handle
+        self.order = False
+        self.suspend = False        # the last change was a suspend (the revived copy keeps its count)
+        self.since = since          # ts of the last status change
+        self.popped = 0             # how many times it was handed out
+
+    def current(self, pop_time) -> bool:
+        return self.status == HELD and self.pop_time == pop_time
+
+    def valid_at(self, ts) -> bool:
+        return self.status == HELD and self.deadline is not None and ts < self.deadline
+
+
+class OrderInfo:
+    """ConsumerOrderInfoManager's OrderInfo of one queue: the last orderly attempt."""
+    __slots__ = ("pop_time", "attempt_id", "offsets", "acked", "visible")
+
+    def __init__(self, pop_time, attempt_id):
+        self.pop_time, self.attempt_id = pop_time, attempt_id
+        self.offsets: list = []         # popped offsets of the attempt, ascending
+        self.acked: set = set()
+        self.visible: dict = {}         # offset -> when it becomes visible again
+
+    def unacked(self):
+        return [o for o in self.offsets if o not in self.acked]
+
+    def blocking(self, ts):
+        """The offsets that still block the queue at `ts` (OrderInfo.needBlock): un-acked and
+        not yet visible again."""
+        return [o for o in self.unacked() if ts < self.visible.get(o, 0)]
+
+
+class PopQueue:
+    __slots__ = ("key", "copies", "order")
+
+    def __init__(self, key):
+        self.key = key
+        self.copies: dict[int, Copy] = {}
+        self.order: OrderInfo | None = None
+
+
+def pop_queue(st, group, topic, broker, queue) -> PopQueue:
+    key = (group, topic, broker, queue)
+    pq = st.pop.get(key)
+    if pq is None:
+        pq = st.pop[key] = PopQueue(key)
+    return pq
