@@ -46,7 +46,10 @@ def _check_run(run_dir, profile, max_listed, end_required=False):
 @click.option("--require-end", "end_required", is_flag=True,
               help="A trace with no trace_ended event is bad input (exit 2), instead of being judged for "
                    "safety only.")
-def check(path, profile, as_json, max_violations, quiet, verbose, end_required):
+@click.option("--emitter", is_flag=True,
+              help="Check the emitter that wrote the trace (docs/emitter.md): what its recorder left out or marked "
+                   "wrongly, apart from what the client broke at the declared level. Exit 0 conforms, 1 not.")
+def check(path, profile, as_json, max_violations, quiet, verbose, end_required, emitter):
     """Replay the trace at PATH through the spec: JSON Lines (- for standard input) or Parquet,
     gzip or zstd compressed or not (told by the file's first bytes). A directory of run=<id>
     partitions (what `simulate --events` writes) is a dataset of runs: each run is checked as its
@@ -69,6 +72,12 @@ def check(path, profile, as_json, max_violations, quiet, verbose, end_required):
     from rocketspec.traces.datasets import dataset_runs
     from rocketspec.traces.io import input_size
 
+    if emitter:
+        from rocketspec.traces.reports.emitter_conformance import conformance, render
+
+        d = conformance(path, profile)
+        click.echo(jsonout.dumps(d, non_str_keys=True) if as_json else render(d))
+        sys.exit(0 if d["verdict"] == "conforms" else 1)
     runs = dataset_runs(path) if path != "-" else None
     if runs:
         from rocketspec.commands.runs import report_runs
