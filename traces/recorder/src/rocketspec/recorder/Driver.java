@@ -211,9 +211,10 @@ public final class Driver {
     }
 
     // The bodies of RMQ_SYS_TRACE_TOPIC, in store order, one per line, as an operator would
-    // dump them. AsyncTraceDispatcher sends its batches asynchronously: give it a moment first.
+    // dump them. The clients' AsyncTraceDispatcher sends its batches asynchronously, holding a
+    // record up to the release's flush time (Release.traceFlushMs): wait that long, and the send.
     private void dumpMsgTrace(String path) throws Exception {
-        Thread.sleep(3000);
+        Thread.sleep(Release.traceFlushMs() + 2500);
         String topic = org.apache.rocketmq.common.topic.TopicValidator.RMQ_SYS_TRACE_TOPIC;
         MessageStore store = broker.getMessageStore();
         org.apache.rocketmq.common.TopicConfig tc = broker.getTopicConfigManager().selectTopicConfig(topic);

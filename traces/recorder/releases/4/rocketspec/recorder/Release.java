@@ -24,6 +24,12 @@ final class Release {
     static void configureBroker(BrokerConfig bc, MessageStoreConfig msc) {
     }
 
+    /** How long AsyncTraceDispatcher may hold a trace record before sending it: a batch waits at
+     * most waitTimeThresholdMil (500 ms) after its first record, polled every 100 ms. */
+    static long traceFlushMs() {
+        return 600;
+    }
+
     /** The schedule (delay level) service lives in the store. */
     static ScheduleMessageService scheduleService(BrokerController b) {
         return ((DefaultMessageStore) b.getMessageStore()).getScheduleMessageService();

@@ -30,6 +30,13 @@ final class Release {
         msc.setTimerWheelEnable(false);
     }
 
+    /** How long AsyncTraceDispatcher may hold a trace record before sending it: fewer than
+     * batchNum records are flushed once flushTraceInterval (5000 ms) has passed since the last
+     * flush. */
+    static long traceFlushMs() {
+        return 5000;
+    }
+
     /** The schedule (delay level) service moved from the store to the broker in 5.0. */
     static ScheduleMessageService scheduleService(BrokerController b) {
         return b.getScheduleMessageService();
