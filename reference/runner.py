@@ -17,6 +17,7 @@ from rocketspec.traces.schema import SCHEMA_VERSION
 
 from .broker.broker import Broker, BrokerUnavailable
 from .footprint import CLOCK, footprint
+from .client.pop_consumer import PopConsumer
 from .client.push_consumer import PushConsumer
 from .message import Message
 from .scenario import CRASH_MODES
@@ -127,6 +128,7 @@ class Run:
     def __init__(self, scenario: dict, seed: int, profile, sink, chooser=None):
         self.scenario = scenario
         self.profile = with_timing_knobs(get_profile(profile), scenario.get("real", {}))
+        _check_pop_release(scenario, self.profile)
         self.sim = Simulator(seed, sink, chooser)
         self.net = Network(self.sim, scenario["latency_ms"])
         self.consumers: dict[str, PushConsumer] = {}
@@ -171,6 +173,12 @@ class Run:
             if old is not None and old.running:
                 return
             g = self.scenario["groups"][st["group"]]
+            if g.get("client_type", "PUSH") != "PUSH":
+                c = PopConsumer(sim, self.net, self.profile, cid, st["group"], g,
+                                st.get("subscriptions", g["subscriptions"]), g.get("listener"))
+                self.consumers[cid] = c
+                c.start()
+                return
             c = PushConsumer(sim, self.net, self.profile, cid, st["group"], g, st.get("subscriptions", g["subscriptions"]),
                              g.get("listener"),
                              self.local_disks.setdefault(cid, {}))
@@ -279,7 +287,7 @@ class Run:
             elif kind == "pause":
                 if c.proc.paused_until <= self.sim.now:
                     c.pause(arg)
-            elif not c.orderly and not c.proc.paused_until > self.sim.now:
+            elif not c.orderly and not getattr(c, "pop", False) and not c.proc.paused_until > self.sim.now:
                 c.consume_service.clean_expired_messages(timeout=0)
         elif kind == "reset_by_time":
             timestamp, group = arg
@@ -336,7 +344,7 @@ class Run:
         if not self.steps_done or any(p.remaining > 0 for p in self.producers):
             return True
         for b in self.net.brokers.values():
-            if not b.up or b.schedule.pending():
+            if not b.up or b.schedule.pending() or (b.pop is not None and b.pop.pending()):
                 return True
         if self.net.faults.lost_routes:
             return True
@@ -354,6 +362,10 @@ class Run:
         for c in live:
             groups.setdefault(c.group, []).append(c)
         for group, members in groups.items():
+            if getattr(members[0], "pop", False):
+                if not self._pop_settled(group, members):
+                    return False
+                continue
             for topic in members[0].subscriptions:
                 for mq in self.net.route(topic):
                     maxo = self.net.brokers[mq[1]].store.max_offset(mq[0], mq[2])
@@ -380,6 +392,24 @@ class Run:
         for group in self.scenario["groups"]:
             if group not in groups and self._group_has_backlog(group):
                 return False
+        return True
+
+    def _pop_settled(self, group: str, members) -> bool:
+        """A POP group is done when every queue of its topics (and their POP retry topics) has
+        been popped to its end, nothing is out under a handle, and its clients are idle."""
+        from rocketspec.rocketmq.pop import pop_retry_topic
+
+        if not all(c.idle() for c in members):
+            return False
+        for b in self.net.brokers.values():
+            if b.pop is not None and not b.pop.group_settled(group):
+                return False
+            for topic in members[0].subscriptions:
+                for t in (topic, pop_retry_topic(group, topic)):
+                    for q in range(b.topics.get(t, 0)):
+                        maxo = b.store.max_offset(t, q)
+                        if maxo > 0 and b.offsets.query(group, t, q) < maxo:
+                            return False
         return True
 
     def _group_has_backlog(self, group: str) -> bool:
@@ -420,6 +450,21 @@ class Run:
         reason = "duration" if self.waiting() or active else "horizon"
         sim.emit("trace_ended", reason=reason)
         return reason
+
+
+def _check_pop_release(scenario: dict, profile) -> None:
+    """POP exists from RocketMQ 5.0 (profile switch `pop`): a scenario whose group consumes by POP
+    cannot run under a release without it."""
+    from rocketspec.errors import UserError
+
+    if getattr(profile, "pop", False):
+        return
+    for name, g in sorted(scenario["groups"].items()):
+        kind = g.get("client_type", "PUSH")
+        if kind != "PUSH":
+            raise UserError(f"group {name!r} has client_type {kind}: POP consumption exists only in RocketMQ 5.x "
+                            f"profiles, not in {profile.name} (use e.g. --profile rocketmq-5.5.1)",
+                            file=f"scenario {scenario['name']}", field=f"groups.{name}.client_type")
 
 
 def sc_for_trace(sc: dict) -> dict:

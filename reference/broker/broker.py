@@ -17,6 +17,8 @@ from .channels import ClientChannels
 from .lock_manager import RebalanceLockManager
 from .message_filter import pull_filter
 from .offset_manager import ConsumerOffsetManager
+from .pop import PopService
+from .revive import PopReviveService
 from .schedule import ScheduleMessageService
 from .store import PULL_STATUS, MessageStore, response_code
 
@@ -79,6 +81,9 @@ class Broker:
         self.down_since = 0
         self.up = True
         self._matchers: dict = {}   # one compiled filter per subscription, not per pull
+        # the POP path exists in 5.x only (profile switch `pop`)
+        self.pop = PopService(self) if getattr(profile, "pop", False) else None
+        self.revive = PopReviveService(self) if self.pop is not None else None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -98,6 +103,8 @@ class Broker:
         self.sim.every(p.broker_offset_flush_initial_delay_ms, p.broker_offset_flush_interval_ms,
                        self.offsets.flush, owner=self.proc)
         self.sim.every(CHANNEL_SCAN_PERIOD_MS, CHANNEL_SCAN_PERIOD_MS, self._scan_channels, owner=self.proc)
+        if self.revive is not None:
+            self.revive.start()
 
     def stop_for_restart(self) -> None:
         self.up = False
@@ -120,6 +127,8 @@ class Broker:
         self.locks.clear()
         self.consumers.clear()
         self.held.clear()
+        if self.pop is not None:
+            self.pop.clear()
         self._start_periodic_services()
         self.schedule.restart()
 
@@ -188,6 +197,8 @@ class Broker:
         sim.seq += 1
         sim._sink(ev)
         self._notify_arriving(msg.topic, msg.queue)
+        if self.pop is not None:
+            self.pop.notify_arriving(msg.topic)
 
     # ------------------------------------------------------------------ consumers
     def heartbeat(self, client: str, group: str, clustering: bool) -> None:
@@ -248,6 +259,8 @@ class Broker:
         for key, waiting in self.held.items():
             if any(req.client == client for req in waiting):
                 self.held[key] = [req for req in waiting if req.client != client]
+        if self.pop is not None:
+            self.pop.drop_held(client)
         if self.on_idle_close is not None:
             self.on_idle_close(self, client)
 

@@ -34,6 +34,11 @@ MAX_QUEUE_ID = 1024     # queue ids per topic and broker (reference.scenario.MAX
 CONSUME_FROM_WHERE = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP")
 
 
+# the POP client's settings (ConsumerConfig): a PUSH client's trace does not carry them
+POP_SETTINGS = frozenset(("client_type", "pop_invisible_time", "pop_batch_nums", "pop_threshold_for_queue",
+                          "retry_invisible_ms"))
+
+
 class ConsumerConfig:
     """DefaultMQPushConsumer settings with RocketMQ's defaults (digest section 3)."""
 
@@ -46,6 +51,9 @@ class ConsumerConfig:
         "consume_concurrently_max_span": 2000,
         "suspend_current_queue_time_millis": 1000, "consume_timeout": 15, "virtual_node_cnt": 10,
         "config_mqs": None, "consumeridcs": None,
+        # POP (5.x; reference.client.pop_consumer): the client type and its POP settings
+        "client_type": "PUSH", "pop_invisible_time": 60000, "pop_batch_nums": 32, "pop_threshold_for_queue": 96,
+        "retry_invisible_ms": None,
     }
 
     # What each setting accepts (DefaultMQPushConsumer.checkConfig's ranges where it has them).
@@ -70,6 +78,12 @@ class ConsumerConfig:
         "virtual_node_cnt": checks.integer(0, 100000),
         "config_mqs": checks.optional(checks.list_of(checks.queue_triple)),
         "consumeridcs": checks.optional(checks.list_of(checks.string)),
+        "client_type": checks.one_of("PUSH", "POP_PUSH", "SIMPLE"),
+        # DefaultMQPushConsumerImpl takes 5 s to 300 s (else 60 s); a SimpleConsumer's own duration
+        "pop_invisible_time": checks.integer(1000, checks.MAX_RUN_MS),
+        "pop_batch_nums": checks.integer(1, 32),
+        "pop_threshold_for_queue": checks.integer(1, 65535),
+        "retry_invisible_ms": checks.optional(checks.integer(1000, checks.MAX_RUN_MS)),
     }
 
     @classmethod
@@ -78,6 +92,14 @@ class ConsumerConfig:
         checks.check_table(given, cls.CHECKS, allow_extra=("subscriptions", "listener", "name"))
         out = dict(cls.DEFAULTS)
         out.update({k: v for k, v in given.items() if k in cls.DEFAULTS})
+        if out["client_type"] != "PUSH":
+            if out["message_model"] != "CLUSTERING":
+                raise checks.FieldError("message_model", f"a {out['client_type']} client consumes by POP, which "
+                                        "is clustering only")
+            if out["client_type"] == "POP_PUSH" and out["consume_mode"] == "ORDERLY":
+                raise checks.FieldError("consume_mode", "ORDERLY with POP_PUSH: 5.5.0's "
+                                        "ConsumeMessagePopOrderlyService consumes nothing (its ConsumeRequest.run "
+                                        "only takes a lock); use client_type SIMPLE for FIFO POP")
         return out
 
 
@@ -180,7 +202,8 @@ class PushConsumer:
         subs = {t: {"type": d.expression_type, "expr": d.sub_string} for t, (d, _) in self.subscriptions.items()}
         self.sim.emit("client_started", client=self.client_id, group=self.group,
                       consume_mode=self.config["consume_mode"], message_model=self.config["message_model"],
-                      subscriptions=subs, config={k: v for k, v in self.config.items() if v is not None}
+                      subscriptions=subs, config={k: v for k, v in self.config.items()
+                                                  if v is not None and k not in POP_SETTINGS}
                       | {"max_reconsume_resolved": self.max_reconsume()} | self._timing_config())
         p = self.profile
         self.consume_service.start()

@@ -121,6 +121,9 @@ class Profile:
     retry_tag_filter_fixed: bool = True          # #7039 fixed 5.1.4
     broker_flow_control_status: bool = True      # 5.x FLOW_CONTROL pull status
 
+    # ---- POP (issue 45; rocketspec.rocketmq.pop) ---------------------------------------------
+    pop: bool = True                             # POP consumption (PopMessageProcessor) exists from 5.0
+
     extra: dict = field(default_factory=dict, compare=False)
 
     def switches(self) -> dict:
@@ -160,6 +163,7 @@ ROCKETMQ_4_9_8 = Profile(
     sql_string_functions=False,
     retry_tag_filter_fixed=False,
     broker_flow_control_status=False,
+    pop=False,
     broadcast_orderly_takes_locks=True,  # #8772 is fixed only in 5.3.2
     lock_all_skips_dropped=False,
     producer_dlq_keeps_delay=True,

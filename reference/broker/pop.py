@@ -1,0 +1,353 @@
+"""The broker's POP path (RocketMQ 5.x PopMessageProcessor, AckMessageProcessor,
+ChangeInvisibleTimeProcessor, PopBufferMergeService without buffer merge, the default).
+
+A pop reads messages for a group from a queue (or from every queue of the topic, queue -1) and
+hands each out under a handle (the ExtraInfo of PROPERTY_POP_CK): a concurrent pop writes a
+checkpoint to the revive log naming the popped offsets, its pop time and invisible time, and
+moves the group's pop offset past them at once (the offset commit follows the stored
+checkpoint); nobody else gets those messages until the checkpoint revives them
+(reference.broker.revive) or they are acked. An ack writes an ack record for the checkpoint
+(matched in the revive scan by topic, group, queue, start offset and pop time; an ack for a
+checkpoint already revived matches nothing). changeInvisibleTime writes a new checkpoint for
+the one message, popped now, and acks the old one: the old handle goes stale.
+
+An orderly pop (reference.broker.order_info) keeps no checkpoint: it reads from the committed
+offset, records the batch in the order info and blocks the queue for every other attempt until
+each message is acked (commitAndNext) or its invisible time ends.
+"""
+from __future__ import annotations
+
+from rocketspec.rocketmq.pop import (POP_FROM_RETRY_PROBABILITY, POP_ORDER_REVIVE_QUEUE,
+                                     RETRY_FLAG_NORMAL, RETRY_FLAG_V1, REVIVE_QUEUE_NUM, build_handle,
+                                     deadline, dlq_topic, is_orderly_handle, parse_handle, pop_retry_topic)
+
+from ..message import Message
+from .message_filter import pull_filter
+from .order_info import ConsumerOrderInfoManager
+
+# PopLongPollingService: a held pop runs again this long after a message arrives for it
+POP_HOLD_WAKE_MS = 1
+
+
+class Checkpoint:
+    """PopCheckPoint: one pop of one queue (or one changeInvisibleTime), its offsets and acks."""
+
+    __slots__ = ("group", "topic", "queue", "start_offset", "pop_time", "invisible_ms", "offsets", "acked",
+                 "revive_qid", "suspend", "client")
+
+    def __init__(self, group, topic, queue, start_offset, pop_time, invisible_ms, offsets, revive_qid, client,
+                 suspend=False):
+        self.group, self.topic, self.queue = group, topic, queue
+        self.start_offset, self.pop_time, self.invisible_ms = start_offset, pop_time, invisible_ms
+        self.offsets = list(offsets)
+        self.acked: set[int] = set()
+        self.revive_qid, self.client, self.suspend = revive_qid, client, suspend
+
+    @property
+    def key(self):
+        """The revive scan's merge key (topic + group + queue + startOffset + popTime + broker)."""
+        return (self.topic, self.group, self.queue, self.start_offset, self.pop_time)
+
+    @property
+    def revive_time(self) -> int:
+        return deadline(self.pop_time, self.invisible_ms)
+
+
+class PopRequest:
+    """PopMessageRequestHeader and the subscription it carries."""
+
+    __slots__ = ("client", "group", "topic", "queue", "max_nums", "invisible_ms", "orderly", "attempt_id",
+                 "subscription", "sql", "expr_type", "init_min", "poll_ms", "pop_id", "respond")
+
+    def __init__(self, *, client, group, topic, queue, max_nums, invisible_ms, orderly, attempt_id, subscription,
+                 sql, expr_type, init_min, poll_ms, pop_id, respond):
+        self.client, self.group, self.topic, self.queue = client, group, topic, queue
+        self.max_nums, self.invisible_ms, self.orderly, self.attempt_id = max_nums, invisible_ms, orderly, attempt_id
+        self.subscription, self.sql, self.expr_type = subscription, sql, expr_type
+        self.init_min, self.poll_ms, self.pop_id, self.respond = init_min, poll_ms, pop_id, respond
+
+
+class PopService:
+    """One broker's POP state: pop offsets in the offset buffer, checkpoints not yet revived, the
+    orderly order info, held pops."""
+
+    def __init__(self, broker):
+        self.b = broker
+        self.sim = broker.sim
+        self.buffer_offsets: dict[tuple, int] = {}     # PopBufferMergeService.commitOffsets' latest offset
+        self.checkpoints: dict[tuple, Checkpoint] = {}
+        self.order = ConsumerOrderInfoManager()
+        self.held: list[PopRequest] = []
+        self.ck_number = 0
+
+    def clear(self) -> None:
+        """A restart: the buffer and held pops are memory; checkpoints are in the revive log (kept)."""
+        self.buffer_offsets.clear()
+        self.held.clear()
+
+    def pending(self) -> bool:
+        """A checkpoint waits on the clock for its revive."""
+        return bool(self.checkpoints)
+
+    def group_settled(self, group: str) -> bool:
+        """Nothing of the group is out under a handle."""
+        return (not any(ck.group == group for ck in self.checkpoints.values())
+                and not self.order.unacked_any(group))
+
+    # ------------------------------------------------------------------ pop
+    def pop(self, req: PopRequest, may_hold: bool = True) -> None:
+        """PopMessageProcessor.processRequest (the revive-log path: popConsumerKVServiceEnable off)."""
+        b, sim = self.b, self.sim
+        b._check_up()
+        b.channels.io(req.client)
+        found: list[tuple[Message, str]] = []
+        blocked = [False]
+        matcher = pull_filter(b, req)
+        retry_topic = pop_retry_topic(req.group, req.topic)
+        has_retry = retry_topic in b.topics and not req.orderly
+        need_retry = has_retry and sim.chooser.chance("pop_retry_first", POP_FROM_RETRY_PROBABILITY / 100)
+        if req.orderly:
+            revive_qid = POP_ORDER_REVIVE_QUEUE
+        else:
+            revive_qid = self.ck_number % REVIVE_QUEUE_NUM
+            self.ck_number += 1
+        if need_retry:
+            self._pop_topic(req, retry_topic, revive_qid, found, blocked)
+        queues = b.topics.get(req.topic, 0)
+        if req.queue < 0:
+            # popMsgFromTopic starts at a random queue (randomQ % readQueueNums)
+            start = sim.chooser.pick_index("pop_start_queue", queues) if queues > 1 else 0
+            for i in range(queues):
+                self._pop_queue(req, req.topic, (start + i) % queues, revive_qid, found, matcher, blocked)
+        else:
+            self._pop_queue(req, req.topic, req.queue, revive_qid, found, matcher, blocked)
+        if not need_retry and has_retry and len(found) < req.max_nums:
+            self._pop_topic(req, retry_topic, revive_qid, found, blocked)
+        if found or not may_hold:
+            self._answer(req, found, "FOUND" if found else "POLLING_NOT_FOUND", blocked[0])
+            return
+        # PopLongPollingService.polling: held until a message arrives or the poll time ends
+        self.held.append(req)
+        sim.schedule(req.poll_ms, self._hold_timeout, req, owner=b.proc)
+
+    def _pop_topic(self, req, topic, revive_qid, found, blocked) -> None:
+        for q in range(self.b.topics.get(topic, 0)):
+            self._pop_queue(req, topic, q, revive_qid, found, _match_all, blocked)
+
+    def _pop_offset(self, group: str, topic: str, queue: int, init_min: bool) -> int:
+        """getPopOffset: the committed offset (or the initial one), and the buffer's latest
+        offset when it is ahead. getInitOffset: a retry topic or ConsumeInitMode.MIN starts at the
+        queue's min offset; MAX at 0 while offset 0 is in the store (initPopOffsetByCheckMsgInMem),
+        else at the last message."""
+        b = self.b
+        off = b.offsets.query(group, topic, queue)
+        if off < 0:
+            if init_min or topic.startswith("%RETRY%"):
+                off = b.store.min_offset(topic, queue)
+            elif b.store.min_offset(topic, queue) <= 0 and b.store.max_offset(topic, queue) > 0:
+                off = 0
+            else:
+                off = max(0, b.store.max_offset(topic, queue) - 1)
+        buf = self.buffer_offsets.get((group, topic, queue), -1)
+        return max(buf, off)
+
+    def _pop_queue(self, req, topic, queue, revive_qid, found, matcher, blocked) -> None:
+        """popMsgFromQueue."""
+        room = req.max_nums - len(found)
+        if room <= 0:
+            return
+        b, sim = self.b, self.sim
+        group = req.group
+        if req.orderly and self.order.check_block(req.attempt_id, topic, group, queue, sim.now):
+            blocked[0] = True
+            return
+        offset = self._pop_offset(group, topic, queue, req.init_min)
+        result = b.store.get_message(topic, queue, offset, room, matcher)
+        if result.status in ("OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_BADLY", "OFFSET_FOUND_NULL"):
+            # the stored offset is not right: commit the corrected one and read again
+            b.offsets.commit(group, topic, queue, result.next_begin, client=req.client, source="pop")
+            offset = result.next_begin
+            result = b.store.get_message(topic, queue, offset, room, matcher)
+        flag = RETRY_FLAG_V1 if topic.startswith("%RETRY%") else RETRY_FLAG_NORMAL
+        if result.messages:
+            offsets = [m.offset for m in result.messages]
+            if req.orderly:
+                counts = self.order.update(req.attempt_id, topic, group, queue, sim.now, req.invisible_ms, offsets)
+                b.offsets.commit(group, topic, queue, offset, client=req.client, source="pop")
+            else:
+                ck = Checkpoint(group, topic, queue, offset, sim.now, req.invisible_ms, offsets, revive_qid,
+                                req.client)
+                self.checkpoints[ck.key] = ck
+                sim.emit("pop_checkpoint_written", group=group, topic=topic, broker=b.name, queue=queue,
+                         ck_offset=offset, offsets=offsets, pop_time=sim.now, invisible_time=req.invisible_ms,
+                         revive_qid=revive_qid, cause="pop", store="revive_log")
+                self.buffer_offsets[(group, topic, queue)] = result.next_begin
+                # scanCommitOffset commits the buffer's offset once the checkpoint is stored
+                b.offsets.commit(group, topic, queue, result.next_begin, client=req.client, source="pop")
+                counts = None
+            for m in result.messages:
+                copy = m.clone()
+                if counts is not None:
+                    copy.reconsume_times = counts.get(m.offset, 0)
+                h = build_handle(offset, sim.now, req.invisible_ms, revive_qid, flag, b.name, queue, m.offset)
+                found.append((copy, h))
+        elif result.status in ("NO_MATCHED_MESSAGE", "OFFSET_FOUND_NULL", "MESSAGE_WAS_REMOVING",
+                               "NO_MATCHED_LOGIC_QUEUE") and result.next_begin > offset:
+            # nothing the group wants: move past it (orderly: commit; else addCkMock's offset entry)
+            if not req.orderly:
+                self.buffer_offsets[(group, topic, queue)] = result.next_begin
+            b.offsets.commit(group, topic, queue, result.next_begin, client=req.client, source="pop")
+
+    def _answer(self, req: PopRequest, found, status: str, blocked: bool) -> None:
+        b, sim = self.b, self.sim
+        for m, h in found:
+            hd = parse_handle(h)
+            sim.emit("message_popped", client=req.client, group=req.group, topic=m.topic, broker=b.name,
+                     queue=m.queue, offset=m.offset, msg_id=m.msg_id, pop_id=req.pop_id, handle=h,
+                     pop_time=hd["pop_time"], invisible_time=hd["invisible_time"], reconsume_times=m.reconsume_times,
+                     order=req.orderly, origin_msg_id=m.origin_msg_id, attempt_id=req.attempt_id,
+                     revive_qid=hd["revive_qid"], ck_offset=hd["ck_offset"])
+        sim.emit("pop_answered", client=req.client, group=req.group, topic=req.topic, broker=b.name,
+                 pop_id=req.pop_id, status=status, count=len(found),
+                 reason="order_blocked" if blocked and not found else None)
+        req.respond(found, status)
+
+    def _hold_timeout(self, req: PopRequest) -> None:
+        if req in self.held:
+            self.held.remove(req)
+            self.pop(req, may_hold=False)
+
+    def notify_arriving(self, topic: str) -> None:
+        """notifyMessageArriving: held pops of the topic (or of its pop retry topic) run again."""
+        for req in self.held:
+            if topic == req.topic or topic == pop_retry_topic(req.group, req.topic):
+                self.sim.schedule(POP_HOLD_WAKE_MS, self._wake, req, owner=self.b.proc)
+
+    def _wake(self, req: PopRequest) -> None:
+        if req in self.held:
+            self.held.remove(req)
+            self.pop(req, may_hold=False)
+
+    def drop_held(self, client: str) -> None:
+        self.held = [r for r in self.held if r.client != client]
+
+    # ------------------------------------------------------------------ ack
+    def ack(self, group: str, topic: str, handle: str, client: str, reason: str = "consumed") -> str:
+        """AckMessageProcessor: appendAck (an ack record; revive matches it to its checkpoint by
+        topic, group, queue, start offset and pop time, so one whose checkpoint no longer waits,
+        revived or acked by a changeInvisibleTime, changes nothing) or ackOrderly. The result:
+        acked, stale, or rejected (the offset is outside the queue: NO_MESSAGE)."""
+        b = self.b
+        b._check_up()
+        b.channels.io(client)
+        h = parse_handle(handle)
+        queue, offset = h["queue"], h["offset"]
+        order = is_orderly_handle(h["revive_qid"])
+        code = None
+        if offset < b.store.min_offset(topic, queue) or offset > b.store.max_offset(topic, queue):
+            result, code = "rejected", "NO_MESSAGE"
+        elif order:
+            result = self._ack_orderly(group, topic, queue, offset, h["pop_time"], client)
+            if result == "rejected":
+                code = "MESSAGE_ILLEGAL"
+        else:
+            result = self._ack_ck(group, topic, queue, h["ck_offset"], h["pop_time"], offset)
+        self.sim.emit("message_acked", client=client, group=group, topic=topic, broker=b.name, queue=queue,
+                      offset=offset, handle=handle, pop_time=h["pop_time"], result=result, reason=reason,
+                      response_code=code, order=order)
+        return result
+
+    def _ack_ck(self, group, topic, queue, ck_offset, pop_time, offset) -> str:
+        ck = self.checkpoints.get((topic, group, queue, ck_offset, pop_time))
+        if ck is None or offset not in ck.offsets or offset in ck.acked:
+            return "stale"
+        ck.acked.add(offset)
+        if len(ck.acked) == len(ck.offsets):
+            del self.checkpoints[ck.key]     # every bit set: the revive scan revives nothing of it
+        return "acked"
+
+    def _ack_orderly(self, group, topic, queue, offset, pop_time, client) -> str:
+        b = self.b
+        if offset < b.offsets.query(group, topic, queue):
+            return "stale"
+        nxt = self.order.commit_and_next(topic, group, queue, offset, pop_time)
+        if nxt == -1:
+            return "rejected"
+        if nxt == -2:
+            return "stale"      # another pop time than the order info's: an older attempt's handle
+        b.offsets.commit(group, topic, queue, nxt, client=client, source="ack")
+        if not self.order.check_block(None, topic, group, queue, self.sim.now):
+            self.notify_arriving(topic)
+        return "acked"
+
+    # ------------------------------------------------------------------ dead letter (the proxy)
+    def dead_letter(self, group: str, topic: str, handle: str, msg_id: str, reconsume_times: int, max_attempts: int,
+                    client: str) -> bool:
+        """The proxy's forwardMessageToDeadLetterQueue (consumerSendMsgBack with delay level -1,
+        so the broker puts the popped copy into %DLQ%<group>); the proxy acks the handle next."""
+        b, sim = self.b, self.sim
+        b._check_up()
+        b.channels.io(client)
+        stored = b.index.get(msg_id)
+        if stored is None:
+            return False
+        h = parse_handle(handle)
+        copy = stored.clone()
+        copy.topic, copy.queue, copy.delay_level = dlq_topic(group), 0, 0
+        copy.retry_topic = stored.retry_topic or stored.topic
+        b.create_topic(copy.topic, 1)
+        copy.broker = b.name
+        copy.msg_id = b._new_id()
+        copy.store_ts = sim.now
+        b.index[copy.msg_id] = copy
+        b.store.append(copy)
+        # stored without a message_stored event: pop_dead_lettered says where the copy went
+        sim.emit("pop_dead_lettered", group=group, topic=topic, broker=b.name, queue=h["queue"], offset=h["offset"],
+                 msg_id=msg_id, reconsume_times=reconsume_times, max_attempts=max_attempts, handle=handle,
+                 origin_msg_id=stored.origin_msg_id, client=client, dlq_offset=copy.offset, dlq_msg_id=copy.msg_id)
+        return True
+
+    # ------------------------------------------------------------------ change invisible time
+    def change_invisible_time(self, group: str, topic: str, handle: str, invisible_ms: int, client: str) -> str | None:
+        """ChangeInvisibleTimeProcessor; the new handle, or None. Concurrent
+        (appendCheckPointThenAckOrigin): a checkpoint for the one message popped now, then an ack
+        of the old handle's checkpoint; the broker does not check that the old handle was still
+        current, so a change after its revive puts the message out twice. Orderly: the order
+        info's next visible time of the offset (same pop time; a pop time not the order info's
+        changes nothing, and the answer is still success)."""
+        b, sim = self.b, self.sim
+        b._check_up()
+        b.channels.io(client)
+        h = parse_handle(handle)
+        queue, offset = h["queue"], h["offset"]
+        order = is_orderly_handle(h["revive_qid"])
+        new = new_pop_time = code = new_invisible = None
+        if offset < b.store.min_offset(topic, queue) or offset >= b.store.max_offset(topic, queue):
+            result, code = "rejected", "NO_MESSAGE"
+        elif order:
+            result = "stale"
+            if offset >= b.offsets.query(group, topic, queue):
+                nvt = sim.now + invisible_ms
+                if self.order.update_next_visible_time(topic, group, queue, offset, h["pop_time"], nvt):
+                    result = "changed"
+                    new_pop_time, new_invisible = h["pop_time"], nvt - h["pop_time"]
+                    new = build_handle(h["ck_offset"], new_pop_time, new_invisible, h["revive_qid"], h["retry_flag"],
+                                       b.name, queue, offset)
+        else:
+            ck = Checkpoint(group, topic, queue, offset, sim.now, invisible_ms, [offset], h["revive_qid"], client)
+            self.checkpoints[ck.key] = ck
+            sim.emit("pop_checkpoint_written", group=group, topic=topic, broker=b.name, queue=queue, ck_offset=offset,
+                     offsets=[offset], pop_time=sim.now, invisible_time=invisible_ms, revive_qid=h["revive_qid"],
+                     cause="change_invisible", store="revive_log")
+            self._ack_ck(group, topic, queue, h["ck_offset"], h["pop_time"], offset)
+            result, new_pop_time, new_invisible = "changed", sim.now, invisible_ms
+            new = build_handle(offset, sim.now, invisible_ms, h["revive_qid"], h["retry_flag"], b.name, queue, offset)
+        sim.emit("invisible_time_changed", client=client, group=group, topic=topic, broker=b.name, queue=queue,
+                 offset=offset, handle=handle, pop_time=h["pop_time"], result=result, new_handle=new,
+                 new_pop_time=new_pop_time, invisible_time=new_invisible if new_invisible is not None else invisible_ms,
+                 response_code=code, order=order)
+        return new
+
+
+def _match_all(m) -> bool:
+    return True

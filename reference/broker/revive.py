@@ -1,0 +1,74 @@
+"""The broker's revive (RocketMQ 5.x PopReviveService, timer wheel on).
+
+Checkpoints and acks are timer messages of the revive log: a checkpoint is delivered to the
+revive queue at its revive time less ackTimeInterval, an ack at its pop time plus invisible
+time. Every reviveInterval the service reads what was delivered, sets the bits the acks name,
+and revives each checkpoint whose revive time lies more than ackTimeInterval + 1 s behind the
+scan's end time (the latest delivery time it read, or now when nothing new came for 3 s): every
+message of it not acked is written into the group's pop retry topic (queue 0), its reconsume
+times one more (the same for a suspended checkpoint), and a fully acked one is dropped. The
+reference keeps checkpoints in a table (reference.broker.pop) and revives each once now has
+passed its revive time by that margin, at the service's next run.
+"""
+from __future__ import annotations
+
+from rocketspec.rocketmq.pop import (POP_RETRY_QUEUE_NUM, REVIVE_INTERVAL, REVIVE_MARGIN, revive_target,
+                                     revived_reconsume_times)
+
+from ..message import Message
+
+
+class PopReviveService:
+    def __init__(self, broker):
+        self.b = broker
+        self.sim = broker.sim
+
+    def start(self) -> None:
+        self.sim.every(REVIVE_INTERVAL, REVIVE_INTERVAL, self.revive, owner=self.b.proc)
+
+    def revive(self) -> None:
+        pop = self.b.pop
+        if not pop.checkpoints:
+            return
+        now = self.sim.now
+        # in revive-log order: the order the checkpoints were written
+        due = [ck for ck in pop.checkpoints.values() if now - ck.revive_time > REVIVE_MARGIN]
+        for ck in due:
+            del pop.checkpoints[ck.key]
+            for off in ck.offsets:
+                if off not in ck.acked:
+                    self._revive_one(ck, off)
+
+    def _revive_one(self, ck, offset: int) -> None:
+        """reviveRetry: the message, read from its queue, copied into the pop retry topic."""
+        b, sim = self.b, self.sim
+        cq = b.store.consume_queue(ck.topic, ck.queue, create=False)
+        stored = cq.messages[offset] if cq is not None and cq.min_offset <= offset < cq.max_offset else None
+        if stored is None:
+            # getBizMessage found nothing (gone from the store): nothing to put back
+            sim.emit("message_revived", group=ck.group, topic=ck.topic, broker=b.name, queue=ck.queue, offset=offset,
+                     msg_id="", pop_time=ck.pop_time, outcome="skipped")
+            return
+        topic = revive_target(ck.topic, ck.group)
+        if b.topics.get(topic) is None:
+            # addRetryTopicIfNotExist: one queue, and initPopRetryOffset starts the group there at 0
+            b.create_topic(topic, POP_RETRY_QUEUE_NUM)
+            for q in range(POP_RETRY_QUEUE_NUM):
+                if b.offsets.query(ck.group, topic, q) < 0:
+                    b.offsets.commit(ck.group, topic, q, 0, source="pop")
+        copy = Message(topic=topic, queue=0, tags=stored.tags, tags_code=stored.tags_code, keys=stored.keys,
+                       props=stored.props, body_size=stored.body_size,
+                       reconsume_times=revived_reconsume_times(stored.reconsume_times, ck.suspend),
+                       origin_msg_id=stored.origin_msg_id, retry_topic=stored.retry_topic or ck.topic)
+        # stored without a message_stored event: message_revived says where the copy went
+        copy.broker = b.name
+        copy.msg_id = b._new_id()
+        copy.store_ts = sim.now
+        b.index[copy.msg_id] = copy
+        b.store.append(copy)
+        sim.emit("message_revived", group=ck.group, topic=ck.topic, broker=b.name, queue=ck.queue, offset=offset,
+                 msg_id=stored.msg_id, pop_time=ck.pop_time, outcome="retry", origin_msg_id=stored.origin_msg_id,
+                 target_topic=topic, target_queue=copy.queue, target_offset=copy.offset, target_msg_id=copy.msg_id,
+                 reconsume_times=copy.reconsume_times)
+        b._notify_arriving(topic, copy.queue)
+        b.pop.notify_arriving(topic)
