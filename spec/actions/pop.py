@@ -66,7 +66,8 @@ def message_popped(st, ev, out):
     if cp.status == ACKED:
         out.report("INV-POP-ACK-1", f"{_what(pq, off)} ({cp.msg_id or ev['msg_id']}) was acked at "
                    f"{cp.since} and is handed out again to {ev['client']}", key)
-    elif cp.valid_at(ts) and cp.pop_time != pt:
+    elif cp.valid_at(ts) and cp.pop_time != pt and not ev["order"]:
+        # (an orderly queue's second attempt is INV-POP-ORDER-1's; the same attempt id may re-pop)
         out.report("INV-POP-HANDLE-1", f"{_what(pq, off)} is handed to {ev['client']} while "
                    f"{cp.client}'s handle (pop time {cp.pop_time}) is valid until {cp.deadline}", key)
     if ev["order"]:
