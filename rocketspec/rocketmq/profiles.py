@@ -102,6 +102,11 @@ class Profile:
     # with the reset offset as nextBeginOffset (GetMessageStatus.OFFSET_RESET); 4.9.x: the client's
     # MQClientInstance.resetOffset only
     server_side_reset: bool = True
+    # a new ProcessQueue's start offset written into the client's offset table at once, so a stop
+    # before its first consumed batch or pull answer still persists it (no release: #10955, open;
+    # RebalanceImpl.updateProcessQueueTableInRebalance only computes it, and persistAll writes
+    # only the table's entries)
+    offset_entry_on_create: bool = False
 
     # ---- retry, DLQ, schedule (section 5, 7) ---------------------------------------------
     default_max_reconsume_times: int = 16
