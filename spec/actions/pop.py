@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rocketspec.rocketmq import pop as facts
 
+from ..invariants import GUARD
 from ..pop_state import ACKED, DEAD, HELD, LOST, REVIVED, SKIPPED, STORED, Copy, OrderInfo, pop_queue
 
 
@@ -61,8 +62,11 @@ def message_popped(st, ev, out):
     Actor: broker."""
     pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
     off, ts, pt = ev["offset"], ev["ts"], ev["pop_time"]
-    cp = _copy(pq, ev, off)
     key = pq.key
+    sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
+    if off not in pq.copies and (sq is None or not sq.min <= off < sq.next):
+        out.report(GUARD, f"{ev['client']} is handed {_what(pq, off)}, which was never stored", key)
+    cp = _copy(pq, ev, off)
     if cp.status == ACKED:
         out.report("INV-POP-ACK-1", f"{_what(pq, off)} ({cp.msg_id or ev['msg_id']}) was acked at "
                    f"{cp.since} and is handed out again to {ev['client']}", key)
@@ -125,8 +129,11 @@ def message_acked(st, ev, out):
     pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
     off, ts = ev["offset"], ev["ts"]
     cp = pq.copies.get(off)
-    orderly = bool(ev.get("order")) or (cp is not None and cp.order)
-    current = _order_current(pq.order, ev, off) if orderly else (cp is not None and cp.current(ev["pop_time"]))
+    if cp is None or cp.popped == 0:
+        out.report(GUARD, f"{ev['client']} acks {_what(pq, off)}, which was never handed out", pq.key)
+        return
+    orderly = bool(ev.get("order")) or cp.order
+    current = _order_current(pq.order, ev, off) if orderly else cp.current(ev["pop_time"])
     if ev["result"] != "acked":
         return
     if not current:
@@ -150,8 +157,12 @@ def invisible_time_changed(st, ev, out):
     pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
     off, ts = ev["offset"], ev["ts"]
     cp = pq.copies.get(off)
-    orderly = bool(ev.get("order")) or (cp is not None and cp.order)
-    current = _order_current(pq.order, ev, off) if orderly else (cp is not None and cp.current(ev["pop_time"]))
+    if cp is None or cp.popped == 0:
+        out.report(GUARD, f"{ev['client']} changes the invisible time of {_what(pq, off)}, which was never handed "
+                   f"out", pq.key)
+        return
+    orderly = bool(ev.get("order")) or cp.order
+    current = _order_current(pq.order, ev, off) if orderly else cp.current(ev["pop_time"])
     if ev["result"] != "changed":
         return
     if not current:
@@ -190,7 +201,11 @@ def message_revived(st, ev, out):
     Actor: broker."""
     pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
     off, ts, outcome, key = ev["offset"], ev["ts"], ev["outcome"], pq.key
-    cp = _copy(pq, ev, off)
+    cp = pq.copies.get(off)
+    if cp is None or cp.popped == 0:
+        out.report(GUARD, f"revive of {_what(pq, off)} (checkpoint of pop time {ev['pop_time']}), which was never "
+                   f"handed out", key)
+        return
     if outcome == "reput":
         return      # the checkpoint waits again: nothing revived yet
     if outcome == "dropped":
@@ -236,6 +251,9 @@ def pop_dead_lettered(st, ev, out):
     Actor: broker or client."""
     pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
     off, key = ev["offset"], pq.key
+    known = pq.copies.get(off)
+    if known is None or known.popped == 0:
+        out.report(GUARD, f"{_what(pq, off)} ({ev['msg_id']}) is dead-lettered but was never handed out", key)
     if not facts.proxy_dead_letters(ev["reconsume_times"], ev["max_attempts"]):
         out.report("INV-POP-DLQ-1", f"{_what(pq, off)} ({ev['msg_id']}) goes to the DLQ after "
                    f"{ev['reconsume_times']} reconsumptions, before its limit of {ev['max_attempts']} attempts", key)

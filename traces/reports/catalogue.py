@@ -41,6 +41,10 @@ HAND_TRACES = [
     "wrong_offset_past_unconsumed.jsonl", "wrong_broker_commit_past_unconsumed.jsonl",
     "wrong_two_lock_holders.jsonl", "wrong_consume_after_drop.jsonl", "wrong_17th_retry.jsonl",
     "wrong_dlq_consume.jsonl", "wrong_loss_at_quiescence.jsonl", "wrong_two_pullers.jsonl",
+    # POP (tests/test_spec_pop.py builds them)
+    "wrong_pop_two_valid_handles.jsonl", "wrong_pop_acked_then_revived.jsonl", "wrong_pop_revive_dropped.jsonl",
+    "wrong_pop_revive_count.jsonl", "wrong_pop_orderly_two_attempts.jsonl", "wrong_pop_stale_ack.jsonl",
+    "wrong_pop_held_at_end.jsonl",
 ]
 
 
