@@ -41,6 +41,7 @@ def test_real_basic_through_the_go_client(real_env, go_client, tmp_path):  # noq
     assert r.returncode == 0, f"record --client failed ({r.returncode}): {r.stderr[-3000:]}"
     ev = [json.loads(x) for x in out.read_text().splitlines()]
     assert ev[0]["config"]["client_under_test"]["observed"] == "client_reports"
+    assert ev[0]["observed"] == ["broker", "client_reports"]      # the schema's own field
     started = [e for e in ev if e["kind"] == "client_started"]
     assert len(started) == 2
     # the Go library's own timing, reported by the client as the config in force

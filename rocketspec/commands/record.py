@@ -323,6 +323,18 @@ def client_command(command: str) -> list[str]:
     return [str(Path(program).resolve())] + argv[1:]
 
 
+def mark_client_under_test(first: dict, argv: list[str]) -> None:
+    """What a trace recorded through the driver protocol observed: the broker recorder's exact
+    events and the client program's reports, not its internals. Declared as the schema's
+    `trace_started.observed` (what every reader of levels takes) and, as before, in
+    `config.client_under_test` with the program that ran."""
+    from rocketspec.traces import client_protocol
+
+    first.setdefault("config", {})["client_under_test"] = {
+        "cmd": argv, "protocol": client_protocol.PROTOCOL, "observed": client_protocol.OBSERVED}
+    first["observed"] = ["broker", client_protocol.OBSERVED]
+
+
 def external_plan(plan: dict, argv: list[str]) -> None:
     """Every scenario client runs as the client program, in its own process (driver protocol)."""
     plan["external_client"] = {"cmd": argv, "protocol": 1}
@@ -395,10 +407,7 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     if not events or events[-1]["kind"] != "trace_ended":
         return 3, f"the driver wrote no complete trace; log: {work / 'driver.log'}"
     if client_argv is not None:
-        from rocketspec.traces import client_protocol
-        # what the trace observed of the client side: the client program's reports only
-        events[0].setdefault("config", {})["client_under_test"] = {
-            "cmd": client_argv, "protocol": client_protocol.PROTOCOL, "observed": client_protocol.OBSERVED}
+        mark_client_under_test(events[0], client_argv)
     with open(out, "w") as fh:
         for ev in events:
             fh.write(json.dumps(ev, separators=(",", ":")) + "\n")
