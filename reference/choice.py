@@ -47,6 +47,9 @@ POINTS = {p.name: p for p in (
     ChoicePoint("producer_tags", "the tag a scenario producer gives a message"),
     ChoicePoint("producer_key", "the sharding key a scenario producer gives a message"),
     ChoicePoint("producer_props", "the value a scenario producer gives a message property"),
+    ChoicePoint("pop_retry_first", "whether a concurrent pop reads the POP retry topic before the topic "
+                                   "(PopMessageProcessor: randomQ < popFromRetryProbability)"),
+    ChoicePoint("pop_start_queue", "which queue a pop of every queue (queue -1) starts at (randomQ % queues)"),
 )}
 
 

@@ -300,6 +300,19 @@ def _parse_breaks(source, raw, known_ids=None) -> list:
     return raw
 
 
+def uses_pop(sc: dict) -> bool:
+    """A group of the scenario consumes by POP (client_type POP_PUSH or SIMPLE): RocketMQ 5.x only."""
+    return any(g.get("client_type", "PUSH") != "PUSH" for g in sc["groups"].values())
+
+
+def runs_under(sc: dict, profile) -> bool:
+    """Whether the scenario can run under the profile: a POP scenario needs one whose release has
+    POP (switch `pop`); the runner refuses the others (exit 2)."""
+    from rocketspec.rocketmq.profiles import get_profile
+
+    return not uses_pop(sc) or get_profile(profile).pop
+
+
 def expected_failures(sc: dict, profile: str):
     """The invariant ids a release-profile run of `sc` must fail with (empty: it must hold), or
     None when the scenario declares no expectation. Known-bug profiles expect their own

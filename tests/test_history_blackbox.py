@@ -18,11 +18,13 @@ from rocketspec.traces.history.model import Consume, Disruption, Group, History,
 from rocketspec.rocketmq.profiles import PROFILES
 
 reference = pytest.importorskip("rocketspec.reference.runner")
-from rocketspec.reference.scenario import builtin_names, expected_failures, load_scenario  # noqa: E402
+from rocketspec.reference.scenario import builtin_names, expected_failures, load_scenario, uses_pop  # noqa: E402
 
 HERE = os.path.dirname(__file__)
 REAL = sorted(glob.glob(os.path.join(HERE, "fixtures", "real", "*.jsonl")))
-SIMULATED = [n for n in builtin_names() if not n.startswith("real-")]
+# simulated scenarios; the black-box history does not read POP consumption yet (issue 45), so the
+# POP scenarios (5.x only, reference.scenario.uses_pop) are left to tests/test_reference_pop.py
+SIMULATED = [n for n in builtin_names() if not n.startswith("real-") and not uses_pop(load_scenario(n))]
 
 
 def history_of(name, profile, seed=1):

@@ -19,7 +19,7 @@ from rocketspec.rocketmq.profiles import PROFILES, get_profile
 from rocketspec.spec.replay import check_events, check_trace
 
 reference = pytest.importorskip("rocketspec.reference.runner")
-from rocketspec.reference.scenario import builtin_names, load_scenario  # noqa: E402
+from rocketspec.reference.scenario import builtin_names, load_scenario, runs_under, uses_pop  # noqa: E402
 
 HERE = os.path.dirname(__file__)
 REAL = sorted(glob.glob(os.path.join(HERE, "fixtures", "real", "*.jsonl")))
@@ -61,8 +61,21 @@ def agree(white, black, expected):
         assert hid in black.violated(), (hid, black.violated())
 
 
-@pytest.mark.parametrize("profile", RELEASES)
-@pytest.mark.parametrize("name", builtin_names())
+def runnable(names, profiles):
+    """(scenario, profile) pairs the scenario can run under (a POP scenario needs a 5.x release);
+    the black-box history does not read POP consumption yet (issue 45): those pairs are strict
+    xfails, so the day it does they fail and come off this list."""
+    out = []
+    for n in names:
+        sc = load_scenario(n)
+        for p in profiles:
+            if runs_under(sc, p):
+                out.append(pytest.param(n, p, marks=pytest.mark.xfail(
+                    strict=True, reason="history does not read POP events yet")) if uses_pop(sc) else (n, p))
+    return out
+
+
+@pytest.mark.parametrize("name,profile", runnable(builtin_names(), RELEASES))
 def test_builtin_scenarios_agree_at_both_levels(name, profile):
     white, black = both(run(name, profile), profile, f"{name}@{profile}")
     agree(white, black, RELEASE_SYMPTOMS.get((name, profile)))
@@ -98,7 +111,8 @@ def verdicts(rep):
     return {v.id: (v.status, v.n_findings) for v in rep.verdicts}
 
 
-@pytest.mark.parametrize("case", [(n, p) for n in builtin_names() if not n.startswith("real-") for p in RELEASES[:1]]
+@pytest.mark.parametrize("case", [(n, p) for n in builtin_names() if not n.startswith("real-") for p in RELEASES[:1]
+                                  if runs_under(load_scenario(n), p)]
                          + [(scenario_for(p), p) for p in sorted(KNOWN_BUG_SYMPTOMS)])
 def test_the_judges_window_changes_no_verdict(case):
     # The smallest window the CLI allows, swept after every record, against one that holds every
