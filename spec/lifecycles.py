@@ -1,6 +1,6 @@
 """Component lifecycles as python-statemachine classes, and the transition tables the spec uses.
 
-Three components of RocketMQ have a lifecycle that the spec tracks explicitly:
+Four components of RocketMQ have a lifecycle that the spec tracks explicitly:
 
 - the client's **ProcessQueue** for one message queue (created by RebalanceImpl, dropped when the
   queue is reassigned or the client stops, removed from the table afterwards);
@@ -8,7 +8,9 @@ Three components of RocketMQ have a lifecycle that the spec tracks explicitly:
   expired after the broker lock lifetime, released by its owner only, lost on broker restart);
 - one stored **message copy** on its way through consumption and the retry chain (stored,
   pulled, consuming, consumed, sent back, delayed in SCHEDULE_TOPIC_XXXX, redelivered as a new
-  copy in %RETRY%<group>, or dead-lettered in %DLQ%<group>).
+  copy in %RETRY%<group>, or dead-lettered in %DLQ%<group>);
+- one message copy a **POP** consumer group is handed (stored, held under a receipt handle,
+  acked, revived into the POP retry topic, or dead-lettered).
 
 The classes below are the single definition. Their events are named after the trace event kinds
 that drive them, so `transition_table(cls)` compiles each class into a plain dict
@@ -80,10 +82,35 @@ class MessageLifecycle(StateMachine):
     message_dead_lettered = consuming.to(dead_lettered) | sent_back.to(dead_lettered)
 
 
+class PopMessageLifecycle(StateMachine):
+    """One stored copy of a message a POP consumer group is handed (RocketMQ 5.x POP; docs/pop.md).
+
+    'held' is the copy under a current receipt handle: a change of invisible time keeps it held
+    under a new handle, a revive that failed and re-put its checkpoint too; an orderly queue's
+    next attempt that does not hand the copy out again leaves it 'stored'. A revive ends the
+    copy ('revived'): its successor is a new copy in the POP retry topic that starts at 'stored'
+    with the same origin_msg_id and reconsume_times + 1. The transitions are those of a run that
+    holds; spec/actions/pop.py reports the others with their INV-POP-* invariant."""
+
+    stored = State("stored", initial=True)
+    held = State("held")
+    acked = State("acked", final=True)
+    revived = State("revived", final=True)
+    skipped = State("skipped", final=True)
+    dead_lettered = State("dead_lettered", final=True)
+
+    message_popped = stored.to(held) | held.to.itself() | held.to(stored)
+    invisible_time_changed = held.to.itself()
+    message_acked = held.to(acked)
+    message_revived = held.to(revived) | held.to(skipped) | held.to.itself()
+    pop_dead_lettered = held.to(dead_lettered)
+
+
 LIFECYCLES = {
     "ProcessQueue": ProcessQueueLifecycle,
     "QueueLock": QueueLockLifecycle,
     "Message": MessageLifecycle,
+    "PopMessage": PopMessageLifecycle,
 }
 
 
@@ -125,3 +152,4 @@ def mermaid(cls) -> str:
 PQ_TABLE = transition_table(ProcessQueueLifecycle)
 LOCK_TABLE = transition_table(QueueLockLifecycle)
 MSG_TABLE = transition_table(MessageLifecycle)
+POP_TABLE = transition_table(PopMessageLifecycle)

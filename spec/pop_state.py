@@ -18,10 +18,11 @@ STORED = "stored"           # known (a revived copy), not handed out yet
 HELD = "held"               # handed out under a current handle
 ACKED = "acked"             # done: acked under a current handle
 REVIVED = "revived"         # its deadline passed un-acked: a copy went to the retry topic
-DEAD = "dead"               # sent to %DLQ%<group>
+DEAD = "dead_lettered"      # sent to %DLQ%<group>
 SKIPPED = "skipped"         # revive found nothing to revive (message, topic or group gone)
 LOST = "lost"               # revive gave up (outcome dropped)
 DONE = (ACKED, REVIVED, DEAD, SKIPPED, LOST)
+# (the statuses are the states of spec.lifecycles.PopMessageLifecycle, plus LOST: a violation's)
 
 
 class Copy:

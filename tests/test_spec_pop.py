@@ -440,6 +440,44 @@ def test_a_pop_consumer_owes_no_pull_progress():
     assert_holds(t_pop_ack())
 
 
+# ------------------------------------------------------------------ the lifecycle
+
+
+def _statuses(st):
+    return {(k, off): cp.status for k, pq in st.pop.items() for off, cp in pq.copies.items()}
+
+
+def test_the_holding_traces_move_copies_only_along_the_pop_lifecycle():
+    """spec.lifecycles.PopMessageLifecycle is the copy's lifecycle: every status change the
+    actions make on the holding traces is one of its transitions (a copy first seen starts
+    'stored'; a revive's new copy in the retry topic starts there)."""
+    from rocketspec.spec.actions import HANDLERS
+    from rocketspec.spec.lifecycles import POP_TABLE
+    from rocketspec.spec.replay import Findings
+    from rocketspec.spec.state import SpecState
+
+    q = Pop(msgs=3)
+    h = q.pop(1000, [0, 1], order=True, attempt="a1")
+    q.ack(1500, 0, h[0], 1000, order=True)
+    q.pop(facts.deadline(1000, IT) + 1, [1, 2], order=True, attempt="a2", rc=1)
+    seen = 0
+    for evs in (t_pop_ack(), t_revive_then_ack(), q.ev):
+        st = SpecState(get_profile(PROFILE))
+        out = Findings(st)
+        for ev in evs:
+            before = _statuses(st)
+            out.ev = ev
+            HANDLERS[ev["kind"]](st, ev, out)
+            for where, now in _statuses(st).items():
+                was = before.get(where, "stored")
+                home = where[0] == (ev.get("group"), ev.get("topic"), ev.get("broker"), ev.get("queue"))
+                if (was != now or where[1] == ev.get("offset")) and home:
+                    assert now in POP_TABLE.get((was, ev["kind"]), ()), (was, ev["kind"], now)
+                    seen += 1
+        assert out.error_count == 0
+    assert seen >= 10
+
+
 # ------------------------------------------------------------------ the facts
 
 
