@@ -263,7 +263,7 @@ class QueueState:
         self.persists: dict[tuple, int] = {}    # (client, offset) -> one-way persists in flight
         self.units: dict[str, Progress] = {}    # "" (clustering group) or client id (broadcast)
         self.busy: dict[str, Busy] = {}         # orderly: client -> its listener call in progress
-        self.reads: dict[str, int] = {}         # client -> last store read (READ_FROM_STORE)
+        self.reads: dict[str, tuple] = {}       # client -> (last store read (READ_FROM_STORE), queue end then)
         self.pull_commit: dict[str, tuple] = {}  # client -> commit offsets piggybacked on its last pulls, not yet committed
         self.orphans: dict[tuple, tuple] = {}   # (client, consume_id) -> offsets: batches of removed pqs
         self.orphan_outcome: dict[str, OrphanOutcome] = {}  # orderly: client -> orphan batch whose commit/rollback may follow

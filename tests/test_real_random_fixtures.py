@@ -441,3 +441,14 @@ def test_a_random_run_on_5x_is_checked_under_its_own_release_profile(tmp_path):
     assert "INV-PULL-2" in check_trace(str(src), P).findings.counts     # the 4.9.8 reading
     ids, rep = _check(trace)
     assert rep["verdict"] != "refused" and ids == {}, ids
+
+
+def test_a_first_start_at_the_end_the_queue_had_when_its_offset_was_read():
+    """Seed 10002 (real 5.5.0, profile rocketmq-5.5.1). g0c1 of a new group
+    (CONSUME_FROM_LAST_OFFSET) read no offset (-1) for each queue, and computePullFromWhere asked
+    the broker's maxOffset right after: 0, the queues were empty. The producer's first messages
+    were stored 0.5 s later, and only then was each ProcessQueue seen (sampled; 5.x dispatches
+    the first pull 500 ms after the rebalance), starting at 0. The maxOffset query comes after the
+    store read and before the ProcessQueue: any end the queue had in between is the answer."""
+    res = check_trace(str(HERE / "seed-10002-5x-max-offset-read-before-store.jsonl.gz"), "rocketmq-5.5.1")
+    assert not res.findings.errors, res.findings.counts

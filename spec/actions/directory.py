@@ -271,7 +271,7 @@ def pq_created(st, ev, out):
     if old is not None and old.live:
         out.report("INV-PQ-1", f"{cid} already has a live ProcessQueue for the queue (status {old.status})", key)
     # INV-START-1: the first pull offset is computePullFromWhere of the store read.
-    read = qs.reads.pop(cid, None)
+    read, end_at_read = qs.reads.pop(cid, (None, None))
     sq = st.stored.get((topic, ev["broker"], ev["queue"]))
     committed = _committed_for(st, qs, c)
     reported = False
@@ -281,7 +281,7 @@ def pq_created(st, ev, out):
         out.report("INV-START-1", f"ProcessQueue starts at negative offset {off}", key)
         reported = True
     elif read is not None:
-        exact, lo, hi = _pull_from_where(st, qs, c, read, sq)
+        exact, lo, hi = _pull_from_where(st, qs, c, read, sq, end_at_read)
         if lo is None:
             out.report("INV-START-1", f"store read failed ({read}) but a ProcessQueue was created at {off}", key)
             reported = True

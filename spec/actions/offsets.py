@@ -72,13 +72,16 @@ def _store_read_ok(off, values) -> bool:
     return False
 
 
-def _pull_from_where(st, qs, client, read, sq):
-    """computePullFromWhere of a store read: (exact value or None, low, high)."""
+def _pull_from_where(st, qs, client, read, sq, end_at_read=None):
+    """computePullFromWhere of a store read: (exact value or None, low, high). `end_at_read`: the
+    queue's end when the store was read; its maxOffset query comes after that read and before the
+    ProcessQueue is seen, so any end in between may be the answer."""
     if read >= 0:
         return read, read, read
     topic = qs.key[1]
     fw = client.from_where if client else "CONSUME_FROM_LAST_OFFSET"
     mx = _end(sq)
+    first = mx if end_at_read is None else min(end_at_read, mx)
     mn = sq.min if sq else 0
     if read == -1:
         if "TIMESTAMP" in fw:
@@ -89,7 +92,7 @@ def _pull_from_where(st, qs, client, read, sq):
             return 0, 0, 0
         if topic.startswith(RETRY_PREFIX):
             return 0, 0, 0
-        return mx, mx, mx
+        return (mx if first == mx else None), first, mx
     return None, None, None   # -2/-3: computePullFromWhere fails; no ProcessQueue should follow
 
 
@@ -298,11 +301,11 @@ def offset_read(st, ev, out):
                 out.report("INV-START-1", f"store read returns {off} but no offset is committed{since}", key)
         # the next read (the orderly first pull's re-read) is issued after this one was answered
         qs.held.pop(cid, None)
-        qs.reads[cid] = off
+        sq = st.stored.get((key[1], key[2], key[3]))
+        qs.reads[cid] = (off, _end(sq))
         pq = qs.pqs.get(cid)
         if pq is not None and pq.status == "created":
             # orderly first pull after locking re-reads the offset (computePullFromWhere)
-            sq = st.stored.get((key[1], key[2], key[3]))
             exact, lo, hi = _pull_from_where(st, qs, c, off, sq)
             pq.alt_pull = exact
             qs.reads.pop(cid, None)
