@@ -89,7 +89,9 @@ class PopMessageLifecycle(StateMachine):
     under a new handle, a revive that failed and re-put its checkpoint too; an orderly queue's
     next attempt that does not hand the copy out again leaves it 'stored'. A revive ends the
     copy ('revived'): its successor is a new copy in the POP retry topic that starts at 'stored'
-    with the same origin_msg_id and reconsume_times + 1. The transitions are those of a run that
+    with the same origin_msg_id and reconsume_times + 1. A dead-lettered copy keeps its handle
+    for the ack that follows the DLQ put; if that ack never takes effect, revive brings it back
+    at its deadline. The transitions are those of a run that
     holds; spec/actions/pop.py reports the others with their INV-POP-* invariant."""
 
     stored = State("stored", initial=True)
@@ -97,12 +99,12 @@ class PopMessageLifecycle(StateMachine):
     acked = State("acked", final=True)
     revived = State("revived", final=True)
     skipped = State("skipped", final=True)
-    dead_lettered = State("dead_lettered", final=True)
+    dead_lettered = State("dead_lettered")
 
     message_popped = stored.to(held) | held.to.itself() | held.to(stored)
     invisible_time_changed = held.to.itself()
-    message_acked = held.to(acked)
-    message_revived = held.to(revived) | held.to(skipped) | held.to.itself()
+    message_acked = held.to(acked) | dead_lettered.to.itself()
+    message_revived = held.to(revived) | held.to(skipped) | held.to.itself() | dead_lettered.to(revived)
     pop_dead_lettered = held.to(dead_lettered)
 
 

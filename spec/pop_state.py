@@ -42,7 +42,9 @@ class Copy:
         self.popped = 0             # how many times it was handed out
 
     def current(self, pop_time) -> bool:
-        return self.status == HELD and self.pop_time == pop_time
+        """The handle of `pop_time` is this copy's current one. A dead-lettered copy keeps its
+        handle until the ack that follows the DLQ put (the proxy acks the handle it popped)."""
+        return self.status in (HELD, DEAD) and self.handle is not None and self.pop_time == pop_time
 
     def valid_at(self, ts) -> bool:
         return self.status == HELD and self.deadline is not None and ts < self.deadline

@@ -311,8 +311,20 @@ def test_dead_letter_before_the_limit_violates_dlq_1_and_at_the_limit_holds():
         h = p.pop(1000, [0], rc=rc)
         p.e("pop_dead_lettered", ts=1001, group=G, topic=T, broker=B, queue=0, offset=0, msg_id="m0",
             reconsume_times=rc, max_attempts=limit, handle=h[0], dlq_offset=0)
-        p.ack(1002, 0, h[0], 1000, reason="dead_lettered", result="stale")
+        # ProducerProcessor.forwardMessageToDeadLetterQueue, then the proxy acks the handle it popped
+        p.ack(1002, 0, h[0], 1000, reason="dead_lettered")
         (assert_holds if ok else lambda e: assert_violates(e, "INV-POP-DLQ-1"))(p.end(1003))
+
+
+def test_a_dead_lettered_copy_whose_ack_failed_comes_back_at_its_deadline():
+    """The ack after the DLQ put may fail: revive then brings the copy back (at-least-once)."""
+    p = Pop(msgs=1)
+    h = p.pop(1000, [0], rc=17)
+    p.e("pop_dead_lettered", ts=1001, group=G, topic=T, broker=B, queue=0, offset=0, msg_id="m0",
+        reconsume_times=17, max_attempts=17, handle=h[0])
+    p.ack(1002, 0, h[0], 1000, reason="dead_lettered", result="rejected")
+    p.revive(facts.earliest_revive(1000, IT), 0, 1000, rc=18)
+    assert_holds(p.ev)
 
 
 @settings(max_examples=60, deadline=None)

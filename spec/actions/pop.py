@@ -146,7 +146,10 @@ def message_acked(st, ev, out):
             out.report("INV-POP-LOSS-1", f"{ev['client']} acks {_what(pq, off)} as past its retries after "
                        f"{cp.reconsume} reconsumptions, below its limit {limit}: the message is dropped", pq.key)
     cp = _copy(pq, ev, off)
-    cp.status, cp.since, cp.handle, cp.deadline = ACKED, ts, None, None
+    if cp.status == DEAD and current:
+        cp.handle, cp.deadline = None, None      # the ack that follows the DLQ put: revive will not come
+    else:
+        cp.status, cp.since, cp.handle, cp.deadline = ACKED, ts, None, None
     if orderly and pq.order is not None and off in pq.order.offsets:
         pq.order.acked.add(off)
 
@@ -221,6 +224,8 @@ def message_revived(st, ev, out):
         out.report("INV-POP-HANDLE-1", f"revive puts {_what(pq, off)} back (checkpoint of pop time "
                    f"{ev['pop_time']}) while {cp.client}'s handle of pop time {cp.pop_time} is valid until "
                    f"{cp.deadline}: two valid handles", key)
+    elif cp.status == DEAD and cp.handle is not None and ts >= cp.deadline:
+        pass    # the ack after the DLQ put did not take effect: the copy comes back (at-least-once)
     elif cp.status in (REVIVED, DEAD, SKIPPED, LOST):
         out.report("INV-POP-HANDLE-1", f"{_what(pq, off)} is revived again (checkpoint of pop time "
                    f"{ev['pop_time']}) after it was {cp.status} at {cp.since}", key)
@@ -260,7 +265,8 @@ def pop_dead_lettered(st, ev, out):
     cp = _copy(pq, ev, off)
     if cp.status == ACKED:
         out.report("INV-POP-ACK-1", f"{_what(pq, off)} was acked at {cp.since} and is dead-lettered", key)
-    cp.status, cp.since, cp.handle, cp.deadline = DEAD, ev["ts"], None, None
+    # the handle stays current: the proxy acks it right after the DLQ put
+    cp.status, cp.since = DEAD, ev["ts"]
 
 
 def check_pop_end(st, out):
