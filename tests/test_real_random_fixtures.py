@@ -452,3 +452,31 @@ def test_a_first_start_at_the_end_the_queue_had_when_its_offset_was_read():
     store read and before the ProcessQueue: any end the queue had in between is the answer."""
     res = check_trace(str(HERE / "seed-10002-5x-max-offset-read-before-store.jsonl.gz"), "rocketmq-5.5.1")
     assert not res.findings.errors, res.findings.counts
+
+
+def test_a_processqueue_created_on_a_grant_that_a_pause_outlived_names_the_pause():
+    """Seed 8024 (breaks: g0c1 of orderly GID_r0 paused 8400 ms past the lease; g0c8 subscribes
+    differently). g0c1's rebalance was granted the lock of TopicS queues 1 and 3 (5.7 s), then
+    g0c1 was stopped before it created their ProcessQueues (RebalanceImpl.
+    updateProcessQueueTableInRebalance locks, then creates). g0c8 took the expired locks over;
+    g0c1, resumed, finished that rebalance and created both ProcessQueues under the stale grant
+    (INV-OWNER-2 x2), then lost them at its next rebalance. INV-OWNER-2 names the pause, so the
+    deliberate break explains it (the oracle held: nothing was lost)."""
+    import json
+
+    from rocketspec.conformance.real_random import BREAK, break_named, classify
+    name = "break-8024-pause-between-grant-and-processqueue"
+    res = check_trace(str(HERE / f"{name}.jsonl.gz"), P, max_listed=1000)
+    errs = _by_inv(res)
+    assert len(errs.get("INV-OWNER-2", [])) == 2, res.findings.counts
+    assert all("cause: the broker granted 127.0.0.1@g0c1 the lock" in m and "paused at ts" in m
+               for m in errs["INV-OWNER-2"]), errs["INV-OWNER-2"]
+    check_json = res.to_dict()
+    sc = json.loads((HERE / f"{name}.scenario.json").read_text())
+    named = break_named(check_json, sc)
+    assert "INV-OWNER-2" in named, named
+    status = {"H-DELIVER-1": "holds", "H-RETRY-1": "holds", "H-RETRY-2": "skipped", "H-RETRY-3": "holds",
+              "H-ORDER-1": "skipped", "H-ORDER-2": "holds", "H-DUP-1": "skipped"}
+    oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    ids = {k: v for k, v in check_json["counts"].items() if k in errs}
+    assert classify(ids, oracle, named=named)[0] == BREAK

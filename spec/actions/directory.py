@@ -9,7 +9,7 @@ from .. import limits
 from ..pending import retries_in_flight, unconsumed
 from ..lifecycles import PQ_TABLE
 from ..state import PQ, Client, Progress, View
-from .common import _client, _end, _q, _removed_under_consume_lock, _skip_to
+from .common import _client, _end, _pauses_between, _q, _removed_under_consume_lock, _skip_to
 from .locks import holds_lock
 from .consume import _settle
 from .offsets import _committed_for, _pull_from_where, _set_committed
@@ -240,6 +240,22 @@ def allocation_computed(st, ev, out):
             queues[key].held.pop(cid, None)
 
 
+def _stale_grant(st, qs, cid, ts) -> str:
+    """The cause of an orderly ProcessQueue created without the broker lock, when the client was
+    paused after the broker granted it: RebalanceImpl.updateProcessQueueTableInRebalance locks,
+    then creates the ProcessQueue, and a pause between the two outlives the lock."""
+    granted = qs.granted.get(cid)
+    pauses = _pauses_between(st, cid, granted, ts) if granted is not None else []
+    if not pauses:
+        return ""
+    t, d = pauses[-1]
+    lim, b = limits.client(st, cid), limits.broker(st, qs.key[2])
+    return (f"; cause: the broker granted {cid} the lock at ts {granted}, then {cid} was paused at ts {t} for {d} "
+            f"ms (client lease {lim.lease_ms} ms, broker lock {b.lock_max_live_ms} ms): the lock expired and "
+            f"{qs.holder} took it over meanwhile, and the rebalance, resumed, created the ProcessQueue on that "
+            f"stale grant")
+
+
 def pq_created(st, ev, out):
     """RocketMQ: updateProcessQueueTableInRebalance (add) + computePullFromWhere.
     Actor: client."""
@@ -266,7 +282,7 @@ def pq_created(st, ev, out):
             # this client's that has expired since, e.g. across a pause)
             if not holds_lock(qs, cid, ts) and not (ev.get("obs") == "sampled" and qs.holder == cid):
                 out.report("INV-OWNER-2", f"orderly {cid} created a ProcessQueue without holding the broker lock "
-                           f"(holder {qs.holder}, expires_at {qs.lock_exp})", key)
+                           f"(holder {qs.holder}, expires_at {qs.lock_exp}){_stale_grant(st, qs, cid, ts)}", key)
     old = qs.pqs.get(cid)
     if old is not None and old.live:
         out.report("INV-PQ-1", f"{cid} already has a live ProcessQueue for the queue (status {old.status})", key)

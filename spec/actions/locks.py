@@ -82,6 +82,7 @@ def lock_acquired(st, ev, out):
         out.report("INV-BCAST-1", "a broadcasting group holds a broker lock (#8772)", key)
     qs.holder, qs.lock_exp, qs.lock_ts, qs.lock_state = cid, ev["expires_at"], ts, "held"
     qs.lock_epoch = st.dir.brokers.get(key[2], 0)
+    qs.granted[cid] = ts
 
 
 def lock_rejected(st, ev, out):
