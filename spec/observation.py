@@ -72,6 +72,8 @@ _STORE = ("message_stored",)                                  # the broker's que
 _COMMITS = ("offset_committed",)                              # the broker's offset table
 _CLIENTS = ("client_started", "client_stopped", "client_crashed", "client_paused", "client_resumed")
 
+_POP = ("message_stored", "message_popped", "message_acked", "invisible_time_changed", "message_revived",
+        "pop_dead_lettered")
 NEEDS: dict[str, tuple[str, ...]] = {
     "INV-OWNER-1": ("allocation_computed",),
     "INV-ALLOC-1": ("allocation_computed",),
@@ -106,10 +108,18 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "ANOM-LOCK-GAP": (*_CALLS, "pq_lock_changed", *_LOCKS),
     "ANOM-RESET-SKIP": (*_COMMITS, *_PQ, *_PULLS),
     "ANOM-DISCARD": (*_SENDBACK, "client_started"),
+    # POP (spec/actions/pop.py): the copies' handles and statuses, the orderly queue's attempt
+    "INV-POP-HANDLE-1": _POP,
+    "INV-POP-ACK-1": _POP,
+    "INV-POP-LOSS-1": (*_POP, "client_started"),   # a client's maxReconsumeTimes
+    "INV-POP-DLQ-1": _POP,
+    "INV-POP-ORDER-1": _POP,
+    "INV-POP-STALE-1": _POP,
+    "INV-POP-LIVE-1": (*_POP, *_CLIENTS),           # a revived copy is owed while its group has a live client
     # the actions' own guards: a call finished that never started, a commit whose previous value
     # the table did not hold, a lease past its lock, a send-back of no failure: every side's state
     "GUARD": (*_CALLS, *_PQ, *_PULLS, *_COMMITS, "offset_flushed", *_LOCKS, "pq_lock_changed", *_SENDBACK,
-              "message_scheduled", "schedule_delivered"),
+              "message_scheduled", "schedule_delivered", *_POP),
 }
 
 def _with_settings(kinds: tuple[str, ...]) -> tuple[str, ...]:

@@ -109,7 +109,9 @@ def test_the_go_client_traces_are_judged_at_the_driver_protocols_level(tmp_path)
         rep = check_trace(os.path.join(GO, name))
         d = rep.to_dict()
         assert d["observed"] == ["broker", "client_reports"]
-        assert set(d["rules_judged"]) == {"INV-DLQ-1", "INV-CLIENT-1", "ANOM-OFFSET-BACK"}
+        # (and the POP rules: they read only the broker's events and the clients' starts)
+        assert set(d["rules_judged"]) == {"INV-DLQ-1", "INV-CLIENT-1", "ANOM-OFFSET-BACK",
+                                          *(i for i in observation.NEEDS if i.startswith("INV-POP-"))}
         assert d["verdict"] == "holds", d["counts"]
 
 

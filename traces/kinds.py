@@ -375,8 +375,9 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
                              "reput": "the read failed, its checkpoint is put back for later",
                              "skipped": "nothing to revive",
                              "dropped": "given up: the message is lost"}.get(e.get("outcome"), str(e.get("outcome")))),
+    # (the proxy is the server side: its events are the broker side's)
     _k("pop_dead_lettered", "proxy PopMessageResultFilterImpl (TO_DLQ) + forwardMessageToDeadLetterQueue", "queue",
-       "broker or client",
+       "broker",
        lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
        sentence=lambda e: f"{_g(e, 'msg_id')} goes to %DLQ%{_g(e, 'group')} after {_g(e, 'reconsume_times')} "
                           f"reconsumptions (limit {_g(e, 'max_attempts')})"),
