@@ -11,6 +11,11 @@ sources' `import` lines with them before compiling. Each release builds into its
     build/recorder-RELEASE/classes/   javac's output
     build/recorder-RELEASE/.built     the classpath and the sources' digest the classes are from
 
+A line may also add to its release's logging configuration: `releases/LINE/rmq.logback.client-log.xml`
+(5.x: the run's `rocketmq_client.log`, as 4.9.8 writes it) is appended to the release's own
+`rmq.broker.logback.xml` (read from its broker jar) and installed as `classes/rmq.logback.xml`, the
+first resource 5.x's logging looks for on the classpath (the driver's and every client JVM's).
+
     python3 traces/recorder_build.py RELEASE CLASSPATH   # the classes folder on stdout
 
 Standard library only, so the Makefile can run it with the system Python before any virtualenv.
@@ -24,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,6 +37,9 @@ RECORDER = REPO / "traces" / "recorder"
 SHARED = RECORDER / "src"
 RELEASES = RECORDER / "releases"
 BUILD = REPO / "build"
+LOG_ADDITION = "rmq.logback.client-log.xml"   # a line's addition to its release's logging (releases/LINE/)
+LOG_BASE = "rmq.broker.logback.xml"           # the release's own configuration, in its broker jar
+LOG_RESOURCE = "rmq.logback.xml"              # 5.x's DefaultJoranConfiguratorExt looks for it first
 
 
 class BuildError(Exception):
@@ -101,17 +110,48 @@ def sources(release: str) -> dict[str, str]:
     return out
 
 
-def digest(classpath: str, srcs: dict[str, str]) -> str:
+def log_addition(release: str) -> str | None:
+    """The line's addition to its release's logging configuration, or None (4.x has none)."""
+    path = RELEASES / line_of(release) / LOG_ADDITION
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def logging_config(release: str, classpath: str) -> str | None:
+    """The release's own logging configuration (LOG_BASE, from the first jar of the classpath that
+    holds it) with the line's addition's elements appended inside it; None without an addition."""
+    addition = log_addition(release)
+    if addition is None:
+        return None
+    body = re.search(r"<configuration[^>]*>(.*)</configuration>", addition, re.S)
+    if body is None:
+        raise BuildError(f"{RELEASES / line_of(release) / LOG_ADDITION}: expected a <configuration> element", 2)
+    for entry in classpath.split(":"):
+        if not entry.endswith(".jar") or not Path(entry).is_file():
+            continue
+        with zipfile.ZipFile(entry) as jar:
+            if LOG_BASE in jar.namelist():
+                base = jar.read(LOG_BASE).decode("utf-8")
+                close = base.rfind("</configuration>")
+                if close < 0:
+                    raise BuildError(f"{entry}!/{LOG_BASE}: no </configuration> to add the recorder's appender to", 2)
+                return base[:close] + "    <!-- added by the recorder: " + LOG_ADDITION + " -->" + body[1] + base[close:]
+    raise BuildError(f"no jar of RocketMQ {release}'s classpath holds {LOG_BASE} (the broker's logging "
+                     f"configuration the recorder adds {LOG_ADDITION} to)", 2)
+
+
+def digest(classpath: str, srcs: dict[str, str], addition: str | None = None) -> str:
     h = hashlib.sha256(classpath.strip().encode())
     for path in sorted(srcs):
         h.update(b"\0" + path.encode() + b"\0" + srcs[path].encode())
+    if addition is not None:
+        h.update(b"\0" + LOG_ADDITION.encode() + b"\0" + addition.encode())
     return h.hexdigest()
 
 
 def build(release: str, classpath: str) -> Path:
     """The release's compiled recorder classes, rebuilt when a source or the classpath changed."""
     srcs = sources(release)
-    want = digest(classpath, srcs)
+    want = digest(classpath, srcs, log_addition(release))
     out = out_dir(release)
     stamp = out / ".built"
     classes = out / "classes"
@@ -144,6 +184,9 @@ def build(release: str, classpath: str) -> Path:
             msg = "\n".join(x for x in (r.stdout + r.stderr).splitlines() if not x.startswith("Note:"))
             raise BuildError(f"building the recorder for RocketMQ {release} failed (sources as compiled: "
                              f"{out / 'src'}):\n{msg}", 1)
+        config = logging_config(release, classpath)
+        if config is not None:
+            (classes / LOG_RESOURCE).write_text(config, encoding="utf-8")
         stamp.write_text(want + "\n")
     return classes
 
