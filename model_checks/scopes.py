@@ -48,6 +48,8 @@ class Scope:
     crash_modes: tuple = ("silent",)    # how a crash looks to the broker (reference.scenario.CRASH_MODES)
     horizon_ms: int = 300_000           # a run not quiescent by then ends: judged (horizon) when nothing waits on the clock
     start_gap_ms: int = 0               # client i starts at i * start_gap_ms (a late joiner takes queues over)
+    produce_at_ms: int = 0              # when the `messages` are stored
+    restart_at_ms: int = 0              # > 0: every client starts again then (if a fault stopped it)
     consume_from_where: str = "CONSUME_FROM_FIRST_OFFSET"   # where a queue with no committed offset starts
     subscription: str = "*"             # the group's expression for the topic
     subscription_type: str = "TAG"      # TAG | SQL92 (SQL92 turns the broker's property filter on)
@@ -84,7 +86,8 @@ BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": 
           "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024), "consume_batch": (1, 1024),
           "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000),
           # a scenario's times are at most 7 days; the last of 4 clients starts at 3 gaps
-          "horizon_ms": (0, 7 * 24 * 3600 * 1000), "start_gap_ms": (0, 24 * 3600 * 1000)}
+          "horizon_ms": (0, 7 * 24 * 3600 * 1000), "start_gap_ms": (0, 24 * 3600 * 1000),
+          "produce_at_ms": (0, 24 * 3600 * 1000), "restart_at_ms": (0, 24 * 3600 * 1000)}
 MAX_PAUSE_MS = 24 * 3600 * 1000
 MAX_CONSUME_MS = 7 * 24 * 3600 * 1000
 # The scope key behind each field of the scenario a scope makes (model_checks/world.py), so that
@@ -204,6 +207,13 @@ BUG_SCOPES = {
     "#5481": ("tiny", {"faults": 1, "failures": 1, "fault_kinds": ["clean_expired"]}),
     "#6163": ("tiny", {"mode": "ORDERLY", "queues": 1, "messages": 1, "faults": 0, "failures": 2}),
     "#4016": ("tiny", {"message_model": "BROADCASTING", "faults": 1, "failures": 0, "fault_kinds": ["route_lost"]}),
+    # an orderly broadcasting client at LAST on an empty queue, stopped (the one fault, at any
+    # moment) and started again at 10 s; the message is stored at 5 s: a stop before the client's
+    # offset table has the queue (its first pull is held by long polling) persists nothing, and the
+    # restart starts past the message (every release); a stop after the message reached it does not
+    "#10955": ("tiny", {"mode": "ORDERLY", "message_model": "BROADCASTING", "consume_from_where": "CONSUME_FROM_LAST_OFFSET",
+                        "queues": 1, "messages": 1, "produce_at_ms": 5000, "restart_at_ms": 10000,
+                        "faults": 1, "failures": 0, "fault_kinds": ["shutdown"]}),
 }
 
 # The invariant the reference's shortest trace of a bug breaks, where that is not the profile's

@@ -57,7 +57,7 @@ def scenario(scope) -> dict:
         group["consume_timeout"] = 1
     steps = []
     if scope.messages:
-        produce = {"at_ms": 0, "action": "produce", "topic": TOPIC, "count": scope.messages}
+        produce = {"at_ms": scope.produce_at_ms, "action": "produce", "topic": TOPIC, "count": scope.messages}
         if scope.tags:
             produce["tags"] = list(scope.tags)
         if scope.props:
@@ -66,6 +66,9 @@ def scenario(scope) -> dict:
         steps.append(produce)
     for i in range(scope.consumers):
         steps.append({"at_ms": i * scope.start_gap_ms, "action": "start", "client": client_id(i), "group": GROUP})
+        if scope.restart_at_ms:
+            # a start of a running client does nothing (reference.runner.Run.do_step)
+            steps.append({"at_ms": scope.restart_at_ms, "action": "start", "client": client_id(i), "group": GROUP})
     sc = {"name": f"scope-{scope.name}", "duration_ms": 0, "drain_limit_ms": scope.horizon_ms,
           "brokers": broker_names(scope), "topics": [{"name": TOPIC, "queues": scope.queues}],
           "groups": [group], "steps": steps}

@@ -261,6 +261,8 @@ class RebalanceImpl:
                 c.emit_pq("pq_created", mq, offset=next_offset, from_where=c.consume_from_where)
             if pq.locked and c.orderly:
                 c.emit_pq("pq_lock_changed", mq, locked=True, last_lock_ts=pq.last_lock_ts)
+            if self.profile.offset_entry_on_create:
+                c.offset_store.update_offset(mq, next_offset, False)     # #10955's fix
             requests.append(PullRequest(mq, pq, next_offset))
             changed = True
         for req in requests:

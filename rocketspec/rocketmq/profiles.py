@@ -270,10 +270,33 @@ BUG_8772_ROCKETMQ_5_3_1 = replace(
 
 LIVENESS_BUG_PROFILES = (BUG_5465_ROCKETMQ_4_9_4, BUG_8772_ROCKETMQ_5_3_1)
 
+# ---- open bugs of issue 43: every release has them, so the bug profile is the release itself
+# (its switches unchanged, `known_bug` set) and the clean side is a variant with the fix
+# (OPEN_BUG_FIXES), named for it.
+BUG_10955_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="bug-10955-rocketmq-5.5.1", release="5.5.1",
+    description="Every release (open): a consumer that stops before its offset table has an entry for a queue "
+                "(no batch consumed, no pull answered: long polling holds an idle queue's first pull up to 15 s) "
+                "persists nothing for it; its restart reads no offset and, at CONSUME_FROM_LAST_OFFSET, starts at "
+                "maxOffset, skipping what was stored meanwhile. A broadcasting client always; a clustering group "
+                "once retention removed the queue's head (the broker answers 0 only while offset 0 exists).",
+    known_bug="#10955", expected_violation="INV-LOSS-1")
+
+FIX_10955_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="fix-10955-rocketmq-5.5.1", release="5.5.1",
+    description="5.5.1 with a fix for #10955 (no release has one): the rebalance writes a new ProcessQueue's start "
+                "offset into the offset table, so a stop at any time persists it.",
+    offset_entry_on_create=True)
+
+OPEN_BUG_PROFILES = (BUG_10955_ROCKETMQ_5_5_1,)
+# open bug -> the fixed variant that takes its scope clean
+OPEN_BUG_FIXES = {"#10955": FIX_10955_ROCKETMQ_5_5_1}
+
 PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3, ROCKETMQ_5_5_1,
                                                      BUG_6163_ROCKETMQ_5_0_0)}
 PROFILES.update({p.name: p for p in KNOWN_BUG_PROFILES_SPEC})
 PROFILES.update({p.name: p for p in LIVENESS_BUG_PROFILES})
+PROFILES.update({p.name: p for p in OPEN_BUG_PROFILES + tuple(OPEN_BUG_FIXES.values())})
 DEFAULT_PROFILE = ROCKETMQ_5_3_3.name
 
 

@@ -605,6 +605,11 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
     "bug-5465-rocketmq-4.9.4": (None, "not shown: the broadcasting orderly client never pulls; " + _HORIZON_UNSEEN),
     "bug-8772-rocketmq-5.3.1": (None, "not shown: the second broadcasting orderly client starves on the broker "
                                 "lock; " + _HORIZON_UNSEEN),
+    "bug-10955-rocketmq-5.5.1": (None, "not shown: " + (_10955_UNSEEN := (
+        "the messages are stored while b1 is stopped, and a history cannot tell whether the stopped client's "
+        "offsets file holds the queue: one that holds none restarts at CONSUME_FROM_LAST_OFFSET by design and "
+        "owes nothing stored before; the white-box spec sees the ProcessQueue b1 created and its offset table "
+        "that never had an entry (INV-LOSS-1 naming A-OFFSET-ENTRY)"))),
 }
 
 
@@ -628,6 +633,8 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
     ("bug-8772", "rocketmq-4.9.8"): (
         None, "4.9.8 has #8772 too: the second broadcasting orderly client starves on the broker lock; "
         + _HORIZON_UNSEEN),
+    **{("bug-10955", p): (None, "every release has #10955 (open): " + _10955_UNSEEN)
+       for p in ("rocketmq-4.9.8", "rocketmq-5.3.3")},
     ("real-orderly-pause", "rocketmq-4.9.8"): (
         None, "the committed offset falls back (INV-ORDER-3) after the client was paused: the messages it "
         "brings back are redelivered after a fault, which at-least-once delivery allows; only the offsets show "

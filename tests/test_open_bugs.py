@@ -1,0 +1,113 @@
+"""The open upstream bugs of issue 43 that every release still has (#10955), as known-bug
+profiles: the bug profile is the release with `known_bug` set, the clean side a variant with the
+fix (profiles.OPEN_BUG_FIXES). Each is found by the explorer of the reference in its scope
+(model_checks/scopes.py BUG_SCOPES), by the state machine, on its built-in scenario, and on real
+RocketMQ: recorded traces (tests/fixtures/real/bugs/, gzip) that `check` rejects with the bug's
+invariant, whole and minimized (docs/notes/issue43-bugs.md)."""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from rocketspec.model_checks.refexplore import RefExplorer
+from rocketspec.model_checks.result import write_trace
+from rocketspec.model_checks.scopes import BUG_SCOPES, load_scope
+from rocketspec.reference.runner import run_to_list
+from rocketspec.reference.scenario import bug_scenario, load_scenario
+from rocketspec.rocketmq.profiles import OPEN_BUG_FIXES, OPEN_BUG_PROFILES, PROFILES, get_profile
+from rocketspec.spec.replay import check_events, check_trace
+
+REAL = Path(__file__).parent / "fixtures" / "real" / "bugs"
+
+
+def _scope(bug):
+    name, over = BUG_SCOPES[bug]
+    return load_scope(name, **over)
+
+
+def _report(events, profile):
+    return check_events(enumerate(events, 1), get_profile(profile))
+
+
+@pytest.mark.parametrize("prof", OPEN_BUG_PROFILES, ids=lambda p: p.known_bug)
+def test_open_bug_found_in_its_scope_with_a_trace_the_spec_rejects(prof, tmp_path):
+    r = RefExplorer(_scope(prof.known_bug), prof, stop_at_first=True).run()
+    assert [v.invariant for v in r.violations] == [prof.expected_violation], r.violations
+    path = tmp_path / "cex.jsonl"
+    write_trace(path, r.violations[0].events)
+    rep = check_trace(str(path), prof)
+    assert not rep.ok and prof.expected_violation in rep.findings.counts, rep.findings.counts
+
+
+@pytest.mark.parametrize("prof", OPEN_BUG_PROFILES, ids=lambda p: p.known_bug)
+def test_every_release_has_it_and_the_fix_takes_the_scope_clean(prof):
+    for release in ("rocketmq-4.9.8", "rocketmq-5.3.3", "rocketmq-5.5.1"):
+        r = RefExplorer(_scope(prof.known_bug), release, stop_at_first=True).run()
+        assert [v.invariant for v in r.violations] == [prof.expected_violation], (release, r.violations)
+    r = RefExplorer(_scope(prof.known_bug), OPEN_BUG_FIXES[prof.known_bug]).run()
+    assert r.complete and r.violations == [] and r.quiescent > 0, r.violations
+
+
+def test_open_bugs_are_registered_with_their_fix_scenario_and_scope():
+    for p in OPEN_BUG_PROFILES:
+        fix = OPEN_BUG_FIXES[p.known_bug]
+        assert PROFILES[p.name] is p and PROFILES[fix.name] is fix and fix.known_bug is None
+        assert p.known_bug in BUG_SCOPES and bug_scenario(p.known_bug) == f"bug-{p.known_bug[1:]}"
+        # the bug profile is its release: only the name, description and known bug differ
+        release = PROFILES[f"rocketmq-{p.release}"]
+        diff = {k for k, v in p.switches().items() if release.switches()[k] != v}
+        assert diff == {"name", "description", "known_bug", "expected_violation"}, diff
+
+
+# ---------------------------------------------------------------- #10955
+
+def test_10955_a_stop_before_the_first_offset_entry_skips_what_was_stored_meanwhile():
+    sc = load_scenario("bug-10955")
+    for release in ("rocketmq-4.9.8", "rocketmq-5.3.3", "bug-10955-rocketmq-5.5.1"):
+        rep = _report(run_to_list(sc, 1, release), release)
+        [f] = rep.findings.errors
+        assert f.inv == "INV-LOSS-1" and "A-OFFSET-ENTRY" in f.message and "3 messages" in f.message, f.message
+    # the fix: the start offset is in the table from the ProcessQueue's creation, the shutdown
+    # persists it, the restart reads it and consumes the three messages
+    evs = run_to_list(sc, 1, "fix-10955-rocketmq-5.5.1")
+    assert _report(evs, "fix-10955-rocketmq-5.5.1").ok
+    assert evs[-1]["reason"] == "quiescent"
+    assert sum(e["kind"] == "consume_started" for e in evs) >= 1
+
+
+def test_10955_the_state_machine_finds_it_when_it_may_stop_a_client_before_its_first_entry(tmp_path):
+    # The machine keeps A-OFFSET-ENTRY (a broadcasting client stops only once its offset table has
+    # an entry for each queue it holds): the stop that shows #10955 is an assumption's break, so
+    # it is played only with respect_assumptions=False. Under the fix every ProcessQueue has its
+    # entry from its creation, so the machine stops clients at any moment and the run holds.
+    from rocketspec.conformance.statemachine import check_reference
+
+    res = check_reference("bug-10955-rocketmq-5.5.1", max_examples=100, respect_assumptions=False,
+                          trace_path=str(tmp_path / "f.jsonl"), shrink_budget_s=10)
+    assert not res.ok and res.finding == "INV-LOSS-1", res.summary()
+    rep = check_trace(res.trace_path, "bug-10955-rocketmq-5.5.1")
+    assert any("A-OFFSET-ENTRY" in f.message for f in rep.findings.errors if f.inv == "INV-LOSS-1")
+    assert check_reference("fix-10955-rocketmq-5.5.1", max_examples=60).ok
+
+
+def _real(name):
+    with gzip.open(REAL / name, "rt") as fh:
+        return [__import__("json").loads(line) for line in fh if line.strip()]
+
+
+@pytest.mark.parametrize("name, profile", [("bug-10955-5.5.0.jsonl.gz", "rocketmq-5.5.1"),
+                                           ("bug-10955-5.5.0.min.jsonl.gz", "rocketmq-5.5.1"),
+                                           ("bug-10955-4.9.8.jsonl.gz", "rocketmq-4.9.8"),
+                                           ("bug-10955-4.9.8.min.jsonl.gz", "rocketmq-4.9.8")])
+def test_10955_reproduced_on_real_rocketmq(name, profile):
+    # real b1 (orderly, broadcasting, LAST) shut down 2 s after its start, before its held first
+    # pull was answered; three messages stored; b1 started again: its ProcessQueue starts at 3
+    evs = _real(name)
+    assert evs[0]["profile"] == profile
+    rep = _report(evs, profile)
+    assert [f.inv for f in rep.findings.errors] == ["INV-LOSS-1"], rep.findings.counts
+    assert "A-OFFSET-ENTRY" in rep.findings.errors[0].message
+    starts = [e for e in evs if e["kind"] == "client_started"]
+    assert len(starts) == 2 and any(e["kind"] == "client_stopped" for e in evs)
