@@ -19,13 +19,17 @@ _JSON_SAMPLE = {"mqs": [["T", "b", 0]], "allocated": [["T", "b", 0]], "queues": 
                 "cids": ["c1", "c2"], "config": {}, "subscriptions": {"T": {"type": "TAG", "expr": "*"}}}
 
 
+# fields whose values are one of a fixed set (checked by the schema beyond their type)
+_FIELD_SAMPLE = {"observed": ["broker", "client_reports"]}
+
+
 def sample_event(kind: str, schema: dict, types: dict) -> dict:
     """An event of `kind` with every field its schema lists, each holding a value of its type."""
     kd = schema[kind]
     ev = {"seq": 0, "ts": 1000, "kind": kind}
     for f in (*kd["required"], *kd["optional"]):
         typ = types.get(f, {}).get("type", "json")
-        ev[f] = _SAMPLE[typ] if typ in _SAMPLE else _JSON_SAMPLE.get(f, {})
+        ev[f] = _FIELD_SAMPLE[f] if f in _FIELD_SAMPLE else _SAMPLE[typ] if typ in _SAMPLE else _JSON_SAMPLE.get(f, {})
     return ev
 
 
