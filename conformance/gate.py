@@ -89,6 +89,7 @@ class GateResult:
     seconds: float
     config_source: str
     notes: list = field(default_factory=list)   # what the gate read and did not judge
+    reports: list = field(default_factory=list)  # lines after the verdict: the client's verdict table and coverage
 
     @property
     def exit_code(self) -> int:
@@ -112,7 +113,7 @@ class GateResult:
 
 # ---------------------------------------------------------------------------- configuration
 
-_TOP = {"budget_s", "scopes", "statemachine", "traces", "mutants", "out_dir"}
+_TOP = {"budget_s", "scopes", "statemachine", "traces", "mutants", "out_dir", "client"}
 _SCOPE = {"name", "profiles", "budget_s", "bounded", "max_depth", "max_states", "engine", "workers"}
 # keys of the explorer's own model, retired with it: what a config that still has one is told
 _SCOPE_RETIRED = {"liveness": "runs are judged at their end (INV-LIVE-1 when they quiesce or settle by the "
@@ -212,6 +213,10 @@ def load_config(path: str | None) -> tuple[dict, str]:
         if not isinstance(od, str) or not od or "\x00" in od:
             _bad(f"expected the path of a directory for counterexample traces, got {short(od)}", str(path), "out_dir")
         cfg["out_dir"] = str((base / od).resolve())
+    if isinstance(given.get("client"), dict):
+        from rocketspec.conformance.client_gate import resolve
+
+        resolve(cfg["client"], base)     # a relative program path is relative to the config file
     if "scopes" in given and isinstance(given["scopes"], list):
         for s in cfg["scopes"]:
             if (isinstance(s, dict) and isinstance(s.get("name"), str) and s["name"].endswith(".toml")
@@ -311,6 +316,10 @@ def validate(cfg: dict, source: str) -> dict:
         for i, m in enumerate(_strs(mu["only"], source, "mutants.only")):
             if m not in BY_ID:
                 _bad(f"unknown mutant {m!r} (docs/mutants.md lists them)", source, f"mutants.only[{i}]")
+    if cfg.get("client") is not None:
+        from rocketspec.conformance import client_gate
+
+        client_gate.validate(cfg["client"], source)
     if "scenarios" in mu:
         from rocketspec.reference.scenario import builtin_names
 
@@ -679,7 +688,8 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
     inputs = collect_inputs(cfg["traces"], source)
     planned = (sum(len(s["profiles"]) for s in cfg["scopes"])
                + (len(cfg["statemachine"]["profiles"]) if cfg["statemachine"].get("enabled", True) else 0)
-               + len(inputs.cases) + (1 if mutants else 0))
+               + len(inputs.cases) + (1 if mutants else 0)
+               + (len(cfg["client"]["scenarios"]) if cfg.get("client") else 0))
     if not planned:
         raise UserError(_nothing_to_judge(cfg, inputs), file=source)
 
@@ -720,6 +730,12 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
             note(_guarded(lambda: run_history(path, cfg["traces"], source), "traces", path.name))
         else:
             note(_guarded(lambda: run_trace(path, cfg["traces"], source, require_end), "traces", path.name))
+    reports: list[str] = []
+    if cfg.get("client"):
+        from rocketspec.conformance import client_gate
+
+        rows = client_gate.run_client(cfg["client"], source, out, clock.left, Case, note, start)
+        reports = client_gate.verdict_table(cfg["client"], rows) + [""] + client_gate.coverage(rows)
     if mutants:
         from rocketspec.conformance.mutants import CATALOGUE, SURVIVORS
 
@@ -740,7 +756,7 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
             note(_guarded(lambda: run_mutant(m.id, mu, min(mu["budget_s"], left), out), "mutants", m.id))
     if all(c.status == "skipped" for c in cases):
         raise UserError(_nothing_to_judge(cfg, inputs, cases), file=source)
-    res = GateResult(cases, round(time.monotonic() - clock.t0, 3), source)
+    res = GateResult(cases, round(time.monotonic() - clock.t0, 3), source, reports=reports)
     if inputs.other:
         res.notes.append(f"not cases: {inputs.describe_other()} in traces.dirs")
     return res
@@ -852,6 +868,8 @@ def markdown_summary(res: GateResult) -> str:
                 out.append("```")
                 out.append("</details>")
                 out.append("")
+    if res.reports:
+        out += ["### client under test", "", "```"] + res.reports + ["```", ""]
     return "\n".join(out) + "\n"
 
 

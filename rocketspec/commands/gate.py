@@ -46,7 +46,9 @@ def _defaults_text() -> str:
 def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, quiet, require_end):
     """Run the conformance gate within its time budget: exhaustive scopes, the Hypothesis state
     machine on the reference, every configured trace and history (message traces, OpenChaos)
-    against its verdict and, with --mutants, the mutants of the reference.
+    against its verdict, a client program under test ([client]: each scenario recorded through
+    the driver protocol on real RocketMQ, then judged by check and history, with a verdict
+    table and a coverage report) and, with --mutants, the mutants of the reference.
 
     Exit 0 when every case passed, 1 when one failed, 2 on bad configuration (an expectation
     naming no file included), an unreadable trace or history, or a gate that judged no case, 3
@@ -83,7 +85,7 @@ def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, 
         write_bytes(summary_path, markdown_summary(res).encode("utf-8"), append=True)
     if as_json:
         sys.stdout.write(orjson.dumps({"exit_code": res.exit_code, "seconds": res.seconds,
-                                       "counts": res.counts(), "notes": res.notes,
+                                       "counts": res.counts(), "notes": res.notes, "reports": res.reports,
                                        "cases": [c.to_dict() for c in res.cases]}).decode() + "\n")
     else:
         click.echo("\n".join(verdict_lines(res)))
@@ -102,4 +104,5 @@ def verdict_lines(res) -> list[str]:
         if c.status != "passed":
             out.append(f"  {c.status}: [{c.suite}] {c.name}: {c.message}")
     out.extend(f"  note: {n}" for n in getattr(res, "notes", []))
-    return out
+    reports = getattr(res, "reports", [])
+    return ([""] + reports + [""] + out) if reports else out
