@@ -12,8 +12,15 @@ the pinned jars unless ROCKETSPEC_REQUIRE_REAL=1).
 """
 from __future__ import annotations
 
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
 import realfacts as f
 from conformance.client_log import LOG, read_changes
+from rocketspec.traces import recorder_build as rb
 from test_real_5x import _require, record
 
 GROUP = "GID_real_kill"
@@ -48,3 +55,25 @@ def test_5_5_0_run_writes_a_client_log_the_oracle_places_in_time(tmp_path):
     assert left and abs(left[0].ts - crashed[0]) < 1000, (crashed, [(c.ts, c.detail) for c in left])
     assert left[0].ts > max(c.ts for c in of("joined", "c2") + of("rebalanced", "c2"))
     assert any(c.ts > left[0].ts for c in of("rebalanced", "c1"))
+
+
+def test_the_5x_logging_configuration_is_the_releases_own_plus_the_client_log():
+    """The build's rmq.logback.xml keeps every element of the release's rmq.broker.logback.xml
+    (its other logs unchanged) and adds the client log; 4.9.8 gets none; a classpath without the
+    broker's configuration is refused (exit 2), not built without the log."""
+    _require("5.5.0")
+    cp = (Path(__file__).resolve().parent.parent / "build" / "rocketmq-5.5.0" / "classpath.txt").read_text().strip()
+    broker = next(j for j in cp.split(":") if Path(j).name == "rocketmq-broker-5.5.0.jar")
+    own = zipfile.ZipFile(broker).read(rb.LOG_BASE).decode()
+    config = rb.logging_config("5.5.0", cp)
+    head = own[:own.rfind("</configuration>")]
+    assert config.startswith(head) and config.endswith("</configuration>\n")
+    added = config[len(head):]
+    assert '<appender name="RocketspecClientLog"' in added
+    assert "rocketmq_client.log" in added and '%d{"yyyy-MM-dd HH:mm:ss,SSS"}' in added
+    assert re.search(r'<logger name="RocketmqBroker">\s*<appender-ref ref="RocketspecClientLog"/>', added)
+    assert re.search(r'<root>\s*<appender-ref ref="RocketspecClientLog"/>', added)
+    assert rb.logging_config("4.9.8", "") is None
+    with pytest.raises(rb.BuildError) as err:
+        rb.logging_config("5.5.0", ":".join(j for j in cp.split(":") if j != broker))
+    assert err.value.code == 2 and rb.LOG_BASE in str(err.value)
