@@ -264,7 +264,8 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
             dead.append(DeadLetter(m.topic[len("%DLQ%"):], m.properties["UNIQ_KEY"], m.store_ts, m.reconsume_times,
                                    where=f"commitlog@{m.physical_offset}"))
     refused = refused_steps(Path(store_dir).parent)
-    resets = [Reset(t0 + st["at_ms"], st["group"]) for st in sc["steps"]
+    when = step_clock(Path(store_dir).parent, t0)
+    resets = [Reset(when(st), st["group"]) for st in sc["steps"]
               if st["action"] == "reset_offset" and t0 is not None
               and (st["at_ms"], st["group"], st["topic"]) not in refused]
     h.dead_letters = dead
@@ -284,7 +285,7 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
         if s.get("action") != "crash":
             continue
         cid = f"127.0.0.1@{s['client']}"
-        after = (t0 or 0) + s.get("at_ms", 0)
+        after = when(s) if t0 is not None else s.get("at_ms", 0)
         gone = [c.ts for c in changes if c.what == "left" and c.client == cid and c.ts >= after]
         group = next((st.get("group") for st in sc["steps"] if st.get("client") == s["client"] and st.get("group")), None)
         h.disruptions.append(Disruption(min(gone) if gone else 2 ** 62, "killed", group, cid,
@@ -328,6 +329,31 @@ def _ack_index_results(sc: dict, h) -> None:
             failed += 1
     h.notes.append(f"{failed} delivery(ies) past the listener's ackIndex read as failures (the trace hook marks "
                    "a whole CONSUME_SUCCESS batch successful)")
+
+
+def step_clock(run_dir: Path, t0: int | None):
+    """A function from a scenario step to the epoch ms it was issued at: the driver's steps.json
+    (the operator's log: each step's own time, and the origin `t0` its at_ms count from, which
+    follows the cluster's start: seconds after the trace's first event on 5.x), else, for runs
+    recorded before that log, `t0` (the trace's start) + at_ms."""
+    path = Path(run_dir) / "steps.json"
+    origin, issued = t0, {}
+    if path.exists():
+        try:
+            log = json.loads(path.read_text())
+            origin = int(log["t0"])
+            for r in log["issued"]:
+                issued.setdefault((int(r["at_ms"]), r["action"], r.get("group"), r.get("client"), r.get("topic")),
+                                  int(r["ts"]))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            from .store_contents import StoreReadError
+
+            raise StoreReadError(f"{path}: not the driver's log of issued steps ({exc})") from None
+
+    def when(st: dict) -> int:
+        key = (int(st.get("at_ms", 0)), st.get("action"), st.get("group"), st.get("client"), st.get("topic"))
+        return issued.get(key, (origin or 0) + int(st.get("at_ms", 0)))
+    return when
 
 
 def refused_steps(run_dir: Path) -> set:

@@ -133,3 +133,24 @@ def test_seed_6034_a_resumed_members_stale_delivery_is_excused_by_its_return():
     assert st["H-DELIVER-1"] == "holds"
     ret = next(g for g in o["guarantees"] if g["id"] == "H-RETRY-1")
     assert ret["counts"].get("delivered again after its dead letter, the queue having changed hands") == 1, ret["counts"]
+
+
+def test_steps_are_placed_by_the_drivers_log_of_when_each_was_issued(tmp_path):
+    """The scenario's at_ms count from the driver's t0, taken after the cluster started: on 5.x
+    seconds after the trace's first event (random 5.5.0 run 10029: a reset at 4800 ms reached the
+    broker 10.4 s after trace_started, and the oracle, placing it at 4.8 s, read the redeliveries
+    it caused as retries past the limit). The driver's steps.json gives each step's own time."""
+    from rocketspec.conformance.real_random import step_clock
+    st = {"at_ms": 4800, "action": "reset_offset", "group": "G", "topic": "T"}
+    other = {"at_ms": 900, "action": "start", "group": "G", "client": "c1"}
+    assert step_clock(tmp_path, 1000)(st) == 5800          # no log: the trace's start + at_ms
+    (tmp_path / "steps.json").write_text(json.dumps({"t0": 6600, "issued": [
+        {"at_ms": 4800, "action": "reset_offset", "group": "G", "client": None, "topic": "T", "ts": 11441}]}))
+    when = step_clock(tmp_path, 1000)
+    assert when(st) == 11441 and when(other) == 7500       # logged, else the log's origin + at_ms
+    (tmp_path / "steps.json").write_text("{}")
+    import pytest
+
+    from rocketspec.conformance.store_contents import StoreReadError
+    with pytest.raises(StoreReadError, match="steps.json"):
+        step_clock(tmp_path, 1000)

@@ -78,6 +78,7 @@ public final class Driver {
     private final Map<String, Integer> lives = new HashMap<>();   // client JVMs spawned so far, per client
     private final Random rng;
     private final JSONArray refusedSteps = new JSONArray();
+    private final JSONArray issuedSteps = new JSONArray();
     private long t0;
     private volatile int producersRunning;
 
@@ -173,6 +174,7 @@ public final class Driver {
         }
         for (JSONObject st : steps) {
             sleepUntil(t0 + st.getLongValue("at_ms"));
+            issued(st);
             step(st);
         }
         long duration = plan.getLongValue("duration_ms");
@@ -549,6 +551,26 @@ public final class Driver {
             default:
                 throw new IllegalStateException("step " + action + " reached the driver; rocketspec record should have refused it");
         }
+    }
+
+    /**
+     * Appends a step, with the wall-clock time it is issued at, to work_dir/steps.json ({t0, issued:
+     * [{at_ms, action, group, client, topic, ts}]}, rewritten at each step): the operator's own log
+     * of what was done when. The steps' at_ms count from t0, which follows the cluster's start.
+     */
+    private void issued(JSONObject st) throws IOException {
+        JSONObject r = new JSONObject(new LinkedHashMap<>());
+        r.put("at_ms", st.getLongValue("at_ms"));
+        r.put("action", st.getString("action"));
+        r.put("group", st.getString("group"));
+        r.put("client", st.getString("client"));
+        r.put("topic", st.getString("topic"));
+        r.put("ts", System.currentTimeMillis());
+        issuedSteps.add(r);
+        JSONObject log = new JSONObject(new LinkedHashMap<>());
+        log.put("t0", t0);
+        log.put("issued", issuedSteps);
+        Files.write(Paths.get(dir, "steps.json"), log.toJSONString().getBytes(StandardCharsets.UTF_8));
     }
 
     /**
