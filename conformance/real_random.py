@@ -97,15 +97,15 @@ class RunResult:
 
 
 def recorder_digest() -> str:
-    """SHA-256 (first 16 hex digits) of the recorder's Java sources (shared and per release line):
-    which recorder made a run."""
+    """SHA-256 (first 16 hex digits) of the recorder's sources, Java and the 5.x line's logging
+    configuration (shared and per release line): which recorder made a run."""
     import hashlib
 
     import rocketspec.traces
 
     h = hashlib.sha256()
     base = Path(rocketspec.traces.__file__).resolve().parent / "recorder"
-    for path in sorted(base.rglob("*.java")):
+    for path in sorted(p for p in base.rglob("*") if p.suffix in (".java", ".xml")):
         h.update(str(path.relative_to(base)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
