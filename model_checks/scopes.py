@@ -56,6 +56,8 @@ class Scope:
     tags: tuple = ()                    # the stored messages' tags, round-robin ("": no tag); () none
     props: tuple = ()                   # the stored messages' user properties (tables), round-robin
     broker_downtime_ms: int = 1000      # how long a broker_restart keeps the broker down
+    client_type: str = "PUSH"           # PUSH | POP_PUSH | SIMPLE (POP, 5.x: reference.client.pop_consumer)
+    pop_invisible_ms: int = 5000        # a POP client's invisible time
     max_states: int = 5_000_000         # safety cap on distinct states
     max_depth: int = 10_000             # expand no node this many choices deep (below: a bounded search)
 
@@ -84,6 +86,7 @@ RETIRED = {
 # (an extra zero or three) is an error with the bound named, not hours of search.
 BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": (0, 12), "max_reconsume_times": (0, 16),
           "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024), "consume_batch": (1, 1024),
+          "pop_invisible_ms": (1000, 7 * 24 * 3600 * 1000),
           "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000),
           # a scenario's times are at most 7 days; the last of 4 clients starts at 3 gaps
           "horizon_ms": (0, 7 * 24 * 3600 * 1000), "start_gap_ms": (0, 24 * 3600 * 1000),
@@ -144,6 +147,10 @@ def _validate(d: dict, origin: str) -> Scope:
                          "consume_from_where")
     if s.subscription_type not in SUBSCRIPTION_TYPES:
         raise ScopeError(origin, f"expected TAG or SQL92, got {short(s.subscription_type)}", "subscription_type")
+    from rocketspec.reference.client.pop_consumer import CLIENT_TYPES
+
+    if s.client_type not in CLIENT_TYPES:
+        raise ScopeError(origin, f"expected one of {', '.join(CLIENT_TYPES)}, got {short(s.client_type)}", "client_type")
     if any(not isinstance(t, str) for t in s.tags):
         raise ScopeError(origin, f"expected a list of tag strings, got {short(list(s.tags))}", "tags")
     if any(not isinstance(p, dict) or any(not isinstance(k, str) or not isinstance(v, str) for k, v in p.items())

@@ -55,6 +55,9 @@ def scenario(scope) -> dict:
              "consume_thread_max": scope.threads, "subscriptions": {TOPIC: subscription(scope)}, "listener": listener}
     if "clean_expired" in scope.fault_kinds and not broadcast:
         group["consume_timeout"] = 1
+    if scope.client_type != "PUSH":
+        # POP (5.x): the push consumer in POP mode or the SimpleConsumer, with the scope's invisible time
+        group["client_type"], group["pop_invisible_time"] = scope.client_type, scope.pop_invisible_ms
     steps = []
     if scope.messages:
         produce = {"at_ms": scope.produce_at_ms, "action": "produce", "topic": TOPIC, "count": scope.messages}

@@ -220,3 +220,25 @@ def test_a_push_group_trace_carries_no_pop_setting():
 
 def test_pop_runs_are_deterministic():
     assert run("pop-basic", seed=7) == run("pop-basic", seed=7)
+
+
+# ------------------------------------------------------------------ the explorer's POP scope
+
+def test_tiny_pop_scope_with_a_failure_and_a_crash_is_exhausted_and_holds():
+    # every interleaving of two SimpleConsumers on one queue, a listener failure (the revive brings
+    # the message back), a crash anywhere: the spec's POP rules hold in every run
+    from rocketspec.model_checks.refexplore import RefExplorer
+    from rocketspec.model_checks.scopes import load_scope
+
+    r = RefExplorer(load_scope("tiny-pop", messages=1, fault_kinds=["crash"]), P5).run()
+    assert r.complete and not r.stopped and r.violations == []
+    assert r.quiescent > 0 and r.distinct > 100
+
+
+def test_tiny_pop_scope_is_refused_under_4_9_8():
+    from click.testing import CliRunner
+
+    from rocketspec.cli import main
+
+    res = CliRunner().invoke(main, ["explore", "--scope", "tiny-pop", "--profile", "rocketmq-4.9.8"])
+    assert res.exit_code == 2 and "POP consumption exists only in RocketMQ 5.x" in res.output, res.output

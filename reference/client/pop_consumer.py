@@ -179,6 +179,18 @@ class PopConsumer:
             for name in sorted(self.net.brokers):
                 self.sim.schedule(self.net.latency_ms, self.net.brokers[name].channel_closed, self.client_id)
 
+    def forget(self) -> None:
+        """Erase what a dead process held, as PushConsumer.forget (the explorer merges worlds that
+        differ only there); its handles stay with the broker, which revives them."""
+        if self.proc.alive:
+            raise RuntimeError(f"{self.client_id} is alive: its state is still read")
+        self.rebalance.pq_table.clear()
+        self.waiting_batches.clear()
+        self.running_calls = self.acks_in_flight = 0
+        self._pop_ids = self._consume_ids = self._attempts = self._simple_next = 0
+        self._simple_busy = False
+        self.proc.paused_until = 0
+
     def pause(self, duration: int) -> None:
         self.sim.emit("client_paused", client=self.client_id, group=self.group, duration=duration)
         self.proc.paused_until = max(self.proc.paused_until, self.sim.now + duration)
