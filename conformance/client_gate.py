@@ -48,7 +48,20 @@ def resolve(cl: dict, base: Path) -> dict:
         if argv and "/" in argv[0] and not os.path.isabs(argv[0]):
             argv[0] = str((base / argv[0]).resolve())
             cl["command"] = shlex.join(argv)
+    # so is a scenario file (a built-in scenario is a name)
+    scen = cl.get("scenarios")
+    if isinstance(scen, list):
+        moved = {s: str((base / s).resolve()) for s in scen
+                 if isinstance(s, str) and s.endswith((".toml", ".json")) and "\x00" not in s}
+        cl["scenarios"] = [moved.get(s, s) if isinstance(s, str) else s for s in scen]
+        if isinstance(cl.get("expect"), dict):
+            cl["expect"] = {moved.get(k, k): v for k, v in cl["expect"].items()}
     return cl
+
+
+def label(scenario: str) -> str:
+    """A scenario's name in cases, tables and file names: a scenario file by its stem."""
+    return Path(scenario).stem if scenario.endswith((".toml", ".json")) else scenario
 
 
 def validate(cl: dict, source: str) -> dict:
@@ -83,7 +96,8 @@ def validate(cl: dict, source: str) -> dict:
         _bad(f"expected a seed, an integer from 0, got {short(seed)}", source, "client.seed")
     scen = cl.get("scenarios")
     if not isinstance(scen, list) or not scen or not all(isinstance(s, str) for s in scen):
-        _bad(f"expected a non-empty list of built-in scenario names, got {short(scen)}", source, "client.scenarios")
+        _bad(f"expected a non-empty list of built-in scenario names or scenario files, got {short(scen)}", source,
+             "client.scenarios")
     if len(set(scen)) != len(scen):
         _bad("a scenario is named twice", source, "client.scenarios")
     for i, s in enumerate(scen):
@@ -98,8 +112,12 @@ def validate(cl: dict, source: str) -> dict:
     if not isinstance(exp, dict):
         _bad("expected a table: scenario name -> \"holds\" or a list of invariant and history guarantee ids",
              source, "client.expect")
-    for k, v in exp.items():
+    by_label = {label(s): s for s in scen}
+    for k, v in list(exp.items()):
         at = f"client.expect.{k}"
+        if k not in scen and k in by_label:       # a scenario file named by its stem
+            exp[by_label[k]] = exp.pop(k)
+            k = by_label[k]
         if k not in scen:
             _bad(f"{k} is not one of client.scenarios ({', '.join(scen)}): an expectation must name a scenario "
                  "the gate runs", source, at)
@@ -142,13 +160,13 @@ def run_client(cl: dict, source: str, out_dir: Path, clock_left, case_cls, note,
     folder = out_dir / "client"
     folder.mkdir(parents=True, exist_ok=True)
     for sc in cl["scenarios"]:
-        row = Row(sc)
+        row = Row(label(sc))
         rows.append(row)
         want_check, want_hist = expected_ids(cl["expect"].get(sc, "holds"), source, f"client.expect.{sc}")
         declared = sc in cl["expect"]
         row.expected = "holds" if not (want_check | want_hist) else ", ".join(sorted(want_check | want_hist))
         left = clock_left()
-        name = f"{sc} [{cl['name']}]"
+        name = f"{label(sc)} [{cl['name']}]"
         if left <= 0:
             c = case_cls("client", f"{name} record", "incomplete", 0.0, "not run: the gate's budget ran out")
             note(c)
@@ -178,10 +196,10 @@ def _record(cl, sc, folder: Path, budget_s: float, case_cls, name):
     from rocketspec.commands.record import record
 
     case = case_cls("client", f"{name} record")
-    out = folder / f"{sc}.jsonl"
+    out = folder / f"{label(sc)}.jsonl"
     t0 = time.monotonic()
     try:
-        rc, msg = record(sc, str(out), None, int(cl["seed"]), str(folder / f"{sc}.run"), None, cl["release"],
+        rc, msg = record(sc, str(out), None, int(cl["seed"]), str(folder / f"{label(sc)}.run"), None, cl["release"],
                          cl["command"])
     except UserError as exc:
         # a client that broke the driver protocol, or a run that could not start: bad input, named

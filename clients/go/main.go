@@ -84,6 +84,9 @@ func num(cfg map[string]interface{}, key string) (int64, bool) {
 
 func main() {
 	rlog.SetLogLevel("warn")
+	if err := parseArgs(os.Args[1:]); err != nil {
+		fail(err.Error())
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<24)
 	if !in.Scan() {
@@ -129,6 +132,12 @@ func main() {
 			continue
 		}
 		if m["type"] == "shutdown" {
+			if mutant == "stop-early" {
+				report("stopped", map[string]interface{}{})
+				time.Sleep(3 * time.Second)
+				pc.Shutdown()
+				return
+			}
 			break
 		}
 		report("error", map[string]interface{}{"message": fmt.Sprintf("unknown request type %v", m["type"])})
@@ -151,7 +160,7 @@ func build(req startRequest, orderly bool) (rocketmq.PushConsumer, map[string]in
 		consumer.WithGroupName(req.Group),
 		consumer.WithNameServer([]string{req.Namesrv}),
 		consumer.WithInstance(req.Client),
-		consumer.WithConsumerOrder(orderly),
+		consumer.WithConsumerOrder(orderly && mutant != "orderly-as-concurrent"),
 	}
 	applied["consume_mode"] = cfg["consume_mode"]
 	switch cfg["message_model"] {
@@ -260,6 +269,18 @@ func consume(ctx context.Context, lst *listener, id int64, orderly bool, msgs []
 	if mc != nil && mc.MQ != nil {
 		topic, broker, queue = mc.MQ.Topic, mc.MQ.BrokerName, mc.MQ.QueueId
 	}
+	if mutant == "skip-message" {
+		kept := msgs[:0:0]
+		for _, m := range msgs {
+			if !(m.QueueOffset%5 == 4 && m.ReconsumeTimes == 0) {
+				kept = append(kept, m)
+			}
+		}
+		if len(kept) == 0 {
+			return consumer.ConsumeSuccess, nil
+		}
+		msgs = kept
+	}
 	batch := make([]map[string]interface{}, 0, len(msgs))
 	for _, m := range msgs {
 		origin := m.GetProperty(primitive.PropertyOriginMessageId)
@@ -305,9 +326,15 @@ func consume(ctx context.Context, lst *listener, id int64, orderly bool, msgs []
 		}
 		report("consume_finished", map[string]interface{}{"consume_id": id, "status": javaStatus(res, orderly),
 			"listener_error": status})
+		if mutant == "ack-failed" {
+			return consumer.ConsumeSuccess, nil
+		}
 		return res, fmt.Errorf("scenario listener fails (%s)", status)
 	}
 	report("consume_finished", map[string]interface{}{"consume_id": id, "status": javaStatus(res, orderly)})
+	if mutant == "ack-failed" {
+		return consumer.ConsumeSuccess, nil
+	}
 	return res, nil
 }
 

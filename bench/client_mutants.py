@@ -1,0 +1,110 @@
+"""The Go driver's mutants (clients/go/mutants.go), each killed on real RocketMQ by the gate's
+client suite with the invariant or guarantee it breaks.
+
+    python -m bench.client_mutants [--only ID,ID] [--no-controls] [--client PATH] [--out DIR] [--json]
+
+Each mutant is the driver program run with `--mutant ID`: a real change of what it does with
+upstream's rocketmq-client-go (it acks a failed call, skips a message, builds an orderly group's
+consumer concurrent, reports its stop before it stops), never an edit of a trace. Its scenario
+(examples/go-client/mutants/) is recorded through the driver protocol and judged as the gate
+judges a client (conformance/client_gate.py: check at the trace's level, history black-box)
+against the unmutated Go client's declared verdict (its known over-retry, H-RETRY-1, on the
+orderly scenario). A mutant is killed when the judgement fails and reports the id the table
+expects. The controls (the unmutated client on each scenario) must pass. Prints one row per
+run, then `killed K of N`; exit 0 when every mutant is killed and every control passes, else 1.
+Real runs, one at a time, 15-35 s each (docs/notes/go-client.md has the table and its figures).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCEN = ROOT / "examples" / "go-client" / "mutants"
+CLIENT = ROOT / "build" / "go-client" / "rocketspec-go-client"
+
+# scenario file -> the unmutated Go client's verdict (docs/notes/go-client.md, Finding 1)
+DECLARED = {"orderly-burst.toml": ["H-RETRY-1"], "concurrent-stop.toml": "holds"}
+
+# (mutant, scenario, the id that must kill it, the mistake)
+MUTANTS = [
+    ("ack-failed", "orderly-burst.toml", "H-DELIVER-1",
+     "a failed listener call is acked: the library is handed success whatever the listener returned"),
+    ("skip-message", "orderly-burst.toml", "H-DELIVER-1",
+     "a message at an offset 4 mod 5 is acked on its first delivery without reaching the listener"),
+    ("orderly-as-concurrent", "orderly-burst.toml", "H-ORDER-1",
+     "an ORDERLY group's consumer is built without WithConsumerOrder(true): consumed concurrently"),
+    ("stop-early", "concurrent-stop.toml", "INV-CLIENT-1",
+     "`stopped` is reported at once on shutdown and the consumer shut down 3 s later"),
+]
+
+
+def judge(command: str, scenario: str, out: Path) -> dict:
+    """One recording judged as the gate's client suite judges it."""
+    from rocketspec.conformance import client_gate
+    from rocketspec.conformance.gate import Case
+
+    cl = client_gate.validate({"command": command, "name": "go", "scenarios": [str(SCEN / scenario)],
+                               "expect": {str(SCEN / scenario): DECLARED[scenario]}}, "bench.client_mutants")
+    cases = []
+    t0 = time.monotonic()
+    rows = client_gate.run_client(cl, "bench.client_mutants", out, lambda: 600.0, Case, cases.append,
+                                  lambda *a: None)
+    r = rows[0]
+    got = set()
+    if r.report is not None:
+        got |= {f.inv for f in r.report.findings.errors}
+    if r.history_report is not None:
+        got |= set(r.history_report.violated())
+    failed = [c for c in cases if c.status != "passed"]
+    return {"run": r.run, "check": r.check, "history": r.history, "got": sorted(got),
+            "status": failed[0].status if failed else "passed",
+            "why": failed[0].message if failed else "", "seconds": round(time.monotonic() - t0, 1)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default=None, help="comma-separated mutant ids")
+    ap.add_argument("--no-controls", action="store_true", help="skip the unmutated client's runs")
+    ap.add_argument("--client", default=str(CLIENT), help="the driver program (make go-client)")
+    ap.add_argument("--out", default=None, help="keep the recordings here")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    only = set(a.only.split(",")) if a.only else None
+    chosen = [m for m in MUTANTS if only is None or m[0] in only]
+    if only and len(chosen) != len(only):
+        ap.error(f"unknown mutant in --only; known: {', '.join(m[0] for m in MUTANTS)}")
+    out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="client-mutants-"))
+    rows = []
+    if not a.no_controls:
+        for sc in sorted({m[1] for m in chosen}):
+            res = judge(a.client, sc, out / f"control-{Path(sc).stem}")
+            rows.append({"mutant": "(none: control)", "scenario": sc, "expected": "passes", **res,
+                         "ok": res["status"] == "passed"})
+    for mid, sc, kill, mistake in chosen:
+        res = judge(f"{a.client} --mutant {mid}", sc, out / mid)
+        killed = res["status"] == "failed" and kill in res["got"]
+        rows.append({"mutant": mid, "scenario": sc, "expected": kill, "mistake": mistake, **res, "ok": killed})
+    n = len(chosen)
+    k = sum(r["ok"] for r in rows if r["mutant"] in {m[0] for m in chosen})
+    controls_ok = all(r["ok"] for r in rows if r["mutant"].startswith("(none"))
+    if a.json:
+        print(json.dumps({"rows": rows, "killed": k, "mutants": n, "controls_pass": controls_ok}, indent=1))
+    else:
+        print("| mutant | scenario | check | history | killed by | expected | result | time |")
+        print("|---|---|---|---|---|---|---|---:|")
+        for r in rows:
+            res = ("passed" if r["ok"] else f"FAILED: {r['why'][:80]}") if r["mutant"].startswith("(none") else \
+                  ("killed" if r["ok"] else "SURVIVED")
+            print(f"| {r['mutant']} | {r['scenario']} | {r['check'] or '-'} | {r['history'] or '-'} | "
+                  f"{', '.join(r['got']) or '-'} | {r['expected']} | {res} | {r['seconds']} s |")
+        print(f"killed {k} of {n}" + ("" if controls_ok else "; a control did not pass"))
+    return 0 if k == n and controls_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The Go driver's mutants (clients/go/mutants.go, bench/client_mutants.py): the program refuses
+an unknown mutant or argument as the protocol says (an `error` line, exit 2); the bench's table
+names exactly the program's mutants; and (marker `real`, about 2 minutes on real RocketMQ 4.9.8)
+every mutant is killed by the gate's client judgement with the id it breaks, while the unmutated
+client passes each scenario. Skips without Go (or, real, Java and RocketMQ), unless
+ROCKETSPEC_REQUIRE_REAL=1 (then a failure)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench import client_mutants as B
+from test_go_client_real import go_client  # noqa: F401  (the fixture: make go-client)
+from test_real_runs import real_env  # noqa: F401
+
+ROOT = Path(__file__).resolve().parent.parent
+START = json.dumps({"type": "start", "protocol": 1}) + "\n"
+
+
+def test_the_bench_table_names_the_programs_mutants():
+    src = (ROOT / "clients" / "go" / "mutants.go").read_text()
+    in_go = set(re.findall(r'^\t"([a-z-]+)": ', src, re.M))
+    assert in_go == {m[0] for m in B.MUTANTS}
+    for _, scenario, _, _ in B.MUTANTS:
+        assert (B.SCEN / scenario).is_file() and scenario in B.DECLARED
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--mutant", "nope"], 'unknown mutant \\"nope\\"; known: ack-failed, orderly-as-concurrent, skip-message, stop-early'),
+    (["--verbose"], 'unknown argument \\"--verbose\\"'),
+])
+def test_the_program_refuses_what_it_does_not_know(go_client, args, words):  # noqa: F811
+    r = subprocess.run([str(go_client), *args], input=START, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    line = json.loads(r.stdout.strip().splitlines()[-1])
+    assert line["type"] == "error" and words.replace('\\"', '"') in line["message"]
+
+
+@pytest.mark.real
+def test_every_mutant_is_killed_with_the_id_it_breaks(real_env, go_client, tmp_path):  # noqa: F811
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "bench.client_mutants", "--json", "--client",
+                        str(go_client), "--out", str(tmp_path)], capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    d = json.loads(r.stdout)
+    rows = {(x["mutant"], x["scenario"]): x for x in d["rows"]}
+    for mid, scenario, kill, _ in B.MUTANTS:
+        row = rows[(mid, scenario)]
+        assert row["status"] == "failed" and kill in row["got"], row
+    for scenario, declared in B.DECLARED.items():
+        assert rows[("(none: control)", scenario)]["status"] == "passed", rows[("(none: control)", scenario)]
+    assert d["killed"] == d["mutants"] == len(B.MUTANTS) and r.returncode == 0
