@@ -118,3 +118,14 @@ def test_the_cli_prints_the_table_and_coverage_before_the_verdict(tmp_path):
     r = subprocess.run([str(ROOT / ".venv" / "bin" / "rocketspec"), "gate", "--config", str(p)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "client.command" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_scenario_file_is_relative_to_the_config_and_named_by_its_stem(tmp_path):
+    (tmp_path / "sc").mkdir()
+    src = ROOT / "examples" / "go-client" / "mutants" / "orderly-burst.toml"
+    shutil.copy(src, tmp_path / "sc" / "burst.toml")
+    cfg, _ = gate.load_config(str(config(tmp_path, f'command = "{CLIENT}"\nscenarios = ["sc/burst.toml"]\n'
+                                                   '[client.expect]\n"burst" = ["H-RETRY-1"]\n')))
+    path = str(tmp_path / "sc" / "burst.toml")
+    assert cfg["client"]["scenarios"] == [path] and cfg["client"]["expect"] == {path: ["H-RETRY-1"]}
+    assert client_gate.label(path) == "burst"
