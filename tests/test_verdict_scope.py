@@ -43,7 +43,7 @@ def test_a_trace_cut_before_its_end_is_judged_for_safety_only(tmp_path):
     res = run(cut)
     assert res.exit_code == 0
     first = res.output.splitlines()[0]
-    assert "HOLDS (safety only: the trace has no trace_ended, so liveness (INV-LIVE-1) was not judged)" in first
+    assert "HOLDS (safety only: the trace has no trace_ended, so liveness (INV-LIVE-1, INV-POP-LIVE-1) was not judged)" in first
     rep = orjson.loads(run(cut, "--json").output)
     assert rep["verdict"] == "holds" and rep["judged"] == "safety"
     assert rep["liveness_not_judged"] == "the trace has no trace_ended"
