@@ -47,7 +47,7 @@ def test_a_trace_cut_before_its_end_is_judged_for_safety_only(tmp_path):
     rep = orjson.loads(run(cut, "--json").output)
     assert rep["verdict"] == "holds" and rep["judged"] == "safety"
     assert rep["liveness_not_judged"] == "the trace has no trace_ended"
-    assert rep["liveness_invariants"] == ["INV-LIVE-1"]
+    assert rep["liveness_invariants"] == ["INV-LIVE-1", "INV-POP-LIVE-1"]
     whole = orjson.loads(run(LOSS, "--json").output)
     assert whole["judged"] == "safety and liveness" and whole["liveness_not_judged"] is None
 
@@ -59,7 +59,7 @@ def test_an_end_other_than_quiescence_is_named(tmp_path):
     res = run(write(tmp_path / "t.jsonl", evs))
     assert res.exit_code == 0
     assert ("HOLDS (safety only: the trace ended by duration, not at quiescence or a horizon, so liveness "
-            "(INV-LIVE-1) was not judged)") in res.output.splitlines()[0]
+            "(INV-LIVE-1, INV-POP-LIVE-1) was not judged)") in res.output.splitlines()[0]
     # a trace that has its trace_ended is complete for --require-end, whatever the reason
     assert run(tmp_path / "t.jsonl", "--require-end").exit_code == 0
 
