@@ -252,10 +252,24 @@ def _parse_verdict(source, path, v, known_ids):
 
 def _parse_expect(source, raw, known_ids=None):
     """The scenario's expected verdict under the release profiles: {"default": ids, "profiles":
-    {name: ids}}; an empty id set means the trace holds. None when the scenario declares none.
+    {name: ids}, "may_also": ids}; an empty id set means the trace holds. `may_also`: ids another
+    seed may fail with too, where the seed decides which of two real outcomes a run takes (e.g.
+    where a SIGSTOP lands: between calls or inside one). None when the scenario declares none.
     `known_ids`: see _parse_verdict."""
     if raw is None:
         return None
+    may_also = frozenset()
+    if isinstance(raw, dict) and "may_also" in raw:
+        ids = raw["may_also"]
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            raise ScenarioError(source, "expect.may_also", "a non-empty list of invariant ids")
+        unknown = [] if known_ids is None else [i for i in ids if i not in known_ids]
+        if unknown:
+            raise ScenarioError(source, "expect.may_also", f"unknown invariant ids {unknown}")
+        may_also = frozenset(ids)
+        raw = {k: v for k, v in raw.items() if k != "may_also"} or "holds"
+        if raw == {"holds": True}:
+            raw = "holds"
     profiles = {}
     if isinstance(raw, dict) and "profiles" in raw:
         pt = raw["profiles"]
@@ -266,7 +280,7 @@ def _parse_expect(source, raw, known_ids=None):
         raw = {k: v for k, v in raw.items() if k != "profiles"} or "holds"
         if raw == {"holds": True}:
             raw = "holds"
-    return {"default": _parse_verdict(source, "expect", raw, known_ids), "profiles": profiles}
+    return {"default": _parse_verdict(source, "expect", raw, known_ids), "profiles": profiles, "may_also": may_also}
 
 
 # Assumptions a scenario breaks on purpose (docs/scenarios.md, "Random scenarios"): what the break
@@ -311,6 +325,13 @@ def runs_under(sc: dict, profile) -> bool:
     from rocketspec.rocketmq.profiles import get_profile
 
     return not uses_pop(sc) or get_profile(profile).pop
+
+
+def tolerated_failures(sc: dict, profile: str):
+    """The ids a run of `sc` under `profile` may fail with on any seed: its expected ones and the
+    scenario's `may_also` (None when it declares no expectation)."""
+    want = expected_failures(sc, profile)
+    return None if want is None else frozenset(want) | sc["expect"].get("may_also", frozenset())
 
 
 def expected_failures(sc: dict, profile: str):

@@ -7,7 +7,7 @@ from rocketspec.spec.replay import check_events
 
 reference = pytest.importorskip("rocketspec.reference.runner")
 from rocketspec.reference.scenario import (bug_scenario, builtin_names, expected_failures, load_scenario,  # noqa: E402
-                                           runs_under)
+                                           runs_under, tolerated_failures)
 
 RELEASES = ("rocketmq-5.3.3", "rocketmq-4.9.8")
 
@@ -52,11 +52,13 @@ def test_builtin_scenarios_meet_their_declared_verdict(name, profile):
 @pytest.mark.parametrize("name,profile", runnable(builtin_names(), RELEASES))
 def test_builtin_scenarios_many_seeds(name, profile):
     want = expected(name, profile)
+    allowed = tolerated_failures(load_scenario(name), profile)
     for seed in range(2, 21):
         rep = run_and_check(name, seed, profile)
         got = {f.inv for f in rep.findings.errors}
-        # a scenario that breaks a guarantee breaks it on every seed, with nothing else
-        assert (got and got <= want) if want else not got, (seed, errors(rep))
+        # a scenario that breaks a guarantee breaks it on every seed, with nothing it does not
+        # declare (its `may_also`: an outcome the seed picks, as real runs do)
+        assert (got and got <= allowed) if want else got <= (allowed - set(want)), (seed, errors(rep))
 
 
 def test_a_guarantee_loss_names_its_cause():
@@ -85,3 +87,16 @@ def test_known_bug_profiles_are_flagged(pname):
     # Every finding is counted by id; only the first few are listed in detail.
     ids = {inv for inv, n in rep.findings.counts.items() if n and not inv.startswith("ANOM-")}
     assert not rep.ok and p.expected_violation in ids, (name, sorted(ids))
+
+
+def test_a_scenario_declares_the_outcomes_a_seed_may_add():
+    """`expect.may_also`: ids another seed may fail with besides the expected ones (real-orderly-pause:
+    a freeze inside a listener call gives INV-ORDER-1, as real 5.x runs did); unknown ids are bad input."""
+    from rocketspec.reference.scenario import ScenarioError, _parse_expect
+    sc = load_scenario("real-orderly-pause")
+    assert set(expected_failures(sc, "rocketmq-4.9.8")) == {"INV-ORDER-3"}
+    assert tolerated_failures(sc, "rocketmq-4.9.8") == {"INV-ORDER-3", "INV-ORDER-1"}
+    assert tolerated_failures(sc, "rocketmq-5.3.3") == {"INV-ORDER-1", "INV-ORDER-3"}
+    with pytest.raises(ScenarioError, match="may_also"):
+        _parse_expect("s.toml", {"fails": "INV-ORDER-3", "may_also": ["INV-NOPE-9"]}, {"INV-ORDER-3"})
+    assert _parse_expect("s.toml", {"holds": True, "may_also": ["INV-ORDER-1"]}, None)["default"] == frozenset()
