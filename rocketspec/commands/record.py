@@ -93,6 +93,14 @@ def _unsupported(sc: dict) -> list[str]:
             out.append(f"groups.{name}.strategy: {strategy} is not supported on real runs")
         if g.get("consume_timestamp") is not None:
             out.append(f"groups.{name}.consume_timestamp: not supported on real runs yet")
+        if g.get("client_type") == "SIMPLE":
+            # a SimpleConsumer is a gRPC client of the proxy; real runs start no proxy and the
+            # pinned jars hold no proxy or gRPC client (rocketmq-proxy, rocketmq-client-java)
+            out.append(f"groups.{name}.client_type: SIMPLE consumes through the gRPC proxy, which real runs "
+                       "do not start yet; POP_PUSH (the remoting push consumer in POP mode) runs")
+    if any(g.get("client_type", "PUSH") != "PUSH" for g in sc["groups"].values()) \
+            and sc.get("real", {}).get("attach_broker_after_ms", -1) >= 0:
+        out.append("real.attach_broker_after_ms: the POP recorder attaches before the broker starts")
     return out
 
 
@@ -335,6 +343,15 @@ def mark_client_under_test(first: dict, argv: list[str]) -> None:
     first["observed"] = ["broker", client_protocol.OBSERVED]
 
 
+def driver_env(client_argv, msgtrace) -> dict | None:
+    """The driver's environment (None: this one), which its client programs inherit: with
+    --msgtrace, ROCKETSPEC_MSGTRACE=1 asks a client program to turn its library's message trace on
+    (docs/driver-protocol.md), as the Java recorder's consumers do."""
+    if client_argv is None or msgtrace is None:
+        return None
+    return {**os.environ, "ROCKETSPEC_MSGTRACE": "1"}
+
+
 def external_plan(plan: dict, argv: list[str]) -> None:
     """Every scenario client runs as the client program, in its own process (driver protocol)."""
     plan["external_client"] = {"cmd": argv, "protocol": 1}
@@ -356,6 +373,9 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     if not out.endswith(".jsonl"):
         raise RecordError(f"--out {out}: real traces are written as JSON Lines (.jsonl)")
     build_plan(sc, seed, timeout_s, Path("."), Path("."))   # refuse what cannot run before making anything
+    if release.split(".", 1)[0] == "4" and any(g.get("client_type", "PUSH") != "PUSH" for g in sc["groups"].values()):
+        raise RecordError(f"scenario {sc['name']}: consumes by POP, which RocketMQ {release} does not have; "
+                          "use --release 5.5.0")
     client_argv = client_command(client) if client is not None else None
     classpath = release_classpath(root, release)
     profile = trace_profile(release)
@@ -380,7 +400,8 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     log = (work / "driver.log").open("w")
     t0 = time.monotonic()
     # Its own session: on a timeout the whole group (driver and client JVMs) is stopped, and only it.
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env=driver_env(client_argv, msgtrace))
     try:
         rc = proc.wait(timeout=timeout_s + 30)
     except subprocess.TimeoutExpired:
@@ -448,7 +469,8 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
               help="Run every scenario client as this program (a client under test, e.g. "
                    "build/go-client/rocketspec-go-client), one process per client life, driven through the "
                    "client driver protocol (docs/driver-protocol.md) in place of the Java recorder's consumer; "
-                   "its reports are merged with the broker's events.")
+                   "its reports are merged with the broker's events. With --random, in every run (the program "
+                   "is asked for its library's message trace, which the oracle reads).")
 @click.option("--release", default=DEFAULT_RELEASE, show_default=True,
               help=f"The RocketMQ release to run (namesrv, broker, push consumer): {', '.join(releases())} "
                    f"(5.5.0 stands in for 5.5.1, whose jars the registry here lacks). 4.9.8 is built by `make "
@@ -462,11 +484,11 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
             raise RecordError("--rejudge records nothing: give it only --out DIR (a folder of --random runs)")
         sys.exit(rejudge_random(out))
     if random_runs is not None:
-        if client is not None:
-            raise RecordError("--client does not go with --random yet (record one scenario at a time)")
         import functools
+        if client is not None:
+            client_command(client)      # a program that is not there is refused before any run
         sys.exit(record_random(random_runs, seed, out, timeout_s, small, scenario_name, keep, msgtrace,
-                               functools.partial(record, release=release)))
+                               functools.partial(record, release=release, client=client)))
     if small:
         raise RecordError("--small goes with --random")
     if scenario_name is None:

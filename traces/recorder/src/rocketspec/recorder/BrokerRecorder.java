@@ -58,6 +58,8 @@ import static rocketspec.recorder.TraceWriter.event;
  */
 public final class BrokerRecorder {
     private static final long POLL_MS = 20;
+    /** RequestCode.POP_MESSAGE (5.x): a concurrent pop commits the queue's pop offset at once. */
+    static final int POP_MESSAGE_CODE = 200050;
 
     private final BrokerController bc;
     private final TraceWriter w;
@@ -94,6 +96,11 @@ public final class BrokerRecorder {
     private final Map<String, ArrayDeque<String>> scheduled = new HashMap<>();
     private final Map<RemotingCommand, Object> beforeState = new IdentityHashMap<>();
     private final Map<String, Long> resetSeen = new ConcurrentHashMap<>();
+    /**
+     * Offset ids of copies the POP recorder reports itself (revive's puts into a POP retry topic:
+     * message_revived stores them), which this dispatcher then leaves alone.
+     */
+    final Set<String> storedElsewhere = ConcurrentHashMap.newKeySet();
     private Poller poller;
 
     public BrokerRecorder(BrokerController bc, TraceWriter w) {
@@ -197,8 +204,46 @@ public final class BrokerRecorder {
             return;
         }
         synchronized (lock) {
+            if (storedElsewhere.remove(m.getMsgId())) {
+                return;
+            }
             stored(r, topic, schedule, m);
         }
+    }
+
+    // ------------------------------------------------------------------ for the POP recorder (5.x)
+    Object lock() {
+        return lock;
+    }
+
+    String brokerName() {
+        return broker;
+    }
+
+    /** The trace's origin of a stored copy (see origin(MessageExt, String)), under the lock. */
+    String originOf(MessageExt m, String topic) {
+        synchronized (lock) {
+            return origin(m, topic);
+        }
+    }
+
+    /** Marks this thread as processing a request (code, client): commits it makes are that request's. */
+    void processing(int code, String client) {
+        request.set(new Object[] {code, client});
+    }
+
+    void doneProcessing() {
+        request.remove();
+    }
+
+    /** The client that sent a request (clientOf), for the POP recorder. */
+    String requester(String addr, RemotingCommand req) {
+        return clientOf(addr, req);
+    }
+
+    /** Waits until the store has dispatched what the commit log holds now (awaitDispatch). */
+    void dispatchedSoFar() {
+        awaitDispatch();
     }
 
     private static boolean recorded(String topic) {
@@ -454,6 +499,18 @@ public final class BrokerRecorder {
                 e.put("source", "pull");
             } else if (code == RequestCode.UPDATE_CONSUMER_OFFSET) {
                 e.put("source", "persist");
+            } else if (code == POP_MESSAGE_CODE) {
+                e.put("source", "pop");
+            }
+        } else {
+            // 5.x's POP services commit outside any request: PopBufferMergeService moves a queue's
+            // pop offset past what a pop took once its checkpoint is stored; a revive service sets
+            // a POP retry topic's first offset (initPopRetryOffset)
+            String thread = Thread.currentThread().getName();
+            if (thread.contains("PopBufferMergeService")) {
+                e.put("source", "pop");
+            } else if (thread.contains("PopReviveService")) {
+                e.put("source", "revive");
             }
         }
         w.emit(e);

@@ -134,6 +134,8 @@ public final class ClientRecorder {
     private final ThreadLocal<Integer> ackIndex = new ThreadLocal<>();
     private volatile boolean stopping;
     private Poller poller;
+    /** A push consumer in POP mode (client_type POP_PUSH): its listener calls are POP calls. */
+    private boolean pop;
 
     public ClientRecorder(TraceWriter w) {
         this.w = w;
@@ -146,6 +148,11 @@ public final class ClientRecorder {
 
     public String clientId() {
         return client;
+    }
+
+    /** Before attach: the consumer consumes by POP (the broker's assignment answers POP queues). */
+    public void popMode() {
+        pop = true;
     }
 
     /** Call after configuring the consumer (subscriptions, listener, settings), before start(). */
@@ -179,8 +186,26 @@ public final class ClientRecorder {
         w.emit(event("client_started").put("client", client).put("group", group)
             .put("consume_mode", c.getMessageListener() instanceof org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly
                 ? "ORDERLY" : "CONCURRENTLY")
-            .put("message_model", c.getMessageModel().name()).put("subscriptions", subs).put("config", config(c)));
+            .put("message_model", c.getMessageModel().name()).put("subscriptions", subs).put("config", popConfig(c)));
         poller = Poller.start("rocketspec client poller " + client, POLL_MS, this, this::poll);
+    }
+
+    /** config(c), and for a POP consumer its request mode and POP settings (5.x getters). */
+    private Map<String, Object> popConfig(DefaultMQPushConsumer c) {
+        Map<String, Object> m = config(c);
+        if (pop) {
+            m.put("client_type", "POP_PUSH");
+            m.put("message_request_mode", "POP");
+            for (String[] g : new String[][] {{"pop_invisible_time", "getPopInvisibleTime"}, {"pop_batch_nums", "getPopBatchNums"},
+                {"pop_threshold_for_queue", "getPopThresholdForQueue"}}) {
+                try {
+                    m.put(g[0], c.getClass().getMethod(g[1]).invoke(c));
+                } catch (ReflectiveOperationException e) {
+                    throw new IllegalStateException("POP setting " + g[0], e);
+                }
+            }
+        }
+        return m;
     }
 
     private static Map<String, Object> sub(String type, String expr) {
@@ -410,7 +435,44 @@ public final class ClientRecorder {
         }
     }
 
+    /** RequestCode.POP_MESSAGE (5.x; the shared sources compile on 4.x too). */
+    private static final int POP_MESSAGE = 200050;
+    /** MessageConst.PROPERTY_POP_CK: the handle the client keeps on each popped message. */
+    private static final String POP_CK = "POP_CK";
+
+    /** pop_requested: a POP_MESSAGE as the client sends it (its header's fields, as they go on the wire). */
+    private void popRequested(RemotingCommand req) {
+        req.makeCustomHeaderToNet();
+        Map<String, String> f = req.getExtFields();
+        if (f == null || !group.equals(f.get("consumerGroup"))) {
+            return;
+        }
+        String topic = f.get("topic");
+        int queue = Integer.parseInt(f.get("queueId"));
+        String bname = f.get("bname");
+        if (bname == null) {
+            Set<MessageQueue> route = consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getTopicSubscribeInfoTable().get(topic);
+            bname = route == null || route.isEmpty() ? "" : route.iterator().next().getBrokerName();
+        }
+        boolean order = Boolean.parseBoolean(f.get("order"));
+        TraceWriter.Event e = event("pop_requested").put("client", client).put("group", group).put("topic", topic)
+            .put("broker", bname).put("queue", queue).put("pop_id", req.getOpaque())
+            .put("invisible_time", Long.parseLong(f.get("invisibleTime"))).put("max_nums", Integer.parseInt(f.get("maxMsgNums")))
+            .put("order", order);
+        if (f.get("attemptId") != null) {
+            e.put("attempt_id", f.get("attemptId"));
+        }
+        if (f.get("exp") != null) {
+            e.put("expr", f.get("exp")).put("expr_type", f.get("expType") == null ? "TAG" : f.get("expType"));
+        }
+        w.emit(e);
+    }
+
     private void before(RemotingCommand req) {
+        if (req.getCode() == POP_MESSAGE) {
+            popRequested(req);
+            return;
+        }
         CommandCustomHeader h = req.readCustomHeader();
         switch (req.getCode()) {
             case RequestCode.PULL_MESSAGE: {
@@ -701,6 +763,10 @@ public final class ClientRecorder {
 
         @Override
         public void consumeMessageBefore(ConsumeMessageContext ctx) {
+            if (pop && !ctx.getMsgList().isEmpty() && ctx.getMsgList().get(0).getProperty(POP_CK) != null) {
+                popConsumeStarted(ctx);
+                return;
+            }
             MessageQueue mq = ctx.getMq();
             long id = consumeIds.incrementAndGet();
             List<Long> offsets = new ArrayList<>();
@@ -739,6 +805,10 @@ public final class ClientRecorder {
             if (call == null) {
                 return;
             }
+            if ("pop".equals(call[1])) {
+                popConsumeFinished(ctx, call);
+                return;
+            }
             ProcessQueue pq = (ProcessQueue) call[1];
             TraceWriter.Event e = q("consume_finished", ctx.getMq()).put("consume_id", call[0]).put("status", ctx.getStatus())
                 .put("dropped", pq != null && pq.isDropped()).put("offsets", call[2]);
@@ -766,6 +836,48 @@ public final class ClientRecorder {
                 }
             }
         }
+    }
+
+    /**
+     * A POP listener call (ConsumeMessagePopConcurrentlyService): its messages' handles, as the
+     * client holds them (POP_CK).
+     */
+    private void popConsumeStarted(ConsumeMessageContext ctx) {
+        long id = consumeIds.incrementAndGet();
+        List<String> handles = new ArrayList<>();
+        List<String> ids = new ArrayList<>();
+        List<Integer> times = new ArrayList<>();
+        for (MessageExt m : ctx.getMsgList()) {
+            handles.add(m.getProperty(POP_CK));
+            ids.add(Ids.msgId(m));
+            times.add(m.getReconsumeTimes());
+        }
+        // ConsumeRequest reads the pop time and invisible time of the first message's handle
+        String[] first = handles.get(0).split(" ");
+        synchronized (calls) {
+            calls.put(ctx, new Object[] {id, "pop", Long.parseLong(first[1]), Long.parseLong(first[2])});
+        }
+        MessageQueue mq = ctx.getMq();
+        w.emit(event("pop_consume_started").put("client", client).put("group", group).put("topic", mq.getTopic())
+            .put("broker", mq.getBrokerName()).put("consume_id", id).put("handles", handles).put("msg_ids", ids)
+            .put("reconsume_list", times));
+    }
+
+    /**
+     * The call returned. timed_out: ConsumeRequest.isPopTimeout, which the service checks right
+     * after the hook, holds (the handle's invisible time ran out), so the client neither acks nor
+     * changes anything; else processConsumeResult acks [0..ack_index] and changes the rest.
+     */
+    private void popConsumeFinished(ConsumeMessageContext ctx, Object[] call) {
+        Integer set = ackIndex.get();
+        ackIndex.remove();
+        int n = ctx.getMsgList().size();
+        long popTime = (Long) call[2];
+        long invisible = (Long) call[3];
+        boolean timedOut = popTime <= 0 || invisible <= 0 || System.currentTimeMillis() - popTime >= invisible;
+        int ack = ctx.isSuccess() ? Math.min(set == null ? n - 1 : set, n - 1) : -1;
+        w.emit(event("pop_consume_finished").put("client", client).put("group", group).put("consume_id", call[0])
+            .put("status", ctx.getStatus()).put("ack_index", ack).put("timed_out", timedOut));
     }
 
     // ------------------------------------------------------------------ allocation

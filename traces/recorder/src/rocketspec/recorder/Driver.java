@@ -66,6 +66,8 @@ public final class Driver {
     private NamesrvController namesrv;
     private BrokerController broker;
     private BrokerRecorder brokerRecorder;
+    /** The broker side of POP (5.x), when a group of the plan consumes by POP; else null. */
+    private PopObserver pop;
     private DefaultMQProducer producer;
     private String namesrvAddr;
     private String brokerAddr;
@@ -145,7 +147,8 @@ public final class Driver {
 
     private int run() throws Exception {
         JSONObject trace = new JSONObject(true);
-        w.emit(event("trace_started").put("schema_version", 2).put("profile", plan.getString("profile"))
+        // schema version 3 adds the POP kinds; a trace without them stays version 2
+        w.emit(event("trace_started").put("schema_version", usesPop() ? 3 : 2).put("profile", plan.getString("profile"))
             .put("seed", plan.getLongValue("seed")).put("scenario", plan.getString("name"))
             .put("config", plan.getJSONObject("scenario")));
         startCluster();
@@ -294,6 +297,9 @@ public final class Driver {
         msc.setHaListenPort(freePort(0));
         msc.setMessageDelayLevel(bcfg.getString("message_delay_level"));
         Release.configureBroker(bc, msc);
+        if (usesPop()) {
+            popClass().getDeclaredMethod("configure", Object.class, MessageStoreConfig.class).invoke(null, bc, msc);
+        }
         broker = new BrokerController(bc, bsc, new NettyClientConfig(), msc);
         if (!broker.initialize()) {
             throw new IllegalStateException("broker failed to initialize");
@@ -301,6 +307,12 @@ public final class Driver {
         brokerRecorder = new BrokerRecorder(broker, w);
         if (plan.getLongValue("attach_broker_after_ms") < 0) {
             brokerRecorder.attach(false);
+            if (usesPop()) {
+                java.lang.reflect.Method attach = popClass().getDeclaredMethod("attach", BrokerController.class,
+                    BrokerRecorder.class, TraceWriter.class);
+                attach.setAccessible(true);
+                pop = (PopObserver) attach.invoke(null, broker, brokerRecorder, w);
+            }
         }
         broker.start();
         brokerAddr = "127.0.0.1:" + port;
@@ -373,6 +385,16 @@ public final class Driver {
                         }
                     }
                     Thread.sleep(50);
+                }
+            }
+            // the POP groups' topics in POP mode before any client starts, as an operator sets them
+            for (Map.Entry<String, Object> g : plan.getJSONObject("groups").entrySet()) {
+                JSONObject group = (JSONObject) g.getValue();
+                if (!"POP_PUSH".equals(group.getJSONObject("config").getString("client_type"))) {
+                    continue;
+                }
+                for (String topic : group.getJSONObject("subscriptions").keySet()) {
+                    pop.popMode(admin, brokerAddr, topic, g.getKey());
                 }
             }
         } finally {
@@ -729,6 +751,26 @@ public final class Driver {
         }
     }
 
+    /** A group of the plan consumes by POP (client_type POP_PUSH; record refuses the others). */
+    private boolean usesPop() {
+        for (Object g : plan.getJSONObject("groups").values()) {
+            String type = ((JSONObject) g).getJSONObject("config").getString("client_type");
+            if (type != null && !"PUSH".equals(type)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The 5.x line's PopRecorder; a 4.x build has none (4.x has no POP consumer). */
+    static Class<?> popClass() {
+        try {
+            return Class.forName(PopObserver.IMPLEMENTATION);
+        } catch (ClassNotFoundException e) {
+            throw new IllegalStateException("POP consumption needs a RocketMQ 5.x release (this recorder build has no PopRecorder)");
+        }
+    }
+
     // ------------------------------------------------------------------ quiescence
     /**
      * Nothing left to do: producers done (checked by the caller), no scheduled message waiting,
@@ -750,6 +792,9 @@ public final class Driver {
         }
         if (!paused.isEmpty()) {
             return false;
+        }
+        if (pop != null && !pop.quiet()) {
+            return false;   // a popped message still held: its ack, or its revive, is to come
         }
         for (ScenarioConsumer c : inProcess.values()) {
             if (Boolean.TRUE.equals(alive.get(c.name)) && !c.recorder.idle()) {

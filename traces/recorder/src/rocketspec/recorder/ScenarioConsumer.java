@@ -82,6 +82,17 @@ final class ScenarioConsumer {
         } else {
             consumer.registerMessageListener(l.concurrently());
         }
+        if ("POP_PUSH".equals(cfg.getString("client_type"))) {
+            // message-level load balancing: the broker's assignment, POP queues (5.x setters)
+            try {
+                java.lang.reflect.Method m = Driver.popClass().getDeclaredMethod("configureConsumer", DefaultMQPushConsumer.class, JSONObject.class);
+                m.setAccessible(true);
+                m.invoke(null, consumer, cfg);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("POP consumer settings", e);
+            }
+            recorder.popMode();
+        }
         recorder.attach(consumer);
     }
 
