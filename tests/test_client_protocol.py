@@ -133,7 +133,15 @@ def test_record_refuses_a_client_program_that_is_not_there(tmp_path):
     assert not (tmp_path / "t.jsonl").exists()
 
 
-def test_record_refuses_client_with_random(tmp_path):
+def test_record_random_refuses_a_client_program_that_is_not_there_before_any_run(tmp_path):
     r = subprocess.run([str(ROOT / ".venv" / "bin" / "rocketspec"), "record", "--random", "1", "--out",
-                        str(tmp_path / "runs"), "--client", "true"], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "--client does not go with --random yet" in r.stderr
+                        str(tmp_path / "runs"), "--client", str(tmp_path / "no-such-client")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "no-such-client is not an executable file or a program on PATH" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "runs").exists()
+
+
+def test_msgtrace_asks_the_client_program_for_its_librarys_message_trace():
+    from rocketspec.commands.record import driver_env
+    assert driver_env(["/bin/client"], "/tmp/m.txt")["ROCKETSPEC_MSGTRACE"] == "1"
+    assert driver_env(["/bin/client"], None) is None and driver_env(None, "/tmp/m.txt") is None

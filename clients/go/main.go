@@ -235,6 +235,11 @@ func build(req startRequest, orderly bool) (rocketmq.PushConsumer, map[string]in
 		opts = append(opts, consumer.WithRebalanceLockInterval(time.Duration(n)*time.Millisecond))
 		applied["lock_interval_ms"] = n
 	}
+	if os.Getenv("ROCKETSPEC_MSGTRACE") == "1" {
+		// `rocketspec record --msgtrace`: the library's own message trace (RIP-6) to RMQ_SYS_TRACE_TOPIC
+		opts = append(opts, consumer.WithTrace(&primitive.TraceConfig{
+			NamesrvAddrs: []string{req.Namesrv}, GroupName: req.Group}))
+	}
 	pc, err := consumer.NewPushConsumer(opts...)
 	if err != nil {
 		return nil, nil, err
