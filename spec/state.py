@@ -246,7 +246,7 @@ class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
                  "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
                  "orphan_outcome", "reset_drops", "illegal", "resets", "written_ahead", "reset_ahead", "overlaps", "batch_max", "held",
-                 "lost_entry", "released", "stale_next", "granted")
+                 "lost_entry", "released", "stale_next", "granted", "reset_strays")
 
     def __init__(self, key):
         self.key = key
@@ -286,6 +286,9 @@ class QueueState:
         # client -> next offset of the last NO_NEW_MSG/NO_MATCHED_MSG answer to a pull of a gone
         # ProcessQueue: correctTagsOffset on that old PullRequest may set the store to it
         self.stale_next: dict[str, int] = {}
+        # client -> when an operator's reset removes, without dropping, the ProcessQueue its
+        # rebalance added during the reset's wait: that PullRequest pulls and consumes on
+        self.reset_strays: dict[str, int] = {}
 
 
 # A remote store read is a round trip: another client's commit may land between the broker's

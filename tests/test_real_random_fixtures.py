@@ -480,3 +480,46 @@ def test_a_processqueue_created_on_a_grant_that_a_pause_outlived_names_the_pause
     oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
     ids = {k: v for k, v in check_json["counts"].items() if k in errs}
     assert classify(ids, oracle, named=named)[0] == BREAK
+
+
+def test_a_queue_added_during_a_resets_wait_keeps_a_second_pullrequest():
+    """Seed 8036. An operator reset of orderly GID_r0 (isForce, to a time) reached g0c1 just as it
+    resumed from a pause: MQClientInstance.resetOffset suspended it and dropped the ProcessQueues
+    then in its table (4.9.8 lines 1071-1081), and 26 ms later g0c1's rebalance added TopicR
+    queue 3 (rocketmq_client.log 03:41:10,085 'add a new pull request ... nextOffset=7'), whose
+    pull waited on the suspension. 10 s later the reset set queue 3 to 30 as well (1088-1096),
+    persisted it and took that ProcessQueue out of the table without dropping it. The broker's
+    commit of 30 is the operator's skip (ANOM-RESET-SKIP), not an offset passing unconsumed
+    messages (INV-OFFSET-3) nor a bad start (INV-START-1) of the next ProcessQueue. The stray
+    PullRequest then pulled too ('the first time to pull message ... nextOffset=7] NewOffset:
+    30', 03:41:20,233): two ProcessQueues consumed queue 3, offset 30 was dead-lettered twice.
+    Each of those violations names that cause; the oracle sees it only through the redelivery
+    past the limit (H-RETRY-1), so the run is a finding, not a false alarm. Statuses are the
+    run's own oracle.json."""
+    import json
+
+    from rocketspec.conformance.real_random import classify, unseen_invariants
+    from functools import partial
+
+    from rocketspec.spec.replay import Findings
+    name = "seed-8036-reset-stray-processqueue"
+    res = check_trace(str(HERE / f"{name}.jsonl.gz"), P, max_listed=1000,
+                      findings=partial(Findings, warn_examples=50))
+    errs = _by_inv(res)
+    assert not any(m.startswith("broker commits 30 but offset 7") for m in errs.get("INV-OFFSET-3", [])), errs
+    assert "INV-START-1" not in errs, errs["INV-START-1"]
+    skips = [w for w in res.findings.warnings if w.inv == "ANOM-RESET-SKIP" and w.key[3] == 3]
+    assert any("operator reset to 30" in w.message for w in skips), [w.message for w in skips]
+    stray = {"INV-OFFSET-3", "INV-ORDER-2", "INV-PULL-1", "INV-RETRY-1", "INV-RETRY-3"}
+    assert set(errs) == stray | {"INV-DLQ-1"}, res.findings.counts
+    for inv in stray:
+        assert all("added the queue during an operator reset's 10 s wait" in m and "apache/rocketmq#2449" in m
+                   for m in errs[inv]), errs[inv]
+    check_json = res.to_dict()
+    check_ids = {k: v for k, v in check_json["counts"].items() if k in errs}
+    status = {"H-DELIVER-1": "holds", "H-RETRY-1": "violated", "H-RETRY-2": "skipped", "H-RETRY-3": "violated",
+              "H-ORDER-1": "skipped", "H-ORDER-2": "holds", "H-DUP-1": "skipped"}
+    oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    sc = json.loads((HERE / f"{name}.scenario.json").read_text())
+    cls, _ = classify(check_ids, oracle, unseen_invariants(check_json, sc, oracle))
+    assert cls == "finding", (cls, check_ids)

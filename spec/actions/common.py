@@ -82,3 +82,16 @@ def _removed_under_consume_lock(st, qs, pq) -> bool:
     group, _, broker, _ = qs.key
     return (pq.orderly and not pq.broadcast and st.profile.orderly_remove_style != "5x"
             and pq.client in st.dir.registered.get((broker, group), ()))
+
+
+def reset_stray_cause(qs, cid) -> str:
+    """The cause of a violation on a queue where `cid` has a ProcessQueue an operator's reset took
+    out of the table without dropping it (_added_in_reset_wait), or ""."""
+    if cid not in qs.reset_strays:
+        return ""
+    return (f"; cause: {cid}'s rebalance added the queue during an operator reset's 10 s wait, after "
+            f"MQClientInstance.resetOffset had dropped the ProcessQueues then in the table; the reset then "
+            f"removed the new one from the table without dropping it (at ts {qs.reset_strays[cid]} or just before), "
+            f"so its PullRequest pulls and consumes the queue beside the ProcessQueue the next rebalance "
+            f"created: two PullRequests of one queue, the consequence of apache/rocketmq#2449, which its fix "
+            f"(a synchronized resetOffset) leaves open for a rebalance during the wait")

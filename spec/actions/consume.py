@@ -10,7 +10,7 @@ from ..assumptions import ref
 from ..invariants import orderly_consumers_at_once
 from .. import limits
 from ..state import M_ID, Busy, OrphanOutcome
-from .common import _client, _duplicate, _pauses_between, _q, _removed_under_consume_lock
+from .common import _client, _duplicate, _pauses_between, _q, _removed_under_consume_lock, reset_stray_cause
 from .locks import holds_lock, lease_live, lock_live
 
 
@@ -128,10 +128,11 @@ def consume_started(st, ev, out):
         for o in sorted(again):
             pq.dead.discard(o)
             out.report("INV-RETRY-1", f"{cid} consumes offset {o} again after sending it to the DLQ past "
-                       f"maxReconsumeTimes; cause: ConsumeMessageOrderlyService.checkReconsumeTimes dead-letters "
-                       f"a message at its limit but answers suspend for the whole batch while another of its "
-                       f"messages is under the limit, and processConsumeResult puts the whole batch back "
-                       f"(makeMessageToConsumeAgain), the dead letter with it", key)
+                       f"maxReconsumeTimes" + (reset_stray_cause(qs, cid) or
+                       "; cause: ConsumeMessageOrderlyService.checkReconsumeTimes dead-letters "
+                       "a message at its limit but answers suspend for the whole batch while another of its "
+                       "messages is under the limit, and processConsumeResult puts the whole batch back "
+                       "(makeMessageToConsumeAgain), the dead letter with it"), key)
         taken, pq.unheard = pq.unheard, None
         if offsets and list(offsets) != pq.consuming[-len(offsets):]:
             # no messages_taken before it (a recorder outside the client): infer the take
@@ -143,7 +144,7 @@ def consume_started(st, ev, out):
                        f"takeMessages just took {list(taken)[:8]} and no listener call received them", key)
         elif list(offsets) != pq.consuming[-len(offsets):] if offsets else True:
             out.report("INV-ORDER-2", f"orderly batch {list(offsets)[:8]} is not the messages just taken "
-                       f"({pq.consuming[-8:]})", key)
+                       f"({pq.consuming[-8:]}){reset_stray_cause(qs, cid)}", key)
         if not pq.broadcast:
             ts = ev["ts"]
             lease = limits.client(st, cid).lease_ms

@@ -325,6 +325,10 @@ def pq_created(st, ev, out):
     if st.profile.offset_entry_on_create and off >= 0:
         pq.pending_upd.append(off)      # #10955's fix: the rebalance writes the start offset in the table
     qs.pqs[cid] = pq
+    if old is None and qs.reset_drops.get(cid, ts + 1) <= ts:
+        # the reset's update of a queue added during its wait (offsets._added_in_reset_wait) is
+        # past: this ProcessQueue is the next rebalance's
+        del qs.reset_drops[cid]
     unit = cid if broadcast else ""
     p = qs.units.get(unit)
     if p is None:

@@ -9,7 +9,7 @@ from ..invariants import broker_offset_passes, client_offset_passes
 from ..filtering import RETRY_PREFIX, decide, subscription
 from .. import limits
 from ..state import HELD_MAX, M_CODE, M_PROPS, M_TAGS, Client, QueueState
-from .common import _end, _pauses_between, _q, _skip_to
+from .common import _end, _pauses_between, _q, _skip_to, reset_stray_cause
 from .consume import _settle, commit_proven, proof_contradicted
 
 
@@ -151,7 +151,7 @@ def _sampled_store(st, qs, ev, out):
         m = client_offset_passes(pq, v, taken=False)
         if m is not None:
             out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {m}, still unconsumed in the "
-                       f"ProcessQueue or in a listener call", key)
+                       f"ProcessQueue or in a listener call{reset_stray_cause(qs, cid)}", key)
         pq.pending_upd.clear()
     qs.stores[cid] = [v, ev.get("frozen") or False]
     st.sampled_stores.add((key, cid))
@@ -304,6 +304,7 @@ def offset_read(st, ev, out):
         sq = st.stored.get((key[1], key[2], key[3]))
         qs.reads[cid] = (off, _end(sq))
         pq = qs.pqs.get(cid)
+        _added_in_reset_wait(st, qs, cid, pq, ev["ts"])
         if pq is not None and pq.status == "created":
             # orderly first pull after locking re-reads the offset (computePullFromWhere)
             exact, lo, hi = _pull_from_where(st, qs, c, off, sq)
@@ -314,6 +315,26 @@ def offset_read(st, ev, out):
         want = s[0] if s is not None else -1
         if off != want:
             out.report("INV-OFFSET-1", f"memory read returns {off}, the store holds {want}", key)
+
+
+def _added_in_reset_wait(st, qs, cid, pq, ts) -> None:
+    """A store read of a queue `cid` holds no ProcessQueue of, while an operator's reset of the
+    topic waits in `cid` (it dropped another queue's ProcessQueue there, and its 10 s are not up):
+    the rebalance is adding the queue (computePullFromWhere). MQClientInstance.resetOffset dropped
+    only the ProcessQueues in the table before its wait (4.9.8 lines 1074-1081); after it, it sets
+    the operator's offset on every queue of the topic in the table (1088-1096), this one too,
+    persists it (removeUnnecessaryMessageQueue) and takes the ProcessQueue out of the table
+    without dropping it. Its PullRequest, deferred while the consumer was suspended, pulls and
+    consumes on beside the one the next rebalance creates: pullMessage checks isDropped and, for
+    an orderly one, isLocked, which the rebalance set at creation (RebalanceImpl.java 377) and
+    nothing clears outside the table."""
+    if cid in qs.reset_drops or (pq is not None and pq.live):
+        return
+    due = next((o.reset_drops[cid] for o in st.queues.values()
+                if o.key[:2] == qs.key[:2] and o is not qs and cid in o.reset_drops), None)
+    if due is not None and ts < due:
+        qs.reset_drops[cid] = due
+        qs.reset_strays[cid] = due
 
 
 def offset_removed(st, ev, out):

@@ -7,7 +7,7 @@ from ..tag_rules import client_keeps
 from ..filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
 from .. import limits
 from ..state import M_CODE, M_ID, M_PROPS, M_TAGS, StoredQueue
-from .common import _client, _end, _group_client, _q, _skip_to
+from .common import _client, _end, _group_client, _q, _skip_to, reset_stray_cause
 from .consume import commit_proven
 from .retry import _gc_chain
 
@@ -41,7 +41,8 @@ def pull_issued(st, ev, out):
     if pq.status == "dropped" and not pq.sampled:
         out.report("INV-DROP-1", f"{cid} pulls from a dropped ProcessQueue", key)
     if pq.pull_id is not None:
-        out.report("INV-PULL-1", f"second pull {ev['pull_id']} while pull {pq.pull_id} is in flight", key)
+        out.report("INV-PULL-1", f"second pull {ev['pull_id']} while pull {pq.pull_id} is in flight"
+                   f"{reset_stray_cause(qs, cid)}", key)
     if off < 0 and pq.orderly and pq.pulls == 0:
         out.report("INV-START-1", f"orderly first pull at offset {off}; cause: the first pull re-reads the offset "
                    f"(computePullFromWhereWithException); a failed store read answers -2 "
@@ -51,7 +52,8 @@ def pull_issued(st, ev, out):
     elif off < 0:
         out.report("INV-START-1", f"pull at negative offset {off}", key)
     elif off != pq.next_pull and off != pq.alt_pull:
-        out.report("INV-PULL-1", f"pull at offset {off}, the ProcessQueue's next offset is {pq.next_pull}", key)
+        out.report("INV-PULL-1", f"pull at offset {off}, the ProcessQueue's next offset is {pq.next_pull}"
+                   f"{reset_stray_cause(qs, cid)}", key)
     co = ev.get("commit_offset")
     if co is not None and co >= 0:
         commit_proven(st, qs, cid, co, f"pull {ev['pull_id']}'s commit offset", ev, out)

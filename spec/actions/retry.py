@@ -7,7 +7,7 @@ from rocketspec.rocketmq.retry import CLEAN_EXPIRED_DELAY_LEVEL, DLQ_PREFIX, RET
 from .. import limits
 from ..lifecycles import MSG_TABLE
 from ..state import M_ID, M_R, Chain, RetryCopy, ScheduleDone, SendBack
-from .common import _client, _duplicate, _group_client
+from .common import _client, _duplicate, _group_client, reset_stray_cause
 
 
 # a producer send to %RETRY% (the client's fallback, or the orderly consumer's checkReconsumeTimes)
@@ -56,7 +56,8 @@ def send_back_requested(st, ev, out):
             out.report("INV-RETRY-3", f"send-back of offset {off} from a queue {cid} has no ProcessQueue for", ckey)
         elif pq.orderly:
             if off not in pq.consuming:
-                out.report("INV-RETRY-3", f"orderly send-back of offset {off} that is not being consumed", ckey)
+                out.report("INV-RETRY-3", f"orderly send-back of offset {off} that is not being consumed"
+                           f"{reset_stray_cause(qs, cid)}", ckey)
             elif ev.get("via") == "orderly_producer":
                 pq.dead.add(off)
         else:
