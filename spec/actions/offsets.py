@@ -328,8 +328,8 @@ def _added_in_reset_wait(st, qs, cid, pq, ts) -> None:
     consumes on beside the one the next rebalance creates: pullMessage checks isDropped and, for
     an orderly one, isLocked, which the rebalance set at creation (RebalanceImpl.java 377) and
     nothing clears outside the table."""
-    if cid in qs.reset_drops or (pq is not None and pq.live):
-        return
+    if cid in qs.reset_drops or (pq is not None and pq.removed_ts is None):
+        return      # (a ProcessQueue still in the table: the reset's first loop dropped it)
     due = next((o.reset_drops[cid] for o in st.queues.values()
                 if o.key[:2] == qs.key[:2] and o is not qs and cid in o.reset_drops), None)
     if due is not None and ts < due:
