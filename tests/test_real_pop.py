@@ -1,0 +1,44 @@
+"""pop-basic recorded end to end on real RocketMQ 5.5.0 (it stands in for 5.5.1; issue 45), marker
+`real` (`make test-real`): two push consumers in POP mode on a real broker, observed by the
+recorder's POP hooks (docs/recorder.md, "POP"), and `check`'s verdict under rocketmq-5.5.1. About
+70 s. Prerequisites as tests/test_real_5x.py (a JDK 17 and the pinned 5.5.0 jars)."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import realfacts as f
+from test_real_5x import BIN, _require, record
+
+from rocketspec.rocketmq import pop
+
+
+@pytest.mark.real
+def test_pop_basic_on_5_5_0_end_to_end(tmp_path: Path):
+    _require("5.5.0")
+    out, ev = record("pop-basic", "5.5.0", tmp_path)
+    assert ev[0]["schema_version"] == 3 and ev[0]["profile"] == "rocketmq-5.5.1"
+    # RocketMQ's facts in the run: the broker answered the group's assignment in POP mode, every
+    # queue at once (popShareQueueNum -1: queue -1); every produced message was popped and acked
+    # with a handle that took effect, and the broker's handles are the ones the listener got
+    assign = f.by_kind(ev, "assignment_answered", topic="TopicPop")
+    assert assign and all(a["mode"] == "POP" and a["allocated"] == [["TopicPop", "broker-a", -1]] for a in assign)
+    produced = {(e["queue"], e["offset"]) for e in f.by_kind(ev, "message_stored", topic="TopicPop")}
+    acked = {(e["queue"], e["offset"]) for e in f.by_kind(ev, "message_acked", topic="TopicPop", result="acked")}
+    revived = {(e["queue"], e["offset"]) for e in f.by_kind(ev, "message_revived", topic="TopicPop")}
+    assert produced and produced == acked | revived
+    retry = pop.pop_retry_topic("GID_pop", "TopicPop")
+    copies = {e["target_offset"] for e in f.by_kind(ev, "message_revived")}
+    assert all(e["target_topic"] == retry for e in f.by_kind(ev, "message_revived"))
+    # each copy revive stored was acked, or failed again and was revived again
+    done = {e["offset"] for e in f.by_kind(ev, "message_acked", topic=retry, result="acked")} | \
+        {e["offset"] for e in f.by_kind(ev, "message_revived", topic=retry)}
+    assert copies == done
+    handles = {e["handle"] for e in f.by_kind(ev, "message_popped")}
+    assert handles == {h for e in f.by_kind(ev, "pop_consume_started") for h in e["handles"]}
+    r = subprocess.run([str(BIN), "check", "--profile", "rocketmq-5.5.1", str(out)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]
+    assert "HOLDS" in r.stdout and "ended quiescent" in r.stdout
