@@ -40,8 +40,9 @@ from .random_scenarios import generate, history_groups, write
 # What the oracle reads of a run, by version (written to oracle.json and result.json; the
 # records are described in docs/scenarios.md, "Random scenarios"):
 # 1 message traces, the commit log's dead letters, the scenario's offset resets;
-# 2 also the group membership changes of RocketMQ's client log (conformance.client_log).
-ORACLE_VERSION = 2
+# 2 also the group membership changes of RocketMQ's client log (conformance.client_log);
+# 3 also the commit log's %RETRY% copies, and the steps placed by the driver's steps.json.
+ORACLE_VERSION = 3
 
 # The invariants of check whose violation a user would see as each guarantee's violation.
 # (INV-BCAST-1 is seen as none: a broadcasting client's send-back, or a broker commit of a
@@ -258,6 +259,11 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
         h.complete = h.declared_complete = False
         h.notes.append(f"{len(unpublished)} message(s) in the store have no Pub record: the trace dispatcher dropped "
                        "records, so the history is judged lossy")
+    # the %RETRY% copies the store holds: a failure's send-back reached the broker
+    for m in stored:
+        if m.topic.startswith("%RETRY%") and "UNIQ_KEY" in m.properties:
+            key = (m.topic[len("%RETRY%"):], m.properties["UNIQ_KEY"])
+            h.retried[key] = max(h.retried.get(key, 0), m.reconsume_times)
     dead = []
     for m in stored:
         if m.topic.startswith("%DLQ%") and "UNIQ_KEY" in m.properties:

@@ -40,7 +40,7 @@ def test_seed_103_membership_read_from_the_client_log_in_epoch_time():
 
 def test_seed_103_is_agreed_on_retries_with_membership_and_missed_without(tmp_path):
     sc, o, st = judge(SEED_103)
-    assert o["oracle_version"] == 2 and st["H-RETRY-1"] == "holds" and st["H-DELIVER-1"] == "holds"
+    assert o["oracle_version"] == 3 and st["H-RETRY-1"] == "holds" and st["H-DELIVER-1"] == "holds"
     # the INV-DLQ-1 copy waited one 1 s level: within H-RETRY-3's window, which the oracle cannot see
     assert classify({"INV-DLQ-1": 1}, o, unseen_invariants(CHECK, sc, o)) == ("finding", ["INV-DLQ-1"])
     # the same run without RocketMQ's log: the redelivery reads as a retry past the limit
@@ -154,3 +154,20 @@ def test_steps_are_placed_by_the_drivers_log_of_when_each_was_issued(tmp_path):
     from rocketspec.conformance.store_contents import StoreReadError
     with pytest.raises(StoreReadError, match="steps.json"):
         step_clock(tmp_path, 1000)
+
+
+SEED_11013 = Path(__file__).parent / "fixtures" / "real" / "random" / "seed-11013"
+
+
+def test_seed_11013_a_failure_whose_retry_copy_is_stored_is_not_judged_lost():
+    """Random real run 11013 (real 4.9.8): GID_r0's last batch of message-trace records (three
+    %RETRY% deliveries, 8.0 s into the run, all CONSUME_SUCCESS in the white-box trace) never
+    reached RMQ_SYS_TRACE_TOPIC: the commit log's last GID_r0 trace body is from 6.4 s, GID_r1's
+    went on to 8.9 s. Four messages then showed failed calls and nothing after. The commit log
+    holds each one's %RETRY% copy at the next count: the send-back reached the broker, and what is
+    missing is the copy's delivery record, not the message."""
+    sc = json.loads((SEED_11013 / "scenario.json").read_text())
+    o = oracle_dict(oracle_report(sc, SEED_11013 / "msgtrace.txt", SEED_11013 / "run" / "store", 1796615344133, True))
+    g = next(g for g in o["guarantees"] if g["id"] == "H-DELIVER-1")
+    assert g["status"] == "holds", g["listed"]
+    assert g["counts"].get("failed, retried: its retry copy is stored, the copy's delivery not recorded") == 4, g["counts"]

@@ -213,6 +213,12 @@ def _deliver_unit(J, m, g, u, match):
             return ("presumed dead-lettered (the DLQ is not observed)", None)
         if not h.complete or not observes_dlq:
             return ("failed, then unobserved", None)
+        again = h.retried.get((g.name, p.id))
+        if again is not None and last.reconsume_times is not None and again > last.reconsume_times:
+            # the send-back of the last failure is in the store, ready to be pulled: its delivery
+            # records are what is missing (a client's trace dispatcher sends its records late or
+            # never: random real run 11013, the last batch of a group never reached the broker)
+            return ("failed, retried: its retry copy is stored, the copy's delivery not recorded", None)
         return ("failed, never dead-lettered", HFinding(
             "H-DELIVER-1", f"message {p.id} (topic {p.topic}) reached {who} {len(dels)} time(s), every "
             f"call failed, and it was neither consumed nor dead-lettered", last.where,

@@ -154,6 +154,9 @@ class History:
     problem_count: int = 0                       # every unparseable record
     declared_complete: bool | None = None        # --complete / --lossy, over the source's default
     infer_subscriptions: bool = False            # subscriptions are not recorded: infer them from consumption
+    # (group, message id) -> the highest reconsume count among its copies the store holds in
+    # %RETRY%group (read from the broker's store by a caller that has it; empty otherwise)
+    retried: dict = field(default_factory=dict)
 
     def group(self, name: str) -> Group:
         g = self.groups.get(name)
