@@ -30,7 +30,7 @@ from pathlib import Path
 from rocketspec.config_files import short
 from rocketspec.errors import UserError
 
-KEYS = {"command", "name", "release", "seed", "scenarios", "expect", "budget_s"}
+KEYS = {"command", "name", "release", "seed", "scenarios", "expect", "budget_s", "msgtrace"}
 
 
 def _bad(msg, source, at):
@@ -105,6 +105,8 @@ def validate(cl: dict, source: str) -> dict:
             load_checked_scenario(s)
         except (ScenarioError, UserError) as exc:
             _bad(f"not a scenario rocketspec can run: {exc}", source, f"client.scenarios[{i}]")
+    if not isinstance(cl.setdefault("msgtrace", False), bool):
+        _bad(f"expected true or false, got {short(cl['msgtrace'])}", source, "client.msgtrace")
     b = cl.setdefault("budget_s", 180)
     if isinstance(b, bool) or not isinstance(b, (int, float)) or not 1 <= b <= 7 * 24 * 3600:
         _bad(f"expected a number of seconds per scenario, from 1, got {short(b)}", source, "client.budget_s")
@@ -146,6 +148,7 @@ class Row:
     run: str = ""
     check: str = ""
     history: str = ""
+    msgtrace: str = ""
     expected: str = "holds"
     result: str = ""
     trace: str = ""
@@ -187,7 +190,11 @@ def run_client(cl: dict, source: str, out_dir: Path, clock_left, case_cls, note,
         his, row.history_report, row.history = _history(trace, want_hist, declared, case_cls, name)
         note(his)
         row.cases += [chk, his]
-        bad = [c.status for c in (chk, his) if c.status != "passed"]
+        if cl["msgtrace"]:
+            mt, row.msgtrace = _msgtrace_history(Path(rec.artifacts[1]), sc, want_hist, declared, case_cls, name)
+            note(mt)
+            row.cases.append(mt)
+        bad = [c.status for c in row.cases if c.status != "passed"]
         row.result = bad[0] if bad else ("passed (declared)" if declared and (want_check | want_hist) else "passed")
     return rows
 
@@ -197,10 +204,11 @@ def _record(cl, sc, folder: Path, budget_s: float, case_cls, name):
 
     case = case_cls("client", f"{name} record")
     out = folder / f"{label(sc)}.jsonl"
+    mt = folder / f"{label(sc)}.msgtrace" if cl["msgtrace"] else None
     t0 = time.monotonic()
     try:
-        rc, msg = record(sc, str(out), None, int(cl["seed"]), str(folder / f"{label(sc)}.run"), None, cl["release"],
-                         cl["command"])
+        rc, msg = record(sc, str(out), None, int(cl["seed"]), str(folder / f"{label(sc)}.run"),
+                         str(mt) if mt else None, cl["release"], cl["command"])
     except UserError as exc:
         # a client that broke the driver protocol, or a run that could not start: bad input, named
         case.status, case.message = "bad_input", str(exc).splitlines()[-1][:400]
@@ -217,6 +225,8 @@ def _record(cl, sc, folder: Path, budget_s: float, case_cls, name):
     # "<scenario> (...): N events, ended R, T s -> path": the run's part
     case.message = msg.split(": ", 1)[-1].rsplit(" -> ", 1)[0]
     case.artifacts.append(str(out))
+    if mt is not None:
+        case.artifacts.append(str(mt))
     return case
 
 
@@ -270,14 +280,41 @@ def _history(trace: Path, want: set, declared: bool, case_cls, name):
     return case, hist, words
 
 
+def _msgtrace_history(path: Path, sc: str, want: set, declared: bool, case_cls, name):
+    """The client library's own RocketMQ message traces, judged as `rocketspec history --format
+    msgtrace --groups` judges them: the groups' settings the traces lack (mode, model,
+    maxReconsumeTimes, subscriptions, start) declared from the scenario, as the random runs'
+    oracle declares them."""
+    import json
+
+    from rocketspec.conformance.history_cases import judge_history
+    from rocketspec.conformance.real_random import declared_groups
+    from rocketspec.conformance.verdicts import load_checked_scenario
+
+    case = case_cls("client", f"{name} msgtrace history")
+    groups = path.with_suffix(".groups.json")
+    # the checked scenario holds its groups by name; the random runs' raw scenarios as a list
+    listed = {"groups": list(load_checked_scenario(sc)["groups"].values())}
+    groups.write_text(json.dumps(declared_groups(listed), indent=1) + "\n")
+    t0 = time.monotonic()
+    o = judge_history(path, want, {"format": "msgtrace", "groups": str(groups)}, None, 0.0, declared=declared)
+    case.seconds = round(time.monotonic() - t0, 3)
+    case.status, case.message, case.details = o.status, o.message, o.details
+    case.artifacts.append(str(path))
+    words = ("holds" if not o.got else ", ".join(sorted(o.got))) if o.status not in ("bad_input", "incomplete") \
+        else o.status
+    return case, words
+
+
 # ---------------------------------------------------------------------------- reports
 
 def verdict_table(cl: dict, rows: list[Row]) -> list[str]:
     out = [f"client under test: {cl['name']} ({cl['command']}), real RocketMQ {cl['release']}, seed {cl['seed']}",
-           "| scenario | run | check (at its level) | history | declared | result |",
-           "|---|---|---|---|---|---|"]
+           "| scenario | run | check (at its level) | history (trace) | history (message traces) | declared | result |",
+           "|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r.scenario} | {_cell(r.run)} | {_cell(r.check) or '-'} | {_cell(r.history) or '-'} | "
+        mt = _cell(r.msgtrace) or ("-" if cl.get("msgtrace") else "not recorded")
+        out.append(f"| {r.scenario} | {_cell(r.run)} | {_cell(r.check) or '-'} | {_cell(r.history) or '-'} | {mt} | "
                    f"{_cell(r.expected)} | {r.result} |")
     return out
 
@@ -320,14 +357,23 @@ def coverage(rows: list[Row]) -> list[str]:
                     d["counts"].update(v.counts)
     if not traces:
         return ["coverage: no run of the client was judged"]
+    # the POP kinds and rules only where a run's release has POP (profile switch pop)
+    from rocketspec.rocketmq.profiles import get_profile
+    from rocketspec.traces.schema import kinds as schema_kinds
+
+    pop = any(get_profile(r.report.profile).pop for r in rows if r.report is not None)
+    cats = {k: v.get("category") for k, v in schema_kinds().items()}
+    pop_rules = sorted(r for r in judged if not pop and any(cats.get(k) == "pop" for k in NEEDS[r]))
     out = [f"coverage of {traces} run(s) (observed: {', '.join(sorted(observed))})", "  rules judged at this level:"]
-    for rule in sorted(judged):
+    for rule in sorted(set(judged) - set(pop_rules)):
         need = [k for k in NEEDS[rule] if kind_side(k) in observed]
         seen = [k for k in need if kinds[k]]
         lacking = [k for k in need if not kinds[k]]
         how = "exercised" if not lacking else ("partly exercised" if seen else "not exercised")
         out.append(f"    {rule}: {how}: " + ", ".join(f"{k} x{kinds[k]}" for k in seen)
                    + (f"; never seen: {', '.join(lacking)}" if lacking else ""))
+    if pop_rules:
+        out.append(f"    {', '.join(pop_rules)}: nothing to judge (POP; no run's release has it)")
     out.append("  history guarantees:")
     for gid, d in guarantees.items():
         if d["judged"]:
@@ -335,12 +381,6 @@ def coverage(rows: list[Row]) -> list[str]:
             out.append(f"    {gid}: judged on {len(d['judged'])} run(s) ({counts})")
         else:
             out.append(f"    {gid}: nothing to judge in these runs ({d['title']})")
-    # the POP kinds only where a run's release has POP (profile switch pop)
-    from rocketspec.rocketmq.profiles import get_profile
-    from rocketspec.traces.schema import kinds as schema_kinds
-
-    pop = any(get_profile(r.report.profile).pop for r in rows if r.report is not None)
-    cats = {k: v.get("category") for k, v in schema_kinds().items()}
     actions = sorted(k for k in KINDS if kind_side(k) in observed and k != "broker_started"
                      and (pop or cats.get(k) != "pop"))
     seen = [k for k in actions if kinds[k]]

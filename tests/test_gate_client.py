@@ -4,6 +4,7 @@ its configuration fails closed (exit 2, naming the field), and the judging of a 
 Go recordings, the recording step replaced by a copy of them (the real run: test_gate_client_real.py)."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -51,12 +52,17 @@ def test_the_program_is_relative_to_the_config_file(tmp_path):
 
 
 def with_recordings(monkeypatch, traces: dict):
-    """The recording step gives the committed real Go recording of each scenario."""
+    """The recording step gives the committed real Go recording of each scenario (and its
+    message traces, the file beside it, when the config asks for them)."""
     def fake(cl, sc, folder, budget_s, case_cls, name):
         out = folder / f"{sc}.jsonl"
         shutil.copy(traces[sc], out)
         case = case_cls("client", f"{name} record", message="copied " + traces[sc].name)
         case.artifacts.append(str(out))
+        if cl["msgtrace"]:
+            mt = folder / f"{sc}.msgtrace"
+            shutil.copy(traces[sc].with_suffix(".msgtrace"), mt)
+            case.artifacts.append(str(mt))
         return case
     monkeypatch.setattr(client_gate, "_record", fake)
 
@@ -83,7 +89,7 @@ def test_the_go_orderly_over_retry_fails_the_gate_unless_declared(tmp_path, monk
     table = "\n".join(res.reports)
     row = next(x for x in res.reports if x.startswith("| real-orderly-dlq |"))
     assert row.startswith("| real-orderly-dlq | copied real-orderly-dlq.jsonl | holds (")
-    assert row.endswith(" rules judged) | H-RETRY-1 | H-RETRY-1 | passed (declared) |")
+    assert row.endswith(" rules judged) | H-RETRY-1 | not recorded | H-RETRY-1 | passed (declared) |")
 
 
 def test_a_declared_finding_that_is_gone_fails(tmp_path, monkeypatch):
@@ -109,6 +115,8 @@ def test_the_coverage_report_names_what_the_runs_exercised(tmp_path, monkeypatch
     # no kill or pause was run: the report says so; a 4.9.8 run owes no POP kind
     never = next(x for x in res.reports if x.startswith("    never appeared:"))
     assert "client_crashed" in never and "client_paused" in never and "message_popped" not in never
+    # POP rules have nothing to judge under 4.9.8: not listed as partly exercised
+    assert not any(x.startswith("    INV-POP-") and "exercised" in x for x in res.reports)
 
 
 def test_the_cli_prints_the_table_and_coverage_before_the_verdict(tmp_path):
@@ -129,3 +137,23 @@ def test_a_scenario_file_is_relative_to_the_config_and_named_by_its_stem(tmp_pat
     path = str(tmp_path / "sc" / "burst.toml")
     assert cfg["client"]["scenarios"] == [path] and cfg["client"]["expect"] == {path: ["H-RETRY-1"]}
     assert client_gate.label(path) == "burst"
+
+
+def test_the_clients_own_message_traces_are_a_history_case(tmp_path, monkeypatch):
+    # real-retry-dlq through the Go client with its library's message trace on (record --msgtrace)
+    with_recordings(monkeypatch, {"real-retry-dlq": ROOT / "tests" / "fixtures" / "go-client" / "real-retry-dlq.jsonl"})
+    res = run(tmp_path, f'command = "{CLIENT}"\nmsgtrace = true\nscenarios = ["real-retry-dlq"]\n')
+    assert res.exit_code == 0, [(c.name, c.status, c.message) for c in res.cases]
+    mt = next(c for c in res.cases if c.name.endswith(" msgtrace history"))
+    assert mt.status == "passed" and "msgtrace, 20 sends, 20 deliveries" in mt.message
+    # the groups the message traces lack were declared from the scenario (maxReconsumeTimes 2)
+    groups = json.loads((tmp_path / "out" / "client" / "real-retry-dlq.groups.json").read_text())
+    assert groups["GID_real_retry"]["max_reconsume_times"] == 2
+    row = next(x for x in res.reports if x.startswith("| real-retry-dlq |"))
+    assert row.endswith("| holds | holds | holds | passed |")
+
+
+def test_msgtrace_is_true_or_false(tmp_path):
+    with pytest.raises(UserError) as exc:
+        gate.load_config(str(config(tmp_path, f'command = "{CLIENT}"\nmsgtrace = "yes"\nscenarios = ["real-basic"]\n')))
+    assert exc.value.field == "client.msgtrace"

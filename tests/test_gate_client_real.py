@@ -30,5 +30,7 @@ def test_the_go_client_passes_its_gate(real_env, go_client, tmp_path):  # noqa: 
         assert row.endswith("| holds | holds | passed |"), row
     assert "coverage of 3 run(s) (observed: broker, client_reports)" in out
     assert "    INV-DLQ-1: exercised:" in out
-    assert out.rstrip().splitlines()[-1].startswith("gate: PASSED (exit 0): 9 cases")
+    assert out.rstrip().splitlines()[-1].startswith("gate: PASSED (exit 0): 12 cases")
+    # the Go library's own message traces, judged as a third case
+    assert "real-orderly-dlq [rocketmq-client-go v2.1.2] msgtrace history: passed" in out
     assert (tmp_path / "out" / "client" / "real-orderly-dlq.jsonl").is_file()
