@@ -5,7 +5,8 @@ client suite with the invariant or guarantee it breaks.
 
 Each mutant is the driver program run with `--mutant ID`: a real change of what it does with
 upstream's rocketmq-client-go (it acks a failed call, skips a message, builds an orderly group's
-consumer concurrent, reports its stop before it stops), never an edit of a trace. Its scenario
+consumer concurrent, reports its stop before it stops, fails a call the application succeeded,
+acks before the listener returns), never an edit of a trace. Its scenario
 (examples/go-client/mutants/) is recorded through the driver protocol and judged as the gate
 judges a client (conformance/client_gate.py: check at the trace's level, history black-box)
 against the unmutated Go client's declared verdict (its known over-retry, H-RETRY-1, on the
@@ -40,6 +41,10 @@ MUTANTS = [
      "an ORDERLY group's consumer is built without WithConsumerOrder(true): consumed concurrently"),
     ("stop-early", "concurrent-stop.toml", "INV-CLIENT-1",
      "`stopped` is reported at once on shutdown and the consumer shut down 3 s later"),
+    ("nack-succeeded", "orderly-burst.toml", "H-DUP-1",
+     "a succeeded first delivery at an offset 2 mod 5 is handed to the library as a failure"),
+    ("ack-before-listener", "orderly-burst.toml", "H-ORDER-1",
+     "the library is told success at once; the listener runs on its own goroutine"),
 ]
 
 

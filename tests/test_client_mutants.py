@@ -30,7 +30,8 @@ def test_the_bench_table_names_the_programs_mutants():
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--mutant", "nope"], 'unknown mutant \\"nope\\"; known: ack-failed, orderly-as-concurrent, skip-message, stop-early'),
+    (["--mutant", "nope"], 'unknown mutant \\"nope\\"; known: ack-before-listener, ack-failed, nack-succeeded, '
+                           'orderly-as-concurrent, skip-message, stop-early'),
     (["--verbose"], 'unknown argument \\"--verbose\\"'),
 ])
 def test_the_program_refuses_what_it_does_not_know(go_client, args, words):  # noqa: F811

@@ -268,6 +268,16 @@ func clientID(instance string) string {
 }
 
 func consume(ctx context.Context, lst *listener, id int64, orderly bool, msgs []*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	if mutant == "ack-before-listener" {
+		go listen(ctx, lst, id, orderly, msgs)
+		return consumer.ConsumeSuccess, nil
+	}
+	return listen(ctx, lst, id, orderly, msgs)
+}
+
+// listen is one listener call: report it, apply the scenario's rules, report its end, and give
+// the library its result.
+func listen(ctx context.Context, lst *listener, id int64, orderly bool, msgs []*primitive.MessageExt) (consumer.ConsumeResult, error) {
 	mc, _ := primitive.GetConsumerCtx(ctx)
 	var topic, broker string
 	var queue int
@@ -339,6 +349,13 @@ func consume(ctx context.Context, lst *listener, id int64, orderly bool, msgs []
 	report("consume_finished", map[string]interface{}{"consume_id": id, "status": javaStatus(res, orderly)})
 	if mutant == "ack-failed" {
 		return consumer.ConsumeSuccess, nil
+	}
+	if mutant == "nack-succeeded" && res == consumer.ConsumeSuccess && msgs[0].ReconsumeTimes == 0 &&
+		msgs[0].QueueOffset%5 == 2 {
+		if orderly {
+			return consumer.SuspendCurrentQueueAMoment, nil
+		}
+		return consumer.ConsumeRetryLater, nil
 	}
 	return res, nil
 }

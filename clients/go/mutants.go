@@ -20,6 +20,10 @@ var mutantDoc = map[string]string{
 		"the library consumes it concurrently",
 	"stop-early": "on shutdown, `stopped` is reported at once and the consumer shut down 3 s later: " +
 		"it keeps consuming after it said it stopped",
+	"nack-succeeded": "a succeeded first delivery at a queue offset that is 2 mod 5 is handed to the " +
+		"library as a failure: the message the application consumed comes back",
+	"ack-before-listener": "the library is told success at once and the listener runs on its own " +
+		"goroutine: acked before it returns",
 }
 
 // mutant is the fault this process runs with ("" for none).
