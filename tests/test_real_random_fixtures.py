@@ -523,3 +523,31 @@ def test_a_queue_added_during_a_resets_wait_keeps_a_second_pullrequest():
     sc = json.loads((HERE / f"{name}.scenario.json").read_text())
     cls, _ = classify(check_ids, oracle, unseen_invariants(check_json, sc, oracle))
     assert cls == "finding", (cls, check_ids)
+
+
+def test_a_5x_orderly_batch_whose_processqueue_was_removed_unforced_never_ran():
+    """Seed 12022 (real 5.5.0, profile rocketmq-5.5.1). g0c1's ConsumeRequest ran the before-hook
+    of its batch 4..7 of TopicR queue 3 (consume_started, 867879) as its rebalance dropped the
+    ProcessQueue; tryRemoveOrderMessageQueue was not forced (its last lock was 0.2 s old, not
+    unlockDelayTimeMills 20000) and took the consume lock's write half, persisted, unlocked (867938)
+    and removed it. The consume thread re-checked the dropped flag under the read half and broke out
+    without the listener or the after-hook (rocketmq_client.log 03:57:47,885 'consumeMessage, the
+    message queue not be able to consume, because it's dropped ... queueId=3'): no consume_finished
+    ever came. g0c2, locking the queue next, was not a second consumer inside it (INV-ORDER-1 x2
+    was a false alarm, classified a finding). With the unlock delay configured to 0 the same removal
+    is forced (#7644): the call may still run, and INV-ORDER-1 names that cause."""
+    import gzip
+    import json
+
+    name = "seed-12022-5x-orderly-batch-never-called"
+    res = check_trace(str(HERE / f"{name}.jsonl.gz"), "rocketmq-5.5.1")
+    assert "INV-ORDER-1" not in res.findings.counts, _by_inv(res)
+    assert not res.findings.errors, res.findings.counts
+    with gzip.open(HERE / f"{name}.jsonl.gz", "rt") as fh:
+        events = [json.loads(line) for line in fh]
+    for e in events:
+        if e["kind"] == "client_started" and e["client"] == "127.0.0.1@g0c1":
+            e["config"]["unlock_delay_ms"] = 0
+    forced = check_events(list(enumerate(events, 1)), get_profile("rocketmq-5.5.1"))
+    msgs = _by_inv(forced).get("INV-ORDER-1", [])
+    assert any("127.0.0.1@g0c1's batch 5" in m and "#7644" in m for m in msgs), forced.findings.counts

@@ -2,6 +2,7 @@
 queue's end, skipping offsets, pauses, duplicates."""
 from __future__ import annotations
 
+from .. import limits
 from ..state import PQ, Client, QueueState, SpecState
 
 
@@ -73,15 +74,22 @@ def _duplicate(st, out, key, what):
         out.example("ANOM-DUP-1", what, key)
 
 
-def _removed_under_consume_lock(st, qs, pq) -> bool:
-    """Whether the client's removal of orderly ProcessQueue `pq` took its consume lock: 4.9.x's
-    removeUnnecessaryMessageQueue removes and unlocks a clustering orderly ProcessQueue only
-    under that lock, which a listener call holds throughout (ConsumeRequest.run re-checks the
-    dropped flag under it after the before-hook, and breaks without calling the listener). Not
-    the shutdown's unlockAllMQ (a client no longer registered), nor 5.x's forced unlock (#7644)."""
+def _removed_under_consume_lock(st, qs, pq, ts) -> bool:
+    """Whether the client's removal of orderly ProcessQueue `pq`, seen at `ts`, took its consume
+    lock: 4.9.x's removeUnnecessaryMessageQueue removes and unlocks a clustering orderly
+    ProcessQueue only under that lock, which a listener call holds throughout (ConsumeRequest.run
+    re-checks the dropped flag under it after the before-hook, and breaks without calling the
+    listener). 5.x's tryRemoveOrderMessageQueue takes its write half (a listener call holds the
+    read half) unless it forces the unlock, which it does only once unlockDelayTimeMills have
+    passed since the ProcessQueue's last lock (#7644); the last lock the spec knows is no later
+    than the client's, so a removal within that delay of it was not forced. Not the shutdown's
+    unlockAllMQ (a client no longer registered)."""
     group, _, broker, _ = qs.key
-    return (pq.orderly and not pq.broadcast and st.profile.orderly_remove_style != "5x"
-            and pq.client in st.dir.registered.get((broker, group), ()))
+    if not (pq.orderly and not pq.broadcast and pq.client in st.dir.registered.get((broker, group), ())):
+        return False
+    if st.profile.orderly_remove_style != "5x":
+        return True
+    return ts <= pq.last_lock_ts + limits.client(st, pq.client).unlock_delay_ms
 
 
 def reset_stray_cause(qs, cid) -> str:

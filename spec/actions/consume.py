@@ -37,10 +37,11 @@ def _never_called(st, qs, cid, since) -> bool:
     consume lock (common._removed_under_consume_lock)."""
     r = qs.released
     pq = qs.pqs.get(cid)
-    if pq is None or pq.status != "dropped" or not _removed_under_consume_lock(st, qs, pq):
+    if pq is None or pq.status != "dropped":
         return False
-    return (r is not None and r.client == cid and r.ts >= since) or \
-        (pq.removed_ts is not None and pq.removed_ts >= since)
+    seen = [t for t in ((r.ts if r is not None and r.client == cid else None), pq.removed_ts)
+            if t is not None and t >= since]
+    return bool(seen) and _removed_under_consume_lock(st, qs, pq, min(seen))
 
 
 def _released_cause(st, qs, cid, since):

@@ -422,7 +422,7 @@ def pq_removed(st, ev, out):
         # dropped check before may still show; it stays known (dropped) until replaced
         pq.status = "dropped"
         pq.removed_ts = ev["ts"]
-        if pq.client in qs.busy and _removed_under_consume_lock(st, qs, pq):
+        if pq.client in qs.busy and _removed_under_consume_lock(st, qs, pq, ev["ts"]):
             # the batch begun before is no call: its ConsumeRequest broke on the dropped flag
             # after the before-hook (no consume_finished)
             del qs.busy[pq.client]
