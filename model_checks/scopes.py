@@ -15,7 +15,7 @@ from rocketspec.errors import UserError
 SCOPE_DIR = Path(__file__).with_name("scopes")
 
 FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
-               "route_lost", "reset_by_time", "shutdown", "broker_restart")
+               "route_lost", "reset_by_time", "shutdown", "broker_restart", "revive_read_failed")
 SUBSCRIPTION_TYPES = ("TAG", "SQL92")
 
 
@@ -222,6 +222,12 @@ BUG_SCOPES = {
                         "queues": 1, "messages": 1, "produce_at_ms": 5000, "restart_at_ms": 10000,
                         "faults": 1, "failures": 0, "fault_kinds": ["shutdown"]}),
 }
+
+# POP bugs of issue 45 (docs/notes/pop-bugs.md), in variants of tiny-pop (5.x only).
+# #10985 (open): one SimpleConsumer, one message whose first call fails and is left to revive, and
+# a revive read that may fail: every release never revives it (INV-POP-LIVE-1 at the end)
+BUG_SCOPES["#10985"] = ("tiny-pop", {"consumers": 1, "messages": 1, "failures": 1, "faults": 1,
+                                     "fault_kinds": ["revive_read_failed"]})
 
 # The invariant the reference's shortest trace of a bug breaks, where that is not the profile's
 # expected_violation. #2449: the second reset removes the ProcessQueue that the first one's

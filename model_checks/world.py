@@ -38,7 +38,7 @@ ROUTE_LOST_MS = 25_000
 # faults that exist for a broadcasting consumer (no broker offsets, no send-back)
 BROADCAST_FAULTS = {"crash", "pause", "route_lost", "shutdown", "broker_restart"}
 # choice points whose non-default answers cost a fault / a listener failure
-FAULT_POINTS = {"fault_strike", "oneway_loss", "send_back_fails", "offset_query_fails"}
+FAULT_POINTS = {"fault_strike", "oneway_loss", "send_back_fails", "offset_query_fails", "revive_read_fails"}
 FAILURE_POINTS = {"listener_status"}
 
 
@@ -168,6 +168,11 @@ def build(scope, profile, sink) -> World:
         if "route_lost" in kinds:
             run.sim.arm(f"route_lost q{q}", partial(run.inject, "route_lost", str(q), (TOPIC, BROKER, ROUTE_LOST_MS)))
     run.setup()
+    if "revive_read_failed" in kinds:
+        # POP: a revive read of a checkpoint's message may fail (PopReviveService, #10985)
+        for b in run.net.brokers.values():
+            if b.revive is not None:
+                b.revive.read_failure_rate = 0.5
     return w
 
 

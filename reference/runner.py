@@ -200,6 +200,10 @@ class Run:
             self.net.faults.offset_query_failures[st["client"]] = int(st["count"])
             self.net.faults.offset_query_failure_kind[st["client"]] = st.get("kind", "timeout")
             self.net.faults.offset_query_skip[st["client"]] = int(st.get("skip", 0))
+        elif a == "fail_revive_reads":
+            b = self.net.brokers[st["broker"]]
+            if b.revive is not None:
+                b.revive.read_failures += int(st["count"])
         elif a == "set_broker_offset":
             self.set_broker_offset(st["broker"], st["group"], st["topic"], int(st["queue"]), int(st["offset"]))
         elif a == "reset_offset":

@@ -33,15 +33,16 @@ class Checkpoint:
     """PopCheckPoint: one pop of one queue (or one changeInvisibleTime), its offsets and acks."""
 
     __slots__ = ("group", "topic", "queue", "start_offset", "pop_time", "invisible_ms", "offsets", "acked",
-                 "revive_qid", "suspend", "client")
+                 "revive_qid", "suspend", "client", "reput_times")
 
     def __init__(self, group, topic, queue, start_offset, pop_time, invisible_ms, offsets, revive_qid, client,
-                 suspend=False):
+                 suspend=False, reput_times=0):
         self.group, self.topic, self.queue = group, topic, queue
         self.start_offset, self.pop_time, self.invisible_ms = start_offset, pop_time, invisible_ms
         self.offsets = list(offsets)
         self.acked: set[int] = set()
         self.revive_qid, self.client, self.suspend = revive_qid, client, suspend
+        self.reput_times = reput_times      # rePutCK's count (PopCheckPoint.rePutTimes)
 
     @property
     def key(self):

@@ -9,11 +9,17 @@ message of it not acked is written into the group's pop retry topic (queue 0), i
 times one more (the same for a suspended checkpoint), and a fully acked one is dropped. The
 reference keeps checkpoints in a table (reference.broker.pop) and revives each once now has
 passed its revive time by that margin, at the service's next run.
+
+A read of a checkpoint's message may fail (EscapeBridge.getMessageAsync completes exceptionally:
+the explorer's fault revive_read_failed, a scenario's fail_revive_reads step). Every release then
+loses the message: the revive callback throws before rePutCK, and the revive offset was already
+committed past the checkpoint (#10985). With the profile's revive_read_failure_reputs (the
+proposed fix) the checkpoint of that one offset is re-put, its invisible time raised (rePutCK).
 """
 from __future__ import annotations
 
-from rocketspec.rocketmq.pop import (POP_RETRY_QUEUE_NUM, REVIVE_INTERVAL, REVIVE_MARGIN, revive_target,
-                                     revived_reconsume_times)
+from rocketspec.rocketmq.pop import (POP_RETRY_QUEUE_NUM, REVIVE_INTERVAL, REVIVE_MARGIN, reput_invisible_time,
+                                     revive_target, revived_reconsume_times)
 
 from ..message import Message
 
@@ -22,6 +28,8 @@ class PopReviveService:
     def __init__(self, broker):
         self.b = broker
         self.sim = broker.sim
+        self.read_failures = 0          # reads still to fail (a scenario's fail_revive_reads step)
+        self.read_failure_rate = 0.0    # choice point revive_read_fails (the explorer's fault; 0: never asked)
 
     def start(self) -> None:
         self.sim.every(REVIVE_INTERVAL, REVIVE_INTERVAL, self.revive, owner=self.b.proc)
@@ -36,8 +44,39 @@ class PopReviveService:
         for ck in due:
             del pop.checkpoints[ck.key]
             for off in ck.offsets:
-                if off not in ck.acked:
-                    self._revive_one(ck, off)
+                if off in ck.acked:
+                    continue
+                if self._read_fails():
+                    if self.b.profile.revive_read_failure_reputs:
+                        self._reput(ck, off)
+                    # else: nothing revives the offset again (#10985)
+                    continue
+                self._revive_one(ck, off)
+
+    def _read_fails(self) -> bool:
+        if self.read_failures > 0:
+            self.read_failures -= 1
+            return True
+        return bool(self.read_failure_rate) and self.sim.chooser.chance("revive_read_fails", self.read_failure_rate)
+
+    def _reput(self, ck, offset: int) -> None:
+        """rePutCK: a checkpoint of the one offset, same pop time, its invisible time raised by the
+        next rewrite interval (the revive time has passed), rePutTimes one more."""
+        from .pop import Checkpoint
+
+        b, sim = self.b, self.sim
+        new = Checkpoint(ck.group, ck.topic, ck.queue, offset, ck.pop_time,
+                         reput_invisible_time(ck.invisible_ms, ck.reput_times), [offset], ck.revive_qid, ck.client,
+                         reput_times=ck.reput_times + 1)
+        b.pop.checkpoints[new.key] = new
+        sim.emit("pop_checkpoint_written", group=new.group, topic=new.topic, broker=b.name, queue=new.queue,
+                 ck_offset=offset, offsets=[offset], pop_time=new.pop_time, invisible_time=new.invisible_ms,
+                 revive_qid=new.revive_qid, cause="reput", store="revive_log", reput_times=new.reput_times)
+        cq = b.store.consume_queue(ck.topic, ck.queue, create=False)
+        stored = cq.messages[offset] if cq is not None and cq.min_offset <= offset < cq.max_offset else None
+        sim.emit("message_revived", group=ck.group, topic=ck.topic, broker=b.name, queue=ck.queue, offset=offset,
+                 msg_id=stored.msg_id if stored is not None else "", pop_time=ck.pop_time, outcome="reput",
+                 reput_times=new.reput_times)
 
     def _revive_one(self, ck, offset: int) -> None:
         """reviveRetry: the message, read from its queue, copied into the pop retry topic."""
@@ -69,6 +108,6 @@ class PopReviveService:
         sim.emit("message_revived", group=ck.group, topic=ck.topic, broker=b.name, queue=ck.queue, offset=offset,
                  msg_id=stored.msg_id, pop_time=ck.pop_time, outcome="retry", origin_msg_id=stored.origin_msg_id,
                  target_topic=topic, target_queue=copy.queue, target_offset=copy.offset, target_msg_id=copy.msg_id,
-                 reconsume_times=copy.reconsume_times)
+                 reconsume_times=copy.reconsume_times, **({"reput_times": ck.reput_times} if ck.reput_times else {}))
         b._notify_arriving(topic, copy.queue)
         b.pop.notify_arriving(topic)

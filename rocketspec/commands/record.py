@@ -32,6 +32,7 @@ UNSUPPORTED_STEPS = {
     "restart_broker": "a broker restart is not driven on real runs yet",
     "oneway_loss": "losing one-way calls needs a fault-injecting network, which a real run does not have",
     "fail_offset_queries": "failing offset queries needs fault injection inside the client",
+    "fail_revive_reads": "failing the broker's revive reads needs fault injection inside the broker's store",
     "delete_messages": "retention cannot be forced on a real store at a chosen offset",
     "set_broker_offset": "the broker offset table has no admin call that sets one queue's offset outside a reset",
 }

@@ -128,6 +128,12 @@ class Profile:
 
     # ---- POP (issue 45; rocketspec.rocketmq.pop) ---------------------------------------------
     pop: bool = True                             # POP consumption (PopMessageProcessor) exists from 5.0
+    # a revive read of a checkpoint's message that fails (EscapeBridge.getMessageAsync completes
+    # exceptionally) re-puts the checkpoint (rePutCK); every release instead throws in the
+    # allOf(...).whenComplete callback (future.getNow), after mergeAndRevive committed the revive
+    # offset past the checkpoint, so the message is never revived (#10985, open: 5.3.3 line 557,
+    # 5.5.0 PopReviveService line 586)
+    revive_read_failure_reputs: bool = False
 
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -292,11 +298,32 @@ OPEN_BUG_PROFILES = (BUG_10955_ROCKETMQ_5_5_1,)
 # open bug -> the fixed variant that takes its scope clean
 OPEN_BUG_FIXES = {"#10955": FIX_10955_ROCKETMQ_5_5_1}
 
+# ---- POP bugs of issue 45 (docs/notes/pop-bugs.md). #10985 is open: every release has it, so its
+# bug profile is the release and its clean side a variant with the fix (OPEN_BUG_FIXES). Kept out of
+# OPEN_BUG_PROFILES, whose tests run every release, 4.9.8 included, which has no POP.
+BUG_10985_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="bug-10985-rocketmq-5.5.1", release="5.5.1",
+    description="Every release (open): a revive read of a checkpoint's message that fails asynchronously "
+                "(getBizMessage completes exceptionally) aborts the revive callback before rePutCK, while "
+                "mergeAndRevive has already committed the revive offset past the checkpoint: the un-acked "
+                "message is never revived nor retried.",
+    known_bug="#10985", expected_violation="INV-POP-LIVE-1")
+
+FIX_10985_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="fix-10985-rocketmq-5.5.1", release="5.5.1",
+    description="5.5.1 with the fix proposed for #10985 (PR #10986, not merged): a failed revive read counts as "
+                "a failed revive, and the checkpoint is re-put with its invisible time raised (rePutCK).",
+    revive_read_failure_reputs=True)
+
+POP_BUG_PROFILES = (BUG_10985_ROCKETMQ_5_5_1,)
+OPEN_BUG_FIXES["#10985"] = FIX_10985_ROCKETMQ_5_5_1
+
 PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3, ROCKETMQ_5_5_1,
                                                      BUG_6163_ROCKETMQ_5_0_0)}
 PROFILES.update({p.name: p for p in KNOWN_BUG_PROFILES_SPEC})
 PROFILES.update({p.name: p for p in LIVENESS_BUG_PROFILES})
 PROFILES.update({p.name: p for p in OPEN_BUG_PROFILES + tuple(OPEN_BUG_FIXES.values())})
+PROFILES.update({p.name: p for p in POP_BUG_PROFILES})
 DEFAULT_PROFILE = ROCKETMQ_5_3_3.name
 
 

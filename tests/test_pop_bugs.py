@@ -1,0 +1,97 @@
+"""The POP bugs of issue 45 as known-bug profiles (docs/notes/pop-bugs.md): each modelled one is a
+profile whose switch is the real code path, found by the explorer of the reference in its own
+scope (model_checks/scopes.py BUG_SCOPES) with a trace the spec rejects, on its built-in scenario
+bug-NNNN, and by the Hypothesis state machine's POP environment; the clean side (the release that
+fixed it, or for an open bug the variant with the fix, profiles.OPEN_BUG_FIXES) takes the scope
+clean.
+
+#10985 (open): PopReviveService.reviveMsgFromCk's callback (allOf(...).whenComplete) calls
+future.getNow on a read that completed exceptionally, so it throws before rePutCK, and
+mergeAndRevive has already committed the revive offset past the checkpoint (5.3.3 line 557, 5.5.0
+line 586): the un-acked message is never revived."""
+from __future__ import annotations
+
+import pytest
+
+from rocketspec.model_checks.refexplore import RefExplorer
+from rocketspec.model_checks.result import write_trace
+from rocketspec.model_checks.scopes import BUG_SCOPES, load_scope
+from rocketspec.reference.runner import run_to_list
+from rocketspec.reference.scenario import bug_scenario, load_scenario
+from rocketspec.rocketmq import profiles
+from rocketspec.spec.replay import check_events, check_trace
+
+
+def _scope(bug):
+    name, over = BUG_SCOPES[bug]
+    return load_scope(name, **over)
+
+
+def _report(events, profile):
+    return check_events(enumerate(events, 1), profiles.get_profile(profile))
+
+
+def _kinds(events, kind, **match):
+    return [e for e in events if e["kind"] == kind and all(e.get(k) == v for k, v in match.items())]
+
+
+def test_10985_is_registered_as_an_open_bug_with_its_fix_scope_and_scenario():
+    bug, fix = profiles.PROFILES["bug-10985-rocketmq-5.5.1"], profiles.PROFILES["fix-10985-rocketmq-5.5.1"]
+    assert bug in profiles.POP_BUG_PROFILES and profiles.OPEN_BUG_FIXES["#10985"] is fix
+    assert bug.known_bug == "#10985" and bug.expected_violation == "INV-POP-LIVE-1" and fix.known_bug is None
+    assert "#10985" in BUG_SCOPES and bug_scenario("#10985") == "bug-10985"
+    release = profiles.PROFILES["rocketmq-5.5.1"].switches()
+    # the bug profile is the release; the fix changes one switch, the revive's failed read
+    assert {k for k, v in bug.switches().items() if release[k] != v} == {
+        "name", "description", "known_bug", "expected_violation"}
+    assert {k for k, v in fix.switches().items() if release[k] != v} == {
+        "name", "description", "revive_read_failure_reputs"}
+    # not among the open bugs of issue 43, whose tests run 4.9.8 (no POP) too
+    assert bug not in profiles.OPEN_BUG_PROFILES
+
+
+def test_10985_found_in_its_scope_under_every_5x_release_with_a_trace_the_spec_rejects(tmp_path):
+    for prof in ("bug-10985-rocketmq-5.5.1", "rocketmq-5.5.1", "rocketmq-5.3.3"):
+        r = RefExplorer(_scope("#10985"), prof, stop_at_first=True).run()
+        assert [v.invariant for v in r.violations] == ["INV-POP-LIVE-1"], (prof, r.violations)
+        v = r.violations[0]
+        assert v.kind == "end"
+        # the message's checkpoint reached its revive and nothing came of it
+        assert not _kinds(v.events, "message_revived") and _kinds(v.events, "message_popped")
+        path = tmp_path / f"{prof}.jsonl"
+        write_trace(path, v.events)
+        rep = check_trace(str(path), prof)
+        assert not rep.ok and "INV-POP-LIVE-1" in rep.findings.counts, rep.findings.counts
+
+
+def test_10985_the_fix_takes_the_scope_clean():
+    r = RefExplorer(_scope("#10985"), "fix-10985-rocketmq-5.5.1").run()
+    assert r.complete and r.violations == [] and r.quiescent > 0, r.violations
+
+
+def test_10985_scenario_loses_the_message_and_the_fix_revives_it_later():
+    sc = load_scenario("bug-10985")
+    for prof in ("bug-10985-rocketmq-5.5.1", "rocketmq-5.5.1"):
+        evs = run_to_list(sc, 1, prof)
+        assert evs[-1]["reason"] == "quiescent"
+        [f] = _report(evs, prof).findings.errors
+        assert f.inv == "INV-POP-LIVE-1" and "never came back" in f.message, f.message
+        assert len(_kinds(evs, "pop_consume_started")) == 1 and not _kinds(evs, "message_revived")
+    evs = run_to_list(sc, 1, "fix-10985-rocketmq-5.5.1")
+    assert _report(evs, "fix-10985-rocketmq-5.5.1").ok
+    [first] = _kinds(evs, "pop_checkpoint_written", cause="pop", topic="Jobs")
+    # rePutCK: the same pop time, the invisible time raised by the first rewrite interval (10 s)
+    [reput] = _kinds(evs, "pop_checkpoint_written", cause="reput")
+    assert reput["pop_time"] == first["pop_time"] and reput["invisible_time"] == first["invisible_time"] + 10_000
+    assert reput["reput_times"] == 1 and _kinds(evs, "message_revived", outcome="reput")
+    [retry] = _kinds(evs, "message_revived", outcome="retry")
+    # revived once the re-put checkpoint's deadline is 2 s behind, into the POP retry topic
+    assert retry["ts"] >= first["pop_time"] + 15_000 + 2_000 and retry["reconsume_times"] == 1
+    assert retry["target_topic"] == "%RETRY%GID_10985_Jobs"
+    assert len(_kinds(evs, "pop_consume_started")) == 2 and _kinds(evs, "message_acked", result="acked")
+
+
+def test_10985_a_scenario_that_fails_revive_reads_is_refused_by_record():
+    from rocketspec.commands.record import UNSUPPORTED_STEPS
+
+    assert "fail_revive_reads" in UNSUPPORTED_STEPS
