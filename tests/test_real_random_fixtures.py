@@ -551,3 +551,27 @@ def test_a_5x_orderly_batch_whose_processqueue_was_removed_unforced_never_ran():
     forced = check_events(list(enumerate(events, 1)), get_profile("rocketmq-5.5.1"))
     msgs = _by_inv(forced).get("INV-ORDER-1", [])
     assert any("127.0.0.1@g0c1's batch 5" in m and "#7644" in m for m in msgs), forced.findings.counts
+
+
+def test_a_store_read_replaces_the_value_a_gone_processqueues_correction_left():
+    """Seed 11005. g0c1 lost TopicR queue 3 to g0c3 (ProcessQueue and offset entry removed);
+    its long-polling pull from 3, still held, was answered NO_MATCHED_MSG next 5 after that, and
+    correctTagsOffset (no dropped check, msgCount 0) put 5 in g0c1's offset table (seen by the
+    poller). 1.6 s later g0c1's rebalance took the queue back: removeDirtyOffset removed the 5
+    (rocketmq_client.log 03:45:22,481 'remove unnecessary messageQueue offset ... queueId=3'),
+    computePullFromWhere read the broker's 4, and readOffset(READ_FROM_STORE) put 4 in the table
+    (updateOffset(mq, 4, false)) before the new ProcessQueue started at 4. The poller saw 4 after
+    5: not an offset moving back in a live ProcessQueue (INV-OFFSET-2 was a false alarm,
+    classified a finding). Without the read the same fall stays a violation."""
+    import gzip
+    import json
+
+    name = "seed-11005-store-read-after-stale-correction"
+    res = _errors(name)
+    assert not res.findings.errors, _by_inv(res)
+    with gzip.open(HERE / f"{name}.jsonl.gz", "rt") as fh:
+        events = [json.loads(line) for line in fh]
+    unread = [e for e in events if not (e["kind"] == "offset_read" and e["seq"] == 532)]
+    assert len(unread) == len(events) - 1
+    got = check_events(list(enumerate(unread, 1)), get_profile(P))
+    assert any("moves back from 5 to 4" in m for m in _by_inv(got).get("INV-OFFSET-2", [])), got.findings.counts

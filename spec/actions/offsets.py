@@ -301,6 +301,14 @@ def offset_read(st, ev, out):
                 out.report("INV-START-1", f"store read returns {off} but no offset is committed{since}", key)
         # the next read (the orderly first pull's re-read) is issued after this one was answered
         qs.held.pop(cid, None)
+        if off >= 0:
+            # readOffset(READ_FROM_STORE) puts what it read in the client's table before it
+            # returns (updateOffset(mq, off, false), both stores, 4.9.8 and 5.x; a frozen 5.x
+            # entry keeps its value), after the rebalance removed the queue's old entry
+            # (removeDirtyOffset): a poller can miss both, and the value it saw before is gone
+            s = qs.stores.get(cid)
+            if s is not None and not s[1]:
+                s[0] = off
         sq = st.stored.get((key[1], key[2], key[3]))
         qs.reads[cid] = (off, _end(sq))
         pq = qs.pqs.get(cid)
