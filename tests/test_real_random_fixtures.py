@@ -575,3 +575,17 @@ def test_a_store_read_replaces_the_value_a_gone_processqueues_correction_left():
     assert len(unread) == len(events) - 1
     got = check_events(list(enumerate(unread, 1)), get_profile(P))
     assert any("moves back from 5 to 4" in m for m in _by_inv(got).get("INV-OFFSET-2", [])), got.findings.counts
+
+
+def test_an_orderly_broadcast_batch_dead_letter_consumed_again_names_both_causes():
+    """Seed 11020. Orderly BROADCASTING GID_r1 (batch 2, maxReconsumeTimes 2): g1c1's batch
+    [16, 17] answered SUSPEND with 16 at count 2; checkReconsumeTimes sent 16 to %DLQ%GID_r1
+    through the client's producer (seed 208's path, INV-BCAST-1; through the schedule topic,
+    INV-DLQ-1) and answered suspend for the batch, 17 being under its limit, so
+    makeMessageToConsumeAgain put 16 back with it and it was consumed again (seed 209's path,
+    INV-RETRY-1). Real 4.9.8 behaviour; the message traces name no consumer of a broadcasting
+    group, so only check sees it, and its INV-RETRY-1 names both mechanisms."""
+    errs = _by_inv(_errors("seed-11020-orderly-broadcast-batch-dead-letter-again"))
+    assert set(errs) == {"INV-BCAST-1", "INV-DLQ-1", "INV-RETRY-1"}, errs
+    (m,) = errs["INV-RETRY-1"]
+    assert "makeMessageToConsumeAgain" in m and "broadcasting" in m and "INV-BCAST-1" in m, m

@@ -133,7 +133,9 @@ def consume_started(st, ev, out):
                        "; cause: ConsumeMessageOrderlyService.checkReconsumeTimes dead-letters "
                        "a message at its limit but answers suspend for the whole batch while another of its "
                        "messages is under the limit, and processConsumeResult puts the whole batch back "
-                       "(makeMessageToConsumeAgain), the dead letter with it"), key)
+                       "(makeMessageToConsumeAgain), the dead letter with it")
+                       + ("; the group is broadcasting, so the dead letter itself is the orderly send-back that "
+                          "ignores the message model (INV-BCAST-1)" if pq.broadcast else ""), key)
         taken, pq.unheard = pq.unheard, None
         if offsets and list(offsets) != pq.consuming[-len(offsets):]:
             # no messages_taken before it (a recorder outside the client): infer the take
