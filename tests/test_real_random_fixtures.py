@@ -589,3 +589,28 @@ def test_an_orderly_broadcast_batch_dead_letter_consumed_again_names_both_causes
     assert set(errs) == {"INV-BCAST-1", "INV-DLQ-1", "INV-RETRY-1"}, errs
     (m,) = errs["INV-RETRY-1"]
     assert "makeMessageToConsumeAgain" in m and "broadcasting" in m and "INV-BCAST-1" in m, m
+
+
+def test_a_store_read_answered_before_the_commit_it_saw_was_written():
+    """Seed 11022. g1c2's pull 643 of TopicR queue 3 carried commit offset 2 (issued 585483);
+    the broker's table took it (the first entry of the queue) and g1c3, joining, read 2 from it
+    (offset_read 585546). The recorder writes offset_committed under its lock, which the
+    broker's query of the table (ConsumerManageProcessor.queryConsumerOffset) does not take,
+    and its line waited on the trace writer through a 37 ms stall in which no thread wrote
+    (585548 to 585585): the commit shows 39 ms after the read. Not a read of a value the table
+    never held (INV-START-1 was a false alarm, classified a finding beside 4.9.8's known orderly
+    INV-DLQ-1). A read of a value no commit in flight carries is still one."""
+    import gzip
+    import json
+
+    name = "seed-11022-read-before-commit-written"
+    errs = _by_inv(_errors(name))
+    assert set(errs) == {"INV-DLQ-1"}, errs
+    with gzip.open(HERE / f"{name}.jsonl.gz", "rt") as fh:
+        events = [json.loads(line) for line in fh]
+    for e in events:
+        if e["kind"] == "offset_read" and e["seq"] == 339:
+            assert e["offset"] == 2 and e["client"] == "127.0.0.1@g1c3"
+            e["offset"] = 3
+    got = _by_inv(check_events(list(enumerate(events, 1)), get_profile(P)))
+    assert any("store read returns 3" in m for m in got.get("INV-START-1", [])), got

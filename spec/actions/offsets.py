@@ -51,10 +51,17 @@ def _set_committed(st, qs: QueueState, value):
             qs.held[cid] = h
 
 
-def _read_answers(qs: QueueState, cid, committed):
-    """The table values a store read of `cid` may be answered with: the current one and those
-    replaced since its read could have been issued."""
-    return (committed,) + qs.held.get(cid, ())
+def _read_answers(qs: QueueState, cid, committed, observed=True):
+    """The table values a store read of `cid` may be answered with: the current one, those
+    replaced since its read could have been issued, and those that pulls and persists in flight
+    carry: the broker's table takes a commit before the recorder writes its offset_committed
+    (under the recorder's lock, which ConsumerManageProcessor.queryConsumerOffset's read of the
+    table does not take), so a read answered in between can hold a value committed later in the
+    trace. Without the broker in the trace (`observed` false) no commit shows, so none is in flight."""
+    if not observed:
+        return (committed,) + qs.held.get(cid, ())
+    return (committed,) + qs.held.get(cid, ()) + tuple(v for pc in qs.pull_commit.values() for v in pc) + \
+        tuple(o for _, o in qs.persists)
 
 
 def _store_read_ok(off, values) -> bool:
@@ -235,7 +242,8 @@ def offset_updated(st, ev, out):
             pq.pending_upd.remove(off)
             source = "pq"
         # READ_FROM_STORE: the client adopts the store's value with updateOffset(..., false)
-        elif not inc and off >= 0 and _store_read_ok(off, _read_answers(qs, cid, committed)):
+        elif not inc and off >= 0 and _store_read_ok(
+                off, _read_answers(qs, cid, committed, key[2] in st.dir.brokers)):
             source = "read"
         elif not inc and off in qs.resets:
             source = "reset"        # MQClientInstance.resetOffset: updateOffset(mq, reset, false)
@@ -291,10 +299,11 @@ def offset_read(st, ev, out):
     if ev["source"] == "store":
         committed = _committed_for(st, qs, c)
         broadcast = c is not None and c.broadcast
-        values = (committed,) if broadcast else _read_answers(qs, cid, committed)
+        values = (committed,) if broadcast else _read_answers(qs, cid, committed, key[2] in st.dir.brokers)
         if not _store_read_ok(off, values):
             where = "local offsets file" if broadcast else "broker"
-            since = "" if len(values) == 1 else f" (and since {cid}'s allocation held {list(values[1:])})"
+            held = qs.held.get(cid, ()) if not broadcast else ()
+            since = f" (and since {cid}'s allocation held {list(held)})" if held else ""
             if committed is not None:
                 out.report("INV-START-1", f"store read returns {off}, the {where} holds {committed}{since}", key)
             else:
