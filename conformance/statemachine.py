@@ -726,6 +726,134 @@ class ReferenceMachine(RuleBasedStateMachine):
                 cm.__exit__(None, None, None)
 
 
+# ---------------------------------------------------------------------- POP (RocketMQ 5.x)
+# The POP environment (check_reference(scenario=POP)): the same two brokers and topic, consumed by
+# POP only. GID_P: push consumers in POP mode (p1, p2; a failed call changes the invisible time to
+# popDelayLevel, at maxReconsumeTimes it is acked as past its retries); GID_S: SimpleConsumers (s1,
+# s2) that ack on success and on a failure change the invisible time to 3 s (or, with
+# leave_to_revive, leave it to come back through revive); GID_F: FIFO SimpleConsumers (f1, f2,
+# orderly POP). Invisible time 5 s everywhere, so revive runs within a few steps; retries cut to 2.
+POP = validate({
+    "name": "statemachine-pop",
+    "description": "The POP environment of conformance.statemachine (PopMachine): rules add every step.",
+    "duration_ms": 0,
+    "brokers": ["broker-a", "broker-b"],
+    "topics": [{"name": "T", "queues": 2}],
+    "groups": [
+        {"name": "GID_P", "client_type": "POP_PUSH", "pop_invisible_time": 5000, "max_reconsume_times": 2,
+         "subscriptions": {"T": "*"}, "listener": {"duration_ms": [1, 50], "fail_rate": 0.1}},
+        {"name": "GID_S", "client_type": "SIMPLE", "pop_invisible_time": 5000, "pop_batch_nums": 2,
+         "retry_invisible_ms": 3000, "max_reconsume_times": 2, "subscriptions": {"T": "*"},
+         "listener": {"duration_ms": [1, 50], "fail_rate": 0.1}},
+        {"name": "GID_F", "client_type": "SIMPLE", "consume_mode": "ORDERLY", "pop_invisible_time": 5000,
+         "pop_batch_nums": 2, "max_reconsume_times": 2, "subscriptions": {"T": "*"},
+         "listener": {"duration_ms": [1, 50], "fail_rate": 0.1}},
+    ],
+}, "builtin:statemachine-pop")
+POP_CLIENTS = {"p1": "GID_P", "p2": "GID_P", "s1": "GID_S", "s2": "GID_S", "f1": "GID_F", "f2": "GID_F"}
+POP_SLOW_MS = 8_000         # a call longer than the invisible time (#8332's first half: redelivered)
+
+
+class PopMachine(ReferenceMachine):
+    """The machine in the POP environment: the moves of the base that do not touch a push
+    consumer's ProcessQueues or offsets (produce, advance, restart_broker, oneway_loss), and its
+    own: POP clients start, stop, crash and pause; listener failures (acked later, changed, or
+    left to revive) and calls past the invisible time; the broker's revive reads fail
+    (fail_revive_reads, #10985). The spec judges pops, acks, changes, checkpoints and revives
+    after every step, and INV-POP-LIVE-1 at the drained end."""
+
+    # the base's moves that need a push consumer (offsets, leases, ProcessQueues): not moves here
+    begin = application = start = shutdown = crash = pause = arm_fault = None
+    listener_fails = listener_slow = await_call = join_during_call = pause_during_call = None
+    reset_during_call = restart_during_call = route_lost_during_call = None
+    reset_offset = set_broker_offset = offset_queries_fail = route_lost = None
+    # no broker restarts: a restart within the 5 s offset flush forgets an orderly ack's commit
+    # (and the order info), so the acked message is popped again, which INV-POP-ACK-1 reports
+    # though it is the at-least-once of a broker restart (docs/notes/pop-bugs.md)
+    restart_broker = None
+
+    def _late_change_possible(self, group) -> bool:
+        """GID_S changes a failed message's invisible time: a call (or a pause) that outlives the
+        handle makes that change with a handle revive has retired, which the broker takes
+        (ChangeInvisibleTimeProcessor does not check it: the message goes out twice) and the spec
+        reports as INV-POP-STALE-1 (docs/notes/pop-bugs.md). Slow calls and long pauses are moves
+        of GID_S only while it leaves failures to revive."""
+        return self.run.scenario["groups"][group].get("retry_invisible_ms") is not None
+
+    def _fifo_leave_allowed(self, client) -> bool:
+        """A FIFO client leaves only while another of its group runs: an orderly handle has no
+        revive, its message comes back only to the group's next attempt, and with nobody left to
+        make one INV-POP-LIVE-1 reports the held message at the end (the spec owes it whether or
+        not the group has a live client; docs/notes/pop-bugs.md)."""
+        group = POP_CLIENTS[client]
+        if not self.run.scenario["groups"][group].get("consume_mode") == "ORDERLY":
+            return True
+        return any(c.group == group and cid != client and c.running and c.proc.alive
+                   for cid, c in self.run.consumers.items())
+
+    @initialize(clients=st.lists(st.sampled_from(sorted(POP_CLIENTS)), unique=True, min_size=1),
+                count=st.integers(0, 4), leave_to_revive=st.booleans())
+    @_logged
+    def pop_begin(self, clients, count, leave_to_revive=False):
+        """Some POP consumers, and maybe some messages (tag A); with leave_to_revive GID_S's
+        clients leave a failed message to come back when its invisible time ends."""
+        if leave_to_revive:
+            self.run.scenario["groups"]["GID_S"]["retry_invisible_ms"] = None
+        for client in clients:
+            self._step(action="start", client=client, group=POP_CLIENTS[client])
+        if count:
+            self._step(action="produce", topic="T", count=count, tags="A")
+
+    @rule(client=st.sampled_from(sorted(POP_CLIENTS)))
+    @_logged
+    def pop_start(self, client):
+        if not self.done and self._consumer(client) is None:
+            self._step(action="start", client=client, group=POP_CLIENTS[client])
+
+    @rule(client=st.sampled_from(sorted(POP_CLIENTS)))
+    @_logged
+    def pop_shutdown(self, client):
+        if self._consumer(client) is not None and self._fifo_leave_allowed(client):
+            self._step(action="shutdown", client=client)
+
+    @rule(client=st.sampled_from(sorted(POP_CLIENTS)), mode=S.crash_modes())
+    @_logged
+    def pop_crash(self, client, mode):
+        if self._consumer(client, paused_ok=True) is not None and self._fifo_leave_allowed(client):
+            self._step(action="crash", client=client, mode=mode)
+
+    @rule(client=st.sampled_from(sorted(POP_CLIENTS)), duration_ms=st.sampled_from([1000, POP_SLOW_MS, 30_000]))
+    @_logged
+    def pop_pause(self, client, duration_ms):
+        if self._consumer(client) is not None and (duration_ms < 1000 + 1 or not self._late_change_possible(
+                POP_CLIENTS[client])):
+            self._step(action="pause", client=client, duration_ms=duration_ms)
+
+    @rule(group=st.sampled_from(sorted(set(POP_CLIENTS.values()))), tags=st.sampled_from(TAGS[:-1]),
+          until=st.integers(1, 3))
+    @_logged
+    def pop_listener_fails(self, group, tags, until):
+        """Calls on messages tagged `tags` fail until the message's reconsume times reach `until`."""
+        if not self.done:
+            orderly = self.run.scenario["groups"][group].get("consume_mode") == "ORDERLY"
+            status = "SUSPEND_CURRENT_QUEUE_A_MOMENT" if orderly else "RECONSUME_LATER"
+            self._add_listener_rule(group, {"tags": [tags], "until_reconsume_times": until, "status": status})
+
+    @rule(group=st.sampled_from(sorted(set(POP_CLIENTS.values()))), tags=st.sampled_from(TAGS[:-1]))
+    @_logged
+    def pop_listener_slow(self, group, tags):
+        """The first call on messages tagged `tags` outlives the invisible time."""
+        if not self.done and not self._late_change_possible(group):
+            self._add_listener_rule(group, {"tags": [tags], "until_reconsume_times": 1, "duration_ms": POP_SLOW_MS})
+
+    @rule(broker=st.sampled_from(BROKERS), count=st.integers(1, 2))
+    @_logged
+    def fail_revive_reads(self, broker, count):
+        """The broker's next revive reads of a checkpoint's message fail (#10985)."""
+        if not self.done:
+            self._step(action="fail_revive_reads", broker=broker, count=count)
+
+
 def _longest_call(listener) -> int:
     """The longest listener call a client may make: its range, or a rule's."""
     longest = max(listener.duration)
@@ -834,7 +962,9 @@ def machine_class(profile: str = "rocketmq-4.9.8", **attrs) -> type:
         return _CLASSES[profile]
     ns = {"profile": profile, "scenario": scenario_for(profile), "report": _new_report(),
           "__module__": __name__, "__qualname__": "ReferenceMachine", **attrs}
-    cls = type("ReferenceMachine", (ReferenceMachine,), ns)
+    # the POP environment has its own moves (PopMachine)
+    base = PopMachine if ns["scenario"].get("name") == POP["name"] else ReferenceMachine
+    cls = type("ReferenceMachine", (base,), ns)
     if not attrs:
         _CLASSES[profile] = cls
     return cls

@@ -95,3 +95,47 @@ def test_10985_a_scenario_that_fails_revive_reads_is_refused_by_record():
     from rocketspec.commands.record import UNSUPPORTED_STEPS
 
     assert "fail_revive_reads" in UNSUPPORTED_STEPS
+
+
+def test_10985_the_state_machine_finds_it_in_the_pop_environment(tmp_path):
+    from rocketspec.conformance.statemachine import POP, check_reference
+
+    res = check_reference("bug-10985-rocketmq-5.5.1", max_examples=100, scenario=POP,
+                          trace_path=str(tmp_path / "f.jsonl"), shrink_budget_s=10)
+    assert not res.ok and res.crash is None and res.finding == "INV-POP-LIVE-1", res.summary()
+    assert "fail_revive_reads" in res.falsifying_code
+    rep = check_trace(res.trace_path, "bug-10985-rocketmq-5.5.1")
+    assert not rep.ok and "INV-POP-LIVE-1" in rep.findings.counts
+    fixed = check_reference("fix-10985-rocketmq-5.5.1", max_examples=100, scenario=POP)
+    assert fixed.ok and fixed.crashes_ignored == 0, fixed.summary()
+
+
+def test_the_pop_environment_plays_pop_moves_only():
+    from rocketspec.conformance.statemachine import POP, PopMachine, ReferenceMachine, machine_class
+
+    cls = machine_class("rocketmq-5.5.1", scenario=POP)
+    assert issubclass(cls, PopMachine)
+    assert not issubclass(machine_class("rocketmq-5.5.1"), PopMachine)
+    # the push consumer's moves (leases, offsets, ProcessQueues) are not rules of the POP machine
+    for name in ("begin", "reset_offset", "set_broker_offset", "await_call", "restart_broker"):
+        assert getattr(PopMachine, name) is None and getattr(ReferenceMachine, name) is not None
+    assert {g["client_type"] for g in POP["groups"].values()} == {"POP_PUSH", "SIMPLE"}
+
+
+def test_an_orderly_pop_queue_holding_an_unacked_message_waits_on_the_clock():
+    # an orderly handle has no revive: its message is owed to the group's next attempt once its
+    # invisible time ends, so a run is not settled while one is out (drain's horizon is not judged)
+    sc = load_scenario("pop-orderly")
+    evs = run_to_list(sc, 1, "rocketmq-5.5.1")
+    assert evs[-1]["reason"] == "quiescent"
+    from rocketspec.reference.broker.order_info import ConsumerOrderInfoManager
+    from rocketspec.reference.broker.pop import PopService
+
+    svc = PopService.__new__(PopService)
+    svc.checkpoints, svc.order = {}, ConsumerOrderInfoManager()
+    assert not svc.pending()
+    svc.order.update("a1", "T", "G", 0, 0, 5000, [0, 1])
+    assert svc.pending()
+    svc.order.commit_and_next("T", "G", 0, 0, 0)
+    svc.order.commit_and_next("T", "G", 0, 1, 0)
+    assert not svc.pending()

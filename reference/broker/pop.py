@@ -87,8 +87,9 @@ class PopService:
         self.held.clear()
 
     def pending(self) -> bool:
-        """A checkpoint waits on the clock for its revive."""
-        return bool(self.checkpoints)
+        """A checkpoint waits on the clock for its revive, or an orderly queue holds an un-acked
+        message its group's next attempt gets once the message's invisible time ends."""
+        return bool(self.checkpoints) or any(o not in i.acked for i in self.order.table.values() for o in i.offsets)
 
     def group_settled(self, group: str) -> bool:
         """Nothing of the group is out under a handle."""
