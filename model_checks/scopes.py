@@ -15,7 +15,7 @@ from rocketspec.errors import UserError
 SCOPE_DIR = Path(__file__).with_name("scopes")
 
 FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
-               "route_lost", "reset_by_time", "shutdown", "broker_restart", "revive_read_failed")
+               "route_lost", "reset_by_time", "shutdown", "broker_restart", "revive_read_failed", "send_back_threw")
 SUBSCRIPTION_TYPES = ("TAG", "SQL92")
 
 
@@ -50,6 +50,7 @@ class Scope:
     start_gap_ms: int = 0               # client i starts at i * start_gap_ms (a late joiner takes queues over)
     produce_at_ms: int = 0              # when the `messages` are stored
     restart_at_ms: int = 0              # > 0: every client starts again then (if a fault stopped it)
+    delay_level: int = 0                # the listener's delayLevelWhenNextConsume on a failure (0: the broker's 3 + r)
     consume_from_where: str = "CONSUME_FROM_FIRST_OFFSET"   # where a queue with no committed offset starts
     subscription: str = "*"             # the group's expression for the topic
     subscription_type: str = "TAG"      # TAG | SQL92 (SQL92 turns the broker's property filter on)
@@ -90,7 +91,7 @@ BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": 
           "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000),
           # a scenario's times are at most 7 days; the last of 4 clients starts at 3 gaps
           "horizon_ms": (0, 7 * 24 * 3600 * 1000), "start_gap_ms": (0, 24 * 3600 * 1000),
-          "produce_at_ms": (0, 24 * 3600 * 1000), "restart_at_ms": (0, 24 * 3600 * 1000)}
+          "produce_at_ms": (0, 24 * 3600 * 1000), "restart_at_ms": (0, 24 * 3600 * 1000), "delay_level": (-1, 18)}
 MAX_PAUSE_MS = 24 * 3600 * 1000
 MAX_CONSUME_MS = 7 * 24 * 3600 * 1000
 # The scope key behind each field of the scenario a scope makes (model_checks/world.py), so that
@@ -221,6 +222,11 @@ BUG_SCOPES = {
     "#10955": ("tiny", {"mode": "ORDERLY", "message_model": "BROADCASTING", "consume_from_where": "CONSUME_FROM_LAST_OFFSET",
                         "queues": 1, "messages": 1, "produce_at_ms": 5000, "restart_at_ms": 10000,
                         "faults": 1, "failures": 0, "fault_kinds": ["shutdown"]}),
+    # a failed call whose context asks for delay level 1, and a consumerSendMsgBack that throws
+    # (its answer never comes): the fallback producer sends the copy to %RETRY% at 3 + r (every
+    # release), not at the context's level
+    "#3731": ("tiny", {"queues": 1, "messages": 1, "failures": 1, "max_reconsume_times": 2,
+                       "delay_level": 1, "faults": 1, "fault_kinds": ["send_back_threw"]}),
 }
 
 # POP bugs of issue 45 (docs/notes/pop-bugs.md), in variants of tiny-pop (5.x only).

@@ -38,7 +38,8 @@ ROUTE_LOST_MS = 25_000
 # faults that exist for a broadcasting consumer (no broker offsets, no send-back)
 BROADCAST_FAULTS = {"crash", "pause", "route_lost", "shutdown", "broker_restart"}
 # choice points whose non-default answers cost a fault / a listener failure
-FAULT_POINTS = {"fault_strike", "oneway_loss", "send_back_fails", "offset_query_fails", "revive_read_fails"}
+FAULT_POINTS = {"fault_strike", "oneway_loss", "send_back_fails", "send_back_throws", "offset_query_fails",
+                "revive_read_fails"}
 FAILURE_POINTS = {"listener_status"}
 
 
@@ -48,6 +49,8 @@ def scenario(scope) -> dict:
     listener = {"duration_ms": list(scope.consume_ms) if len(scope.consume_ms) > 1 else scope.consume_ms[0]}
     if scope.failures:
         listener["fail_rate"] = 0.5     # only declares the failure possible: the chooser decides
+    if scope.delay_level:
+        listener["delay_level_when_next_consume"] = scope.delay_level
     group = {"name": GROUP, "consume_mode": scope.mode, "message_model": scope.message_model,
              "strategy": scope.strategy, "max_reconsume_times": scope.max_reconsume_times,
              "consume_from_where": scope.consume_from_where, "pull_batch_size": scope.pull_batch,
@@ -139,6 +142,8 @@ def build(scope, profile, sink) -> World:
         faults.oneway_loss = 0.5
     if "send_back_failed" in kinds:
         faults.send_back_failure = 0.5
+    if "send_back_threw" in kinds:
+        faults.send_back_throw = 0.5
     if "query_failure" in kinds:
         faults.offset_query_failure_rate = 0.5
     for c in clients:

@@ -23,6 +23,10 @@ class Faults:
         # a send-back (consumerSendMessageBack and the producer fallback) that finds no broker:
         # the probability of the choice point send_back_fails (0: never asked)
         self.send_back_failure = 0.0
+        # a consumerSendMessageBack whose answer never comes (a timeout, the broker did not take it)
+        # while the broker is up: the client falls back to its producer; the probability of the
+        # choice point send_back_throws (0: never asked)
+        self.send_back_throw = 0.0
         self.offset_query_failure_rate = 0.0   # choice point offset_query_fails (0: never asked)
         self.lost_routes: set = set()   # (topic, broker, queue) out of the name server's route
 

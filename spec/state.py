@@ -363,12 +363,13 @@ class RetryCopy:
 
 
 class Chain:
-    __slots__ = ("requests", "entries", "accepted")
+    __slots__ = ("requests", "entries", "accepted", "levels")
 
     def __init__(self):
         self.requests: dict[tuple, SendBack] = {}   # (client, msg_id) -> its send-back request
         self.entries: list[RetryCopy] = []
         self.accepted: set[tuple] = set()        # (client, msg_id) send-backs accepted
+        self.levels: dict[tuple, int] = {}       # (client, msg_id) -> its last consumer send-back's delay level
 
 
 class View:

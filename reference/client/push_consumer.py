@@ -399,12 +399,16 @@ class PushConsumer:
                           origin_msg_id=msg.origin_msg_id, reason="broker_unavailable")
             return False
         try:
-            self.net.broker(msg.broker).consumer_send_msg_back(self.group, msg.msg_id, delay_level,
-                                                               self.max_reconsume(), self.client_id)
-            return True
+            if not self.sim.chooser.chance("send_back_throws", self.net.faults.send_back_throw):
+                self.net.broker(msg.broker).consumer_send_msg_back(self.group, msg.msg_id, delay_level,
+                                                                   self.max_reconsume(), self.client_id)
+                return True
         except BrokerUnavailable:
             pass
-        return self.send_to_retry_topic(msg, msg.reconsume_times + 1, retry_delay_level(msg.reconsume_times), "fallback_producer")
+        level = retry_delay_level(msg.reconsume_times)      # #3731: the context's level is not passed on
+        if self.profile.fallback_uses_context_delay and delay_level > 0:
+            level = delay_level
+        return self.send_to_retry_topic(msg, msg.reconsume_times + 1, level, "fallback_producer")
 
     def send_to_retry_topic(self, msg, reconsume_times: int, delay_level: int, via: str) -> bool:
         """A normal producer send to %RETRY%group, to any live broker that hosts it."""

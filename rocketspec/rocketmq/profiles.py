@@ -118,6 +118,10 @@ class Profile:
     producer_dlq_keeps_delay: bool = False
     dlq_readable: bool = True                    # 4.9.2+: PERM_WRITE|PERM_READ
     sendback_skips_not_contained: bool = True    # #5481 fixed 5.1.0
+    # the fallback send-back (DefaultMQPushConsumerImpl.sendMessageBack's catch, a producer send to
+    # %RETRY%) at the context's delay level when it is > 0; every release uses 3 + reconsumeTimes
+    # (4.9.8 line 543, 5.5.0 sendMessageBackAsNormalMessage line 799): #3731, open
+    fallback_uses_context_delay: bool = False
     delay_levels: str = DEFAULT_DELAY_LEVELS
     retry_queue_nums: int = 1
 
@@ -294,9 +298,22 @@ FIX_10955_ROCKETMQ_5_5_1 = replace(
                 "offset into the offset table, so a stop at any time persists it.",
     offset_entry_on_create=True)
 
-OPEN_BUG_PROFILES = (BUG_10955_ROCKETMQ_5_5_1,)
+BUG_3731_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="bug-3731-rocketmq-5.5.1", release="5.5.1",
+    description="Every release (open): when consumerSendMsgBack fails (the message's broker is down), the fallback "
+                "producer send to %RETRY% sets delay level 3 + reconsumeTimes and ignores the level the listener "
+                "chose (ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume).",
+    known_bug="#3731", expected_violation="INV-RETRY-2")
+
+FIX_3731_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="fix-3731-rocketmq-5.5.1", release="5.5.1",
+    description="5.5.1 with a fix for #3731 (no release has one): the fallback send-back keeps the context's delay "
+                "level when it is above 0.",
+    fallback_uses_context_delay=True)
+
+OPEN_BUG_PROFILES = (BUG_10955_ROCKETMQ_5_5_1, BUG_3731_ROCKETMQ_5_5_1)
 # open bug -> the fixed variant that takes its scope clean
-OPEN_BUG_FIXES = {"#10955": FIX_10955_ROCKETMQ_5_5_1}
+OPEN_BUG_FIXES = {"#10955": FIX_10955_ROCKETMQ_5_5_1, "#3731": FIX_3731_ROCKETMQ_5_5_1}
 
 # ---- POP bugs of issue 45 (docs/notes/pop-bugs.md). #10985 is open: every release has it, so its
 # bug profile is the release and its clean side a variant with the fix (OPEN_BUG_FIXES). Kept out of

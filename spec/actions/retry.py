@@ -84,6 +84,7 @@ def send_back_requested(st, ev, out):
                            f"{m[M_R]}", ckey)
     ch = _chain(st, *ckey)
     k = (cid, ev["msg_id"])
+    level = ev["delay_level"]
     if ev.get("via") == "fallback_producer" and (k in ch.accepted or (k in ch.requests and
                                                                       ch.requests[k].via == "consumer_send_back")):
         # DefaultMQPushConsumerImpl.sendMessageBack's catch: the consumer send-back of this very
@@ -91,10 +92,15 @@ def send_back_requested(st, ev, out):
         # and the same call sends the copy again through the producer. The broker may have stored
         # the first already: two copies of one failure, each paired with its own request
         k = (cid, ev["msg_id"] + FALLBACK_OF)
+        # the copy is owed the level the listener chose for this failure (the consumer send-back's,
+        # when above 0); the fallback sets 3 + reconsumeTimes in every release (#3731): INV-RETRY-2
+        ctx = ch.levels.get((cid, ev["msg_id"]))
+        if ctx is not None and ctx > 0:
+            level = ctx
     elif ev.get("via") == "consumer_send_back":
         ch.accepted.discard((cid, ev["msg_id"] + FALLBACK_OF))    # a pair of an earlier delivery
-    ch.requests[k] = SendBack(ev["reconsume_times"], ev["delay_level"], ev.get("via"), qkey, off,
-                                                ev["ts"])
+        ch.levels[k] = ev["delay_level"]
+    ch.requests[k] = SendBack(ev["reconsume_times"], level, ev.get("via"), qkey, off, ev["ts"])
 
 
 def send_back_failed(st, ev, out):
@@ -196,8 +202,11 @@ def message_sent_back(st, ev, out):
         want = min(want, levels)
         got = ev.get("delay_level")
         if got is not None and got != want:
+            cause = ("; cause: the fallback producer send (sendMessageBack's catch) sets 3 + reconsumeTimes, "
+                     "not the level the listener chose (#3731)") if (
+                via == "fallback_producer" and got == min(retry_delay_level(r), levels)) else ""
             out.report("INV-RETRY-2", f"retry of copy {mid} (reconsume_times {r}) at delay level {got}, "
-                       f"expected {want}", ckey)
+                       f"expected {want}{cause}", ckey)
         ch.entries.append(RetryCopy("sent_back", r + 1, got if got is not None else want, None, None, mid,
                                     req.ts if req is not None else ev["ts"]))
     elif outcome == "dlq" and via in PRODUCER_PATHS and st.profile.producer_dlq_keeps_delay:

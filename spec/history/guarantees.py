@@ -622,6 +622,10 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
         "offsets file holds the queue: one that holds none restarts at CONSUME_FROM_LAST_OFFSET by design and "
         "owes nothing stored before; the white-box spec sees the ProcessQueue b1 created and its offset table "
         "that never had an entry (INV-LOSS-1 naming A-OFFSET-ENTRY)"))),
+    "bug-3731-rocketmq-5.5.1": (None, "not shown: " + (_3731_UNSEEN := (
+        "a history has each delivery and its time but not the delay level the listener asked for, so it "
+        "cannot tell that a retry copy came back at level 3 + r instead of the context's; the white-box spec "
+        "compares the fallback's DELAY with the consumer send-back's level (INV-RETRY-2)"))),
 }
 
 
@@ -646,6 +650,8 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
         None, "4.9.8 has #8772 too: the second broadcasting orderly client starves on the broker lock; "
         + _HORIZON_UNSEEN),
     **{("bug-10955", p): (None, "every release has #10955 (open): " + _10955_UNSEEN)
+       for p in ("rocketmq-4.9.8", "rocketmq-5.3.3")},
+    **{("bug-3731", p): (None, "every release has #3731 (open): " + _3731_UNSEEN)
        for p in ("rocketmq-4.9.8", "rocketmq-5.3.3")},
     ("real-orderly-pause", "rocketmq-4.9.8"): (
         None, "the committed offset falls back (INV-ORDER-3) after the client was paused: the messages it "
