@@ -66,7 +66,7 @@ def label(scenario: str) -> str:
 
 def validate(cl: dict, source: str) -> dict:
     """The `[client]` table checked; every mistake is bad configuration naming its field."""
-    from rocketspec.commands.record import DEFAULT_RELEASE, releases
+    from rocketspec.traces.rocketmq_jars import DEFAULT_RELEASE, record_releases as releases
     from rocketspec.conformance.verdicts import load_checked_scenario
     from rocketspec.reference.scenario import ScenarioError
 
@@ -157,8 +157,11 @@ class Row:
     history_report: object = None   # history's report (spec.history)
 
 
-def run_client(cl: dict, source: str, out_dir: Path, clock_left, case_cls, note, start) -> list[Row]:
-    """Record and judge every scenario; each case goes to `note` as it ends. Returns the rows."""
+def run_client(cl: dict, source: str, out_dir: Path, clock_left, case_cls, note, start, record=None) -> list[Row]:
+    """Record and judge every scenario; each case goes to `note` as it ends. Returns the rows.
+    `record(scenario, out, timeout_s, seed, keep, msgtrace, release, client) -> (rc, message)` makes
+    a real run (`rocketspec record`'s, handed in by the gate command: this layer does not import
+    the CLI)."""
     rows = []
     folder = out_dir / "client"
     folder.mkdir(parents=True, exist_ok=True)
@@ -177,7 +180,7 @@ def run_client(cl: dict, source: str, out_dir: Path, clock_left, case_cls, note,
             row.run, row.result = "not run", "incomplete"
             continue
         start("client", f"{name} record", min(cl["budget_s"], left))
-        rec = _record(cl, sc, folder, min(cl["budget_s"], left), case_cls, name)
+        rec = _record(cl, sc, folder, min(cl["budget_s"], left), case_cls, name, record=record)
         note(rec)
         row.cases.append(rec)
         if rec.status != "passed":
@@ -199,10 +202,10 @@ def run_client(cl: dict, source: str, out_dir: Path, clock_left, case_cls, note,
     return rows
 
 
-def _record(cl, sc, folder: Path, budget_s: float, case_cls, name):
-    from rocketspec.commands.record import record
-
+def _record(cl, sc, folder: Path, budget_s: float, case_cls, name, record=None):
     case = case_cls("client", f"{name} record")
+    if record is None:
+        raise RuntimeError("the client suite needs the recorder (rocketspec gate hands it in: run_gate(record=...))")
     out = folder / f"{label(sc)}.jsonl"
     mt = folder / f"{label(sc)}.msgtrace" if cl["msgtrace"] else None
     t0 = time.monotonic()

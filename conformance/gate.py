@@ -678,10 +678,11 @@ def run_mutant(mid: str, mu: dict, budget_s: float, out_dir: Path) -> Case:
 
 
 def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_dir: str = "gate-out",
-             progress=None, started=None, require_end: bool = False) -> GateResult:
+             progress=None, started=None, require_end: bool = False, record=None) -> GateResult:
     """Run every case. `progress(case)` is called as each case ends; `started(suite, name,
     budget_s)` as each case starts (budget_s None: a trace, which has no budget of its own).
-    `require_end`: a trace with no trace_ended is bad input (else it is judged for safety only)."""
+    `require_end`: a trace with no trace_ended is bad input (else it is judged for safety only).
+    `record`: the real-run recorder a `[client]` suite needs (client_gate.run_client)."""
     clock = Clock(float(cfg["budget_s"]))
     out = Path(out_dir)
     cases: list[Case] = []
@@ -734,7 +735,7 @@ def run_gate(cfg: dict, *, source: str = "defaults", mutants: bool = False, out_
     if cfg.get("client"):
         from rocketspec.conformance import client_gate
 
-        rows = client_gate.run_client(cfg["client"], source, out, clock.left, Case, note, start)
+        rows = client_gate.run_client(cfg["client"], source, out, clock.left, Case, note, start, record=record)
         reports = client_gate.verdict_table(cfg["client"], rows) + [""] + client_gate.coverage(rows)
     if mutants:
         from rocketspec.conformance.mutants import CATALOGUE, SURVIVORS

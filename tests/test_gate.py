@@ -324,7 +324,7 @@ def test_a_trace_without_its_end_is_judged_for_safety_only_or_refused(tmp_path, 
     r = gate("--config", p, "--out-dir", tmp_path / "o")
     assert r.returncode == 0, r.stdout + r.stderr
     assert ("[traces] cut.jsonl: passed" in r.stdout
-            and "holds (safety only: the trace has no trace_ended, so liveness (INV-LIVE-1) was not judged)" in r.stdout)
+            and "holds (safety only: the trace has no trace_ended, so liveness (INV-LIVE-1, INV-POP-LIVE-1) was not judged)" in r.stdout)
     r = gate("--config", p, "--out-dir", tmp_path / "o", "--require-end")
     assert r.returncode == 2, r.stdout + r.stderr
     assert "  bad_input: [traces] cut.jsonl: " in r.stdout and "no trace_ended" in r.stdout

@@ -54,7 +54,7 @@ def test_the_program_is_relative_to_the_config_file(tmp_path):
 def with_recordings(monkeypatch, traces: dict):
     """The recording step gives the committed real Go recording of each scenario (and its
     message traces, the file beside it, when the config asks for them)."""
-    def fake(cl, sc, folder, budget_s, case_cls, name):
+    def fake(cl, sc, folder, budget_s, case_cls, name, record=None):
         out = folder / f"{sc}.jsonl"
         shutil.copy(traces[sc], out)
         case = case_cls("client", f"{name} record", message="copied " + traces[sc].name)

@@ -86,6 +86,20 @@ def releases() -> list[str]:
                   key=lambda v: [int(x) if x.isdigit() else x for x in re.split(r"[.-]", v)]) if PINS.is_dir() else []
 
 
+# The release `rocketspec record` runs by default: built from ../shared/rocketmq (`make rocketmq`).
+DEFAULT_RELEASE = "4.9.8"
+
+
+def pinned_releases() -> list[str]:
+    """The releases pinned as Maven Central jars (third_party/rocketmq/VERSION/jars.lock)."""
+    return [v for v in releases() if (PINS / v / "jars.lock").is_file()]
+
+
+def record_releases() -> list[str]:
+    """Every release `record --release` knows: the default first, then the pinned ones."""
+    return [DEFAULT_RELEASE] + [v for v in pinned_releases() if v != DEFAULT_RELEASE]
+
+
 def release_dir(version: str) -> Path:
     d = PINS / version
     if not (d / "pom.xml").is_file():

@@ -77,8 +77,10 @@ def gate(config_path, junit_path, summary_path, with_mutants, out_dir, as_json, 
             click.echo(f"[{c.suite}] {c.name}: {c.status} ({c.seconds:.1f} s) {c.message}")
 
     out_dir = out_dir or cfg.get("out_dir") or "gate-out"
+    from rocketspec.commands.record import record
+
     res = run_gate(cfg, source=source, mutants=with_mutants, out_dir=out_dir, progress=progress, started=started,
-                   require_end=require_end)
+                   require_end=require_end, record=record)
     if junit_path:
         write_bytes(junit_path, junit_xml(res))      # whole or not at all
     if summary_path:

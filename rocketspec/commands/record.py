@@ -57,7 +57,7 @@ JVM_FLAGS = [
 
 # The release a run takes by default, built from ../shared/rocketmq (`make rocketmq`); the others
 # are the pinned release jars (third_party/rocketmq/VERSION, `make rocketmq-jars`).
-DEFAULT_RELEASE = "4.9.8"
+from rocketspec.traces.rocketmq_jars import DEFAULT_RELEASE  # noqa: E402  (the one definition)
 # 5.5.1 is the newest release; the registry here serves 5.5.0 whole but not 5.5.1's namesrv,
 # client and tools jars, so 5.5.0 stands in for it (third_party/rocketmq/README.md).
 STANDS_IN = {"5.5.0": "5.5.1"}
@@ -177,15 +177,10 @@ def find_java() -> str:
     return java
 
 
-def pinned_releases() -> list[str]:
-    """The releases pinned as Maven Central jars (third_party/rocketmq/VERSION/jars.lock)."""
-    from rocketspec.traces import rocketmq_jars
-    return [v for v in rocketmq_jars.releases() if (rocketmq_jars.PINS / v / "jars.lock").is_file()]
-
-
 def releases() -> list[str]:
     """Every release `record --release` knows: the default first, then the pinned ones."""
-    return [DEFAULT_RELEASE] + [v for v in pinned_releases() if v != DEFAULT_RELEASE]
+    from rocketspec.traces.rocketmq_jars import record_releases
+    return record_releases()
 
 
 def check_release(release: str) -> None:
