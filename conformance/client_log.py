@@ -89,3 +89,26 @@ def read_changes(run_dir) -> tuple[list[Change], str]:
     changes = sorted((Change(t + shift, *rest) for t, *rest in raw), key=lambda c: (c.ts, c.line))
     return changes, (f"{len(changes)} membership change(s) from RocketMQ's client log ({LOG}; local time "
                      f"{'+' if shift >= 0 else '-'}{abs(shift) // 60000} min to epoch)")
+
+
+_TRACE_SEND_FAILED = "send trace data failed, the traceData is "
+
+
+def failed_trace_bodies(run_dir) -> list[str]:
+    """The message-trace bodies a client's AsyncTraceDispatcher could not send, as RocketMQ's log
+    holds them: its send callback logs "send trace data failed, the traceData is <body>" (4.9.8
+    and 5.x alike) and drops the records. They are the client's own records of what its
+    application saw (e.g. the batch held across a SIGSTOP whose first send after the resume timed
+    out: random real run 13014)."""
+    path = Path(run_dir) / LOG
+    if not path.is_file():
+        return []
+    out = []
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            i = line.find(_TRACE_SEND_FAILED)
+            if i >= 0:
+                body = line[i + len(_TRACE_SEND_FAILED):].rstrip("\n")
+                if body:
+                    out.append(body)
+    return out

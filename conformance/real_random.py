@@ -234,10 +234,22 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
     from rocketspec.spec.history import check_history, load_history
     from rocketspec.traces.history.model import DeadLetter, Disruption, Reset
 
-    from .client_log import read_changes
+    from .client_log import failed_trace_bodies, read_changes
     from .store_contents import read_broker_offsets, read_commit_log, read_local_offsets
 
-    h = load_history(str(msgtrace), "msgtrace", complete, declared_groups(sc))
+    # the bodies a dispatcher failed to send are in RocketMQ's log: read with the ones it sent
+    failed = failed_trace_bodies(Path(store_dir).parent)
+    if failed:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            both = Path(tmp) / "msgtrace.txt"
+            both.write_bytes(Path(msgtrace).read_bytes() + ("\n".join(failed) + "\n").encode())
+            h = load_history(str(both), "msgtrace", complete, declared_groups(sc))
+        h.notes.append(f"{len(failed)} message-trace bod{'y' if len(failed) == 1 else 'ies'} a client failed to send, "
+                       "read from RocketMQ's log ('send trace data failed')")
+    else:
+        h = load_history(str(msgtrace), "msgtrace", complete, declared_groups(sc))
     _ack_index_results(sc, h)
     # Sharding keys make H-ORDER-2 judgeable by key; not on a topic an orderly broadcasting group
     # reads: each of its consumers is a stream, and message-trace bodies name no consumer

@@ -171,3 +171,31 @@ def test_seed_11013_a_failure_whose_retry_copy_is_stored_is_not_judged_lost():
     g = next(g for g in o["guarantees"] if g["id"] == "H-DELIVER-1")
     assert g["status"] == "holds", g["listed"]
     assert g["counts"].get("failed, retried: its retry copy is stored, the copy's delivery not recorded") == 4, g["counts"]
+
+
+SEED_13014 = Path(__file__).parent / "fixtures" / "real" / "random" / "seed-13014"
+
+
+def test_seed_13014_records_a_dispatcher_failed_to_send_are_read_from_rocketmqs_log(tmp_path):
+    """Random real run 13014 (real 5.3.3): g0c1 of orderly GID_r0 consumed offsets 37-42 of queue 0
+    in the 50 ms before its SIGSTOP (8.6 s). Its AsyncTraceDispatcher held their records (5.x
+    flushes every 5 s) and its first send after the resume timed out: RocketMQ's log says
+    "send trace data failed, the traceData is <the records>" and drops them. The oracle reads
+    those records from the log; without them five messages read as never delivered. (The
+    fixture's commit log is left empty: the run had no dead letter and no retry copy.)"""
+    sc = json.loads((SEED_13014 / "scenario.json").read_text())
+
+    def deliver(folder):
+        o = oracle_dict(oracle_report(sc, folder / "msgtrace.txt", folder / "run" / "store", 1796616640335, True))
+        return next(g for g in o["guarantees"] if g["id"] == "H-DELIVER-1"), o["notes"]
+
+    g, notes = deliver(SEED_13014)
+    assert g["status"] == "holds", g["listed"]
+    assert any("failed to send" in n for n in notes), notes
+    bare = tmp_path / "seed-13014"
+    shutil.copytree(SEED_13014, bare)
+    log = bare / "run" / "logs" / "rocketmqlogs" / "rocketmq_client.log"
+    log.write_text("".join(ln for ln in log.read_text(errors="replace").splitlines(keepends=True)
+                           if "send trace data failed" not in ln))
+    g2, _ = deliver(bare)
+    assert g2["status"] == "violated" and g2["counts"].get("lost") == 5, g2["counts"]
