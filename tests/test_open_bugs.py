@@ -157,3 +157,38 @@ def test_3731_reproduced_on_real_rocketmq(name):
     fb = [e for e in evs if e["kind"] == "send_back_requested" and e.get("via") == "fallback_producer"]
     ctx = [e for e in evs if e["kind"] == "send_back_requested" and e.get("via") == "consumer_send_back"]
     assert fb and all(e["delay_level"] == 3 for e in fb) and ctx and all(e["delay_level"] == 1 for e in ctx)
+
+
+# ---------------------------------------------------------------- seen on real runs, not modelled
+
+def test_9281_real_5_5_0_skips_what_was_stored_between_start_and_the_first_rebalance():
+    # #9281 (open) on real 5.5.0 (tests/fixtures/real/bugs/bug-9281-real.toml): broadcasting b1 at
+    # CONSUME_FROM_LAST_OFFSET with no offsets file; the 20 messages sent after its start are all
+    # stored before its first rebalance reads maxOffset, and its ProcessQueue starts at 20: none is
+    # ever consumed. check holds: INV-LOSS-1 takes a unit's first start at LAST as a skip by design,
+    # and the trace's client_started is stamped before start() (docs/recorder.md), so it cannot
+    # tell a message stored while start() ran from one stored after (docs/notes/issue43-bugs.md)
+    evs = _real("bug-9281-5.5.0.jsonl.gz")
+    start = next(e for e in evs if e["kind"] == "client_started")
+    stored = [e for e in evs if e["kind"] == "message_stored" and e["topic"] == "Feed"]
+    pq = next(e for e in evs if e["kind"] == "pq_created" and e["topic"] == "Feed")
+    assert len(stored) == 20 and all(start["seq"] < e["seq"] < pq["seq"] for e in stored)
+    assert pq["offset"] == 20 and pq["from_where"] == "CONSUME_FROM_LAST_OFFSET"
+    assert not any(e["kind"] == "consume_started" and e["topic"] == "Feed" for e in evs)
+    assert _report(evs, "rocketmq-5.5.1").ok
+
+
+def test_9083_real_5_5_0_a_new_group_at_last_replays_the_queue_from_0():
+    # #9083 / #4909 on real 5.5.0: the broker answers a new group's offset query with 0 (offset 0
+    # in memory, ConsumerManageProcessor.queryConsumerOffset line 337; the push consumer never sets
+    # setZeroIfNotFound), so c1 starts at 0 and consumes the 5 messages stored before it started.
+    # Nothing is lost or consumed twice: the spec accepts the answer (INV-START-1), check holds
+    evs = _real("bug-9083-5.5.0.jsonl.gz")
+    start = next(e for e in evs if e["kind"] == "client_started")
+    stored = [e for e in evs if e["kind"] == "message_stored" and e["topic"] == "History"]
+    assert len(stored) == 5 and all(e["seq"] < start["seq"] for e in stored)
+    pq = next(e for e in evs if e["kind"] == "pq_created" and e["topic"] == "History")
+    assert pq["offset"] == 0 and pq["from_where"] == "CONSUME_FROM_LAST_OFFSET"
+    consumed = {o for e in evs if e["kind"] == "consume_started" and e["topic"] == "History" for o in e["offsets"]}
+    assert consumed == {0, 1, 2, 3, 4}
+    assert _report(evs, "rocketmq-5.5.1").ok
