@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-real test-real-random test-spark-cluster bench clean rocketmq rocketmq-jars rocketmq-jars-soft recorder diff-reports browser catalogue go-client
+.PHONY: setup demo test test-slow test-real test-real-random test-spark-cluster bench clean rocketmq rocketmq-jars rocketmq-jars-soft recorder diff-reports browser catalogue go-client java5-client
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -112,6 +112,17 @@ GO ?= go
 go-client:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "make go-client: Go is not installed ($(GO) not on PATH): install Go 1.21 or newer (https://go.dev/dl/), or GO=/path/to/go" >&2; exit 2; }
 	cd clients/go && $(GO) build -mod=readonly -o ../../build/go-client/rocketspec-go-client .
+
+# The 5.x Java remoting client under test (clients/java5: our driver program over upstream's
+# rocketmq-client 5.5.0 DefaultMQPushConsumer, compiled against the pinned jars of rocketmq-jars,
+# never committed): build/java5-client/classes and its launcher rocketspec-java5-client.
+JAVA5_CP := build/rocketmq-5.5.0/classpath.txt
+java5-client: rocketmq-jars
+	@command -v javac >/dev/null 2>&1 || { echo "make java5-client: javac is not installed: install a JDK 17 (Debian: openjdk-17-jdk-headless)" >&2; exit 2; }
+	@test -f $(JAVA5_CP) || { echo "make java5-client: $(JAVA5_CP) is missing: the pinned 5.5.0 jars did not install (make rocketmq-jars)" >&2; exit 2; }
+	rm -rf build/java5-client/classes && mkdir -p build/java5-client/classes
+	javac -nowarn -encoding UTF-8 -d build/java5-client/classes -cp "$$(cat $(JAVA5_CP))" clients/java5/src/rocketspec/java5client/*.java
+	install -m 755 clients/java5/rocketspec-java5-client build/java5-client/rocketspec-java5-client
 
 # Differential reports (docs/differential/): the reference against each real scenario's trace,
 # the committed fixtures by default; RECORD=1 records fresh real traces first (needs Java).
