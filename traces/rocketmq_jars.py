@@ -9,6 +9,11 @@ its file name and its sha256, in classpath order, and the sha256 of the pom it w
     python3 traces/rocketmq_jars.py lock VERSION      # write jars.lock from a fresh resolution
     python3 traces/rocketmq_jars.py releases          # the pinned releases, one a line
 
+Beside the releases, a pin may name a folder below `third_party/rocketmq/` that is not a release of
+its own (`5.5.0/proxy`: the release with its gRPC proxy; `client-java/5.2.0`: the Java gRPC
+client); `install` and `lock` take it as they take a version, into `build/rocketmq-5.5.0-proxy/`
+and `build/rocketmq-client-java-5.2.0/`.
+
 `install` resolves with Maven (offline first, from ~/.m2, then from Maven Central), checks that
 Maven resolved exactly the jars the lock names with exactly their sha256, copies them into
 `build/rocketmq-VERSION/lib/`, writes `classpath.txt` (one line) and loads the namesrv, broker,
@@ -49,6 +54,23 @@ PROBED_CLASSES = (
     "org.apache.rocketmq.client.consumer.DefaultMQPushConsumer",
     "org.apache.rocketmq.tools.admin.DefaultMQAdminExt",
 )
+# the other pins' classes: the proxy the recorder starts in local mode, the gRPC client's consumer
+PIN_PROBES = {
+    "proxy": PROBED_CLASSES + ("org.apache.rocketmq.proxy.ProxyStartup",
+                               "org.apache.rocketmq.proxy.processor.DefaultMessagingProcessor",
+                               "org.apache.rocketmq.proxy.grpc.GrpcServerBuilder"),
+    "client-java": ("org.apache.rocketmq.client.apis.ClientServiceProvider",
+                    "org.apache.rocketmq.client.java.impl.consumer.SimpleConsumerImpl"),
+}
+
+
+def probed_classes(pin: str) -> tuple[str, ...]:
+    """The classes a pin's classpath must load: a release's, or those of the pin's kind."""
+    parts = pin.split("/")
+    for kind in (parts[-1], parts[0]):
+        if kind in PIN_PROBES:
+            return PIN_PROBES[kind]
+    return PROBED_CLASSES
 # Maven's words when it could not talk to the repository (as opposed to a "Could not find", which
 # is the repository's answer)
 UNREACHABLE = re.compile(r"Could not transfer|UnknownHost|Unknown host|Network is unreachable|Connection refused|"
@@ -102,7 +124,7 @@ def record_releases() -> list[str]:
 
 def release_dir(version: str) -> Path:
     d = PINS / version
-    if not (d / "pom.xml").is_file():
+    if ".." in Path(version).parts or not (d / "pom.xml").is_file():
         raise JarsError(f"{d / 'pom.xml'}: no such file; pinned releases: {', '.join(releases()) or 'none'}", EXIT_USAGE)
     return d
 
@@ -204,15 +226,15 @@ def shown(path: Path) -> str:
 
 
 def out_dir(version: str) -> Path:
-    return BUILD / f"rocketmq-{version}"
+    return BUILD / f"rocketmq-{version.replace('/', '-')}"
 
 
-def probe(classpath: str) -> list[str]:
+def probe(classpath: str, classes: tuple[str, ...] = PROBED_CLASSES) -> list[str]:
     """The probed classes that do not load from classpath, with why (empty: all load)."""
     java = shutil.which("java")
     if java is None:
         raise JarsError("java not found on PATH: checking RocketMQ's classes needs a JDK 17", EXIT_USAGE)
-    r = subprocess.run([java, "-cp", classpath, str(PROBE), *PROBED_CLASSES], capture_output=True, text=True,
+    r = subprocess.run([java, "-cp", classpath, str(PROBE), *classes], capture_output=True, text=True,
                        timeout=300)
     if r.returncode == 0:
         return []
@@ -227,7 +249,7 @@ def verify_installed(version: str) -> None:
     found = {j.coordinate: lib / j.file for j in jars if (lib / j.file).is_file()}
     problems = compare(jars, found, d / "jars.lock")
     if problems:
-        raise JarsError(f"build/rocketmq-{version} differs from its lock (remove it to install again):\n  "
+        raise JarsError(f"{shown(out_dir(version))} differs from its lock (remove it to install again):\n  "
                         + "\n  ".join(problems), EXIT_MISMATCH)
 
 
@@ -243,7 +265,7 @@ def install(version: str) -> Path:
     want = sha256_file(lock_path)
     BUILD.mkdir(parents=True, exist_ok=True)
     # one install per release at a time (tests on two workers may both ask)
-    with open(BUILD / f"rocketmq-{version}.lock", "w") as guard:
+    with open(BUILD / f"{out.name}.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
         if stamp.is_file() and stamp.read_text().strip() == want and (out / "classpath.txt").is_file():
             verify_installed(version)
@@ -265,7 +287,7 @@ def install(version: str) -> Path:
         tmp.rename(out)
         try:
             verify_installed(version)  # the copies, as the lock pins them
-            missing = probe(classpath)
+            missing = probe(classpath, probed_classes(version))
         except JarsError:
             shutil.rmtree(out, ignore_errors=True)
             raise
