@@ -199,11 +199,11 @@ def unseen_invariants(check_json: dict, sc: dict, oracle: dict | None = None) ->
     return {i for i, unseen in by_id.items() if unseen and all(unseen) and len(unseen) == check_json["counts"].get(i)}
 
 
-_UPSTREAM_BUG = re.compile(r"apache/rocketmq#\d+")
+_UPSTREAM_BUG = re.compile(r"(?:apache/rocketmq)?#\d{3,5}\b")
 
 
 def _known_bug_cause(v: dict) -> bool:
-    """Whether check's violation names an upstream RocketMQ issue (apache/rocketmq#N) as its cause:
+    """Whether check's violation names an upstream RocketMQ issue (apache/rocketmq#N, or #N) as its cause:
     the white-box level saw RocketMQ's own defect at work (e.g. #4206, a reset overwritten by a
     pull answered after it), which a run without a crash or a move of the queue repairs unseen."""
     msg = v.get("message", "")
