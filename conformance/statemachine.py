@@ -767,29 +767,10 @@ class PopMachine(ReferenceMachine):
     listener_fails = listener_slow = await_call = join_during_call = pause_during_call = None
     reset_during_call = restart_during_call = route_lost_during_call = None
     reset_offset = set_broker_offset = offset_queries_fail = route_lost = None
-    # no broker restarts: a restart within the 5 s offset flush forgets an orderly ack's commit
-    # (and the order info), so the acked message is popped again, which INV-POP-ACK-1 reports
-    # though it is the at-least-once of a broker restart (docs/notes/pop-bugs.md)
-    restart_broker = None
 
-    def _late_change_possible(self, group) -> bool:
-        """GID_S changes a failed message's invisible time: a call (or a pause) that outlives the
-        handle makes that change with a handle revive has retired, which the broker takes
-        (ChangeInvisibleTimeProcessor does not check it: the message goes out twice) and the spec
-        reports as INV-POP-STALE-1 (docs/notes/pop-bugs.md). Slow calls and long pauses are moves
-        of GID_S only while it leaves failures to revive."""
-        return self.run.scenario["groups"][group].get("retry_invisible_ms") is not None
-
-    def _fifo_leave_allowed(self, client) -> bool:
-        """A FIFO client leaves only while another of its group runs: an orderly handle has no
-        revive, its message comes back only to the group's next attempt, and with nobody left to
-        make one INV-POP-LIVE-1 reports the held message at the end (the spec owes it whether or
-        not the group has a live client; docs/notes/pop-bugs.md)."""
-        group = POP_CLIENTS[client]
-        if not self.run.scenario["groups"][group].get("consume_mode") == "ORDERLY":
-            return True
-        return any(c.group == group and cid != client and c.running and c.proc.alive
-                   for cid, c in self.run.consumers.items())
+    def _restart_allowed(self) -> bool:
+        """A-BROKER-LOCKS is the push consumer's: a POP client, FIFO too, holds no lease."""
+        return True
 
     @initialize(clients=st.lists(st.sampled_from(sorted(POP_CLIENTS)), unique=True, min_size=1),
                 count=st.integers(0, 4), leave_to_revive=st.booleans())
@@ -813,20 +794,19 @@ class PopMachine(ReferenceMachine):
     @rule(client=st.sampled_from(sorted(POP_CLIENTS)))
     @_logged
     def pop_shutdown(self, client):
-        if self._consumer(client) is not None and self._fifo_leave_allowed(client):
+        if self._consumer(client) is not None:
             self._step(action="shutdown", client=client)
 
     @rule(client=st.sampled_from(sorted(POP_CLIENTS)), mode=S.crash_modes())
     @_logged
     def pop_crash(self, client, mode):
-        if self._consumer(client, paused_ok=True) is not None and self._fifo_leave_allowed(client):
+        if self._consumer(client, paused_ok=True) is not None:
             self._step(action="crash", client=client, mode=mode)
 
     @rule(client=st.sampled_from(sorted(POP_CLIENTS)), duration_ms=st.sampled_from([1000, POP_SLOW_MS, 30_000]))
     @_logged
     def pop_pause(self, client, duration_ms):
-        if self._consumer(client) is not None and (duration_ms < 1000 + 1 or not self._late_change_possible(
-                POP_CLIENTS[client])):
+        if self._consumer(client) is not None:
             self._step(action="pause", client=client, duration_ms=duration_ms)
 
     @rule(group=st.sampled_from(sorted(set(POP_CLIENTS.values()))), tags=st.sampled_from(TAGS[:-1]),
@@ -843,7 +823,7 @@ class PopMachine(ReferenceMachine):
     @_logged
     def pop_listener_slow(self, group, tags):
         """The first call on messages tagged `tags` outlives the invisible time."""
-        if not self.done and not self._late_change_possible(group):
+        if not self.done:
             self._add_listener_rule(group, {"tags": [tags], "until_reconsume_times": 1, "duration_ms": POP_SLOW_MS})
 
     @rule(broker=st.sampled_from(BROKERS), count=st.integers(1, 2))

@@ -10,6 +10,12 @@ it) until it is acked, replaced by a change, revived, dead-lettered or (orderly)
 under a new pop time; it is *valid* while current and before its deadline (pop time +
 invisible time). The spec identifies a handle by its pop time, as the broker does
 (ExtraInfoUtil: an ack or change is matched to a checkpoint or order info by pop time).
+
+A broker restart brings the consume offsets back from their last flush (every 5 s) and the
+order info from its own (every 10 s), while checkpoints stay in the revive log: what was popped
+or acked since the flush is popped again (at-least-once, ANOM-DUP-1). The spec sees a restart
+through the broker's restart count (SpecState.dir.brokers) the first time a POP event of the
+queue follows it (`PopQueue.restarts`).
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ DONE = (ACKED, REVIVED, DEAD, SKIPPED, LOST)
 
 class Copy:
     __slots__ = ("msg_id", "origin", "reconsume", "status", "handle", "pop_time", "deadline", "client",
-                 "order", "suspend", "since", "popped")
+                 "order", "suspend", "since", "popped", "restarted", "prior")
 
     def __init__(self, msg_id=None, origin=None, reconsume=None, status=STORED, since=0):
         self.msg_id, self.origin, self.reconsume = msg_id, origin, reconsume
@@ -40,6 +46,11 @@ class Copy:
         self.suspend = False        # the last change was a suspend (the revived copy keeps its count)
         self.since = since          # ts of the last status change
         self.popped = 0             # how many times it was handed out
+        self.restarted = False      # held or acked when its broker restarted, untouched since
+        # pop time -> deadline of checkpoints the broker still holds for this copy besides the
+        # current handle's: a re-pop after a restart leaves the earlier pop's checkpoint waiting
+        # in the revive log, and its holder may still ack or change it
+        self.prior: dict = {}
 
     def current(self, pop_time) -> bool:
         """The handle of `pop_time` is this copy's current one. A dead-lettered copy keeps its
@@ -70,12 +81,14 @@ class OrderInfo:
 
 
 class PopQueue:
-    __slots__ = ("key", "copies", "order")
+    __slots__ = ("key", "copies", "order", "restarts", "reloaded")
 
     def __init__(self, key):
         self.key = key
         self.copies: dict[int, Copy] = {}
         self.order: OrderInfo | None = None
+        self.restarts = 0           # the broker's restarts the spec has applied to this queue
+        self.reloaded = False       # orderly: a restart since the last attempt (order info from its flush)
 
 
 def pop_queue(st, group, topic, broker, queue) -> PopQueue:
@@ -83,4 +96,5 @@ def pop_queue(st, group, topic, broker, queue) -> PopQueue:
     pq = st.pop.get(key)
     if pq is None:
         pq = st.pop[key] = PopQueue(key)
+        pq.restarts = st.dir.brokers.get(broker, 0)
     return pq

@@ -452,6 +452,172 @@ def test_a_pop_consumer_owes_no_pull_progress():
     assert_holds(t_pop_ack())
 
 
+# ------------------------------------------------------------------ what RocketMQ does by design (ANOM-DUP-1)
+# A broker restart reloads the consume offsets from their last flush (BrokerController: every
+# flushConsumerOffsetInterval, 5 s; the order info every 10 s) and keeps the revive log; a
+# change of invisible time is taken whatever the handle's deadline (ChangeInvisibleTimeProcessor
+# 5.5.0: appendCheckPointThenAckOrigin, no deadline check). Both deliver a message again.
+
+
+def warnings(evs) -> dict:
+    rep = check(evs)
+    assert rep.ok, [f"{f.inv}: {f.message}" for f in rep.findings.errors]
+    return dict(rep.findings.counts)
+
+
+def _commit(p, ts, off, source, flush=False, client="c1"):
+    """ConsumerOffsetManager.commitOffset of G's T/broker-a/0 (and its flush, when `flush`)."""
+    p.e("offset_committed", ts=ts, broker=B, group=G, topic=T, queue=0, offset=off, client=client, source=source)
+    if flush:
+        p.e("offset_flushed", group=G, topic=T, broker=B, queue=0, offset=off, store="broker")
+
+
+def _restart(p, ts, loaded=None):
+    p.e("broker_restarted", ts=ts, broker=B)
+    if loaded is not None:
+        p.e("offset_loaded", group=G, topic=T, broker=B, queue=0, offset=loaded, store="broker")
+
+
+def t_orderly_ack_lost_by_a_restart(flushed):
+    """ackOrderly commits offset 1; the broker restarts; with the commit not flushed (the last
+    flush holds 0) the next attempt gets offset 0 again."""
+    p = Pop(msgs=2)
+    _commit(p, 900, 0, "pop", flush=True)
+    h = p.pop(1000, [0], order=True, attempt="a1")
+    p.ack(1500, 0, h[0], 1000, order=True)
+    _commit(p, 1500, 1, "ack", flush=flushed)
+    _restart(p, 3000, loaded=1 if flushed else 0)
+    h2 = p.pop(4000, [0, 1], order=True, attempt="a2")
+    p.ack(4100, 0, h2[0], 4000, order=True)
+    p.ack(4200, 1, h2[1], 4000, order=True)
+    return p.end(5000)
+
+
+def test_an_orderly_ack_a_restart_lost_before_its_flush_is_popped_again_as_at_least_once():
+    assert warnings(t_orderly_ack_lost_by_a_restart(flushed=False)).get("ANOM-DUP-1") == 1
+
+
+def test_an_acked_message_popped_again_after_its_commit_was_flushed_still_violates_ack_1():
+    assert_violates(t_orderly_ack_lost_by_a_restart(flushed=True), "INV-POP-ACK-1")
+
+
+def test_an_orderly_ack_popped_again_without_a_restart_still_violates_ack_1():
+    p = Pop(msgs=2)
+    h = p.pop(1000, [0], order=True, attempt="a1")
+    p.ack(1500, 0, h[0], 1000, order=True)
+    p.pop(4000, [0, 1], order=True, attempt="a2")
+    assert_violates(p.end(5000, reason="duration"), "INV-POP-ACK-1")
+
+
+def t_concurrent_pop_lost_by_a_restart(restart=True):
+    """The pop's commit (offset 1) is lost: after the restart c2 pops offset 0 again while c1's
+    handle is valid; c1's checkpoint still waits in the revive log and c1 acks it."""
+    p = Pop(msgs=1, clients=("c1", "c2"))
+    h = p.pop(1000, [0])
+    _commit(p, 1000, 1, "pop")
+    if restart:
+        _restart(p, 2000)
+    h2 = p.pop(3000, [0], client="c2")
+    p.ack(3500, 0, h[0], 1000)                   # the checkpoint of the pop before the restart
+    p.ack(3600, 0, h2[0], 3000, client="c2")
+    return p.end(4000)
+
+
+def test_a_concurrent_pop_a_restart_lost_hands_the_message_out_again_as_at_least_once():
+    assert warnings(t_concurrent_pop_lost_by_a_restart()).get("ANOM-DUP-1") == 1
+
+
+def test_the_same_second_handle_without_a_restart_still_violates_handle_1():
+    assert "INV-POP-HANDLE-1" in errors(t_concurrent_pop_lost_by_a_restart(restart=False))
+
+
+def test_a_concurrent_ack_after_the_restart_does_not_bring_the_lost_pop_commit_back():
+    """The pop's commit past offset 0 is lost with the restart; acking the (still waiting)
+    checkpoint afterwards commits nothing, so the next pop hands offset 0 out again."""
+    p = Pop(msgs=1)
+    h = p.pop(1000, [0])
+    _commit(p, 1000, 1, "pop")
+    _restart(p, 2000)
+    p.ack(2500, 0, h[0], 1000)
+    p.pop(3000, [0])
+    assert warnings(p.end(3100, reason="duration")).get("ANOM-DUP-1") == 1
+
+
+def test_the_checkpoint_from_before_a_restart_revives_as_at_least_once_and_a_later_one_does_not():
+    p = Pop(msgs=1, clients=("c1", "c2"))
+    p.pop(1000, [0])
+    _restart(p, 2000)
+    h2 = p.pop(3000, [0], client="c2")
+    p.ack(3600, 0, h2[0], 3000, client="c2")
+    p.revive(facts.earliest_revive(1000, IT), 0, 1000)      # c1's checkpoint, never acked
+    assert warnings(p.end(70_000, reason="duration")).get("ANOM-DUP-1") == 2
+    p.ev.pop()
+    p.revive(facts.earliest_revive(3000, IT), 0, 3000)      # c2's, acked: still an error
+    assert_violates(p.end(70_000, reason="duration"), "INV-POP-ACK-1")
+
+
+def t_fifo_held_when_the_group_leaves(stays=()):
+    """An orderly handle has no revive: the message waits for the group's next attempt."""
+    p = Pop(msgs=1, clients=("c1", *stays))
+    p.pop(1000, [0], order=True, attempt="a1")
+    p.e("client_stopped", ts=2000, client="c1", group=G)
+    return p.end(200_000)
+
+
+def test_a_fifo_message_held_when_the_last_client_leaves_is_not_owed_at_the_end():
+    assert_holds(t_fifo_held_when_the_group_leaves())
+
+
+def test_a_fifo_message_held_while_a_client_of_the_group_lives_still_violates_live_1():
+    assert_violates(t_fifo_held_when_the_group_leaves(stays=("c2",)), "INV-POP-LIVE-1")
+
+
+def test_a_concurrent_message_held_when_the_group_leaves_still_violates_live_1():
+    """Revive owes a concurrent checkpoint back whether or not a consumer is left."""
+    p = Pop(msgs=1)
+    p.pop(1000, [0])
+    p.e("client_stopped", ts=2000, client="c1", group=G)
+    assert_violates(p.end(200_000), "INV-POP-LIVE-1")
+
+
+def t_change_after_revive():
+    """The call outlived the handle: revive put the message into %RETRY%G_T, then the client's
+    change of invisible time reached the broker, which wrote a new checkpoint (5.5.0
+    ChangeInvisibleTimeProcessor: no deadline check; the ack of the old checkpoint matches
+    nothing). The new checkpoint revives the message a second time."""
+    p = Pop(msgs=1)
+    h = p.pop(1000, [0])
+    at = facts.earliest_revive(1000, IT)
+    p.revive(at, 0, 1000, rc=1, target_offset=0)
+    nh, npt = p.change(at + 500, 0, h[0], 1000, 3000)
+    h2 = p.pop(at + 600, [0], topic=RT, rc=1, ids={0: "r0.1"}, client="c1")
+    p.ack(at + 700, 0, h2[0], at + 600, topic=RT)
+    p.revive(facts.earliest_revive(npt, 3000), 0, npt, rc=1, target_offset=1)
+    h3 = p.pop(facts.earliest_revive(npt, 3000) + 100, [1], topic=RT, rc=1, ids={1: "r0.1b"})
+    p.ack(facts.earliest_revive(npt, 3000) + 200, 1, h3[0], facts.earliest_revive(npt, 3000) + 100, topic=RT)
+    return p
+
+
+def test_a_change_with_the_handle_revive_retired_takes_effect_as_at_least_once():
+    assert warnings(t_change_after_revive().end(200_000)).get("ANOM-DUP-1") == 1
+
+
+def test_a_change_with_a_handle_an_earlier_change_replaced_still_violates_stale_1():
+    p = Pop(msgs=1)
+    h = p.pop(1000, [0])
+    p.change(2000, 0, h[0], 1000, 30_000)
+    p.change(3000, 0, h[0], 1000, 30_000)           # the first handle again: no checkpoint waits for it
+    assert_violates(p.end(4000, reason="duration"), "INV-POP-STALE-1")
+
+
+def test_a_change_after_an_ack_still_violates_stale_1():
+    p = Pop(msgs=1)
+    h = p.pop(1000, [0])
+    p.ack(2000, 0, h[0], 1000)
+    p.change(3000, 0, h[0], 1000, 30_000)
+    assert_violates(p.end(4000, reason="duration"), "INV-POP-STALE-1")
+
+
 # ------------------------------------------------------------------ the lifecycle
 
 

@@ -5,12 +5,17 @@ A copy is (group, stored topic, broker, queue, offset); its state is spec.pop_st
 protect the POP invariants (spec.invariants, INV-POP-*): one valid handle per message, no
 delivery after an ack, no loss through revive, the retry count, orderly POP's order and single
 attempt, stale handles without effect; INV-POP-LIVE-1 is judged at the end (check_pop_end).
+What RocketMQ does by design is counted as at-least-once (ANOM-DUP-1), not reported: a message
+popped again after a broker restart reloaded an offset below it, the checkpoint of the pop before
+the restart, and a change of invisible time with a handle revive already retired (the broker
+does not check it).
 """
 from __future__ import annotations
 
 from rocketspec.rocketmq import pop as facts
 
 from ..invariants import GUARD
+from .common import _duplicate
 from ..pop_state import ACKED, DEAD, HELD, LOST, REVIVED, SKIPPED, STORED, Copy, OrderInfo, pop_queue
 
 
@@ -24,6 +29,28 @@ def _copy(pq, ev, off):
 def _what(pq, off) -> str:
     g, t, b, q = pq.key
     return f"{t}/{b}/{q} offset {off}"
+
+
+def _sync_restart(st, pq):
+    """A broker restart the queue has not seen yet: its copies held or acked until then may be
+    popped again (their commit may be lost), and its order info may be an older flush's."""
+    n = st.dir.brokers.get(pq.key[2], 0)
+    if n > pq.restarts:
+        pq.restarts = n
+        pq.reloaded = pq.order is not None
+        for cp in pq.copies.values():
+            cp.restarted = cp.status in (HELD, ACKED)
+
+
+def _redelivered(st, pq, cp, off) -> bool:
+    """The broker hands `off` out again because a restart reloaded the group's consume offset
+    from a flush below it: the pop's (or the orderly ack's) commit past it was not flushed
+    (ConsumerOffsetManager.persist every flushConsumerOffsetInterval; the restart's load)."""
+    if not cp.restarted:
+        return False
+    qs = st.queues.get(pq.key)
+    flushed = qs.flushed if qs is not None else None
+    return flushed is None or off >= flushed
 
 
 def _order_current(o, ev, off) -> bool:
@@ -63,11 +90,17 @@ def message_popped(st, ev, out):
     pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
     off, ts, pt = ev["offset"], ev["ts"], ev["pop_time"]
     key = pq.key
+    _sync_restart(st, pq)
     sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
     if off not in pq.copies and (sq is None or not sq.min <= off < sq.next):
         out.report(GUARD, f"{ev['client']} is handed {_what(pq, off)}, which was never stored", key)
     cp = _copy(pq, ev, off)
-    if cp.status == ACKED:
+    if cp.status in (ACKED, HELD) and cp.pop_time != pt and _redelivered(st, pq, cp, off):
+        _duplicate(st, out, key, f"{_what(pq, off)} ({cp.msg_id}), {cp.status} before broker {ev['broker']} "
+                   f"restarted, is handed to {ev['client']} again: the commit past it was not flushed")
+        if cp.status == HELD and not cp.order:
+            cp.prior[cp.pop_time] = cp.deadline     # its checkpoint still waits in the revive log
+    elif cp.status == ACKED:
         out.report("INV-POP-ACK-1", f"{_what(pq, off)} ({cp.msg_id or ev['msg_id']}) was acked at "
                    f"{cp.since} and is handed out again to {ev['client']}", key)
     elif cp.valid_at(ts) and cp.pop_time != pt and not ev["order"]:
@@ -83,6 +116,7 @@ def message_popped(st, ev, out):
     cp.handle, cp.pop_time = ev["handle"], pt
     cp.deadline = facts.deadline(pt, ev["invisible_time"])
     cp.client, cp.order, cp.suspend = ev["client"], bool(ev["order"]), False
+    cp.restarted = False
     cp.popped += 1
 
 
@@ -99,7 +133,9 @@ def _orderly_pop(pq, ev, off, out):
         return
     if o is not None:
         same = o.attempt_id is not None and o.attempt_id == ev.get("attempt_id")
-        blocking = o.blocking(ts)
+        # after a restart the broker's order info is its last flush's (every 10 s), which may
+        # not know the attempt the spec remembers
+        blocking = o.blocking(ts) if not pq.reloaded else []
         if blocking and not same:
             out.report("INV-POP-ORDER-1", f"{ev['client']} gets {_what(pq, off)} while the attempt of pop "
                        f"time {o.pop_time} still holds offsets {blocking[:8]} (neither acked nor visible again)",
@@ -114,6 +150,7 @@ def _orderly_pop(pq, ev, off, out):
             if c is not None and c.status == HELD and c.pop_time == o.pop_time and o_off != off:
                 c.status, c.handle, c.pop_time, c.deadline = STORED, None, None, None
     pq.order = n = OrderInfo(pt, ev.get("attempt_id"))
+    pq.reloaded = False
     n.offsets.append(off)
     n.visible[off] = facts.deadline(pt, ev["invisible_time"])
 
@@ -132,9 +169,15 @@ def message_acked(st, ev, out):
     if cp is None or cp.popped == 0:
         out.report(GUARD, f"{ev['client']} acks {_what(pq, off)}, which was never handed out", pq.key)
         return
+    _sync_restart(st, pq)
     orderly = bool(ev.get("order")) or cp.order
-    current = _order_current(pq.order, ev, off) if orderly else cp.current(ev["pop_time"])
+    # after a restart, until the next attempt, ackOrderly may find no order info (commitAndNext
+    # then commits offset + 1) or an older flush's
+    current = (pq.reloaded or _order_current(pq.order, ev, off)) if orderly else cp.current(ev["pop_time"])
     if ev["result"] != "acked":
+        return
+    if not current and not orderly and ev["pop_time"] in cp.prior:
+        del cp.prior[ev["pop_time"]]     # the checkpoint of the pop before the restart: acked, done
         return
     if not current:
         _stale_took_effect(pq, ev, off, "ack", out)
@@ -150,6 +193,8 @@ def message_acked(st, ev, out):
         cp.handle, cp.deadline = None, None      # the ack that follows the DLQ put: revive will not come
     else:
         cp.status, cp.since, cp.handle, cp.deadline = ACKED, ts, None, None
+        # ackOrderly commits past the offset; a concurrent ack commits nothing (the pop did)
+        cp.restarted = cp.restarted and not orderly
     if orderly and pq.order is not None and off in pq.order.offsets:
         pq.order.acked.add(off)
 
@@ -164,16 +209,29 @@ def invisible_time_changed(st, ev, out):
         out.report(GUARD, f"{ev['client']} changes the invisible time of {_what(pq, off)}, which was never handed "
                    f"out", pq.key)
         return
+    _sync_restart(st, pq)
     orderly = bool(ev.get("order")) or cp.order
-    current = _order_current(pq.order, ev, off) if orderly else cp.current(ev["pop_time"])
+    current = (pq.reloaded or _order_current(pq.order, ev, off)) if orderly else cp.current(ev["pop_time"])
     if ev["result"] != "changed":
         return
-    if not current:
-        _stale_took_effect(pq, ev, off, "change of invisible time", out)
     it = ev.get("invisible_time")
     npt = ev.get("new_pop_time")
     if npt is None:
         npt = ev["pop_time"] if orderly else ts
+    if not current and not orderly and ev["pop_time"] in cp.prior:
+        # the holder of the handle from before the restart: its checkpoint is acked, a new one waits
+        del cp.prior[ev["pop_time"]]
+        if it is not None:
+            cp.prior[npt] = facts.deadline(npt, it)
+        return
+    if not current and not orderly and cp.status == REVIVED and cp.pop_time == ev["pop_time"]:
+        # appendCheckPointThenAckOrigin checks no deadline: the new checkpoint holds the message
+        # again while its revived copy is out, and the ack of the old one matches nothing
+        _duplicate(st, out, pq.key, f"{ev['client']} changes the invisible time of {_what(pq, off)} with the "
+                   f"handle of pop time {ev['pop_time']}, which revive retired at {cp.since}: the message goes "
+                   f"out again")
+    elif not current:
+        _stale_took_effect(pq, ev, off, "change of invisible time", out)
     cp = _copy(pq, ev, off)
     if cp.status == ACKED:
         return      # reported above (a stale change): the ack stands
@@ -192,9 +250,11 @@ def pop_checkpoint_written(st, ev, out):
     """RocketMQ: PopMessageProcessor.appendCheckPoint / PopBufferMergeService / PopConsumerService.
     Actor: broker."""
     pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
+    _sync_restart(st, pq)
     for off in ev["offsets"]:
         cp = pq.copies.get(off)
-        if cp is not None and cp.status == ACKED and ev.get("cause", "pop") == "pop":
+        if (cp is not None and cp.status == ACKED and ev.get("cause", "pop") == "pop"
+                and not _redelivered(st, pq, cp, off)):
             out.report("INV-POP-ACK-1", f"{_what(pq, off)} was acked at {cp.since} and a new pop's checkpoint "
                        f"(pop time {ev['pop_time']}) holds it again", pq.key)
 
@@ -209,8 +269,17 @@ def message_revived(st, ev, out):
         out.report(GUARD, f"revive of {_what(pq, off)} (checkpoint of pop time {ev['pop_time']}), which was never "
                    f"handed out", key)
         return
+    _sync_restart(st, pq)
     if outcome == "reput":
         return      # the checkpoint waits again: nothing revived yet
+    if ev["pop_time"] in cp.prior and cp.pop_time != ev["pop_time"] and outcome != "dropped":
+        # the checkpoint of the pop before the restart, un-acked: a second copy of a message
+        # handed out again since
+        del cp.prior[ev["pop_time"]]
+        _duplicate(st, out, key, f"revive puts {_what(pq, off)} back (checkpoint of pop time {ev['pop_time']}, "
+                   f"before the broker restarted) though it was handed out again since")
+        _store_revived(st, ev, cp)
+        return
     if outcome == "dropped":
         out.report("INV-POP-LOSS-1", f"revive gave up on {_what(pq, off)} ({ev['msg_id']}): no ack, no retry "
                    f"copy, no dead letter", key)
@@ -241,14 +310,19 @@ def message_revived(st, ev, out):
             out.report("INV-POP-DLQ-1", f"the revived copy of {_what(pq, off)} counts {rc} reconsumptions, "
                        f"expected {want} ({cp.reconsume} before"
                        f"{', kept by a suspend' if cp.suspend else ', plus this one'})", key)
-    origin = ev.get("origin_msg_id") or cp.origin or ev["msg_id"]
     if cp.status != ACKED:
         cp.status, cp.since, cp.handle, cp.deadline = REVIVED, ts, None, None
+    _store_revived(st, ev, cp)
+
+
+def _store_revived(st, ev, cp):
+    """The retry copy a revive stored (outcome retry): a new copy of the retry topic's queue."""
     tt, tq, to = ev.get("target_topic"), ev.get("target_queue"), ev.get("target_offset")
     if tt is not None and tq is not None and to is not None:
         tpq = pop_queue(st, ev["group"], tt, ev["broker"], tq)
         if to not in tpq.copies:
-            tpq.copies[to] = Copy(ev.get("target_msg_id"), origin, rc, STORED, ts)
+            origin = ev.get("origin_msg_id") or cp.origin or ev["msg_id"]
+            tpq.copies[to] = Copy(ev.get("target_msg_id"), origin, ev.get("reconsume_times"), STORED, ev["ts"])
 
 
 def pop_dead_lettered(st, ev, out):
@@ -272,11 +346,13 @@ def pop_dead_lettered(st, ev, out):
 def check_pop_end(st, out):
     """INV-POP-LIVE-1 at a judged end (quiescent or settled horizon): no popped message is still
     held un-acked (its deadline passed long ago: revive, or the orderly queue's next attempt,
-    owes it back), and no revived copy waits un-delivered while its group has a live client."""
+    owes it back), and no revived copy waits un-delivered while its group has a live client. An
+    orderly handle has no revive: with no live client left in its group, nobody makes the next
+    attempt, and the message waits in the broker for the next consumer (not a loss)."""
     alive = {c.group for c in st.dir.clients.values() if c.status in ("running", "paused")}
     for key, pq in st.pop.items():
         for off, cp in sorted(pq.copies.items()):
-            if cp.status == HELD:
+            if cp.status == HELD and not (cp.order and key[0] not in alive):
                 out.report("INV-POP-LIVE-1", f"{_what(pq, off)} ({cp.msg_id}) is still held un-acked by "
                            f"{cp.client}'s handle (deadline {cp.deadline}) when the run ends: it never came back",
                            key)
