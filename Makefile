@@ -115,14 +115,23 @@ go-client:
 
 # The 5.x Java remoting client under test (clients/java5: our driver program over upstream's
 # rocketmq-client 5.5.0 DefaultMQPushConsumer, compiled against the pinned jars of rocketmq-jars,
-# never committed): build/java5-client/classes and its launcher rocketspec-java5-client.
-JAVA5_CP := build/rocketmq-5.5.0/classpath.txt
-java5-client: rocketmq-jars
+# never committed): build/java5-client/classes and its launcher rocketspec-java5-client. Rebuilt
+# only when a source changed, into a fresh folder swapped in whole (a running client keeps its classes).
+JAVA5_CP  := build/rocketmq-5.5.0/classpath.txt
+JAVA5_SRC := $(wildcard clients/java5/src/rocketspec/java5client/*.java)
+java5-client: rocketmq-jars build/java5-client/classes/.built build/java5-client/rocketspec-java5-client
+
+build/java5-client/classes/.built: $(JAVA5_SRC)
 	@command -v javac >/dev/null 2>&1 || { echo "make java5-client: javac is not installed: install a JDK 17 (Debian: openjdk-17-jdk-headless)" >&2; exit 2; }
 	@test -f $(JAVA5_CP) || { echo "make java5-client: $(JAVA5_CP) is missing: the pinned 5.5.0 jars did not install (make rocketmq-jars)" >&2; exit 2; }
-	rm -rf build/java5-client/classes && mkdir -p build/java5-client/classes
-	javac -nowarn -encoding UTF-8 -d build/java5-client/classes -cp "$$(cat $(JAVA5_CP))" clients/java5/src/rocketspec/java5client/*.java
-	install -m 755 clients/java5/rocketspec-java5-client build/java5-client/rocketspec-java5-client
+	rm -rf build/java5-client/classes.new && mkdir -p build/java5-client/classes.new
+	javac -nowarn -encoding UTF-8 -d build/java5-client/classes.new -cp "$$(cat $(JAVA5_CP))" $(JAVA5_SRC)
+	touch build/java5-client/classes.new/.built
+	rm -rf build/java5-client/classes && mv build/java5-client/classes.new build/java5-client/classes
+
+build/java5-client/rocketspec-java5-client: clients/java5/rocketspec-java5-client
+	@mkdir -p build/java5-client
+	install -m 755 $< $@
 
 # Differential reports (docs/differential/): the reference against each real scenario's trace,
 # the committed fixtures by default; RECORD=1 records fresh real traces first (needs Java).

@@ -83,8 +83,10 @@ public final class Main {
         try {
             c = new Consumer(req, mutant);
             c.start();
+        } catch (IllegalArgumentException e) {
+            Protocol.fail("start: " + e.getMessage());     // a setting this program does not drive
         } catch (Exception e) {
-            Protocol.fail("start: " + e);
+            Protocol.fail("start: the library refused: " + e);
         }
         JSONObject started = new JSONObject(true);
         started.put("client_id", c.clientId());
