@@ -355,7 +355,10 @@ CATALOGUE: tuple[Invariant, ...] = (
         "A message is consumed again by the group after it was already handled: allowed for "
         "concurrent consumers (a rebalance hands the queue over at the last persisted offset) "
         "and after a crash, and for orderly consumers after a reassignment (#4086: the consume "
-        "lock is released before the offset is committed).",
+        "lock is released before the offset is committed). POP: a copy popped or acked before a "
+        "broker restart that is popped again because the restart reloaded the group's offset "
+        "from a flush below it, the revive of that earlier pop's checkpoint, and a change of "
+        "invisible time with a handle revive already retired (the broker checks no deadline).",
         "At-least-once delivery.", "", "warning", True, "step", "queue"),
     Invariant(
         "ANOM-OFFSET-BACK", "Broker offset moves back (allowed)",
@@ -400,7 +403,9 @@ CATALOGUE: tuple[Invariant, ...] = (
         "INV-POP-HANDLE-1", "A message is held by at most one valid handle",
         "While a handle of a message copy is valid (current, and before its deadline pop time + "
         "invisible time), the copy is not handed out under another handle and revive does not put "
-        "it back; a copy is revived at most once.",
+        "it back; a copy is revived at most once. Not after a broker restart that reloaded the "
+        "group's offset from a flush below the copy: the pop before it and its checkpoint stay "
+        "(ANOM-DUP-1).",
         "PopMessageProcessor hides a popped message until its checkpoint's revive time; "
         "PopReviveService revives a checkpoint only past that time, and a change of invisible time "
         "acks the old checkpoint as it writes the new one (ChangeInvisibleTimeProcessor).",
@@ -414,7 +419,10 @@ CATALOGUE: tuple[Invariant, ...] = (
         "AckMessageProcessor writes an ack the revive service matches to the checkpoint (by pop "
         "time) before the deadline passes; ackOrderly moves the orderly consume offset.",
         "An ack the broker answered without effect (result stale or rejected) does not count: the "
-        "message comes back, which is at-least-once.", "error", False, "step", "queue",
+        "message comes back, which is at-least-once. A broker restart reloads the consume "
+        "offsets from their last flush (every 5 s): a copy acked before it whose commit was not "
+        "flushed (the orderly ack's, or the concurrent pop's) is popped again (ANOM-DUP-1).",
+        "error", False, "step", "queue",
         "#7724 (an acked message revived and delivered twice).",
         ("G-NO-DUP-WITHOUT-CAUSE",)),
     Invariant(
@@ -453,7 +461,11 @@ CATALOGUE: tuple[Invariant, ...] = (
         "INV-POP-STALE-1", "Stale handles are rejected",
         "An ack or a change of invisible time takes effect only with the message's current handle "
         "(the pop time of its live checkpoint, or of the orderly queue's attempt); with any other "
-        "handle the broker answers without effect or refuses.",
+        "handle the broker answers without effect or refuses. Two handles the broker takes by "
+        "design count as at-least-once (ANOM-DUP-1): a change of invisible time with the handle "
+        "whose checkpoint revive retired (ChangeInvisibleTimeProcessor checks no deadline: a new "
+        "checkpoint holds the message again while its revived copy is out), and a handle of a pop "
+        "before a broker restart whose checkpoint still waits.",
         "The broker matches an ack to its checkpoint by pop time (PopMessageProcessor.genAckUniqueId, "
         "PopReviveService), and ackOrderly's commitAndNext ignores another pop time (-2).",
         "", "error", False, "step", "queue",
@@ -463,7 +475,9 @@ CATALOGUE: tuple[Invariant, ...] = (
         "INV-POP-LIVE-1", "An un-acked message comes back after its invisible time",
         "When the trace ends quiescent (or at a settled horizon), no popped message is still held "
         "un-acked, and no revived copy waits undelivered while a consumer of its group is alive: "
-        "past its deadline every un-acked message was revived (or, orderly, handed out again).",
+        "past its deadline every un-acked message was revived (or, orderly, handed out again). "
+        "An orderly handle has no revive: with no consumer of its group left, its message waits "
+        "in the broker for the next one and is not owed.",
         "PopReviveService scans the revive log every reviveInterval and revives a checkpoint "
         "ackTimeInterval + 1 s after its deadline; an orderly queue unblocks at the deadline.",
         "Fairness: as INV-LIVE-1 (nothing left to do, or nothing left waiting on the clock).",
