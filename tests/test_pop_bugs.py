@@ -11,6 +11,8 @@ mergeAndRevive has already committed the revive offset past the checkpoint (5.3.
 line 586): the un-acked message is never revived."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rocketspec.model_checks.refexplore import RefExplorer
@@ -19,6 +21,7 @@ from rocketspec.model_checks.scopes import BUG_SCOPES, load_scope
 from rocketspec.reference.runner import run_to_list
 from rocketspec.reference.scenario import bug_scenario, load_scenario
 from rocketspec.rocketmq import profiles
+from rocketspec.rocketmq.profiles import get_profile
 from rocketspec.spec.replay import check_events, check_trace
 
 
@@ -117,25 +120,62 @@ def test_the_pop_environment_plays_pop_moves_only():
     assert issubclass(cls, PopMachine)
     assert not issubclass(machine_class("rocketmq-5.5.1"), PopMachine)
     # the push consumer's moves (leases, offsets, ProcessQueues) are not rules of the POP machine
-    for name in ("begin", "reset_offset", "set_broker_offset", "await_call", "restart_broker"):
+    for name in ("begin", "reset_offset", "set_broker_offset", "await_call"):
         assert getattr(PopMachine, name) is None and getattr(ReferenceMachine, name) is not None
+    # a broker restart is a POP move: the spec takes its second deliveries as at-least-once
+    assert PopMachine.restart_broker is not None
     assert {g["client_type"] for g in POP["groups"].values()} == {"POP_PUSH", "SIMPLE"}
 
 
 def test_an_orderly_pop_queue_holding_an_unacked_message_waits_on_the_clock():
     # an orderly handle has no revive: its message is owed to the group's next attempt once its
     # invisible time ends, so a run is not settled while one is out (drain's horizon is not judged)
+    # while it is invisible or a consumer of the group is registered to make that attempt
     sc = load_scenario("pop-orderly")
     evs = run_to_list(sc, 1, "rocketmq-5.5.1")
     assert evs[-1]["reason"] == "quiescent"
+    from types import SimpleNamespace
+
     from rocketspec.reference.broker.order_info import ConsumerOrderInfoManager
     from rocketspec.reference.broker.pop import PopService
 
     svc = PopService.__new__(PopService)
+    svc.sim, svc.b = SimpleNamespace(now=0), SimpleNamespace(consumers={"G": {"c1": 0}})
     svc.checkpoints, svc.order = {}, ConsumerOrderInfoManager()
     assert not svc.pending()
     svc.order.update("a1", "T", "G", 0, 0, 5000, [0, 1])
     assert svc.pending()
+    svc.sim.now = 6000                  # visible again: owed to the registered consumer's next attempt
+    assert svc.pending()
+    svc.b.consumers["G"].clear()        # none left: the message waits for the next consumer
+    assert not svc.pending()
+    svc.sim.now = 4000                  # still invisible: its visibility is on the clock
+    assert svc.pending()
     svc.order.commit_and_next("T", "G", 0, 0, 0)
     svc.order.commit_and_next("T", "G", 0, 1, 0)
     assert not svc.pending()
+
+
+def test_a_fifo_message_held_when_the_group_leaves_ends_the_run_settled_and_not_owed():
+    """The POP machine's FIFO client leaves holding a message (the listener fails it, no
+    change): the drain ends settled once its group has no registered consumer, and the spec
+    does not owe the held message (INV-POP-LIVE-1 holds, docs/pop.md)."""
+    from rocketspec.conformance.statemachine import POP
+    from rocketspec.reference.runner import Run
+
+    sc = json.loads(json.dumps(POP))
+    sc["groups"]["GID_F"]["listener"] = {"duration_ms": [1, 1], "fail_rate": 1.0}
+    evs: list = []
+    run = Run(sc, 0, "rocketmq-5.5.1", evs.append)
+    run.setup()
+    for st in ({"action": "start", "client": "f1", "group": "GID_F"},
+               {"action": "produce", "topic": "T", "count": 1, "tags": "A"}):
+        run.do_step(st)
+    run.sim.run_until(run.sim.now + 2000)
+    run.do_step({"action": "shutdown", "client": "f1"})
+    from rocketspec.spec.actions import JUDGED_ENDS
+
+    assert run.drain(run.sim.now + 300_000) in JUDGED_ENDS     # settled: the end rule judges it
+    rep = check_events(enumerate(evs, 1), get_profile("rocketmq-5.5.1"))
+    held = [e for e in evs if e["kind"] == "message_popped" and e["order"]]
+    assert held and rep.ok, [f.message for f in rep.findings.errors]

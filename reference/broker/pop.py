@@ -88,8 +88,13 @@ class PopService:
 
     def pending(self) -> bool:
         """A checkpoint waits on the clock for its revive, or an orderly queue holds an un-acked
-        message its group's next attempt gets once the message's invisible time ends."""
-        return bool(self.checkpoints) or any(o not in i.acked for i in self.order.table.values() for o in i.offsets)
+        message its group's next attempt gets once the message's invisible time ends, while it
+        is invisible or a consumer of the group is registered to make that attempt; with none
+        left the message waits for the next consumer, not on the clock."""
+        now = self.sim.now
+        return bool(self.checkpoints) or any(
+            o not in i.acked and (now < i.next_visible.get(o, i.pop_time + i.invisible_ms) or self.b.consumers.get(k[1]))
+            for k, i in self.order.table.items() for o in i.offsets)
 
     def group_settled(self, group: str) -> bool:
         """Nothing of the group is out under a handle."""
