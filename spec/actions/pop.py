@@ -327,7 +327,7 @@ def _store_revived(st, ev, cp):
 
 def pop_dead_lettered(st, ev, out):
     """RocketMQ: proxy PopMessageResultFilterImpl (TO_DLQ) + forwardMessageToDeadLetterQueue.
-    Actor: broker or client."""
+    Actor: broker."""
     pq = pop_queue(st, ev["group"], ev["topic"], ev["broker"], ev["queue"])
     off, key = ev["offset"], pq.key
     known = pq.copies.get(off)
