@@ -70,3 +70,26 @@ def test_a_launcher_without_the_pinned_jars_says_so(java5_client, tmp_path):
     rc, msg = run([moved / java5_client.name], "", tmp_path)
     assert rc == 2
     assert "the pinned RocketMQ 5.5.0 jars are not installed" in msg and "make rocketmq-jars" in msg
+
+
+def test_the_gate_config_names_a_client_and_scenarios_the_gate_can_run(java5_client):
+    """examples/java5-client/gate.toml as the gate reads it: the built launcher, release 5.5.0,
+    every scenario runnable for real (the kill-while-consuming one beside it included)."""
+    import tomllib
+
+    from rocketspec.commands.record import build_plan
+    from rocketspec.conformance import client_gate
+    from rocketspec.conformance.verdicts import load_checked_scenario
+
+    path = ROOT / "examples" / "java5-client" / "gate.toml"
+    cl = client_gate.resolve(tomllib.loads(path.read_text())["client"], path.parent)
+    cl = client_gate.validate(cl, str(path))
+    assert cl["command"] == str(java5_client) and cl["release"] == "5.5.0" and cl["expect"] == {}
+    assert [client_gate.label(s) for s in cl["scenarios"]] == [
+        "real-basic", "real-retry-dlq", "real-orderly-dlq", "real-broadcast", "real-rebalance", "real-kill",
+        "real-kill-consuming"]
+    sc = load_checked_scenario(cl["scenarios"][-1])
+    build_plan(sc, 1, 60.0, Path("."), Path("."))     # runnable on real RocketMQ
+    crash = [st for st in sc["steps"] if st["action"] == "crash"]
+    # the kill comes while the producer still sends
+    assert crash[0]["at_ms"] == 20000 and sc["producers"][0]["count"] / sc["producers"][0]["rate_per_s"] * 1000 >= crash[0]["at_ms"]
