@@ -509,6 +509,42 @@ def test_an_orderly_ack_popped_again_without_a_restart_still_violates_ack_1():
     assert_violates(p.end(5000, reason="duration"), "INV-POP-ACK-1")
 
 
+@settings(max_examples=60, deadline=None)
+@given(flushed=st.integers(0, 4), off=st.integers(0, 3))
+def test_after_a_restart_an_acked_copy_comes_back_as_at_least_once_only_above_the_flushed_offset(flushed, off):
+    """ConsumerOffsetManager.load brings back the last flush: what it lists as consumed (below
+    the flushed offset) the broker never hands out again; at or above it a restart may."""
+    p = Pop(msgs=5)
+    _commit(p, 900, flushed, "pop", flush=True)            # an earlier pop's commit, flushed
+    hs = p.pop(1000, list(range(5)))
+    _commit(p, 1000, 5, "pop")                             # this pop's, not flushed
+    for i, h in enumerate(hs):
+        p.ack(1100 + i, i, h, 1000)
+    _restart(p, 3000, loaded=flushed)
+    p.pop(4000, [off])
+    evs = p.end(4100, reason="duration")
+    if off >= flushed:
+        assert warnings(evs).get("ANOM-DUP-1") == 1
+    else:
+        assert_violates(evs, "INV-POP-ACK-1")
+
+
+def test_after_a_restart_an_orderly_attempt_is_not_held_to_the_order_info_of_before():
+    """The order info is flushed every 10 s: after a restart the broker may not know the last
+    attempt, so a new attempt while it was blocking, and an ack with its pop time, are not
+    judged until the next attempt (without the restart: INV-POP-ORDER-1, INV-POP-STALE-1)."""
+    p = Pop(msgs=2)
+    h = p.pop(1000, [0, 1], order=True, attempt="a1")
+    _restart(p, 2000)
+    p.ack(2500, 0, h[0], 1000, order=True)                 # commitAndNext without order info: offset + 1
+    p.pop(3000, [1], order=True, attempt="a2")              # offset 1 still invisible under a1
+    assert warnings(p.end(3100, reason="duration")).get("ANOM-DUP-1") == 1
+    q = Pop(msgs=2)
+    q.pop(1000, [0, 1], order=True, attempt="a1")
+    q.pop(3000, [1], order=True, attempt="a2")
+    assert_violates(q.end(3100, reason="duration"), "INV-POP-ORDER-1")
+
+
 def t_concurrent_pop_lost_by_a_restart(restart=True):
     """The pop's commit (offset 1) is lost: after the restart c2 pops offset 0 again while c1's
     handle is valid; c1's checkpoint still waits in the revive log and c1 acks it."""
