@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow test-real test-real-random test-spark-cluster bench clean rocketmq rocketmq-jars rocketmq-jars-soft recorder diff-reports browser catalogue go-client java5-client
+.PHONY: setup demo test test-slow test-real test-real-random test-spark-cluster bench clean rocketmq rocketmq-jars rocketmq-jars-soft recorder diff-reports browser catalogue go-client java5-client grpc-client
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -85,8 +85,10 @@ rocketmq:
 # checked against its lock into build/rocketmq-VERSION/ (lib/, classpath.txt); a jar that differs
 # stops the install, named. Once installed, a release is only re-hashed: no Maven, no network.
 RMQ_RELEASES ?= $(patsubst third_party/rocketmq/%/jars.lock,%,$(wildcard third_party/rocketmq/*/jars.lock))
+# A release's gRPC proxy (third_party/rocketmq/VERSION/proxy) installs with it, into build/rocketmq-VERSION-proxy/.
+RMQ_PROXIES ?= $(patsubst third_party/rocketmq/%/jars.lock,%,$(wildcard third_party/rocketmq/*/proxy/jars.lock))
 rocketmq-jars:
-	@$(PYTHON) traces/rocketmq_jars.py install $(RMQ_RELEASES)
+	@$(PYTHON) traces/rocketmq_jars.py install $(RMQ_RELEASES) $(RMQ_PROXIES)
 
 # setup and test install the pinned jars too (the real 5.x test records on them). A failed install
 # does not stop them: tests/test_real_5x.py then skips, and fails under ROCKETSPEC_REQUIRE_REAL=1
@@ -132,6 +134,18 @@ build/java5-client/classes/.built: $(JAVA5_SRC)
 build/java5-client/rocketspec-java5-client: clients/java5/rocketspec-java5-client
 	@mkdir -p build/java5-client
 	install -m 755 $< $@
+
+# The Java gRPC SimpleConsumer under test (clients/grpc-java: our driver program over upstream's
+# rocketmq-client-java, pinned in third_party/rocketmq/client-java/5.2.0, never committed):
+# build/grpc-client/classes and its launcher rocketspec-grpc-client. Its scenarios run on the
+# 5.5.0 proxy (record starts it; `make rocketmq-jars` installs 5.5.0/proxy).
+GRPC_CP := build/rocketmq-client-java-5.2.0/classpath.txt
+grpc-client:
+	@command -v javac >/dev/null 2>&1 || { echo "make grpc-client: javac is not installed: install a JDK 17 (Debian: openjdk-17-jdk-headless)" >&2; exit 2; }
+	@$(PYTHON) traces/rocketmq_jars.py install client-java/5.2.0
+	rm -rf build/grpc-client/classes && mkdir -p build/grpc-client/classes
+	javac -nowarn -encoding UTF-8 -d build/grpc-client/classes -cp "$$(cat $(GRPC_CP))" clients/grpc-java/src/rocketspec/grpcclient/*.java
+	install -m 755 clients/grpc-java/rocketspec-grpc-client build/grpc-client/rocketspec-grpc-client
 
 # Differential reports (docs/differential/): the reference against each real scenario's trace,
 # the committed fixtures by default; RECORD=1 records fresh real traces first (needs Java).

@@ -6,7 +6,8 @@ invisible time). What each run showed is in docs/notes/real-pop.md; where each e
 docs/recorder.md ("POP"). The facts asserted are RocketMQ's (rocketspec/rocketmq/pop.py, read in the
 5.5.0 source), seen in the real run, besides check's verdict.
 
-The refusals at the end (SIMPLE clients, POP under 4.9.8) are `record`'s, without Java.
+The refusals at the end (SIMPLE clients without a client program, POP under 4.9.8) are `record`'s,
+without Java.
 """
 from __future__ import annotations
 
@@ -116,13 +117,15 @@ def test_pop_push_expiry_a_call_past_the_invisible_time_is_delivered_again_and_n
     assert [e["result"] for e in ev if e["kind"] == "message_acked" and e["handle"] == again["handle"]] == ["acked"]
 
 
-def test_record_refuses_a_simple_consumer():
-    """A SimpleConsumer consumes through the gRPC proxy, which real runs do not start."""
-    from rocketspec.commands.record import RecordError, build_plan
+def test_record_runs_a_simple_consumer_only_through_a_client_program(tmp_path):
+    """A SimpleConsumer is a gRPC client of the proxy: the recorder has none of its own, so a
+    scenario with one needs --client (a gRPC client program); the plan itself is accepted."""
+    from rocketspec.commands.record import RecordError, build_plan, record
     from rocketspec.conformance.verdicts import load_checked_scenario
 
-    with pytest.raises(RecordError, match="client_type: SIMPLE"):
-        build_plan(load_checked_scenario("pop-invisible-expiry"), 1, 60, Path("."), Path("."))
+    build_plan(load_checked_scenario("pop-invisible-expiry"), 1, 60, Path("."), Path("."))
+    with pytest.raises(RecordError, match=r"client_type: SIMPLE.*--client CMD"):
+        record("pop-invisible-expiry", str(tmp_path / "t.jsonl"), 60, 1, None, release="5.5.0")
 
 
 def test_record_refuses_pop_under_4_9_8(tmp_path):

@@ -21,6 +21,9 @@ REPORTS = {
     "started": {"client_id": str},
     "consume_started": {"consume_id": int, "topic": str, "broker": str, "queue": int, "messages": list},
     "consume_finished": {"consume_id": int, "status": str},
+    # a POP client's (a gRPC SimpleConsumer's) listener call: its messages carry their receipt handle
+    "pop_consume_started": {"consume_id": int, "topic": str, "broker": str, "queue": int, "messages": list},
+    "pop_consume_finished": {"consume_id": int, "status": str},
     "stopped": {},
     "error": {"message": str},
 }
@@ -73,17 +76,20 @@ def read_reports(path: Path, client: str) -> list[tuple[int, dict]]:
             for field, t in REPORTS[kind].items():
                 if not _is(rep.get(field), t):
                     raise bad(f"{kind}: expected '{field}', {_type_name(t)}")
-            if kind == "consume_started":
+            if kind in ("consume_started", "pop_consume_started"):
                 if not rep["messages"]:
-                    raise bad("consume_started: expected 'messages' to list the batch (at least one)")
+                    raise bad(f"{kind}: expected 'messages' to list the batch (at least one)")
+                fields = MESSAGE_FIELDS | ({"handle": str} if kind == "pop_consume_started" else {})
                 for i, m in enumerate(rep["messages"]):
                     if not isinstance(m, dict):
-                        raise bad(f"consume_started: expected messages[{i}] to be an object")
-                    for field, t in MESSAGE_FIELDS.items():
+                        raise bad(f"{kind}: expected messages[{i}] to be an object")
+                    for field, t in fields.items():
                         if not _is(m.get(field), t):
-                            raise bad(f"consume_started: expected messages[{i}].{field}, {_type_name(t)}")
-            if kind == "consume_finished" and rep["status"] not in STATUSES:
-                raise bad(f"consume_finished: expected 'status' to be one of {', '.join(sorted(STATUSES))}")
+                            raise bad(f"{kind}: expected messages[{i}].{field}, {_type_name(t)}")
+            if kind in ("consume_finished", "pop_consume_finished") and rep["status"] not in STATUSES:
+                raise bad(f"{kind}: expected 'status' to be one of {', '.join(sorted(STATUSES))}")
+            if kind == "pop_consume_finished" and "timed_out" in rep and not isinstance(rep["timed_out"], bool):
+                raise bad("pop_consume_finished: expected 'timed_out' to be true or false")
             out.append((n, rep))
     return out
 
@@ -138,11 +144,28 @@ def to_events(path: Path, client: str, group: str, start_config: dict) -> tuple[
                      "reconsume_list": [m["reconsume_times"] for m in msgs]})
         elif kind == "consume_finished":
             call = calls.pop(rep["consume_id"], None)
-            if call is None:
+            if call is None or call.get("pop"):
                 raise bad(f"consume_finished: consume_id {rep['consume_id']} was not started (or finished twice)")
             ev = {"kind": "consume_finished", **base, "topic": call["topic"], "broker": call["broker"],
                   "queue": call["queue"], "consume_id": rep["consume_id"], "status": rep["status"],
                   "offsets": call["offsets"]}
+            emit(t, ev)
+        elif kind == "pop_consume_started":
+            if rep["consume_id"] in calls:
+                raise bad(f"pop_consume_started: consume_id {rep['consume_id']} is already started")
+            msgs = rep["messages"]
+            calls[rep["consume_id"]] = {"pop": True}
+            emit(t, {"kind": "pop_consume_started", **base, "topic": rep["topic"], "broker": rep["broker"],
+                     "consume_id": rep["consume_id"], "handles": [m["handle"] for m in msgs],
+                     "msg_ids": [m["msg_id"] for m in msgs], "reconsume_list": [m["reconsume_times"] for m in msgs]})
+        elif kind == "pop_consume_finished":
+            call = calls.pop(rep["consume_id"], None)
+            if call is None or not call.get("pop"):
+                raise bad(f"pop_consume_finished: consume_id {rep['consume_id']} was not started by a "
+                          "pop_consume_started (or finished twice)")
+            ev = {"kind": "pop_consume_finished", **base, "consume_id": rep["consume_id"], "status": rep["status"]}
+            if "timed_out" in rep:
+                ev["timed_out"] = rep["timed_out"]
             emit(t, ev)
         elif kind == "stopped":
             emit(t, {"kind": "client_stopped", **base})

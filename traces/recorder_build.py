@@ -8,6 +8,7 @@ classes (`common.protocol` to `remoting.protocol`) and the schedule service (`st
 sources' `import` lines with them before compiling. Each release builds into its own folder:
 
     build/recorder-RELEASE/src/       the sources as compiled (shared, rewritten, + the adapter)
+                                      (RELEASE-proxy: + releases/LINE-proxy/, against the proxy's classpath)
     build/recorder-RELEASE/classes/   javac's output
     build/recorder-RELEASE/.built     the classpath and the sources' digest the classes are from
 
@@ -102,7 +103,10 @@ def sources(release: str) -> dict[str, str]:
                          f"is missing (release lines with one: {', '.join(known) or 'none'})", 2)
     moves = package_moves(line)
     out = {}
-    for root in (SHARED, adapter):
+    # a build against the release with its gRPC proxy (RELEASE-proxy, record's classpath for
+    # SimpleConsumers) adds the line's proxy sources (releases/LINE-proxy/), which import the proxy
+    roots = (SHARED, adapter) + ((RELEASES / f"{line}-proxy",) if release.endswith("-proxy") else ())
+    for root in roots:
         for p in sorted(root.rglob("*.java")):
             out[str(p.relative_to(root))] = rewrite_imports(p.read_text(encoding="utf-8"), moves)
     if not any(k.endswith("Driver.java") for k in out):

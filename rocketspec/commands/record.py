@@ -94,11 +94,6 @@ def _unsupported(sc: dict) -> list[str]:
             out.append(f"groups.{name}.strategy: {strategy} is not supported on real runs")
         if g.get("consume_timestamp") is not None:
             out.append(f"groups.{name}.consume_timestamp: not supported on real runs yet")
-        if g.get("client_type") == "SIMPLE":
-            # a SimpleConsumer is a gRPC client of the proxy; real runs start no proxy and the
-            # pinned jars hold no proxy or gRPC client (rocketmq-proxy, rocketmq-client-java)
-            out.append(f"groups.{name}.client_type: SIMPLE consumes through the gRPC proxy, which real runs "
-                       "do not start yet; POP_PUSH (the remoting push consumer in POP mode) runs")
     if any(g.get("client_type", "PUSH") != "PUSH" for g in sc["groups"].values()) \
             and sc.get("real", {}).get("attach_broker_after_ms", -1) >= 0:
         out.append("real.attach_broker_after_ms: the POP recorder attaches before the broker starts")
@@ -199,6 +194,22 @@ def release_classpath(root: Path, release: str) -> str:
     if not cp.is_file():
         raise RecordError(f"--release {release}: RocketMQ {release}'s jars are not installed ({cp} is missing); "
                           "`make rocketmq-jars` fetches and checks them")
+    return cp.read_text().strip()
+
+
+def proxy_classpath(root: Path, release: str) -> str:
+    """The classpath of a release with its gRPC proxy (third_party/rocketmq/RELEASE/proxy, installed
+    into build/rocketmq-RELEASE-proxy/): what a run with SimpleConsumers starts the proxy from."""
+    check_release(release)
+    from rocketspec.traces.rocketmq_jars import PINS
+    if not (PINS / release / "proxy" / "jars.lock").is_file():
+        pinned = sorted(p.parent.name for p in PINS.glob("*/proxy/jars.lock"))
+        raise RecordError(f"--release {release}: SimpleConsumers need RocketMQ's gRPC proxy, which is pinned for "
+                          f"{', '.join(pinned) or 'no release'} only (third_party/rocketmq/RELEASE/proxy)")
+    cp = root / "build" / f"rocketmq-{release}-proxy" / "classpath.txt"
+    if not cp.is_file():
+        raise RecordError(f"--release {release}: RocketMQ {release}'s proxy jars are not installed ({cp} is missing); "
+                          f"run `make rocketmq-jars` (python3 traces/rocketmq_jars.py install {release}/proxy)")
     return cp.read_text().strip()
 
 
@@ -372,15 +383,22 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     if release.split(".", 1)[0] == "4" and any(g.get("client_type", "PUSH") != "PUSH" for g in sc["groups"].values()):
         raise RecordError(f"scenario {sc['name']}: consumes by POP, which RocketMQ {release} does not have; "
                           "use --release 5.5.0")
+    simple = sorted(n for n, g in sc["groups"].items() if g.get("client_type") == "SIMPLE")
+    if simple and client is None:
+        # a SimpleConsumer is a gRPC client of the proxy; the recorder has no gRPC client of its own
+        raise RecordError(f"scenario {sc['name']}: groups.{simple[0]}.client_type: SIMPLE consumes through the gRPC "
+                          "proxy: run it with --client CMD, a gRPC client program (e.g. "
+                          "build/grpc-client/rocketspec-grpc-client, `make grpc-client`)")
     client_argv = client_command(client) if client is not None else None
-    classpath = release_classpath(root, release)
+    classpath = proxy_classpath(root, release) if simple else release_classpath(root, release)
     profile = trace_profile(release)
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="rocketspec-record-"))
     work.mkdir(parents=True, exist_ok=True)
     parts = work / "parts"
     plan = build_plan(sc, seed, timeout_s, work, parts)
     java = find_java()
-    classes = recorder_classes(root, classpath, release)
+    # with the proxy: the recorder built against the proxy's classpath, with its ProxyRecorder
+    classes = recorder_classes(root, classpath, f"{release}-proxy" if simple else release)
     plan_path = work / "plan.json"
     plan["plan_path"] = str(plan_path)
     plan["release"], plan["profile"] = release, profile

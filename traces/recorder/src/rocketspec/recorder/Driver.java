@@ -332,6 +332,44 @@ public final class Driver {
             }
             Thread.sleep(50);
         }
+        if (usesProxy()) {
+            startProxy();
+        }
+    }
+
+    /**
+     * RocketMQ's gRPC proxy in local mode in this JVM, over the broker (ProxyStartup with proxyMode
+     * local), for the SimpleConsumers of the plan: the 5.x line's ProxyRecorder, built only against
+     * a classpath with rocketmq-proxy (record's RELEASE-proxy build). Its address goes to each
+     * client program's start request (`proxy`).
+     */
+    private void startProxy() throws Exception {
+        Class<?> c;
+        try {
+            c = Class.forName(PROXY_IMPLEMENTATION);
+        } catch (ClassNotFoundException e) {
+            throw new IllegalStateException("SimpleConsumers need RocketMQ's gRPC proxy: this recorder build has no "
+                + "ProxyRecorder (record builds it against the release's proxy jars)");
+        }
+        int grpcPort = freePort(0);
+        java.lang.reflect.Method start = c.getDeclaredMethod("start", BrokerController.class, Object.class, String.class,
+            String.class, int.class, int.class);
+        start.setAccessible(true);
+        start.invoke(null, broker, pop, dir, namesrvAddr, grpcPort, freePort(0));
+        plan.put("proxy", "127.0.0.1:" + grpcPort);
+    }
+
+    /** The 5.x line's proxy starter (traces/recorder/releases/5-proxy). */
+    static final String PROXY_IMPLEMENTATION = "rocketspec.recorder.ProxyRecorder";
+
+    /** A group of the plan is a SimpleConsumer, a gRPC client of the proxy. */
+    private boolean usesProxy() {
+        for (Object g : plan.getJSONObject("groups").values()) {
+            if ("SIMPLE".equals(((JSONObject) g).getJSONObject("config").getString("client_type"))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -390,6 +428,12 @@ public final class Driver {
             // the POP groups' topics in POP mode before any client starts, as an operator sets them
             for (Map.Entry<String, Object> g : plan.getJSONObject("groups").entrySet()) {
                 JSONObject group = (JSONObject) g.getValue();
+                if ("SIMPLE".equals(group.getJSONObject("config").getString("client_type"))) {
+                    JSONObject cfg = group.getJSONObject("config");
+                    pop.simpleGroup(admin, brokerAddr, g.getKey(), cfg.getIntValue("max_reconsume_times"),
+                        "ORDERLY".equals(cfg.getString("consume_mode")));
+                    continue;
+                }
                 if (!"POP_PUSH".equals(group.getJSONObject("config").getString("client_type"))) {
                     continue;
                 }

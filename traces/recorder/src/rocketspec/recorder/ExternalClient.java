@@ -51,6 +51,9 @@ final class ExternalClient {
         req.put("client", client);
         req.put("group", group);
         req.put("namesrv", namesrv);
+        if (plan.getString("proxy") != null) {
+            req.put("proxy", plan.getString("proxy"));   // the gRPC proxy's endpoint (SimpleConsumers)
+        }
         req.put("seed", plan.getLongValue("seed") * 31 + client.hashCode());
         req.put("subscriptions", own != null ? own : g.getJSONObject("subscriptions"));
         req.put("config", config);

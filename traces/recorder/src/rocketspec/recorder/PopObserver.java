@@ -18,6 +18,14 @@ interface PopObserver {
      */
     void popMode(DefaultMQAdminExt admin, String brokerAddr, String topic, String group) throws Exception;
 
+    /**
+     * A SimpleConsumer group as an operator creates it (`mqadmin updateSubGroup`): the proxy gives
+     * its gRPC clients maxAttempts = retryMaxTimes + 1 (maxReconsumeTimes -1: 16) and FIFO from
+     * consumeMessageOrderly (GrpcClientSettingsManager).
+     */
+    void simpleGroup(DefaultMQAdminExt admin, String brokerAddr, String group, int maxReconsumeTimes, boolean orderly)
+        throws Exception;
+
     /** No popped message is still held: every handle was acked, or revived, or dead-lettered. */
     boolean quiet();
 }

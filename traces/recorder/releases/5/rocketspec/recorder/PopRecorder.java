@@ -130,6 +130,17 @@ final class PopRecorder implements PopObserver {
         admin.setMessageRequestMode(brokerAddr, topic, group, MessageRequestMode.POP, -1, 5000);
     }
 
+    @Override
+    public void simpleGroup(DefaultMQAdminExt admin, String brokerAddr, String group, int maxReconsumeTimes,
+        boolean orderly) throws Exception {
+        org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig sg =
+            new org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig();
+        sg.setGroupName(group);
+        sg.setRetryMaxTimes(maxReconsumeTimes < 0 ? 16 : maxReconsumeTimes);
+        sg.setConsumeMessageOrderly(orderly);
+        admin.createAndUpdateSubscriptionGroupConfig(brokerAddr, sg);
+    }
+
     /**
      * Nothing held, and every POP retry topic revive wrote to popped to its end (a concurrent pop
      * commits the queue's pop offset at once).
@@ -300,12 +311,24 @@ final class PopRecorder implements PopObserver {
 
     private void ackEvent(String client, String group, String topic, int queue, long offset, String handle, long popTime,
         boolean order, RemotingCommand resp) {
+        ackEvent(client, group, topic, queue, offset, handle, popTime, order, resp.getCode(), null);
+    }
+
+    /** An ack answered with code (null: the answer has no code, as the proxy's AckResult). */
+    private void ackEvent(String client, String group, String topic, int queue, long offset, String handle, long popTime,
+        boolean order, Integer code, String reason) {
         synchronized (lock) {
             TraceWriter.Event e = event("message_acked").put("client", client).put("group", group).put("topic", topic)
                 .put("broker", broker).put("queue", queue).put("offset", offset).put("handle", handle)
                 .put("pop_time", popTime).put("order", order);
-            if (resp.getCode() != ResponseCode.SUCCESS) {
-                e.put("result", "rejected").put("response_code", resp.getCode());
+            if (reason != null) {
+                e.put("reason", reason);
+            }
+            if (code == null || code != ResponseCode.SUCCESS) {
+                e.put("result", "rejected");
+                if (code != null) {
+                    e.put("response_code", code);
+                }
             } else {
                 String k = key(group, topic, queue, offset);
                 Object[] hd = held.get(k);
@@ -484,6 +507,113 @@ final class PopRecorder implements PopObserver {
                     new Object[] {handle, h.getPopTime(), h.getInvisibleTime(), times, m.getMsgId()});
             }
             w.emit(answer.put("status", "FOUND").put("count", msgs.size()));
+        }
+    }
+
+    // ------------------------------------------------------------------ the proxy (local mode)
+    /*
+     * The gRPC proxy in local mode calls the broker's POP processors directly, past the remoting
+     * servers' processor table and encoder: ProxyRecorder sees its pops, acks, changes and DLQ
+     * forwards at its message service and reports them here, with the gRPC client's id.
+     */
+
+    /** A change of invisible time the proxy is about to make (its checkpoint's cause). */
+    void proxyChanging(String group, String topic, int queue, long offset, boolean start) {
+        if (start) {
+            changing.add(key(group, topic, queue, offset));
+        } else {
+            changing.remove(key(group, topic, queue, offset));
+        }
+    }
+
+    /**
+     * A pop's answer as the proxy read it: status FOUND with the messages, each carrying its
+     * handle in POP_CK (the broker's for a copy of a POP retry topic, else the one the proxy
+     * builds), its queue offset and, orderly, the consumed count as its reconsume times.
+     */
+    void proxyPopped(String client, String group, String requestedTopic, boolean order, String attemptId, int popId,
+        String status, long popTime, long invisibleTime, List<MessageExt> msgs, String remark) {
+        TraceWriter.Event answer = event("pop_answered").put("client", client).put("group", group)
+            .put("topic", requestedTopic).put("broker", broker).put("pop_id", popId);
+        if (!"FOUND".equals(status) || msgs == null || msgs.isEmpty()) {
+            answer.put("status", "FOUND".equals(status) ? "NO_NEW_MSG" : status).put("count", 0);
+            if (remark != null) {
+                answer.put("remark", remark);
+            }
+            w.emit(answer);
+            return;
+        }
+        br.dispatchedSoFar();   // the pop's checkpoints are reported before what it handed out
+        synchronized (lock) {
+            for (MessageExt m : msgs) {
+                String handle = m.getProperty(MessageConst.PROPERTY_POP_CK);
+                String[] info = ExtraInfoUtil.split(handle);
+                String topic = ExtraInfoUtil.getRealTopic(info, requestedTopic, group);
+                String msgId = m instanceof org.apache.rocketmq.common.message.MessageClientExt
+                    ? ((org.apache.rocketmq.common.message.MessageClientExt) m).getOffsetMsgId() : m.getMsgId();
+                int times = m.getReconsumeTimes();
+                TraceWriter.Event e = event("message_popped").put("client", client).put("group", group)
+                    .put("topic", topic).put("broker", broker).put("queue", m.getQueueId()).put("offset", m.getQueueOffset())
+                    .put("msg_id", msgId).put("pop_id", popId).put("handle", handle).put("pop_time", popTime)
+                    .put("invisible_time", invisibleTime).put("reconsume_times", times).put("order", order)
+                    .put("origin_msg_id", originOf(m, topic)).put("revive_qid", ExtraInfoUtil.getReviveQid(info))
+                    .put("ck_offset", ExtraInfoUtil.getCkQueueOffset(info));
+                if (attemptId != null) {
+                    e.put("attempt_id", attemptId);
+                }
+                w.emit(e);
+                held.put(key(group, topic, m.getQueueId(), m.getQueueOffset()),
+                    new Object[] {handle, popTime, invisibleTime, times, msgId});
+            }
+            w.emit(answer.put("status", "FOUND").put("count", msgs.size()));
+        }
+    }
+
+    /** An ack the proxy made: the client's (reason consumed) or its own after a DLQ forward. */
+    void proxyAcked(String client, String group, String topic, int queue, long offset, String handle, boolean ok,
+        String reason) {
+        String[] info = ExtraInfoUtil.split(handle);
+        ackEvent(client, group, topic, queue, offset, handle, ExtraInfoUtil.getPopTime(info),
+            ExtraInfoUtil.getReviveQid(info) == KeyBuilder.POP_ORDER_REVIVE_QUEUE, ok ? ResponseCode.SUCCESS : null,
+            reason);
+    }
+
+    /** A change of invisible time the proxy made; ok: the broker issued a new handle popped at newPopTime. */
+    void proxyChanged(String client, String group, String topic, int queue, long offset, String handle,
+        long invisibleTime, boolean ok, long newPopTime, String newHandle) {
+        String[] info = ExtraInfoUtil.split(handle);
+        synchronized (lock) {
+            TraceWriter.Event e = event("invisible_time_changed").put("client", client).put("group", group)
+                .put("topic", topic).put("broker", broker).put("queue", queue).put("offset", offset)
+                .put("handle", handle).put("pop_time", ExtraInfoUtil.getPopTime(info))
+                .put("order", ExtraInfoUtil.isOrder(info)).put("suspend", false);
+            if (!ok) {
+                e.put("result", "rejected");
+            } else {
+                e.put("result", "changed").put("new_handle", newHandle).put("new_pop_time", newPopTime)
+                    .put("invisible_time", invisibleTime);
+                String k = key(group, topic, queue, offset);
+                Object[] was = held.get(k);
+                int times = was == null ? 0 : (Integer) was[3];
+                held.put(k, new Object[] {newHandle, newPopTime, invisibleTime, times, was == null ? "" : was[4]});
+            }
+            w.emit(e);
+        }
+    }
+
+    /**
+     * The proxy sent a copy at its max attempts to the group's DLQ (CONSUMER_SEND_MSG_BACK with
+     * maxReconsumeTimes 0) instead of to the client; its ack follows.
+     */
+    void proxyDeadLettered(String client, String group, String topic, int queue, long offset, String handle,
+        int maxAttempts, String givenMsgId) {
+        synchronized (lock) {
+            Object[] hd = held.get(key(group, topic, queue, offset));
+            TraceWriter.Event e = event("pop_dead_lettered").put("client", client).put("group", group)
+                .put("topic", topic).put("broker", broker).put("queue", queue).put("offset", offset)
+                .put("msg_id", hd == null ? givenMsgId : hd[4]).put("reconsume_times", hd == null ? 0 : hd[3])
+                .put("max_attempts", maxAttempts).put("handle", handle);
+            w.emit(e);
         }
     }
 
