@@ -101,6 +101,11 @@ def test_known_bug_profiles_at_history_level(pname):
     hid, why = KNOWN_BUG_SYMPTOMS[pname]
     name = scenario_for(pname)
     rep = check_history(history_of(name, pname))
+    if uses_pop(load_scenario(name)):
+        # the history does not read POP consumption yet (issue 45): every POP message reads as
+        # never consumed, bug or not; the reason says so, and this fails once it reads POP
+        assert hid is None and "does not read POP" in why and "H-DELIVER-1" in rep.violated(), rep.violated()
+        return
     if hid is None:
         assert rep.ok, why       # says why a history cannot show it: keep the reason true
     else:

@@ -626,6 +626,9 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
         "a history has each delivery and its time but not the delay level the listener asked for, so it "
         "cannot tell that a retry copy came back at level 3 + r instead of the context's; the white-box spec "
         "compares the fallback's DELAY with the consumer send-back's level (INV-RETRY-2)"))),
+    "bug-10985-rocketmq-5.5.1": (None, "not shown: the history level does not read POP events (pops, acks, "
+                                 "revives): a message that revive never puts back is a POP liveness loss the "
+                                 "white-box spec sees (INV-POP-LIVE-1)"),
 }
 
 
