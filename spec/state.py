@@ -246,7 +246,7 @@ class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
                  "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
                  "orphan_outcome", "reset_drops", "illegal", "resets", "written_ahead", "reset_ahead", "overlaps", "batch_max", "held",
-                 "lost_entry", "released", "stale_next", "granted", "reset_strays")
+                 "lost_entry", "released", "stale_next", "granted", "reset_strays", "listed")
 
     def __init__(self, key):
         self.key = key
@@ -264,6 +264,9 @@ class QueueState:
         self.units: dict[str, Progress] = {}    # "" (clustering group) or client id (broadcast)
         self.busy: dict[str, Busy] = {}         # orderly: client -> its listener call in progress
         self.granted: dict[str, int] = {}       # client -> when the broker last granted it the lock
+        # client -> when its lockAll last named the queue while it held the live lock: lockAll names
+        # only the queues of its ProcessQueue table, so its ProcessQueue was there by then
+        self.listed: dict[str, int] = {}
         self.reads: dict[str, tuple] = {}       # client -> (last store read (READ_FROM_STORE), queue end then)
         self.pull_commit: dict[str, tuple] = {}  # client -> commit offsets piggybacked on its last pulls, not yet committed
         self.orphans: dict[tuple, tuple] = {}   # (client, consume_id) -> offsets: batches of removed pqs

@@ -625,3 +625,36 @@ def test_a_cause_naming_an_upstream_issue_by_number_is_a_known_bug():
     assert _known_bug_cause({"message": "x; cause: a reset overwritten (apache/rocketmq#4206, #4742)"})
     assert not _known_bug_cause({"message": "client offset 21 passes offset 8; no cause named #9281"})
     assert not _known_bug_cause({"message": "x; cause: queue #3 of the topic"})
+
+
+def test_polled_lock_state_of_a_paused_client_is_judged_when_it_was_set():
+    """Seed 12053 (real 5.5.0, profile rocketmq-5.5.1; break lock_shorter_than_lease: broker lock
+    1500 ms under a 3000 ms client lease). g0c1 of orderly GID_r0 held all four queues; its lockAll
+    at 1796617084945 named all four (RebalanceImpl.lockAll asks only for the queues of its
+    ProcessQueue table) and was granted them; g0c1 set queue 2's lastLockTimestamp at …085238 on
+    the grant of …085212 and was stopped at …085269 for 2300 ms. The broker's entries expired at
+    …086710 and g0c9 took queues 1, 2 and 3 over. The poller, stopped with its client, reported
+    after SIGCONT the ProcessQueues of queues 1 and 3 (announced at their first pulls) and queue 2's
+    lock flag with last_lock_ts …085238: all set under g0c1's live grant, seen late. Judged at the
+    sampling time they read as INV-OWNER-2 x3 (one naming no cause), and the run as a white-box
+    finding. What the break really caused remains: g0c1 consumed queue 2 at …087596 on its lease
+    while g0c9 held the broker lock, named for the configuration, so the run is the break's
+    expected loss. A ProcessQueue created on a grant a pause outlived (seed 8024) is still
+    reported."""
+    import json
+
+    from rocketspec.conformance.real_random import BREAK, break_named, classify
+    name = "break-12053-5x-lock-shorter-than-lease-sampled-grants"
+    res = check_trace(str(HERE / f"{name}.jsonl.gz"), "rocketmq-5.5.1", max_listed=1000)
+    errs = _by_inv(res)
+    assert res.findings.counts == {"INV-OWNER-2": 1}, errs
+    assert "127.0.0.1@g0c1 consumes but the broker lock is held by 127.0.0.1@g0c9" in errs["INV-OWNER-2"][0]
+    assert "cause: configuration: the broker lock is not longer than the client lease" in errs["INV-OWNER-2"][0]
+    check_json = res.to_dict()
+    sc = json.loads((HERE / f"{name}.scenario.json").read_text())
+    named = break_named(check_json, sc)
+    assert named == {"INV-OWNER-2"}, named
+    status = {"H-DELIVER-1": "holds", "H-RETRY-1": "holds", "H-RETRY-2": "skipped", "H-RETRY-3": "holds",
+              "H-ORDER-1": "skipped", "H-ORDER-2": "holds", "H-DUP-1": "skipped"}
+    oracle = {"complete": False, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    assert classify({"INV-OWNER-2": 1}, oracle, named=named)[0] == BREAK

@@ -256,6 +256,17 @@ def _stale_grant(st, qs, cid, ts) -> str:
             f"stale grant")
 
 
+def _listed_under_lock(qs, cid, ev) -> bool:
+    """A ProcessQueue seen by polling (announced at its first pull, maybe long after a pause)
+    that the client's lockAll had already named while the client held the live broker lock: it
+    was in the table by then, created under that lock, and not since replaced."""
+    listed = qs.listed.get(cid)
+    if ev.get("obs") != "sampled" or listed is None:
+        return False
+    old = qs.pqs.get(cid)
+    return old is None or (old.removed_ts is not None and old.removed_ts < listed)
+
+
 def pq_created(st, ev, out):
     """RocketMQ: updateProcessQueueTableInRebalance (add) + computePullFromWhere.
     Actor: client."""
@@ -280,7 +291,8 @@ def pq_created(st, ev, out):
         if orderly and ev["broker"] in st.dir.brokers:
             # (seen by polling: created when it was first possible to see, maybe under a lock of
             # this client's that has expired since, e.g. across a pause)
-            if not holds_lock(qs, cid, ts) and not (ev.get("obs") == "sampled" and qs.holder == cid):
+            if not holds_lock(qs, cid, ts) and not (ev.get("obs") == "sampled" and qs.holder == cid) \
+                    and not _listed_under_lock(qs, cid, ev):
                 out.report("INV-OWNER-2", f"orderly {cid} created a ProcessQueue without holding the broker lock "
                            f"(holder {qs.holder}, expires_at {qs.lock_exp}){_stale_grant(st, qs, cid, ts)}", key)
     old = qs.pqs.get(cid)

@@ -32,6 +32,13 @@ def lock_requested(st, ev, out):
     c = _client(st, ev, out)
     if c is not None:
         c.lock_req_ts = ev["ts"]
+    if len(ev["queues"]) > 1:
+        # lock(mq) asks for one queue; a request for several is lockAll, which asks for the
+        # queues of the client's ProcessQueue table (buildProcessQueueTableByBrokerName)
+        for topic, broker, queue in ev["queues"]:
+            qs = st.queues.get((ev["group"], topic, broker, queue))
+            if qs is not None and holds_lock(qs, ev["client"], ev["ts"]):
+                qs.listed[ev["client"]] = ev["ts"]
     if c is not None and c.broadcast and not st.profile.broadcast_orderly_takes_locks:
         out.report("INV-BCAST-1", "a broadcasting client asked for broker locks (#8772 fixed in 5.3.2)", None)
 
@@ -130,6 +137,18 @@ def lock_expired(st, ev, out):
     qs.lock_state = "expired"
 
 
+def _set_under_last_grant(st, qs, ev) -> bool:
+    """A polled change is seen after it happened, maybe long after (a stopped client's poller is
+    stopped too). The client sets locked and lastLockTimestamp together, on the answer of a
+    lockBatch that granted it the queue (RebalanceImpl.lock and lockAll), so the change happened at
+    last_lock_ts: it was made under the client's last grant when that grant was still live then."""
+    if ev.get("obs") != "sampled":
+        return False
+    granted = qs.granted.get(ev["client"])
+    life = limits.broker(st, qs.key[2]).lock_max_live_ms
+    return granted is not None and granted <= ev["last_lock_ts"] <= granted + life
+
+
 def pq_lock_changed(st, ev, out):
     """RocketMQ: ProcessQueue.setLocked / lastLockTimestamp.
     Actor: client."""
@@ -138,7 +157,7 @@ def pq_lock_changed(st, ev, out):
     if pq is None:
         return
     if ev["locked"] and pq.orderly and not pq.broadcast and qs.key[2] in st.dir.brokers:
-        if not holds_lock(qs, ev["client"], ev["ts"]):
+        if not holds_lock(qs, ev["client"], ev["ts"]) and not _set_under_last_grant(st, qs, ev):
             out.report("INV-OWNER-2", f"{ev['client']}'s ProcessQueue marked locked but the broker lock is "
                        f"held by {qs.holder}", qs.key)
     if ev["last_lock_ts"] > ev["ts"]:
