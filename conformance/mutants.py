@@ -134,10 +134,8 @@ CATALOGUE: tuple[Mutant, ...] = (
       "instead of its consumed offset: the next owner starts past messages still in the old owner's "
       "ProcessQueue, which is dropped, so they are never consumed."),
     M("fallback-send-wrong-delay", "client/push_consumer.py", "PushConsumer.send_message_back",
-      'return self.send_to_retry_topic(msg, msg.reconsume_times + 1, retry_delay_level(msg.reconsume_times), '
-      '"fallback_producer")',
-      'return self.send_to_retry_topic(msg, msg.reconsume_times + 1, retry_delay_level(msg.reconsume_times) - 1, '
-      '"fallback_producer")',
+      'level = retry_delay_level(msg.reconsume_times)      # #3731: the context\'s level is not passed on',
+      'level = retry_delay_level(msg.reconsume_times) - 1',
       "INV-RETRY-2",
       "The fallback producer send (when consumerSendMessageBack fails) uses delay level 2 + r instead of "
       "3 + r."),
