@@ -133,3 +133,132 @@ def test_record_refuses_pop_under_4_9_8(tmp_path):
 
     with pytest.raises(RecordError, match="consumes by POP"):
         record("pop-basic", str(tmp_path / "t.jsonl"), 60, 1, None, release="4.9.8")
+
+
+# ------------------------------------------------------------------ SimpleConsumers through the proxy
+# Recorded with the gRPC client under test (clients/grpc-java: rocketmq-client-java 5.2.0's
+# SimpleConsumer, `record --client build/grpc-client/rocketspec-grpc-client`) on real 5.5.0 with
+# its gRPC proxy in local mode in the broker's JVM (docs/notes/real-pop.md, "The gRPC path").
+GRPC = ["pop-retry-dlq", "pop-invisible-expiry", "pop-orderly"]
+
+
+@pytest.mark.parametrize("name", GRPC)
+def test_the_real_grpc_run_holds(name):
+    res = check_trace(str(HERE / f"{name}-5.5.0.jsonl.gz"), PROFILE)
+    errors = {f.inv: f.message for f in res.findings.errors}
+    assert errors == {}, errors
+    assert res.ended == "quiescent"
+    ev = _events(name)
+    assert ev[0]["observed"] == ["broker", "client_reports"]
+    ids = {c["client"] for c in _kind(ev, "client_started")}
+    assert len(ids) == 2 and all(c["config"]["client_type"] == "SIMPLE" for c in _kind(ev, "client_started"))
+    # the broker's POP events name the gRPC client the proxy served (ProxyContext's client id),
+    # which is the id the client program reported
+    assert {e["client"] for e in ev if e["kind"] in ("message_popped", "message_acked")} <= ids
+    # each message the client got is one a pop handed out, under the receipt handle the recorder
+    # wrote for it (POP_CK plus the copy's commit log offset, ConsumerProcessor.createHandle)
+    popped = {e["handle"] for e in _kind(ev, "message_popped")}
+    got = [h for e in _kind(ev, "pop_consume_started") for h in e["handles"]]
+    assert got and set(got) <= popped
+    # and every ack names a handle that was handed out
+    assert {e["handle"] for e in _kind(ev, "message_acked")} <= popped
+
+
+def test_pop_retry_dlq_the_proxy_dead_letters_at_max_attempts_and_acks():
+    """A poison message is revived with one more reconsumption each time its 5 s run out; when a
+    pop hands out a copy with reconsume times at the group's max attempts (retryMaxTimes 2 + 1,
+    GrpcClientSettingsManager), the proxy sends it to the DLQ instead of to the client
+    (PopMessageResultFilterImpl TO_DLQ, forwardMessageToDeadLetterQueue) and acks its handle."""
+    ev = _events("pop-retry-dlq")
+    dead = _kind(ev, "pop_dead_lettered")
+    poison = len([e for e in _kind(ev, "message_stored", source="producer")
+                  if e.get("tags") == "Poison"]) or len(dead)
+    assert dead and len(dead) == poison
+    for d in dead:
+        assert d["max_attempts"] == pop.proxy_max_attempts(2) == 3
+        assert d["reconsume_times"] == 3 and pop.proxy_dead_letters(d["reconsume_times"], d["max_attempts"])
+        acks = [e for e in _kind(ev, "message_acked") if e["handle"] == d["handle"]]
+        assert [(a["reason"], a["result"]) for a in acks] == [("dead_lettered", "acked")]
+        assert acks[0]["ts"] >= d["ts"]
+    # the client never received a copy at its limit
+    assert all(max(e["reconsume_list"]) < 3 for e in _kind(ev, "pop_consume_started"))
+    # each failed delivery came back through revive with one more reconsumption
+    assert {e["reconsume_times"] for e in _kind(ev, "message_revived", outcome="retry")} == {1, 2, 3}
+
+
+def test_pop_invisible_expiry_the_proxy_refuses_the_late_ack():
+    """The Slow call (12 s) outlives its 5 s: revive brings the message back and the other client
+    consumes the copy while the first call runs. The first call's late ack never reaches the
+    broker: the proxy refuses an expired receipt handle (ConsumerProcessor.validateReceiptHandle,
+    INVALID_RECEIPT_HANDLE), so no message_acked names its handle."""
+    ev = _events("pop-invisible-expiry")
+    first = _kind(ev, "message_popped", topic="Work", offset=0)[0]
+    r = _kind(ev, "message_revived", topic="Work", offset=0)[0]
+    assert r["outcome"] == "retry" and r["reconsume_times"] == 1
+    assert r["ts"] >= pop.earliest_revive(first["pop_time"], first["invisible_time"])
+    again = next(e for e in _kind(ev, "message_popped") if e["msg_id"] == r["target_msg_id"])
+    assert again["client"] != first["client"]
+    slow = next(f for f in _kind(ev, "pop_consume_finished", client=first["client"]) if f["timed_out"])
+    assert again["ts"] < slow["ts"], "the copy is handed out while the first call runs"
+    assert not [e for e in ev if e["kind"] == "message_acked" and e["pop_time"] == first["pop_time"]
+                and e["offset"] == 0 and e["topic"] == "Work"]
+    assert [e["result"] for e in _kind(ev, "message_acked") if e["handle"] == again["handle"]] == ["acked"]
+
+
+def test_pop_orderly_fifo_comes_back_after_its_invisible_time():
+    """A FIFO group (consumeMessageOrderly) pops orderly: a failed message is not acked, the queue
+    waits until its invisible time ends, then the same offsets come back, in order, before any
+    later one. The reconsume times the client gets is the proxy's reading of the broker's
+    orderCountInfo under the queue's key (LocalMessageService.popMessage): the queue-level count,
+    the minimum over the attempt's offsets, so a batch that also holds fresh offsets says 0."""
+    ev = _events("pop-orderly")
+    popped = _kind(ev, "message_popped")
+    assert popped and all(e["order"] for e in popped)
+    seen: dict = {}
+    again = []
+    for e in popped:
+        if _copy(e) in seen:
+            again.append(e)
+            before = seen[_copy(e)]
+            assert e["ts"] >= before["pop_time"] + before["invisible_time"]
+        seen[_copy(e)] = e
+    assert again, "a failed FIFO message came back"
+    by_pop: dict = {}
+    for e in popped:
+        by_pop.setdefault((e["client"], e["pop_id"]), []).append(e)
+    for batch in by_pop.values():
+        offsets = [e["offset"] for e in batch if e["queue"] == batch[0]["queue"]]
+        assert offsets == sorted(offsets)
+        fresh = [e for e in batch if e in again] and [e for e in batch if e not in again]
+        if fresh:
+            assert {e["reconsume_times"] for e in batch} == {0}
+    stored = {(e["topic"], e["queue"], e["offset"]) for e in _kind(ev, "message_stored", source="producer")}
+    acked = {(e["topic"], e["queue"], e["offset"]) for e in _kind(ev, "message_acked", result="acked")}
+    assert stored == acked
+
+
+def test_the_client_protocol_reads_a_pop_clients_reports(tmp_path):
+    """A POP client's listener calls (pop_consume_started with each message's receipt handle,
+    pop_consume_finished with timed_out) become the trace's pop_consume_* events."""
+    from rocketspec.traces.client_protocol import ProtocolError, to_events
+
+    proto = tmp_path / "client-s1.life-1.proto"
+    lines = [
+        {"type": "started", "client_id": "vm@1@0@x", "ts_ns": 10},
+        {"type": "pop_consume_started", "consume_id": 1, "topic": "Work", "broker": "broker-a", "queue": 0,
+         "messages": [{"offset": 0, "msg_id": "M", "origin_msg_id": "M", "reconsume_times": 0,
+                       "handle": "0 1 5000 2 0 broker-a 0 0 0"}], "ts_ns": 20},
+        {"type": "pop_consume_finished", "consume_id": 1, "status": "CONSUME_SUCCESS", "timed_out": True, "ts_ns": 30},
+    ]
+    proto.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    cfg = {"subscriptions": {"Work": {"type": "TAG", "expr": "*"}}, "client_type": "SIMPLE"}
+    cid, events = to_events(proto, "s1", "G", cfg)
+    assert cid == "vm@1@0@x"
+    s, f = events[1], events[2]
+    assert s["kind"] == "pop_consume_started" and s["handles"] == ["0 1 5000 2 0 broker-a 0 0 0"]
+    assert s["msg_ids"] == ["M"] and s["reconsume_list"] == [0]
+    assert f["kind"] == "pop_consume_finished" and f["timed_out"] is True and f["status"] == "CONSUME_SUCCESS"
+    lines[1]["messages"][0].pop("handle")
+    proto.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with pytest.raises(ProtocolError, match=r"messages\[0\]\.handle"):
+        to_events(proto, "s1", "G", cfg)

@@ -196,13 +196,16 @@ final class ProxyRecorder {
                 }
                 case "changeInvisibleTime": {
                     ProxyContext ctx = (ProxyContext) args[0];
+                    ReceiptHandle old = (ReceiptHandle) args[1];
                     ChangeInvisibleTimeRequestHeader h = (ChangeInvisibleTimeRequestHeader) args[3];
                     return ((CompletableFuture<AckResult>) out).whenComplete((r, t) -> {
                         try {
                             boolean ok = t == null && r != null && r.getStatus() == AckStatus.OK;
+                            // the new handle as the client gets it (ConsumerProcessor.createHandle)
+                            String handle = ok ? r.getExtraInfo() + " " + old.getCommitLogOffset() : null;
                             pop.proxyChanged(ctx.getClientID(), h.getConsumerGroup(), h.getTopic(), h.getQueueId(),
-                                h.getOffset(), h.getExtraInfo(), h.getInvisibleTime(), ok, ok ? r.getPopTime() : 0,
-                                ok ? r.getExtraInfo() : null);
+                                h.getOffset(), h.getExtraInfo(), h.getInvisibleTime(), h.isSuspend(), ok,
+                                ok ? r.getPopTime() : 0, handle);
                         } catch (RuntimeException e) {
                             System.err.println("rocketspec proxy recorder (change): " + e);
                         } finally {

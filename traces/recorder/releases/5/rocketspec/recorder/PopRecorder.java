@@ -546,8 +546,11 @@ final class PopRecorder implements PopObserver {
         br.dispatchedSoFar();   // the pop's checkpoints are reported before what it handed out
         synchronized (lock) {
             for (MessageExt m : msgs) {
-                String handle = m.getProperty(MessageConst.PROPERTY_POP_CK);
-                String[] info = ExtraInfoUtil.split(handle);
+                String ck = m.getProperty(MessageConst.PROPERTY_POP_CK);
+                String[] info = ExtraInfoUtil.split(ck);
+                // the receipt handle the client gets and acks with: the proxy appends the copy's
+                // commit log offset (ConsumerProcessor.createHandle)
+                String handle = ck + MessageConst.KEY_SEPARATOR + m.getCommitLogOffset();
                 String topic = ExtraInfoUtil.getRealTopic(info, requestedTopic, group);
                 String msgId = m instanceof org.apache.rocketmq.common.message.MessageClientExt
                     ? ((org.apache.rocketmq.common.message.MessageClientExt) m).getOffsetMsgId() : m.getMsgId();
@@ -580,13 +583,13 @@ final class PopRecorder implements PopObserver {
 
     /** A change of invisible time the proxy made; ok: the broker issued a new handle popped at newPopTime. */
     void proxyChanged(String client, String group, String topic, int queue, long offset, String handle,
-        long invisibleTime, boolean ok, long newPopTime, String newHandle) {
+        long invisibleTime, boolean suspend, boolean ok, long newPopTime, String newHandle) {
         String[] info = ExtraInfoUtil.split(handle);
         synchronized (lock) {
             TraceWriter.Event e = event("invisible_time_changed").put("client", client).put("group", group)
                 .put("topic", topic).put("broker", broker).put("queue", queue).put("offset", offset)
                 .put("handle", handle).put("pop_time", ExtraInfoUtil.getPopTime(info))
-                .put("order", ExtraInfoUtil.isOrder(info)).put("suspend", false);
+                .put("order", ExtraInfoUtil.isOrder(info)).put("suspend", suspend);
             if (!ok) {
                 e.put("result", "rejected");
             } else {
