@@ -658,3 +658,27 @@ def test_polled_lock_state_of_a_paused_client_is_judged_when_it_was_set():
               "H-ORDER-1": "skipped", "H-ORDER-2": "holds", "H-DUP-1": "skipped"}
     oracle = {"complete": False, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
     assert classify({"INV-OWNER-2": 1}, oracle, named=named)[0] == BREAK
+
+
+def test_a_fallback_after_a_fast_failed_send_back_is_the_failed_copys():
+    """Seed 11117. Concurrent GID_r0 (TagB always RECONSUME_LATER, maxReconsumeTimes -1); g0c1,
+    stopped 8.4 s, timed out on the send-back of 7F…C149 and fell back, so two copies of it with
+    count 1 came back: %RETRY%GID_r0 offsets 7 (…5E5A6) and 14 (…60B01). Both failed again and
+    were sent back (code 36, at 1796618273902 and …3969). The broker stalled; its fast failure
+    dropped …5E5A6's request after 902 ms in the send queue with SYSTEM_BUSY (client log
+    04:37:54,846 '[TIMEOUT_CLEAN_QUEUE]broker busy'), and sendMessageBack's catch sent the
+    copy through the producer (count 2, level 3 + 1). The recorder names the fallback's copy as
+    the last one given to the listener with its unique key (…60B01, whose own send-back the broker
+    stored at …4868), so offset 7 read as never handled (INV-OFFSET-3 x117) and the producer copy
+    as no request's (INV-RETRY-2 x26): a false alarm. Nothing lost (the oracle holds). A pending
+    send-back of another count is no such copy: then offset 7 stays unhandled."""
+    name = "seed-11117-fast-failed-send-back-fallback-of-other-copy"
+    res = _errors(name)
+    assert not res.findings.errors, _by_inv(res)
+    assert res.findings.counts.get("ANOM-DUP-1") == 7, res.findings.counts
+    events = _events(name)
+    (req,) = [e for e in events if e["kind"] == "send_back_requested" and e["seq"] == 1438]
+    assert req["msg_id"].endswith("5E5A6") and req["offset"] == 7 and req["reconsume_times"] == 1
+    req["reconsume_times"] = 2
+    got = _by_inv(check_events(list(enumerate(events, 1)), get_profile(P)))
+    assert any("offset 7 has not been consumed" in m for m in got.get("INV-OFFSET-3", [])), got.keys()

@@ -154,9 +154,14 @@ def message_sent_back(st, ev, out):
         # a producer send to %RETRY% names no consumed copy the broker can see (its origin is the
         # message's): the sending client's one request of this message is the one it answers
         mine = [k for k in ch.requests if k[0] == cid]
+        if len(mine) > 1:
+            # a producer send answers a producer-path request, not a consumer send-back
+            mine = [k for k in mine if ch.requests[k].via in PRODUCER_PATHS] or mine
         if len(mine) == 1:
             req = ch.requests.pop(mine[0])
             mid = mine[0][1]
+            if mid.endswith(FALLBACK_OF):
+                req, mid = _fallback_of_other_copy(ch, cid, mid[:-len(FALLBACK_OF)], req)
     # the path the copy took: the event's (a consumerSendMsgBack request may end as the fallback
     # producer's send when the broker could not be reached), else the request's
     via = ev.get("via") or (req.via if req is not None else None)
@@ -237,6 +242,29 @@ def message_sent_back(st, ev, out):
                     pq.failed[req.offset] = "expired_sent"
                     pq.expired.add(req.offset)
     _gc_chain(st, ckey, ch)
+
+
+def _fallback_of_other_copy(ch, cid, mid, req):
+    """The fallback copy the recorder tied to copy `mid`, whose own consumer send-back the broker
+    has stored since, is another copy's when the client still waits on that copy's consumer
+    send-back, made earlier with the same count: (request, consumed copy) for the fallback."""
+    if (cid, mid) not in ch.accepted:
+        return req, mid + FALLBACK_OF
+    # The recorder names the copy last given to the listener with the send's unique key, and
+    # every copy of a message carries it. A consumer send-back the broker never stored (its
+    # fast failure answers SYSTEM_BUSY to a request that waited past waitTimeMillsInSendQueue
+    # and drops it, BrokerFastFailure.cleanExpiredRequestInQueue) throws in the client, whose
+    # catch sends the copy through the producer with the consumed copy's count + 1
+    # (DefaultMQPushConsumerImpl.sendMessageBack): that copy's count cannot tell two copies of
+    # one count apart, and the copy named here was stored by its own send-back
+    for k, other in ch.requests.items():
+        if k[0] == cid and other.via == "consumer_send_back" and other.ts <= req.ts \
+                and other.reconsume_times == req.reconsume_times:
+            del ch.requests[k]
+            ctx = ch.levels.get(k)
+            level = ctx if ctx is not None and ctx > 0 else req.delay_level
+            return SendBack(other.reconsume_times, level, req.via, other.queue_key, other.offset, req.ts), k[1]
+    return req, mid + FALLBACK_OF
 
 
 def message_scheduled(st, ev, out):
