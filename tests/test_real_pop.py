@@ -42,3 +42,31 @@ def test_pop_basic_on_5_5_0_end_to_end(tmp_path: Path):
                        timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]
     assert "HOLDS" in r.stdout and "ended quiescent" in r.stdout
+
+
+@pytest.mark.real
+def test_pop_retry_dlq_through_the_grpc_client_on_5_5_0(tmp_path: Path):
+    """pop-retry-dlq with the gRPC client under test (clients/grpc-java, rocketmq-client-java
+    5.2.0's SimpleConsumer) on real 5.5.0 with its proxy in local mode: the poison messages reach
+    the DLQ through the proxy at maxAttempts (retryMaxTimes 2 + 1), each acked by the proxy, and
+    check holds. Needs `make grpc-client` and the 5.5.0/proxy pin (`make rocketmq-jars`)."""
+    _require("5.5.0")
+    root = Path(__file__).resolve().parent.parent
+    client = root / "build" / "grpc-client" / "rocketspec-grpc-client"
+    if not client.exists():
+        r = subprocess.run(["make", "-s", "grpc-client"], cwd=root, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    out = tmp_path / "t.jsonl"
+    r = subprocess.run([str(BIN), "record", "--scenario", "pop-retry-dlq", "--release", "5.5.0", "--client",
+                        str(client), "--out", str(out), "--keep", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    ev = f.load(out)
+    dead = f.by_kind(ev, "pop_dead_lettered")
+    assert dead and all(d["max_attempts"] == pop.proxy_max_attempts(2) == d["reconsume_times"] for d in dead)
+    acks = {e["handle"] for e in f.by_kind(ev, "message_acked", reason="dead_lettered", result="acked")}
+    assert {d["handle"] for d in dead} == acks
+    r = subprocess.run([str(BIN), "check", "--profile", "rocketmq-5.5.1", str(out)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]
+    assert "HOLDS" in r.stdout and "ended quiescent" in r.stdout
