@@ -139,7 +139,7 @@ def test_record_refuses_pop_under_4_9_8(tmp_path):
 # Recorded with the gRPC client under test (clients/grpc-java: rocketmq-client-java 5.2.0's
 # SimpleConsumer, `record --client build/grpc-client/rocketspec-grpc-client`) on real 5.5.0 with
 # its gRPC proxy in local mode in the broker's JVM (docs/notes/real-pop.md, "The gRPC path").
-GRPC = ["pop-retry-dlq", "pop-invisible-expiry", "pop-orderly"]
+GRPC = ["pop-retry-dlq", "pop-invisible-expiry", "pop-orderly", "pop-simple-change"]
 
 
 @pytest.mark.parametrize("name", GRPC)
@@ -235,6 +235,26 @@ def test_pop_orderly_fifo_comes_back_after_its_invisible_time():
     stored = {(e["topic"], e["queue"], e["offset"]) for e in _kind(ev, "message_stored", source="producer")}
     acked = {(e["topic"], e["queue"], e["offset"]) for e in _kind(ev, "message_acked", result="acked")}
     assert stored == acked
+
+
+def test_pop_simple_change_a_change_issues_a_new_handle_and_revive_follows_it():
+    """pop-simple-change (the scenario file beside the fixture): a failed call changes the message's
+    invisible time to 2 s (changeInvisibleDuration). The broker writes a new checkpoint popped at
+    the change's time and the old handle is retired; revive follows the new deadline, with one
+    more reconsumption, and at max attempts (maxReconsumeTimes 1 + 1) the proxy dead-letters."""
+    ev = _events("pop-simple-change")
+    changes = _kind(ev, "invisible_time_changed", result="changed")
+    assert changes
+    for c in changes:
+        assert c["invisible_time"] == 2000 and c["new_pop_time"] >= c["pop_time"] and not c["order"]
+        cks = [k for k in _kind(ev, "pop_checkpoint_written", cause="change_invisible", topic=c["topic"])
+               if k["pop_time"] == c["new_pop_time"] and c["offset"] in k["offsets"]]
+        assert cks and cks[0]["ts"] <= c["ts"], "the change's checkpoint is written first"
+        r = [e for e in _kind(ev, "message_revived", topic=c["topic"], offset=c["offset"])
+             if e["pop_time"] == c["new_pop_time"]]
+        assert r and r[0]["ts"] >= pop.earliest_revive(c["new_pop_time"], 2000)
+    dead = _kind(ev, "pop_dead_lettered")
+    assert dead and all(d["max_attempts"] == 2 == d["reconsume_times"] for d in dead)
 
 
 def test_the_client_protocol_reads_a_pop_clients_reports(tmp_path):

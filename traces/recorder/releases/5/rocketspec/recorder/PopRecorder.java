@@ -585,6 +585,9 @@ final class PopRecorder implements PopObserver {
     void proxyChanged(String client, String group, String topic, int queue, long offset, String handle,
         long invisibleTime, boolean suspend, boolean ok, long newPopTime, String newHandle) {
         String[] info = ExtraInfoUtil.split(handle);
+        if (ok) {
+            br.dispatchedSoFar();   // its checkpoint is reported first
+        }
         synchronized (lock) {
             TraceWriter.Event e = event("invisible_time_changed").put("client", client).put("group", group)
                 .put("topic", topic).put("broker", broker).put("queue", queue).put("offset", offset)
