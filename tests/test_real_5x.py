@@ -86,3 +86,35 @@ def test_real_broadcast_on_5_5_0_end_to_end(tmp_path):
 @pytest.mark.real
 def test_real_broadcast_on_5_3_3_end_to_end(tmp_path):
     broadcast_end_to_end("5.3.3", tmp_path)
+
+
+def producer_send_backs_precede_commits_past_them(ev: list[dict]) -> int:
+    """Each broker message_sent_back for an orderly producer send-back comes before any commit
+    (the client's offset_updated, the broker's offset_committed) past the consumed offset: the
+    client commits past it only once the send's answer arrived. Returns how many were seen."""
+    requested = {(e["client"], e["msg_id"]): (i, e) for i, e in enumerate(ev)
+                 if e["kind"] == "send_back_requested" and e.get("via") == "orderly_producer"}
+    seen = 0
+    for i, e in enumerate(ev):
+        if e["kind"] != "message_sent_back" or "via" in e:
+            continue
+        at, r = requested[(e["client"], e["msg_id"])]
+        past = [j for j, x in enumerate(ev[at:i], at) if x["kind"] in ("offset_updated", "offset_committed")
+                and x["group"] == e["group"] and x["topic"] == r["topic"] and x["queue"] == r["queue"]
+                and x["offset"] > r["offset"]]
+        assert not past, f"line {past[0] + 1} commits past offset {r['offset']} before message_sent_back (line {i + 1})"
+        seen += 1
+    return seen
+
+
+def test_real_orderly_dlq_on_5_5_0_reports_each_send_back_before_the_commit_past_it(tmp_path):
+    # 5.x answers a producer send from the asynchronous put's callback, after the RPC after-hook:
+    # the recorder's dispatch wait sits on the written answer (AnswerTap), so the DLQ store's
+    # message_sent_back precedes the client's learning of the answer even when the reput lags
+    _require("5.5.0")
+    out, ev = record("real-orderly-dlq", "5.5.0", tmp_path)
+    assert producer_send_backs_precede_commits_past_them(ev) == 6   # the scenario's 6 dead letters
+    r = subprocess.run([str(BIN), "check", "--profile", PROFILE_OF["5.5.0"], str(out)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]
+    assert "HOLDS" in r.stdout and "ended quiescent" in r.stdout

@@ -82,6 +82,10 @@ public final class BrokerRecorder {
      * (the orderly consumer's checkReconsumeTimes, the client's fallback): {client, origin}.
      */
     private final Map<String, ArrayDeque<String[]>> pendingProducerSend = new HashMap<>();
+    /** The release's tap shows each answer as written (Release.tapAnswers): 5.x, attached before the start. */
+    private volatile boolean answersTapped;
+    /** (channel address # opaque) of producer sends to %RETRY% whose answer is not written yet (answersTapped). */
+    private final Set<String> retrySendsUnanswered = ConcurrentHashMap.newKeySet();
     /**
      * UNIQ_KEY -> the offset id of the first copy a producer stored with it. A producer send to
      * %RETRY% carries the client's ORIGIN_MESSAGE_ID, the unique key of a first copy: this names
@@ -694,6 +698,25 @@ public final class BrokerRecorder {
         return out;
     }
 
+    /**
+     * Sees each answer the broker writes from now on, where the release can show them
+     * (Release.tapAnswers); before the broker starts, after every other observer of its encoder.
+     */
+    public void tapAnswers() {
+        answersTapped = Release.tapAnswers(bc, this::answerWritten);
+    }
+
+    /**
+     * An answer about to be written (answersTapped). A 5.x broker answers a producer send from its
+     * asynchronous put's callback, after the after-hook has run: the dispatch wait for a send to
+     * %RETRY% (awaitDispatch) happens here, the last point before the client can learn the answer.
+     */
+    private void answerWritten(String addr, RemotingCommand answer) {
+        if (!retrySendsUnanswered.isEmpty() && retrySendsUnanswered.remove(addr + "#" + answer.getOpaque())) {
+            awaitDispatch();
+        }
+    }
+
     // ------------------------------------------------------------------ the RPC hook
     private final class Hook implements RPCHook {
         @Override
@@ -788,6 +811,10 @@ public final class BrokerRecorder {
                         pendingProducerSend.computeIfAbsent(send[0] + "#" + send[1], k -> new ArrayDeque<>())
                             .add(new String[] {clientOf(addr, req), send[1]});
                     }
+                    if (answersTapped) {
+                        // noted before processing: the put's callback may write the answer before the after-hook runs
+                        retrySendsUnanswered.add(addr + "#" + req.getOpaque());
+                    }
                 }
                 break;
             }
@@ -824,7 +851,8 @@ public final class BrokerRecorder {
 
     /**
      * Called in the after-hook of a send-back (CONSUMER_SEND_MSG_BACK, or a producer send to
-     * %RETRY%), which runs before the broker writes the answer: waits until the store's reput
+     * %RETRY%), which runs before the broker writes the answer, or, where the answer is written
+     * after that hook (answersTapped: a 5.x send), as the answer is written: waits until the store's reput
      * thread has dispatched everything the commit log held by now, the copy this request stored
      * among it. The dispatcher reports message_sent_back when it sees that copy, so the event comes
      * before the client can learn that the send-back succeeded, remove the message and commit
@@ -850,7 +878,7 @@ public final class BrokerRecorder {
         request.remove();
         String client = clientOf(addr, req);
         if (req.getCode() == RequestCode.CONSUMER_SEND_MSG_BACK
-            || ((req.getCode() == RequestCode.SEND_MESSAGE || req.getCode() == RequestCode.SEND_MESSAGE_V2)
+            || (!answersTapped && (req.getCode() == RequestCode.SEND_MESSAGE || req.getCode() == RequestCode.SEND_MESSAGE_V2)
                 && retrySend(req) != null)) {
             awaitDispatch();
         }

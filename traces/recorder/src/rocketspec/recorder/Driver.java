@@ -313,6 +313,7 @@ public final class Driver {
                 attach.setAccessible(true);
                 pop = (PopObserver) attach.invoke(null, broker, brokerRecorder, w);
             }
+            brokerRecorder.tapAnswers();   // last: its tap wraps the encoder the POP recorder installed
         }
         broker.start();
         brokerAddr = "127.0.0.1:" + port;
