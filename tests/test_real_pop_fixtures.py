@@ -282,3 +282,25 @@ def test_the_client_protocol_reads_a_pop_clients_reports(tmp_path):
     proto.write_text("".join(json.dumps(x) + "\n" for x in lines))
     with pytest.raises(ProtocolError, match=r"messages\[0\]\.handle"):
         to_events(proto, "s1", "G", cfg)
+
+
+def test_the_proxy_and_grpc_client_pins():
+    """The proxy and the gRPC client are pinned as the releases are (pom.xml, jars.lock with
+    sha256), below third_party/rocketmq/ but not as releases of their own; the proxy's lock holds
+    its own dependencies (a lock made from a jar without its pom had none, and the proxy did not
+    start: io.grpc.protobuf missing)."""
+    from traces import rocketmq_jars as rj
+
+    assert "5.5.0" in rj.releases() and not [r for r in rj.releases() if "/" in r or "proxy" in r]
+    _, proxy = rj.read_lock(rj.PINS / "5.5.0" / "proxy" / "jars.lock")
+    coords = {j.coordinate for j in proxy}
+    _, release = rj.read_lock(rj.PINS / "5.5.0" / "jars.lock")
+    assert "org.apache.rocketmq:rocketmq-proxy:jar:5.5.0" in coords
+    assert {"io.grpc:grpc-protobuf:jar:1.53.0", "io.grpc:grpc-services:jar:1.53.0"} <= coords
+    assert {j.coordinate.rsplit(":", 1)[0] for j in release} <= {c.rsplit(":", 1)[0] for c in coords}
+    _, client = rj.read_lock(rj.PINS / "client-java" / "5.2.0" / "jars.lock")
+    assert "org.apache.rocketmq:rocketmq-client-java:jar:5.2.0" in {j.coordinate for j in client}
+    assert rj.out_dir("5.5.0/proxy").name == "rocketmq-5.5.0-proxy"
+    assert "org.apache.rocketmq.proxy.ProxyStartup" in rj.probed_classes("5.5.0/proxy")
+    assert rj.probed_classes("client-java/5.2.0") == rj.PIN_PROBES["client-java"]
+    assert rj.probed_classes("5.5.0") == rj.PROBED_CLASSES

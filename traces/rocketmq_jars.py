@@ -287,7 +287,8 @@ def install(version: str) -> Path:
         tmp.rename(out)
         try:
             verify_installed(version)  # the copies, as the lock pins them
-            missing = probe(classpath, probed_classes(version))
+            classes = probed_classes(version)
+            missing = probe(classpath) if classes == PROBED_CLASSES else probe(classpath, classes)
         except JarsError:
             shutil.rmtree(out, ignore_errors=True)
             raise
