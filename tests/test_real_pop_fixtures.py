@@ -304,3 +304,33 @@ def test_the_proxy_and_grpc_client_pins():
     assert "org.apache.rocketmq.proxy.ProxyStartup" in rj.probed_classes("5.5.0/proxy")
     assert rj.probed_classes("client-java/5.2.0") == rj.PIN_PROBES["client-java"]
     assert rj.probed_classes("5.5.0") == rj.PROBED_CLASSES
+
+
+def test_a_jar_resolved_without_its_pom_is_never_a_classpath(tmp_path, monkeypatch):
+    """Offline, Maven resolves a jar that ~/.m2 holds without its pom as having no dependencies
+    (it only warns): the first proxy lock was written so. Such a resolution is retried online, and
+    refused when the pom is still missing."""
+    import subprocess as sp
+
+    from traces import rocketmq_jars as rj
+
+    m2 = tmp_path / "m2" / "x"
+    m2.mkdir(parents=True)
+    (m2 / "lonely-1.0.jar").write_bytes(b"jar")
+    calls = []
+
+    def fake_mvn(cmd, **kw):
+        calls.append("-o" in cmd)
+        out = next(a for a in cmd if a.startswith("-DoutputFile=")).split("=", 1)[1]
+        Path(out).write_text(f"The following files have been resolved:\n   x:lonely:jar:1.0:compile:{m2}/lonely-1.0.jar\n")
+        return sp.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(rj.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(rj.subprocess, "run", fake_mvn)
+    with pytest.raises(rj.JarsError, match="x:lonely:jar:1.0 without its pom") as e:
+        rj.maven_resolve(tmp_path / "pom.xml")
+    assert e.value.code == rj.EXIT_MISMATCH and calls == [True, False]
+    (m2 / "lonely-1.0.pom").write_text("<project/>")
+    calls.clear()
+    assert rj.maven_resolve(tmp_path / "pom.xml") == [("x:lonely:jar:1.0", m2 / "lonely-1.0.jar")]
+    assert calls == [True]

@@ -194,6 +194,12 @@ def parse_list(text: str) -> list[tuple[str, Path]]:
     return out
 
 
+def pom_beside(coordinate: str, jar: Path) -> Path:
+    """The pom a resolved jar's dependencies were read from, in the local repository beside it."""
+    parts = coordinate.split(":")
+    return jar.parent / f"{parts[1]}-{parts[-1]}.pom"
+
+
 def maven_resolve(pom: Path) -> list[tuple[str, Path]]:
     """The runtime classpath pom.xml resolves to, from ~/.m2 when it is all there, else Maven Central."""
     mvn = shutil.which("mvn")
@@ -208,9 +214,17 @@ def maven_resolve(pom: Path) -> list[tuple[str, Path]]:
         log = ""
         for offline in (True, False):
             r = subprocess.run(base + (["-o"] if offline else []), capture_output=True, text=True, timeout=1800)
-            if r.returncode == 0 and listing.is_file():
-                return parse_list(listing.read_text())
             log = r.stdout + r.stderr
+            if r.returncode == 0 and listing.is_file():
+                resolved = parse_list(listing.read_text())
+                # a jar in ~/.m2 without its pom resolves with no dependencies at all (Maven only
+                # warns, offline): such a classpath is never whole
+                pomless = [c for c, p in resolved if not pom_beside(c, p).is_file()]
+                if not pomless:
+                    return resolved
+                if not offline:
+                    raise JarsError(f"mvn resolved {', '.join(pomless)} without its pom (no dependency information): "
+                                    f"{pom} cannot be resolved whole", EXIT_MISMATCH)
         errors = [ln for ln in log.splitlines() if "[ERROR]" in ln] or log.splitlines()[-5:]
         detail = re.sub(r"\x1b\[[0-9;]*m", "", errors[0] if errors else "(no output)")[:600]
         if UNREACHABLE.search(log):
