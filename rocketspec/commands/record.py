@@ -484,7 +484,10 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
                    "build/go-client/rocketspec-go-client), one process per client life, driven through the "
                    "client driver protocol (docs/driver-protocol.md) in place of the Java recorder's consumer; "
                    "its reports are merged with the broker's events. With --random, in every run (the program "
-                   "is asked for its library's message trace, which the oracle reads).")
+                   "is asked for its library's message trace, which the oracle reads). A scenario with "
+                   "SimpleConsumers (client_type SIMPLE) needs it: a gRPC client program (e.g. "
+                   "build/grpc-client/rocketspec-grpc-client, `make grpc-client`) of the proxy that record "
+                   "starts in the broker's JVM (5.5.0).")
 @click.option("--release", default=DEFAULT_RELEASE, show_default=True,
               help=f"The RocketMQ release to run (namesrv, broker, push consumer): {', '.join(releases())} "
                    f"(5.5.0 stands in for 5.5.1, whose jars the registry here lacks). 4.9.8 is built by `make "
