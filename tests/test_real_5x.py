@@ -118,3 +118,15 @@ def test_real_orderly_dlq_on_5_5_0_reports_each_send_back_before_the_commit_past
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]
     assert "HOLDS" in r.stdout and "ended quiescent" in r.stdout
+
+
+@pytest.mark.parametrize("release", ["5.3.3", "5.5.0"])
+def test_the_recorder_compiles_against_each_5x_release(release):
+    """The 5.x line's sources (shared and releases/5, the POP recorder among them) compile against
+    every pinned 5.x release: 5.5.0-only APIs (a request's isSuspend, MessageConst.PROPERTY_ORIGIN_GROUP)
+    broke `record --release 5.3.3` until they were read by name."""
+    _require(release)
+    from rocketspec.commands.record import release_classpath, repo_root
+    from rocketspec.traces import recorder_build as rb
+    classes = rb.build(release, release_classpath(repo_root(), release))
+    assert (Path(classes) / "rocketspec" / "recorder" / "Driver.class").is_file()

@@ -377,7 +377,7 @@ final class PopRecorder implements PopObserver {
             TraceWriter.Event e = event("invisible_time_changed").put("client", client).put("group", h.getConsumerGroup())
                 .put("topic", h.getTopic()).put("broker", broker).put("queue", h.getQueueId()).put("offset", h.getOffset())
                 .put("handle", h.getExtraInfo()).put("pop_time", popTime).put("order", order)
-                .put("suspend", h.isSuspend());
+                .put("suspend", suspendFlag(h));
             if (resp.getCode() != ResponseCode.SUCCESS) {
                 e.put("result", "rejected").put("response_code", resp.getCode());
             } else {
@@ -650,7 +650,7 @@ final class PopRecorder implements PopObserver {
             }
             return;
         }
-        if (m.getProperty(MessageConst.PROPERTY_ORIGIN_GROUP) != null) {
+        if (m.getProperty(PROPERTY_ORIGIN_GROUP) != null) {
             revived(r, m);
         }
     }
@@ -769,7 +769,7 @@ final class PopRecorder implements PopObserver {
                 }
                 return;
             }
-            int times = ck.isSuspend() ? msg.getReconsumeTimes() : msg.getReconsumeTimes() + 1;
+            int times = suspendFlag(ck) ? msg.getReconsumeTimes() : msg.getReconsumeTimes() + 1;
             reviving.computeIfAbsent(retryTopicOf(ck) + "#" + messageKey(msg) + "#" + times, k -> new LinkedList<>())
                 .add(new Object[] {ck, offset, msg});
         }
@@ -791,6 +791,21 @@ final class PopRecorder implements PopObserver {
                 }
                 return t;
             });
+        }
+    }
+
+    /** MessageConst.PROPERTY_ORIGIN_GROUP (5.5.0; absent in 5.3.3, whose messages never carry it). */
+    private static final String PROPERTY_ORIGIN_GROUP = "ORIGIN_GROUP";
+
+    /**
+     * The suspend flag of a change-invisible-time request or a checkpoint (5.5.0's isSuspend;
+     * 5.3.3 has none: false), read by name so the 5.x line compiles against every 5.x release.
+     */
+    private static boolean suspendFlag(Object o) {
+        try {
+            return Boolean.TRUE.equals(o.getClass().getMethod("isSuspend").invoke(o));
+        } catch (ReflectiveOperationException e) {
+            return false;
         }
     }
 }
