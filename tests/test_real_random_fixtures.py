@@ -682,3 +682,27 @@ def test_a_fallback_after_a_fast_failed_send_back_is_the_failed_copys():
     req["reconsume_times"] = 2
     got = _by_inv(check_events(list(enumerate(events, 1)), get_profile(P)))
     assert any("offset 7 has not been consumed" in m for m in got.get("INV-OFFSET-3", [])), got.keys()
+
+
+def test_a_release_proves_the_processqueue_and_a_batch_after_a_seen_drop_never_ran():
+    """Seed 11146 (break pause_past_lease:g1c1, which came only after both reports). Two false
+    alarms of the spec on orderly GID_r1, read against 4.9.8. (1) g1c2, shut down 14 ms after the
+    broker granted it queue 5, unlocked it (ConsumeMessageOrderlyService.shutdown -> unlockAll,
+    which names only the queues of the ProcessQueue table); its poller saw that ProcessQueue only
+    after the release: it was created under the live lock (INV-OWNER-2 was a false alarm). (2) g1c1's
+    ConsumeRequest ran the before-hook of offset 0 of queue 7 after its rebalance had dropped and
+    removed the ProcessQueue (seen at 6448, hook at 6462); it re-checked the flag under the consume
+    lock and broke out without the listener (rocketmq_client.log 04:52:06,463 'consumeMessage ...
+    dropped ... queueId=7'), so g1c1's next batch on its new ProcessQueue was not a second one
+    (INV-ORDER-1 was a false alarm)."""
+    name = "seed-11146-orderly-release-lists-processqueue-batch-after-drop"
+    res = check_trace(str(HERE / f"{name}.jsonl.gz"), P)
+    assert not res.findings.errors, _by_inv(res)
+    events = _events(name)
+    drop = next(e for e in events if e["kind"] == "pq_dropped" and e["client"] == "127.0.0.1@g1c1"
+                and e["group"] == "GID_r1" and e["queue"] == 7)
+    hook = next(e for e in events if e["kind"] == "consume_started" and e["client"] == "127.0.0.1@g1c1"
+                and e["queue"] == 7)
+    assert drop["seq"] < hook["seq"] and not any(
+        e["kind"] == "consume_finished" and e.get("consume_id") == hook["consume_id"]
+        and e["client"] == "127.0.0.1@g1c1" for e in events)

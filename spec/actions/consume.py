@@ -173,7 +173,11 @@ def consume_started(st, ev, out):
                 # a step rule the state cannot show: one consume thread per queue in a client
                 out.report("INV-ORDER-1", f"client {cid} starts a second batch on the queue while consume "
                            f"{b.consume_id} is still running (one consume thread per queue)", key)
-            qs.busy[cid] = Busy(cons_id, ts)
+            if pq.status != "dropped":
+                qs.busy[cid] = Busy(cons_id, ts)
+            # else: the drop was seen before this before-hook, and ConsumeRequest.run re-checks the
+            # flag under the consume lock after the hook: it breaks without the listener or the
+            # after-hook (no consume_finished), so this batch holds no consume thread
             _check_orderly_serial(st, qs, cid, ev, out)
     else:
         tree = pq.tree

@@ -114,6 +114,11 @@ def lock_released(st, ev, out):
     qs = _q(st, ev)
     if qs.holder != ev["client"]:
         out.report("INV-LOCK-1", f"unlock by {ev['client']} removed an entry held by {qs.holder}", qs.key)
+    elif lock_live(qs, ev["ts"]):
+        # a client unlocks only queues of its ProcessQueue table (RebalanceImpl.unlock from
+        # removeUnnecessaryMessageQueue, unlockAll from the orderly service's shutdown): the
+        # ProcessQueue was in it, under this live lock, as with lockAll
+        qs.listed[ev["client"]] = ev["ts"]
     qs.holder, qs.lock_state, qs.lock_exp = None, "unlocked", 0
     qs.released = Released(ev["client"], ev["ts"])
 
