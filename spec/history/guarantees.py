@@ -163,6 +163,17 @@ def deliver(J, m) -> list:
     return out
 
 
+def before_start(J, g, u, p) -> bool:
+    """Was message `p` possibly sent before unit `u` of group `g` had a position in its topic
+    (so not owed to it; the reasons are in `_deliver_unit`)?"""
+    first = J.first.get((u, p.topic))
+    started = g.members.get(u[1], (None,))[0] if len(u) > 1 else g.started_ts
+    if g.consume_from_where == "CONSUME_FROM_FIRST_OFFSET" and (first is not None or started is not None):
+        return False
+    start = first if first is not None else started     # nothing of the topic consumed: from when it started
+    return start is None or p.ts is None or p.ts < start
+
+
 def _deliver_unit(J, m, g, u, match):
     h, p = J.h, m.p
     if broadcast(g):
@@ -180,9 +191,7 @@ def _deliver_unit(J, m, g, u, match):
         return ("dead-lettered", None)
     if any(c.success is None for c in dels):
         return ("delivered, result unknown", None)
-    first = J.first.get((u, p.topic))
-    if not dels and (g.consume_from_where != "CONSUME_FROM_FIRST_OFFSET" or
-                     (first is None and (g.members.get(u[1], (None,))[0] if len(u) > 1 else g.started_ts) is None)):
+    if not dels and before_start(J, g, u, p):
         # Where a group with no committed offset starts (RebalancePushImpl.computePullFromWhere,
         # 4.9.8): FIRST_OFFSET at 0, which the broker moves up to the queue's minimum, so it owes
         # every message its queues retain; LAST_OFFSET at 0 while the queue's first message is
@@ -191,11 +200,7 @@ def _deliver_unit(J, m, g, u, match):
         # neither memory nor the moment a queue is assigned: before the group's (the consumer's)
         # first consumption of the topic, the message is not judged.
         # (a FIRST_OFFSET group of which nothing shows that it ran is not judged either)
-        start = first
-        if start is None:       # nothing of the topic consumed: from when it started
-            start = g.members.get(u[1], (None,))[0] if len(u) > 1 else g.started_ts
-        if start is None or p.ts is None or p.ts < start:
-            return (NOT_JUDGED_BEFORE_START, None)
+        return (NOT_JUDGED_BEFORE_START, None)
     if p.queue is not None and p.offset is not None and J.expired.get(p.queue, -1) > p.offset:
         return ("removed by retention", None)
     if J.reset_past(g.name, p):
@@ -453,6 +458,19 @@ def orderly_order(u, stream, by_queue, lower, higher) -> HFinding:
         f"{hc.id} (position {hp}) was first delivered at ts {hc.ts}, before message {lc.id} "
         f"(position {lp}), sent before it, at ts {lc.ts}",
         hc.where, _key(u[0], hc.id, stream if by_queue else None, u[1] if len(u) > 1 else None))
+
+
+def order_excused(J, g, u, lower, higher) -> bool:
+    """Is `lower` = (Produce, Consume), first delivered after `higher`'s first delivery (a
+    Consume) though it comes first in the stream, no break? When the group may have started
+    past it (not owed, as for H-DELIVER-1: CONSUME_FROM_LAST_OFFSET takes the queue's end when
+    it gets the queue, RebalancePushImpl.computePullFromWhereWithException) and an operator
+    reset between the two deliveries took the group back to it, the reset made it owed: its
+    first delivery comes in the reset's pass, after the later messages of the first one."""
+    (p, lc), hc = lower, higher
+    if p is None or lc.ts is None or hc.ts is None or not before_start(J, g, u, p):
+        return False
+    return J.reset_between(u[0], hc.ts, lc.ts, p) is not None
 
 
 # ----------------------------------------------------------------- H-DUP-1

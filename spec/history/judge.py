@@ -114,6 +114,10 @@ class _Runs:
         return tlo if hi == lo else tlo + (thi - tlo) * (off - lo) // (hi - lo)
 
 
+# H-ORDER-2's count of the pairs out of order that G.order_excused lets pass
+EXCUSED = "pairs out of order, allowed: the earlier message not owed at the group's start, then reset back to"
+
+
 class Judge:
     """feed(record) for each record of one history, then finish() -> {id: Outcome}.
 
@@ -141,7 +145,7 @@ class Judge:
         self.resets: list = []
         self.calls = {}                     # H-ORDER-1: (group, queue) -> {batch: [client, start, end, where]}
         self.pairs = defaultdict(set)       # H-ORDER-1: pairs reported per queue
-        self.streams = {}                   # H-ORDER-2: (mode, unit, stream) -> deque of [pos, c, flagged]
+        self.streams = {}                   # H-ORDER-2: (mode, unit, stream) -> deque of [pos, c, flagged, p]
         self.shard_n = Counter()            # H-ORDER-2: acknowledged sends per sharding key
         self.unnamed = set()                # H-ORDER-2: orderly broadcasting groups whose consumers are not named
         self.not_judged = {}                # (guarantee, group) -> why the guarantee could not be judged for it
@@ -386,31 +390,40 @@ class Judge:
             m.firsts = set()
         if p.queue is not None and p.offset is not None and c.queue == p.queue and (u, "q") not in m.firsts:
             m.firsts.add((u, "q"))
-            self._first(self.order_q, ("q", u, p.queue), True, p.offset, c)
+            self._first(self.order_q, ("q", u, p.queue), True, p.offset, c, p)
         if p.ok is True and p.sharding_key is not None and (u, "k") not in m.firsts:
             m.firsts.add((u, "k"))
-            self._first(self.order_k, ("k", u, p.sharding_key), False, m.rank, c)
+            self._first(self.order_k, ("k", u, p.sharding_key), False, m.rank, c, p)
 
-    def _first(self, out, key, by_queue, pos, c):
-        """A first delivery (position `pos`) of an orderly stream: a later position first
-        delivered earlier in time than an earlier one breaks the order (pairs within the window)."""
+    def _first(self, out, key, by_queue, pos, c, p):
+        """A first delivery (position `pos`, of message `p`) of an orderly stream: a later
+        position first delivered earlier in time than an earlier one breaks the order (pairs
+        within the window), unless `G.order_excused`."""
         items = self.streams.get(key)
         if items is None:
             items = self.streams[key] = deque()
             out.counts["streams"] += 1
         if items and not (pos > items[-1][0] and c.ts >= items[-1][1].ts):
             u, stream = key[1], key[2]
-            late = max((it for it in items if it[0] < pos and it[1].ts > c.ts), key=lambda it: it[1].ts, default=None)
-            new = [pos, c, late is not None]
+            g = self.h.groups.get(u[0])
+            before = [it for it in items if it[0] < pos and it[1].ts > c.ts]
+            kept = [it for it in before if not G.order_excused(self, g, u, (it[3], it[1]), c)]
+            if len(kept) < len(before):
+                out.counts[EXCUSED] += len(before) - len(kept)
+            late = max(kept, key=lambda it: it[1].ts, default=None)
+            new = [pos, c, late is not None, p]
             if late is not None:
                 out.add(G.orderly_order(u, stream, by_queue, (late[0], late[1]), (pos, c)), self.max_kept)
             for it in items:
                 if not it[2] and it[0] > pos and it[1].ts < c.ts:
+                    if G.order_excused(self, g, u, (p, c), it[1]):
+                        out.counts[EXCUSED] += 1
+                        continue
                     it[2] = True
                     out.add(G.orderly_order(u, stream, by_queue, (pos, c), (it[0], it[1])), self.max_kept)
             items.append(new)
         else:
-            items.append([pos, c, False])
+            items.append([pos, c, False, p])
 
     # ------------------------------------------------------------ retiring
 
