@@ -586,7 +586,9 @@ GUARANTEES: tuple[Guarantee, ...] = (
     Guarantee(
         "H-ORDER-2", "Orderly: per-queue (or per sharding key) order kept",
         "For an orderly group, messages of one queue are first delivered in their offset order (per sharding "
-        "key: in the order their sends were acknowledged), to each consumer in broadcasting.",
+        "key: in the order their sends were acknowledged), to each consumer in broadcasting; a message the group "
+        "may have started past (as H-DELIVER-1 reads the start) is owed only once an operator reset takes the "
+        "group back to it, and then comes after the later ones.",
         "takeMessages hands out the lowest offsets of the ProcessQueue first and a failed batch is retried "
         "before the next one (suspend, rollback).",
         ("group.consume_mode", "produce.queue|produce.sharding_key"), "orderly groups", user_guarantee="G-ORDER"),
