@@ -81,7 +81,13 @@ def test_builtin_scenarios_agree_at_both_levels(name, profile):
     agree(white, black, RELEASE_SYMPTOMS.get((name, profile)))
 
 
-@pytest.mark.parametrize("pname", sorted(KNOWN_BUG_SYMPTOMS))
+def _bug_params():
+    """Every known-bug profile; a POP one is a strict xfail, as POP scenarios are above."""
+    return [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="history does not read POP events yet"))
+            if uses_pop(load_scenario(scenario_for(p))) else p for p in sorted(KNOWN_BUG_SYMPTOMS)]
+
+
+@pytest.mark.parametrize("pname", _bug_params())
 def test_known_bug_profiles_agree_at_both_levels(pname):
     name = scenario_for(pname)
     white, black = both(run(name, pname), pname, f"{name}@{pname}")
