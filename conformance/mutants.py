@@ -289,6 +289,48 @@ CATALOGUE: tuple[Mutant, ...] = (
       "msg.deliver_ts = b.sim.now + self.delays[level - 1]", "msg.deliver_ts = b.sim.now + self.delays[level - 2]",
       "INV-RETRY-2",
       "The schedule service reads the delay table one level low: retries come back too early."),
+    # ------------------------------------------------------------------ POP (RocketMQ 5.x)
+    M("pop-ack-bit-not-set", "broker/pop.py", "PopService._ack_ck",
+      "ck.acked.add(offset)", "pass",
+      "INV-POP-ACK-1",
+      "The ack of a concurrent pop finds its checkpoint but does not set the offset's bit "
+      "(PopCheckPoint's bitMap): revive takes the message for un-acked and puts an acked message "
+      "back into the retry topic (#7724)."),
+    M("pop-revive-count-not-raised", "broker/revive.py", "PopReviveService._revive_one",
+      "reconsume_times=revived_reconsume_times(stored.reconsume_times, ck.suspend),",
+      "reconsume_times=stored.reconsume_times,",
+      "INV-POP-DLQ-1",
+      "reviveRetry copies the message into %RETRY% without raising its reconsume times: the count "
+      "never reaches maxReconsumeTimes, and a message that keeps failing never goes to the DLQ."),
+    M("pop-change-keeps-old-checkpoint", "broker/pop.py", "PopService.change_invisible_time",
+      'self._ack_ck(group, topic, queue, h["ck_offset"], h["pop_time"], offset)', "pass",
+      "INV-POP-HANDLE-1",
+      "changeInvisibleTime writes the new checkpoint but not the ack of the old one "
+      "(appendCheckPointThenAckOrigin without its ack): the old checkpoint still revives the message "
+      "while the new handle holds it."),
+    M("pop-push-raw-max-reconsume", "client/pop_consumer.py", "PopConsumer._on_push_pop",
+      "elif m.reconsume_times > self.max_reconsume():", "elif m.reconsume_times > self.max_reconsume_times:",
+      "INV-POP-LOSS-1",
+      "The push consumer in POP mode compares reconsume times with the raw maxReconsumeTimes (-1, the "
+      "default, meaning 16): every message is acked as past its retries without being consumed."),
+    M("pop-revive-skips-message", "broker/revive.py", "PopReviveService.revive",
+      "self._revive_one(ck, off)", "pass",
+      "INV-POP-LIVE-1",
+      "Revive drops a due checkpoint without writing its un-acked messages into the retry topic "
+      "(#7914): a message whose invisible time ended never comes back."),
+    M("pop-orderly-block-ignores-invisible-time", "broker/order_info.py", "OrderInfo.need_block",
+      "if off not in self.acked and now < self.next_visible.get(off, self.pop_time + self.invisible_ms):",
+      "if off not in self.acked and now < self.next_visible.get(off, self.pop_time):",
+      "INV-POP-ORDER-1",
+      "needBlock takes an un-acked offset's visible time to be its pop time, forgetting the invisible "
+      "time: an orderly queue is handed to the next attempt while the last attempt's messages are "
+      "still out."),
+    M("pop-stale-ack-applied", "broker/pop.py", "PopService._ack_ck",
+      'return "stale"', 'return "acked"',
+      "INV-POP-STALE-1",
+      "The ack of a handle whose checkpoint no longer waits (revived, or acked by a change of "
+      "invisible time) is taken as applied: a late ack after the message's redelivery counts as its "
+      "ack."),
 )
 
 BY_ID = {m.id: m for m in CATALOGUE}
@@ -352,6 +394,13 @@ WITNESS: dict[str, tuple[str, str, int]] = {
     "orderly-commit-first-key": ("orderly-batch", "rocketmq-5.3.3", 1),
     "orderly-no-queue-lock": ("orderly-offset-moved", "rocketmq-5.3.3", 1),
     "broker-offsets-not-reloaded": ("restart-retention", "rocketmq-5.3.3", 1),
+    "pop-ack-bit-not-set": ("pop-invisible-expiry", "rocketmq-5.5.1", 1),
+    "pop-revive-count-not-raised": ("pop-retry-dlq", "rocketmq-5.5.1", 1),
+    "pop-change-keeps-old-checkpoint": ("pop-basic", "rocketmq-5.5.1", 1),
+    "pop-push-raw-max-reconsume": ("pop-basic", "rocketmq-5.5.1", 1),
+    "pop-revive-skips-message": ("pop-invisible-expiry", "rocketmq-5.5.1", 1),
+    "pop-orderly-block-ignores-invisible-time": ("pop-orderly", "rocketmq-5.5.1", 1),
+    "pop-stale-ack-applied": ("pop-invisible-expiry", "rocketmq-5.5.1", 1),
 }
 
 # Mutants no method kills (equivalent to the original under every scenario, or beyond the
