@@ -706,3 +706,30 @@ def test_a_release_proves_the_processqueue_and_a_batch_after_a_seen_drop_never_r
     assert drop["seq"] < hook["seq"] and not any(
         e["kind"] == "consume_finished" and e.get("consume_id") == hook["consume_id"]
         and e["client"] == "127.0.0.1@g1c1" for e in events)
+
+
+def test_a_retried_producer_send_of_a_retry_copy_loses_its_count():
+    """Seed 13109 (real 5.3.3; the run's first 4000 events). GID_r0's consumer send-back of a failed
+    message could not be answered, and the fallback producer's send of the copy was attempted twice
+    (send_back_requested fallback_producer at seq 1797 and 1810). DefaultMQProducerImpl.
+    sendKernelImpl moves the message's RECONSUME_TIME property into the request header and clears
+    it from the message on the first attempt (5.5.0 lines 1007-1012; 4.9.8 alike), so the retried
+    attempt carried none and the broker stored the copy with count 0 where 1 was owed (INV-RETRY-2,
+    at its scheduling and its delivery into %RETRY%). Real RocketMQ; a count the message traces never
+    show, so a white-box finding, not a false alarm. The %RETRY% ProcessQueue at CONSUME_FROM_TIMESTAMP
+    started at 0, the end when its store read said -1 (the maxOffset query follows the read)."""
+    import json
+
+    from rocketspec.conformance.real_random import classify, unseen_invariants
+    name = "seed-13109-5x-retried-producer-send-loses-count"
+    res = check_trace(str(HERE / f"{name}.jsonl.gz"), "rocketmq-5.3.3", max_listed=1000)
+    errs = _by_inv(res)
+    assert set(errs) == {"INV-RETRY-2"}, res.findings.counts
+    assert all("cause: a producer send of the copy retried after a failed attempt" in m for m in errs["INV-RETRY-2"])
+    check_json = res.to_dict()
+    sc = json.loads((HERE / f"{name}.scenario.json").read_text())
+    status = {"H-DELIVER-1": "holds", "H-RETRY-1": "holds", "H-RETRY-2": "skipped", "H-RETRY-3": "holds",
+              "H-ORDER-1": "skipped", "H-ORDER-2": "holds", "H-DUP-1": "skipped"}
+    oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    ids = {"INV-RETRY-2": check_json["counts"]["INV-RETRY-2"]}
+    assert classify(ids, oracle, unseen_invariants(check_json, sc, oracle)) == ("finding", ["INV-RETRY-2"])

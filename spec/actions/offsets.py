@@ -93,7 +93,7 @@ def _pull_from_where(st, qs, client, read, sq, end_at_read=None):
     if read == -1:
         if "TIMESTAMP" in fw:
             if topic.startswith(RETRY_PREFIX):
-                return mx, mx, mx
+                return (mx if first == mx else None), first, mx
             return None, mn, mx
         if "FIRST" in fw:
             return 0, 0, 0

@@ -9,7 +9,7 @@ from .. import limits
 from ..state import M_CODE, M_ID, M_PROPS, M_TAGS, StoredQueue
 from .common import _client, _end, _group_client, _q, _skip_to, reset_stray_cause
 from .consume import commit_proven
-from .retry import _gc_chain
+from .retry import _count_lost_cause, _gc_chain
 
 
 def pull_issued(st, ev, out):
@@ -558,7 +558,8 @@ def message_stored(st, ev, out):
                 else:
                     if r != entry.r_next:
                         out.report("INV-RETRY-2", f"retry copy stored with reconsume_times {r}, "
-                                   f"expected {entry.r_next}", ckey)
+                                   f"expected {entry.r_next}{_count_lost_cause(entry, {'reconsume_times': r})}",
+                                   ckey)
                     ch.entries.remove(entry)
                     _gc_chain(st, ckey, ch)
         elif topic.startswith(DLQ_PREFIX):

@@ -309,8 +309,23 @@ def message_scheduled(st, ev, out):
                        f"(send-back requested .. scheduled)", ckey)
     if ev.get("reconsume_times") is not None and ev["reconsume_times"] != entry.r_next:
         out.report("INV-RETRY-2", f"scheduled copy carries reconsume_times {ev['reconsume_times']}, expected "
-                   f"{entry.r_next}", ckey)
+                   f"{entry.r_next}{_count_lost_cause(entry, ev)}", ckey)
     entry.state, entry.deliver_ts, entry.sched_id = "delayed", ev["deliver_ts"], ev["msg_id"]
+
+
+def _count_lost_cause(entry, ev) -> str:
+    """Why a producer's %RETRY% copy carries count 0: DefaultMQProducerImpl.sendKernelImpl moves
+    the message's RECONSUME_TIME property into the request header and clears it from the message
+    (4.9.8 and 5.x alike), so a send the producer retries after a failed attempt carries none, and
+    the broker stores 0 (random real run 13109: the fallback send-back was requested twice)."""
+    # (the broker's consumerSendMsgBack counts from the stored copy and never writes 0 past a
+    # failure: a 0 where more is owed comes from a producer's request header)
+    if ev["reconsume_times"] != 0 or entry.r_next == 0:
+        return ""
+    return ("; cause: a producer send of the copy retried after a failed attempt carries no count: "
+            "sendKernelImpl moves RECONSUME_TIME into the request header and clears it from the message on the "
+            "first attempt, so the retried attempt sends none and the broker stores 0 (a count the message traces "
+            "never show: the next failure restarts the count below the limit)")
 
 
 def schedule_delivered(st, ev, out):
