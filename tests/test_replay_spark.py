@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocketspec.reference.runner import run_to_list
-from rocketspec.reference.scenario import builtin_names, load_scenario
+from rocketspec.reference.scenario import builtin_names, load_scenario, runs_under
 from rocketspec.rocketmq.profiles import PROFILES
 from rocketspec.spec.replay import check_trace
 from rocketspec.traces.io import TraceInputError, write_trace
@@ -42,7 +42,23 @@ def _bug_cases():
     return out
 
 
-SCENARIOS = [(n, 1, p) for n in builtin_names() for p in RELEASES]
+def _runnable(seeds=(1,)):
+    """(scenario, seed, release) cases the runner accepts (a POP scenario needs a 5.x release)."""
+    return [(n, s, p) for n in builtin_names() for s in seeds for p in RELEASES if runs_under(load_scenario(n), p)]
+
+
+# Spark's scoped replay does not yet keep a POP group's state across a topic and its POP retry
+# topic (%RETRY%group_topic): a revived copy popped from the retry queue reads as unknown there
+# (GUARD). Strict: the day it does, these fail and come off the list.
+POP_SCOPED_GAP = {"pop-basic", "pop-invisible-expiry", "pop-retry-dlq"}
+
+
+def _marked(cases):
+    return [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="scoped replay of POP retry topics"))
+            if c[0] in POP_SCOPED_GAP else c for c in cases]
+
+
+SCENARIOS = _runnable()
 BUGS = _bug_cases()
 
 
@@ -176,7 +192,7 @@ def _check(paths):
 
 
 @spark_test
-@pytest.mark.parametrize("case", SCENARIOS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+@pytest.mark.parametrize("case", _marked(SCENARIOS), ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
 def test_replay_equals_check_on_builtin_scenarios(replayed, case):
     paths, r = replayed[("scenario",) + case]
     c = _check(paths)
@@ -217,7 +233,7 @@ def _fails_as_check_fails(replayed_case, what):
 
 
 @spark_test
-@pytest.mark.parametrize("case", SCENARIOS + BUGS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+@pytest.mark.parametrize("case", _marked(SCENARIOS + BUGS), ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
 def test_arrow_path_equals_check_on_parquet(replayed, case):
     """Parquet as the writer makes it takes the Arrow path (Spark reads the files, the JVM
     shuffles), with check's results."""
@@ -414,8 +430,7 @@ def test_partitioned_replay_equals_check_for_any_partition_count(tmp_path, case)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [(n, s, p) for n in builtin_names() for s in (4, 5, 6) for p in RELEASES],
-                         ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+@pytest.mark.parametrize("case", _runnable((4, 5, 6)), ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
 def test_partitioned_replay_equals_check_many_seeds(tmp_path, case):
     _local_equals_check(tmp_path, case)
 
@@ -433,8 +448,7 @@ def _local_equals_check(tmp_path, case):
 
 @spark_test
 @pytest.mark.slow
-@pytest.mark.parametrize("profile", RELEASES)
-@pytest.mark.parametrize("name", builtin_names())
+@pytest.mark.parametrize("name,profile", [(n, p) for n, _, p in _runnable()])
 def test_full_sweep_on_spark(spark, tmp_path, name, profile):
     from rocketspec.traces.spark.spark_replay import replay_many
 
