@@ -29,6 +29,11 @@ def _events(name):
         return [json.loads(line) for line in fh]
 
 
+def _oracle(status):
+    """An oracle report as oracle.json holds it (complete), from a run's guarantee statuses."""
+    return {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+
+
 def _by_inv(res):
     out: dict[str, list[str]] = {}
     for f in res.findings.errors:
@@ -368,7 +373,7 @@ def test_an_order_broken_across_consumers_is_explained_by_two_consumers_in_the_q
     check = {"INV-ORDER-1": 1, "INV-ORDER-3": 1, "INV-OWNER-2": 2, "INV-SUB-1": 1}
     status = {"H-DELIVER-1": "violated", "H-RETRY-1": "holds", "H-RETRY-2": "skipped", "H-RETRY-3": "holds",
               "H-ORDER-1": "skipped", "H-ORDER-2": "violated", "H-DUP-1": "skipped"}
-    oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    oracle = _oracle(status)
     assert classify(check, oracle, named=set(check)) == (BREAK, ["INV-ORDER-3"])
     # the order broken with no exclusivity failure reported is still a missed loss
     assert classify({"INV-SUB-1": 1}, oracle, named={"INV-SUB-1"}) == ("missed loss", ["H-ORDER-2"])
@@ -399,7 +404,7 @@ def test_a_known_upstream_bugs_repaired_window_is_a_finding_not_a_false_alarm():
     check_ids = {k: v for k, v in check_json["counts"].items() if k in errs}
     status = {"H-DELIVER-1": "holds", "H-RETRY-1": "holds", "H-RETRY-2": "skipped", "H-RETRY-3": "violated",
               "H-ORDER-1": "skipped", "H-ORDER-2": "holds", "H-DUP-1": "skipped"}
-    oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    oracle = _oracle(status)
     sc = json.loads((HERE / f"{name}.scenario.json").read_text())
     assert classify(check_ids, oracle, unseen_invariants(check_json, sc, oracle)) == ("finding", ["INV-OFFSET-3"])
     # the same offset error with no upstream cause named stays a false alarm
@@ -477,7 +482,7 @@ def test_a_processqueue_created_on_a_grant_that_a_pause_outlived_names_the_pause
     assert "INV-OWNER-2" in named, named
     status = {"H-DELIVER-1": "holds", "H-RETRY-1": "holds", "H-RETRY-2": "skipped", "H-RETRY-3": "holds",
               "H-ORDER-1": "skipped", "H-ORDER-2": "holds", "H-DUP-1": "skipped"}
-    oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    oracle = _oracle(status)
     ids = {k: v for k, v in check_json["counts"].items() if k in errs}
     assert classify(ids, oracle, named=named)[0] == BREAK
 
@@ -519,7 +524,7 @@ def test_a_queue_added_during_a_resets_wait_keeps_a_second_pullrequest():
     check_ids = {k: v for k, v in check_json["counts"].items() if k in errs}
     status = {"H-DELIVER-1": "holds", "H-RETRY-1": "violated", "H-RETRY-2": "skipped", "H-RETRY-3": "violated",
               "H-ORDER-1": "skipped", "H-ORDER-2": "holds", "H-DUP-1": "skipped"}
-    oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    oracle = _oracle(status)
     sc = json.loads((HERE / f"{name}.scenario.json").read_text())
     cls, _ = classify(check_ids, oracle, unseen_invariants(check_json, sc, oracle))
     assert cls == "finding", (cls, check_ids)
@@ -730,6 +735,6 @@ def test_a_retried_producer_send_of_a_retry_copy_loses_its_count():
     sc = json.loads((HERE / f"{name}.scenario.json").read_text())
     status = {"H-DELIVER-1": "holds", "H-RETRY-1": "holds", "H-RETRY-2": "skipped", "H-RETRY-3": "holds",
               "H-ORDER-1": "skipped", "H-ORDER-2": "holds", "H-DUP-1": "skipped"}
-    oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    oracle = _oracle(status)
     ids = {"INV-RETRY-2": check_json["counts"]["INV-RETRY-2"]}
     assert classify(ids, oracle, unseen_invariants(check_json, sc, oracle)) == ("finding", ["INV-RETRY-2"])
