@@ -170,11 +170,22 @@ final class ObservedOffsetTable extends AbstractMap<String, ConcurrentMap<Intege
             this.q = q;
         }
 
+        /**
+         * Whether this map is still the table's (called under the lock). commitOffset's thread may
+         * hold a map that another thread's first commit replaced (reportAll): its put reaches no
+         * table, so it is no commit, and the queue's next commit finds the table's value, not it.
+         */
+        private boolean live() {
+            return d.get(key) == q;
+        }
+
         @Override
         public Long put(Integer queue, Long offset) {
             synchronized (lock) {
                 Long prev = q.put(queue, offset);
-                listener.committed(key, queue, offset, prev);   // every commit, a repeated value too
+                if (live()) {
+                    listener.committed(key, queue, offset, prev);   // every commit, a repeated value too
+                }
                 return prev;
             }
         }
@@ -193,7 +204,7 @@ final class ObservedOffsetTable extends AbstractMap<String, ConcurrentMap<Intege
         public Long putIfAbsent(Integer k, Long v) {
             synchronized (lock) {
                 Long prev = q.putIfAbsent(k, v);
-                if (prev == null) {
+                if (prev == null && live()) {
                     listener.committed(key, k, v, null);
                 }
                 return prev;
