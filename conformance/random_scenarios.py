@@ -41,21 +41,15 @@ LEASE_MARGIN_MS = BROKER_LOCK_MS - CLIENT_LEASE_MS
 MAX_SEPARATE_CLIENTS = 2        # clients a kill or pause targets run in their own JVM (~400 MB each)
 
 
-def generate(seed: int, small: bool = False) -> dict:
+def generate(seed: int, small: bool = False, pop: bool = False) -> dict:
     """The scenario of `seed` (a plain dict, as a scenario file holds it). `small`: fewer clients,
-    messages and steps (a short real run, for the default test run)."""
+    messages and steps (a short real run, for the default test run). `pop`: a POP scenario
+    (generate_pop), for RocketMQ 5.x."""
+    if pop:
+        return generate_pop(seed, small)
     r = random.Random(seed)
     duration = r.choice((4000, 6000, 8000)) if small else r.choice((4000, 6000, 8000, 10000, 12000))
-    sc: dict = {
-        "name": f"random-{seed}",
-        "description": f"rocketspec random scenario, seed {seed} (conformance/random_scenarios.py)",
-        "duration_ms": duration,
-        "broker_config": {"message_delay_level": r.choice((ONE_S_LEVELS, ONE_S_LEVELS, MIXED_LEVELS))},
-        "real": {"persist_consumer_offset_interval_ms": 1000, "heartbeat_broker_interval_ms": 1000,
-                 "rebalance_interval_ms": r.choice((1000, 2000)), "lock_interval_ms": 1000,
-                 "client_lock_max_live_ms": CLIENT_LEASE_MS, "drain_ms": 30000},
-        "topics": [], "groups": [], "producers": [], "steps": [],
-    }
+    sc = _base(r, seed, "random", duration, 30000)
     use_sql = r.random() < 0.3
     if use_sql:
         sc["broker_config"]["enable_property_filter"] = True
@@ -123,6 +117,134 @@ def generate(seed: int, small: bool = False) -> dict:
     return sc
 
 
+def _base(r: random.Random, seed: int, prefix: str, duration: int, drain_ms: int) -> dict:
+    """A scenario's frame: name, short delay levels and seconds of timing knobs (docs/scenarios.md)."""
+    return {
+        "name": f"{prefix}-{seed}",
+        "description": f"rocketspec {prefix} scenario, seed {seed} (conformance/random_scenarios.py)",
+        "duration_ms": duration,
+        "broker_config": {"message_delay_level": r.choice((ONE_S_LEVELS, ONE_S_LEVELS, MIXED_LEVELS))},
+        "real": {"persist_consumer_offset_interval_ms": 1000, "heartbeat_broker_interval_ms": 1000,
+                 "rebalance_interval_ms": r.choice((1000, 2000)), "lock_interval_ms": 1000,
+                 "client_lock_max_live_ms": CLIENT_LEASE_MS, "drain_ms": drain_ms},
+        "topics": [], "groups": [], "producers": [], "steps": [],
+    }
+
+
+# POP scenarios (RocketMQ 5.x; docs/pop.md): push consumers in POP mode (client_type POP_PUSH),
+# which the recorder runs in-process. What they never emit, and why:
+POP_NOT_EMITTED = {
+    "SimpleConsumers (client_type SIMPLE), hence orderly (FIFO) POP": "they consume through the gRPC proxy: "
+        "`rocketspec record` runs them only with --client (a gRPC client program); the push consumer in POP "
+        "mode has no orderly path (the reference refuses POP_PUSH with ORDERLY)",
+    "a DLQ": "the remoting push consumer in POP mode has none: at maxReconsumeTimes it acks the message "
+             "(checkNeedAckOrDelay), or a copy past the limit unconsumed (processPopResult)",
+    "maxReconsumeTimes above 1, delay_level_when_next_consume": "a second failure's invisible time is "
+        "popDelayLevel[1] = 30 s (later levels minutes): a real run would last minutes",
+    "batches above 1, ackIndex": "a failed batch at the limit throws mid-loop (popDelayLevel[-1] in "
+        "checkNeedAckOrDelay) and leaves the rest of the batch to revive",
+    "SQL92 subscriptions, broadcasting, reset_offset, the broker's idle close, breaks": "not drawn for POP groups "
+        "(POP is clustering only; the rest is the pull path's, drawn by generate)",
+}
+POP_INVISIBLE_MS = (5000, 5000, 6000, 8000, 10000, 20000, 3000)   # 3000: outside [5 s, 300 s], sent as 60 s
+POP_LONG_INVISIBLE_MS = 10000   # above it, a group's clients never leave or pause (a held message waits it out)
+POP_TOPIC = "TopicP"
+
+
+def generate_pop(seed: int, small: bool = False) -> dict:
+    """The POP scenario of `seed`: 1 to 3 push-consumer groups in POP mode (1 to 3 clients each) on
+    one topic, sometimes an ordinary concurrent group beside them, a few messages; listener
+    failures, exceptions, null, slow calls (some longer than the invisible time), a poison tag,
+    maxReconsumeTimes 0 or 1; joins, graceful shutdowns, SIGKILLs, restarts and pauses shorter or
+    longer than the invisible time. Seconds of wall time plus the revives: a failure waits
+    popDelayLevel[0] = 10 s, and each revive ackTimeInterval + 1 s more."""
+    r = random.Random(f"pop-{seed}")
+    duration = r.choice((8000, 10000)) if small else r.choice((10000, 12000, 15000, 20000))
+    sc = _base(r, seed, "random-pop", duration, 60000)
+    sc["topics"].append({"name": POP_TOPIC, "queues": r.choice((1, 2, 4))})
+    n_pop = 1 if small else r.choice((1, 1, 2, 3))
+    groups = [_pop_group(r, i) for i in range(n_pop)]
+    if not small and r.random() < 0.3:
+        # an ordinary (pull) group beside them on the same topic
+        g = _group(r, n_pop, [POP_TOPIC], False, concurrent_only=True)
+        g["message_model"] = "CLUSTERING"
+        groups.append(g)
+    sc["groups"] = groups
+    count = r.randint(5, 20) if small else r.randint(10, 40)
+    rate = r.choice((10, 20))
+    start = r.choice((0, 0, 500, 1500))
+    sc["producers"].append({"topic": POP_TOPIC, "count": count, "rate_per_s": rate, "start_ms": start,
+                            "tags": r.sample(TAGS + ("",), r.randint(1, 4)), "body_size": r.choice((64, 1024))})
+    produced_until = start + int(1000 * count / rate)
+    separate: set = set()
+    for i, g in enumerate(groups):
+        inv = g.get("pop_invisible_time")
+        pause = None if inv is None else (lambda rr, c, st, d, inv=inv: _pop_pause(rr, c, st, d, inv))
+        steps = _clients(r, g, i, duration, produced_until, separate, small, pause)
+        clients = {x["client"] for x in steps}
+        if inv is not None and (inv > POP_LONG_INVISIBLE_MS or inv < 5000) and any(
+                x["action"] in ("shutdown", "crash", "pause") and x["client"] in clients for x in steps):
+            g["pop_invisible_time"] = r.choice((5000, 8000))
+            steps = [x if x["action"] != "pause" else _pop_pause(r, x["client"], x["at_ms"] - 1000, duration,
+                                                                 g["pop_invisible_time"]) for x in steps]
+        sc["steps"] += steps
+    sc["steps"].sort(key=lambda st: st["at_ms"])
+    return sc
+
+
+def _pop_group(r: random.Random, i: int) -> dict:
+    g: dict = {"name": f"GID_p{i}", "client_type": "POP_PUSH", "consume_mode": "CONCURRENTLY",
+               "message_model": "CLUSTERING", "pop_invisible_time": r.choice(POP_INVISIBLE_MS),
+               "pop_batch_nums": r.choice((1, 4, 16, 32))}
+    g["subscriptions"] = {POP_TOPIC: "*" if r.random() < 0.7 else " || ".join(sorted(r.sample(TAGS, r.randint(1, 2))))}
+    g["consume_from_where"] = r.choice(("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET"))
+    g["max_reconsume_times"] = r.choice((0, 0, 1))
+    if r.random() < 0.2:
+        g["pop_threshold_for_queue"] = r.choice((2, 8))
+    if r.random() < 0.25:
+        g["consume_thread_max"] = r.choice((1, 4))
+    lst: dict = {"duration_ms": r.choice(([1, 10], [1, 30], [5, 60]))}
+    # a second failure waits 30 s (popDelayLevel[1]): rarer where it can happen
+    if r.random() < 0.7:
+        lst["fail_rate"] = r.choice((0.05, 0.1, 0.2, 0.3) if g["max_reconsume_times"] == 0 else (0.05, 0.1))
+    if r.random() < 0.3:
+        lst["null_rate"] = r.choice((0.02, 0.05))
+    if r.random() < 0.3:
+        lst["exception_rate"] = r.choice((0.02, 0.05))
+    rules = []
+    if r.random() < 0.3:   # a poison tag: past the limit, or recovering on its first retry
+        rule = {"tags": [r.choice(TAGS)], "status": "RECONSUME_LATER"}
+        if g["max_reconsume_times"] > 0:
+            rule["until_reconsume_times"] = 1
+        rules.append(rule)
+    inv = g["pop_invisible_time"]
+    if r.random() < 0.35:   # slow calls on one tag; some outlive the invisible time (#8332)
+        over = 5000 <= inv <= POP_LONG_INVISIBLE_MS and r.random() < 0.5
+        slow = {"tags": [r.choice(TAGS)], "duration_ms": [inv + 1000, inv + 3000] if over else
+                r.choice(([100, 300], [300, 1500]))}
+        if over:
+            slow["until_reconsume_times"] = 1   # the revived copy is quick
+        rules.append(slow)
+        if over and g.get("consume_thread_max") == 1:
+            del g["consume_thread_max"]   # one thread behind a call of seconds: every message waits it out
+    if rules:
+        lst["rules"] = rules
+    g["listener"] = lst
+    return g
+
+
+def _pop_pause(r: random.Random, client: str, start: int, duration: int, invisible: int) -> dict:
+    """A SIGSTOP shorter than the group's invisible time, or (when it is short) longer: the frozen
+    client's held messages are revived and popped by another."""
+    at = r.randrange(start + 1000, duration - 500, 100)
+    inv = invisible if invisible >= 5000 else 60000
+    longer = inv <= POP_LONG_INVISIBLE_MS and r.random() < 0.5
+    length = r.randrange(inv + 1000, inv + 3000, 100) if longer else r.randrange(300, min(inv, 10000) - 1500, 100)
+    kind = "longer" if longer else "shorter"
+    return {"at_ms": at, "action": "pause", "client": client, "duration_ms": length,
+            "note": f"SIGSTOP {length} ms, {kind} than the POP invisible time ({inv} ms)"}
+
+
 # The broker's side of an offset reset past its offset check: 4.9.8's Broker2Client.resetOffset
 # answers CONSUMER_NOT_ONLINE when the group has no channel (each client's start registers one, a
 # shutdown or a kill removes it), which the driver does not take as a refusal.
@@ -179,8 +301,8 @@ def reset_online(sc: dict, g: dict, at: int) -> bool:
     return False
 
 
-def _group(r: random.Random, i: int, topics: list, use_sql: bool) -> dict:
-    orderly = r.random() < 0.35
+def _group(r: random.Random, i: int, topics: list, use_sql: bool, concurrent_only: bool = False) -> dict:
+    orderly = r.random() < 0.35 and not concurrent_only
     g: dict = {"name": f"GID_r{i}", "consume_mode": "ORDERLY" if orderly else "CONCURRENTLY",
                "message_model": "BROADCASTING" if r.random() < 0.2 else "CLUSTERING",
                "strategy": r.choice(("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"))}
@@ -243,8 +365,10 @@ def _listener(r: random.Random, orderly: bool) -> dict:
 
 
 def _clients(r: random.Random, g: dict, gi: int, duration: int, produced_until: int, separate: set,
-             small: bool) -> list:
-    """Start steps and each client's life: one survivor keeps the group consuming to the end."""
+             small: bool, pause=None) -> list:
+    """Start steps and each client's life: one survivor keeps the group consuming to the end.
+    `pause(r, client, start, duration)`: a pause step of the client (default: _pause)."""
+    pause = pause or _pause
     steps = []
     n = r.randint(1, 2) if small else r.randint(1, 3)
     late = r.random() < 0.2   # the whole group starts on a backlog
@@ -256,7 +380,7 @@ def _clients(r: random.Random, g: dict, gi: int, duration: int, produced_until: 
         if j == 0:
             # the survivor: never leaves; may be paused when it runs in its own JVM
             if len(separate) < MAX_SEPARATE_CLIENTS and r.random() < 0.25 and start + 1000 < duration - 500:
-                steps.append(_pause(r, client, start, duration))
+                steps.append(pause(r, client, start, duration))
                 separate.add(client)
             continue
         fate = r.choice(("stays", "shutdown", "kill", "pause", "shutdown"))
@@ -268,7 +392,7 @@ def _clients(r: random.Random, g: dict, gi: int, duration: int, produced_until: 
             continue
         if fate == "pause":
             separate.add(client)
-            steps.append(_pause(r, client, start, duration))
+            steps.append(pause(r, client, start, duration))
             continue
         at = r.randrange(start + 1000, duration - 500, 100)
         if fate == "kill":

@@ -475,6 +475,10 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
                    "findings. Per-run files go to --out DIR/seed-S/. Exit 1 on a false alarm or a missed "
                    "loss, 4 when a run could not finish (docs/recorder.md).")
 @click.option("--small", is_flag=True, help="With --random: small scenarios (one group, fewer clients and messages).")
+@click.option("--pop", is_flag=True,
+              help="With --random: POP scenarios (push consumers in POP mode, client_type POP_PUSH, sometimes "
+                   "beside an ordinary group; conformance/random_scenarios.generate_pop). RocketMQ 5.x only: "
+                   "give --release 5.5.0 or 5.3.3.")
 @click.option("--rejudge", is_flag=True,
               help="Record nothing: classify again the random runs an earlier --random wrote under --out DIR "
                    "(after a change to the spec or the oracle), rewrite their check, oracle and result files, "
@@ -492,10 +496,16 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
               help=f"The RocketMQ release to run (namesrv, broker, push consumer): {', '.join(releases())} "
                    f"(5.5.0 stands in for 5.5.1, whose jars the registry here lacks). 4.9.8 is built by `make "
                    "rocketmq`; the others are pinned jars from Maven Central, installed by `make rocketmq-jars`.")
-def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small, release, client, rejudge):
+def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small, pop, release, client,
+               rejudge):
     """Run a scenario on a real in-process RocketMQ (4.9.8 by default; --release) and write the
     recorded trace; or, with --random N, record and judge N random scenarios."""
     check_release(release)
+    if pop and random_runs is None:
+        raise RecordError("--pop goes with --random")
+    if pop and release.split(".", 1)[0] == "4":
+        raise RecordError(f"--pop: POP consumption exists only in RocketMQ 5.x, not {release}: give --release "
+                          "5.5.0 or 5.3.3")
     if rejudge:
         if random_runs is not None or scenario_name is not None or client is not None:
             raise RecordError("--rejudge records nothing: give it only --out DIR (a folder of --random runs)")
@@ -505,7 +515,7 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
         if client is not None:
             client_command(client)      # a program that is not there is refused before any run
         sys.exit(record_random(random_runs, seed, out, timeout_s, small, scenario_name, keep, msgtrace,
-                               functools.partial(record, release=release, client=client)))
+                               functools.partial(record, release=release, client=client), pop))
     if small:
         raise RecordError("--small goes with --random")
     if scenario_name is None:
@@ -516,7 +526,7 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
 
 
 def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenario_name, keep, msgtrace,
-                  recorder=record) -> int:
+                  recorder=record, pop: bool = False) -> int:
     """`record --random`: the runs, their table, and the exit code (conformance.real_random)."""
     from rocketspec.conformance import real_random
 
@@ -535,7 +545,7 @@ def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenar
                    + f", {res.events} events, {res.seconds:.0f} s" + (f": {res.note}" if res.cls == "incomplete" else ""),
                    err=True)
 
-    results = real_random.run_many(recorder, runs, seed, folder, small, timeout_s, progress=progress)
+    results = real_random.run_many(recorder, runs, seed, folder, small, timeout_s, progress=progress, pop=pop)
     table = real_random.render_table(results)
     (folder / "table.md").write_text(table + "\n")
     (folder / "summary.json").write_text(json.dumps(real_random.summary(results), indent=1) + "\n")
