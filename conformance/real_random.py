@@ -41,8 +41,9 @@ from .random_scenarios import generate, history_groups, write
 # records are described in docs/scenarios.md, "Random scenarios"):
 # 1 message traces, the commit log's dead letters, the scenario's offset resets;
 # 2 also the group membership changes of RocketMQ's client log (conformance.client_log);
-# 3 also the commit log's %RETRY% copies, and the steps placed by the driver's steps.json.
-ORACLE_VERSION = 3
+# 3 also the commit log's %RETRY% copies, and the steps placed by the driver's steps.json;
+# 4 a POP group's copies in its POP retry topic, named by the group.
+ORACLE_VERSION = 4
 
 # The invariants of check whose violation a user would see as each guarantee's violation.
 # (INV-BCAST-1 is seen as none: a broadcasting client's send-back, or a broker commit of a
@@ -275,10 +276,14 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
         h.complete = h.declared_complete = False
         h.notes.append(f"{len(unpublished)} message(s) in the store have no Pub record: the trace dispatcher dropped "
                        "records, so the history is judged lossy")
-    # the %RETRY% copies the store holds: a failure's send-back reached the broker
+    # the %RETRY% copies the store holds: a failure's send-back reached the broker; for a POP
+    # group, revive stored the copy in the group's POP retry topic %RETRY%<group>_<topic> (a copy
+    # past maxReconsumeTimes is then acked unconsumed: the push consumer in POP mode has no DLQ,
+    # DefaultMQPushConsumerImpl.processPopResult)
+    pop_retry = pop_retry_groups(sc)
     for m in stored:
         if m.topic.startswith("%RETRY%") and "UNIQ_KEY" in m.properties:
-            key = (m.topic[len("%RETRY%"):], m.properties["UNIQ_KEY"])
+            key = (pop_retry.get(m.topic, m.topic[len("%RETRY%"):]), m.properties["UNIQ_KEY"])
             h.retried[key] = max(h.retried.get(key, 0), m.reconsume_times)
     dead = []
     for m in stored:
@@ -325,6 +330,14 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
     rep.positions_judged = []
     rep.positions = _positions(h, local, changes, stored, rep.positions_judged) if h.complete else []
     return rep
+
+
+def pop_retry_groups(sc: dict) -> dict:
+    """{POP retry topic: group} for the scenario's POP groups (both of KeyBuilder's namings)."""
+    from rocketspec.rocketmq.pop import pop_retry_topic
+
+    return {pop_retry_topic(g["name"], t, v2): g["name"] for g in sc["groups"]
+            if g.get("client_type", "PUSH") != "PUSH" for t in g["subscriptions"] for v2 in (False, True)}
 
 
 def _ack_index_results(sc: dict, h) -> None:

@@ -182,6 +182,52 @@ def test_record_random_pop_refuses_what_cannot_run(tmp_path, args, says):
     assert not (tmp_path / "o").exists()
 
 
+def _pop_limit_records(tmp_path, revived: bool):
+    """A POP push group with maxReconsumeTimes 0 (random POP run 20002 on 5.5.0, group GID_p2): the
+    listener fails M1's first delivery; at the limit the client sends nothing (checkNeedAckOrDelay),
+    the handle runs out, revive stores a copy with reconsume times 1 in the group's POP retry
+    topic, and the client acks that copy unconsumed, past the limit (processPopResult): no further
+    listener call, no DLQ. `revived`: the store holds that copy."""
+    from test_random_scenarios import _entry
+
+    from rocketspec.rocketmq.pop import pop_retry_topic
+    from rocketspec.traces.history.msgtrace import encode_trace
+
+    ev = [{"kind": "message_stored", "source": "producer", "ts": 1000, "topic": "TopicP", "msg_id": "M1",
+           "tags": "TagA", "broker": "broker-a", "offset": 0},
+          {"kind": "consume_started", "ts": 1100, "client": "c1", "consume_id": 0, "group": "GID_p0",
+           "msg_ids": ["M1"], "reconsume_list": [0]},
+          {"kind": "consume_finished", "ts": 1105, "client": "c1", "consume_id": 0, "group": "GID_p0",
+           "status": "RECONSUME_LATER"}]
+    msgtrace = tmp_path / "msgtrace.txt"
+    msgtrace.write_text("\n".join(encode_trace(ev)) + "\n")
+    log = tmp_path / "store" / "commitlog"
+    log.mkdir(parents=True)
+    data = _entry("TopicP", 0, 0, 0, 0, {"UNIQ_KEY": "M1"})
+    if revived:
+        data += _entry(pop_retry_topic("GID_p0", "TopicP"), 0, 0, len(data), 1, {"UNIQ_KEY": "M1"}, store_ts=8000)
+    (log / "00000000000000000000").write_bytes(data + b"\0" * 64)
+    sc = {"topics": [{"name": "TopicP"}], "steps": [], "producers": [{"topic": "TopicP"}],
+          "groups": [{"name": "GID_p0", "client_type": "POP_PUSH", "consume_mode": "CONCURRENTLY",
+                      "message_model": "CLUSTERING", "max_reconsume_times": 0, "subscriptions": {"TopicP": "*"},
+                      "listener": {"duration_ms": [1, 5]}}]}
+    return sc, msgtrace, tmp_path / "store"
+
+
+@pytest.mark.parametrize("revived", [True, False])
+def test_the_oracle_names_a_pop_retry_copy_by_its_group(tmp_path, revived):
+    """The copy revive stored in %RETRY%GID_p0_TopicP is GID_p0's retry of M1 (it was read as
+    group GID_p0_TopicP's): M1 failed and went on to its retry, as RocketMQ does, and is no loss
+    (the copy past the limit is acked unconsumed). Without that copy in the store, M1 is lost."""
+    from rocketspec.conformance import real_random
+
+    sc, msgtrace, store = _pop_limit_records(tmp_path, revived)
+    rep = real_random.oracle_report(sc, msgtrace, store, 0, True)
+    status = {v.id: v.status for v in rep.verdicts}
+    assert status["H-DELIVER-1"] == ("holds" if revived else "violated")
+    assert real_random.pop_retry_groups(sc)["%RETRY%GID_p0_TopicP"] == "GID_p0"
+
+
 @pytest.mark.real
 def test_one_small_random_pop_run_on_5_5_0_is_judged_agreed(tmp_path):
     """A small POP seed recorded on real 5.5.0 with message tracing, checked under rocketmq-5.5.1
