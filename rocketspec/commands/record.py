@@ -58,9 +58,11 @@ JVM_FLAGS = [
 # The release a run takes by default, built from ../shared/rocketmq (`make rocketmq`); the others
 # are the pinned release jars (third_party/rocketmq/VERSION, `make rocketmq-jars`).
 from rocketspec.traces.rocketmq_jars import DEFAULT_RELEASE  # noqa: E402  (the one definition)
-# 5.5.1 is the newest release; the registry here serves 5.5.0 whole but not 5.5.1's namesrv,
-# client and tools jars, so 5.5.0 stands in for it (third_party/rocketmq/README.md).
+# A release with no profile of its own is judged under the next release's: 5.5.0 under 5.5.1's
+# (every switch the same, docs/profiles.md).
 STANDS_IN = {"5.5.0": "5.5.1"}
+# A pin that mixes releases (third_party/rocketmq/5.5.1/pom.xml): what a run's summary line says of it.
+MIXED_PINS = {"5.5.1": ", broker 5.5.1 with the 5.5.0 push consumer and namesrv"}
 
 
 class RecordError(UserError):
@@ -448,7 +450,7 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
             fh.write(json.dumps(ev, separators=(",", ":")) + "\n")
     if not keep:
         shutil.rmtree(work, ignore_errors=True)
-    stand_in = f", standing in for {STANDS_IN[release]}" if release in STANDS_IN else ""
+    stand_in = MIXED_PINS.get(release, "")
     return 0, (f"{sc['name']} (real RocketMQ {release}{stand_in}; trace profile {profile}): {len(events)} events, "
                f"ended {events[-1]['reason']}, "
                f"{time.monotonic() - t0:.1f}s -> {out}")
@@ -494,7 +496,8 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
                    "starts in the broker's JVM (5.5.0).")
 @click.option("--release", default=DEFAULT_RELEASE, show_default=True,
               help=f"The RocketMQ release to run (namesrv, broker, push consumer): {', '.join(releases())} "
-                   f"(5.5.0 stands in for 5.5.1, whose jars the registry here lacks). 4.9.8 is built by `make "
+                   f"(5.5.1: its broker, store, common and remoting with 5.5.0's namesrv, push consumer and "
+                   f"tools, whose 5.5.1 jars the registry here lacks). 4.9.8 is built by `make "
                    "rocketmq`; the others are pinned jars from Maven Central, installed by `make rocketmq-jars`.")
 def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small, pop, release, client,
                rejudge):
