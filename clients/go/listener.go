@@ -20,6 +20,7 @@ type listenerSpec struct {
 	SuccessStatus string          `json:"success_status"`
 	SuspendMs     *int            `json:"suspend_ms"`
 	DelayLevel    *int            `json:"delay_level_when_next_consume"`
+	AckIndex      *int32          `json:"ack_index"`
 }
 
 type rule struct {

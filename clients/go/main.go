@@ -319,6 +319,15 @@ func listen(ctx context.Context, lst *listener, id int64, orderly bool, msgs []*
 			cc.DelayLevelWhenNextConsume = *lst.spec.DelayLevel
 		}
 	}
+	// The scenario's ackIndex, set as an application sets it: the messages past it are declared
+	// not consumed. What the library then does with them is its own behaviour, not the driver's.
+	ackSet := false
+	if lst.spec.AckIndex != nil && !orderly {
+		if cc, ok := primitive.GetConcurrentlyCtx(ctx); ok {
+			cc.AckIndex = *lst.spec.AckIndex
+			ackSet = true
+		}
+	}
 	time.Sleep(time.Duration(duration) * time.Millisecond)
 	var res consumer.ConsumeResult
 	switch status {
@@ -339,14 +348,21 @@ func listen(ctx context.Context, lst *listener, id int64, orderly bool, msgs []*
 		if orderly {
 			res = consumer.SuspendCurrentQueueAMoment
 		}
-		report("consume_finished", map[string]interface{}{"consume_id": id, "status": javaStatus(res, orderly),
-			"listener_error": status})
+		fin := map[string]interface{}{"consume_id": id, "status": javaStatus(res, orderly), "listener_error": status}
+		if ackSet {
+			fin["ack_index"] = -1
+		}
+		report("consume_finished", fin)
 		if mutant == "ack-failed" {
 			return consumer.ConsumeSuccess, nil
 		}
 		return res, fmt.Errorf("scenario listener fails (%s)", status)
 	}
-	report("consume_finished", map[string]interface{}{"consume_id": id, "status": javaStatus(res, orderly)})
+	fin := map[string]interface{}{"consume_id": id, "status": javaStatus(res, orderly)}
+	if ackSet {
+		fin["ack_index"] = ackIndex(*lst.spec.AckIndex, res, len(msgs))
+	}
+	report("consume_finished", fin)
 	if mutant == "ack-failed" {
 		return consumer.ConsumeSuccess, nil
 	}
@@ -358,6 +374,19 @@ func listen(ctx context.Context, lst *listener, id int64, orderly bool, msgs []*
 		return consumer.ConsumeRetryLater, nil
 	}
 	return res, nil
+}
+
+// ackIndex is the last message of the batch the application declared consumed, as RocketMQ's
+// processConsumeResult reads a ConsumeConcurrentlyContext: CONSUME_SUCCESS acknowledges
+// [0..min(ackIndex, n-1)], any other status none (the trace's consume_finished.ack_index).
+func ackIndex(set int32, res consumer.ConsumeResult, n int) int {
+	if res != consumer.ConsumeSuccess {
+		return -1
+	}
+	if int(set) > n-1 {
+		return n - 1
+	}
+	return int(set)
 }
 
 // javaStatus names a Go ConsumeResult as the trace names RocketMQ's statuses.
