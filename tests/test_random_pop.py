@@ -249,3 +249,30 @@ def test_one_small_random_pop_run_on_5_5_0_is_judged_agreed(tmp_path):
     assert any(e["kind"] == "message_popped" for e in events) and any(e["kind"] == "message_acked" for e in events)
     oracle = json.loads((folder / "oracle.json").read_text())
     assert oracle["produced"] > 0 and oracle["verdict"] == "holds"
+
+
+@pytest.mark.real
+def test_revive_is_recorded_on_5_3_3(tmp_path):
+    """5.3.3's PopReviveService.reviveRetry puts no ORIGIN_GROUP on the copy it stores in the POP
+    retry topic (5.5.0's does): the recorder matches a revived copy by the revive it saw read the
+    message, not by that property. Before, a 5.3.3 run wrote no message_revived, the copy read as
+    an ordinary stored message, the revived message stayed held to the recorder, and the run never
+    reached quiescence (random POP run 20103 on 5.3.3: ended by duration). pop-push-expiry: one
+    call outlives its 5 s handle, revive hands the message out again. About 50 s."""
+    from test_real_5x import _require
+
+    from rocketspec.rocketmq import pop
+
+    _require("5.3.3")
+    out = tmp_path / "t.jsonl"
+    r = subprocess.run([str(BIN), "record", "--scenario", str(ROOT / "tests/fixtures/real/pop/pop-push-expiry.toml"),
+                        "--release", "5.3.3", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    events = [json.loads(line) for line in out.open()]
+    retry = pop.pop_retry_topic("GID_pop_slow", "Work")
+    revived = [e for e in events if e["kind"] == "message_revived"]
+    assert revived and all(e["outcome"] == "retry" and e["target_topic"] == retry for e in revived)
+    assert not any(e["kind"] == "message_stored" and e.get("topic") == retry for e in events)
+    assert events[-1]["reason"] == "quiescent"
+    c = subprocess.run([str(BIN), "check", str(out)], capture_output=True, text=True, timeout=300)
+    assert c.returncode == 0, c.stdout[-3000:]

@@ -650,9 +650,9 @@ final class PopRecorder implements PopObserver {
             }
             return;
         }
-        if (m.getProperty(PROPERTY_ORIGIN_GROUP) != null) {
-            revived(r, m);
-        }
+        // a %RETRY% copy: revived() matches it to a revive getBizMessage noted (5.3.3's reviveRetry
+        // sets no ORIGIN_GROUP on the copy), else leaves it to the ordinary dispatcher
+        revived(r, m);
     }
 
     private void checkpoint(MessageExt m, int reviveQid) {
@@ -719,7 +719,7 @@ final class PopRecorder implements PopObserver {
         return null;
     }
 
-    /** A copy revive stored in a POP retry topic (reviveRetry sets ORIGIN_GROUP): matched to its checkpoint. */
+    /** A copy revive stored in a POP retry topic: matched to its checkpoint by (topic, key, reconsume times). */
     private void revived(DispatchRequest r, MessageExt copy) {
         synchronized (lock) {
             LinkedList<Object[]> l = reviving.get(r.getTopic() + "#" + messageKey(copy) + "#" + copy.getReconsumeTimes());
@@ -793,9 +793,6 @@ final class PopRecorder implements PopObserver {
             });
         }
     }
-
-    /** MessageConst.PROPERTY_ORIGIN_GROUP (5.5.0; absent in 5.3.3, whose messages never carry it). */
-    private static final String PROPERTY_ORIGIN_GROUP = "ORIGIN_GROUP";
 
     /**
      * The suspend flag of a change-invisible-time request or a checkpoint (5.5.0's isSuspend;
