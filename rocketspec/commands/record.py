@@ -480,7 +480,7 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
 @click.option("--pop", is_flag=True,
               help="With --random: POP scenarios (push consumers in POP mode, client_type POP_PUSH, sometimes "
                    "beside an ordinary group; conformance/random_scenarios.generate_pop). RocketMQ 5.x only: "
-                   "give --release 5.5.0 or 5.3.3.")
+                   "give --release 5.5.0 or 5.3.3. Not with --client (the recorder runs them in-process).")
 @click.option("--rejudge", is_flag=True,
               help="Record nothing: classify again the random runs an earlier --random wrote under --out DIR "
                    "(after a change to the spec or the oracle), rewrite their check, oracle and result files, "
@@ -506,6 +506,9 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
     check_release(release)
     if pop and random_runs is None:
         raise RecordError("--pop goes with --random")
+    if pop and client is not None:
+        raise RecordError("--pop does not go with --client: the POP scenarios' groups are remoting push consumers in "
+                          "POP mode (client_type POP_PUSH), which the recorder runs in-process")
     if pop and release.split(".", 1)[0] == "4":
         raise RecordError(f"--pop: POP consumption exists only in RocketMQ 5.x, not {release}: give --release "
                           "5.5.0 or 5.3.3")
