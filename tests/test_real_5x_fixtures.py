@@ -180,13 +180,15 @@ def test_after_a_frozen_client_resumes_the_broker_lists_it_twice(release):
                     len(set(e["cids"])) != len(e["cids"])]
 
 
-@pytest.mark.parametrize("release", ["5.5.0", "5.3.3"])
+@pytest.mark.parametrize("release", RELEASES)
 def test_5x_forces_the_unlock_of_a_dropped_orderly_queue_while_its_call_runs(release):
     """#7644 on real 5.x (real-long-call-handover.toml beside the traces: 12 s calls, unlock delay
     5 s, c2 joins at 5 s). RebalancePushImpl.tryRemoveOrderMessageQueue cannot take the consume
     lock while c1's call runs, but the ProcessQueue is dropped and lockAll no longer renews it,
     so once the unlock delay has passed since its last lock c1 removes it and unlocks the queue
-    on the broker: c2 locks it and consumes offset 0 while c1's call on it is still open."""
+    on the broker: c2 locks it and consumes offset 0 while c1's call on it is still open. On 5.5.1
+    (the 5.5.0 client): dropped at 5.1 s, unlocked at 11.2 s, c2 consumed offset 0 at 12.9 s, c1's
+    call ran from 3.2 s to 15.2 s."""
     ev = _events("real-long-call-handover", release)
     c1 = "127.0.0.1@c1"
     call = next(e for e in ev if e["kind"] == "consume_started" and e["client"] == c1 and e["queue"] == 1)
@@ -210,21 +212,23 @@ def test_4_9_8_keeps_a_dropped_orderly_queue_until_its_call_ends():
     assert _invs(res) == {}
 
 
-def test_a_server_side_reset_answers_the_next_pull_with_the_reset_offset():
-    """real-reset-mid on 5.5.0: the reset to offset 5 of 10 per queue is written by the broker
-    (assignResetOffset); the held pull at offset 10 is answered OFFSET_ILLEGAL with nextBeginOffset
-    5 (GetMessageStatus.OFFSET_RESET), not what getMessage's bounds would give (0 for a request
-    at the queue's end with nothing matched). The spec took the bounds' value (INV-PULL-2 twice);
+@pytest.mark.parametrize("release,reset_to", [("5.5.0", 5), ("5.5.1", 3)])
+def test_a_server_side_reset_answers_the_next_pull_with_the_reset_offset(release, reset_to):
+    """real-reset-mid on 5.5.0 and 5.5.1: the reset by timestamp (500 ms into the run: offset
+    5 of 10 per queue on 5.5.0, 3 on 5.5.1) is written by the broker (assignResetOffset); the held
+    pull at offset 10 is answered OFFSET_ILLEGAL with that offset as nextBeginOffset
+    (GetMessageStatus.OFFSET_RESET), not what getMessage's bounds would give (0 for a request at
+    the queue's end with nothing matched). The spec took the bounds' value (INV-PULL-2 twice);
     under the 5.x profiles (server_side_reset) the answer holds, under 4.9.8's it is still
     reported: a 4.9.8 broker never answers so."""
-    ev = _events("real-reset-mid", "5.5.0")
+    ev = _events("real-reset-mid", release)
     resets = {e["queue"]: e["offset"] for e in ev if e["kind"] == "offset_committed" and e.get("source") == "reset"}
     illegal = [e for e in ev if e["kind"] == "pull_answered" and e["status"] == "OFFSET_ILLEGAL"]
-    assert illegal and all(a["next_offset"] == resets[a["queue"]] == 5 and a["offset"] == a["max_offset"]
+    assert illegal and all(a["next_offset"] == resets[a["queue"]] == reset_to and a["offset"] == a["max_offset"]
                            for a in illegal)
-    res = check_trace(str(_path("real-reset-mid", "5.5.0")), "rocketmq-5.5.1")
+    res = check_trace(str(_path("real-reset-mid", release)), "rocketmq-5.5.1")
     assert _invs(res) == {}
-    assert set(_invs(check_trace(str(_path("real-reset-mid", "5.5.0")), "rocketmq-4.9.8"))) == {"INV-PULL-2"}
+    assert set(_invs(check_trace(str(_path("real-reset-mid", release)), "rocketmq-4.9.8"))) == {"INV-PULL-2"}
 
 
 @pytest.mark.parametrize("name", sorted(VERDICTS) + ["pop-basic"])
