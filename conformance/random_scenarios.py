@@ -146,7 +146,7 @@ POP_NOT_EMITTED = {
     "SQL92 subscriptions, broadcasting, reset_offset, the broker's idle close, breaks": "not drawn for POP groups "
         "(POP is clustering only; the rest is the pull path's, drawn by generate)",
 }
-POP_INVISIBLE_MS = (5000, 5000, 6000, 8000, 10000, 20000, 3000)   # 3000: outside [5 s, 300 s], sent as 60 s
+POP_INVISIBLE_MS = (5000, 5000, 6000, 8000, 10000, 20000)   # the push consumer refuses < 5 s (checkConfig)
 POP_LONG_INVISIBLE_MS = 10000   # above it, a group's clients never leave or pause (a held message waits it out)
 POP_TOPIC = "TopicP"
 

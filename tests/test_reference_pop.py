@@ -5,6 +5,7 @@ with the class it follows. Every trace validates against the schema."""
 from __future__ import annotations
 
 import collections
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ from rocketspec.rocketmq.profiles import get_profile
 from rocketspec.traces.schema import validate_event
 
 P5 = "rocketmq-5.5.1"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(name, seed=1, profile=P5):
@@ -211,6 +213,18 @@ def test_pop_invisible_expiry_a_call_past_the_invisible_time_is_delivered_twice(
 def test_pop_scenarios_are_refused_under_a_release_without_pop(name):
     with pytest.raises(UserError, match="client_type .* POP consumption exists only in RocketMQ 5.x"):
         run_to_list(load_scenario(name), 1, "rocketmq-4.9.8")
+
+
+@pytest.mark.parametrize("invisible", [3000, 4999, 300001])
+def test_a_push_consumer_in_pop_mode_refuses_an_invisible_time_out_of_range(invisible, tmp_path):
+    # DefaultMQPushConsumerImpl.checkConfig (5.5.0 line 1195): start() throws for a popInvisibleTime
+    # outside [5 s, 300 s] (a real random run, POP seed 21009 on 5.5.1, failed so at start)
+    text = (ROOT / "reference/scenarios/pop-basic.toml").read_text()
+    assert "pop_invisible_time = 20000" in text
+    path = tmp_path / "pop-bad.toml"
+    path.write_text(text.replace("pop_invisible_time = 20000", f"pop_invisible_time = {invisible}"))
+    with pytest.raises(UserError, match=r"pop_invisible_time.*refuses to start outside \[5000, 300000\]"):
+        load_scenario(str(path))
 
 
 def test_a_push_group_trace_carries_no_pop_setting():

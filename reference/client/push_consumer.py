@@ -10,6 +10,7 @@ from functools import partial
 
 from rocketspec.rocketmq import filter as filter_language
 from rocketspec.rocketmq.filter import build_subscription, client_tag_match
+from rocketspec.rocketmq.pop import MAX_POP_INVISIBLE_TIME, MIN_POP_INVISIBLE_TIME
 from rocketspec.rocketmq.profiles import CLIENT_TIMING_KEYS
 from rocketspec.rocketmq.retry import retry_delay_level
 
@@ -79,7 +80,7 @@ class ConsumerConfig:
         "config_mqs": checks.optional(checks.list_of(checks.queue_triple)),
         "consumeridcs": checks.optional(checks.list_of(checks.string)),
         "client_type": checks.one_of("PUSH", "POP_PUSH", "SIMPLE"),
-        # DefaultMQPushConsumerImpl takes 5 s to 300 s (else 60 s); a SimpleConsumer's own duration
+        # a SimpleConsumer's own duration; a push consumer's is bounded in resolve (checkConfig)
         "pop_invisible_time": checks.integer(1000, checks.MAX_RUN_MS),
         "pop_batch_nums": checks.integer(1, 32),
         "pop_threshold_for_queue": checks.integer(1, 65535),
@@ -96,6 +97,11 @@ class ConsumerConfig:
             if out["message_model"] != "CLUSTERING":
                 raise checks.FieldError("message_model", f"a {out['client_type']} client consumes by POP, which "
                                         "is clustering only")
+            if out["client_type"] == "POP_PUSH" and not (
+                    MIN_POP_INVISIBLE_TIME <= out["pop_invisible_time"] <= MAX_POP_INVISIBLE_TIME):
+                raise checks.FieldError("pop_invisible_time", f"{out['pop_invisible_time']} ms: the push consumer "
+                                        f"in POP mode refuses to start outside [{MIN_POP_INVISIBLE_TIME}, "
+                                        f"{MAX_POP_INVISIBLE_TIME}] (DefaultMQPushConsumerImpl.checkConfig)")
             if out["client_type"] == "POP_PUSH" and out["consume_mode"] == "ORDERLY":
                 raise checks.FieldError("consume_mode", "ORDERLY with POP_PUSH: 5.5.0's "
                                         "ConsumeMessagePopOrderlyService consumes nothing (its ConsumeRequest.run "
