@@ -131,7 +131,7 @@ def test_real_orderly_dlq_on_5_5_0_reports_each_send_back_before_the_commit_past
     assert "HOLDS" in r.stdout and "ended quiescent" in r.stdout
 
 
-@pytest.mark.parametrize("release", ["5.3.3", "5.5.0"])
+@pytest.mark.parametrize("release", ["5.3.3", "5.5.0", "5.5.1"])
 def test_the_recorder_compiles_against_each_5x_release(release):
     """The 5.x line's sources (shared and releases/5, the POP recorder among them) compile against
     every pinned 5.x release: 5.5.0-only APIs (a request's isSuspend, MessageConst.PROPERTY_ORIGIN_GROUP)
