@@ -63,6 +63,17 @@ CATALOGUE: tuple[Assumption, ...] = (
         "broadcasting consumer is exposed in particular: its offsets file has no broker answering 0 (#334).",
         "RemoteBrokerOffsetStore / LocalFileOffsetStore.persistAll and readOffset, "
         "RebalancePushImpl.computePullFromWhereWithException, DefaultMQPushConsumerImpl.correctTagsOffset."),
+    Assumption(
+        "A-LAST-FIRST-REBALANCE",
+        "a consumer's first start at CONSUME_FROM_LAST_OFFSET is sent what it must get only after its first "
+        "rebalance",
+        "With no stored offset a queue's first offset is its maxOffset as the first rebalance reads it, and "
+        "start() only wakes that rebalance on the RebalanceService thread (every release: apache/rocketmq#9281, "
+        "open).",
+        "What is stored after start() returned and before that read is skipped: the application started its "
+        "consumer and then lost what it produced (INV-LOSS-1 naming #9281).",
+        "DefaultMQPushConsumerImpl.start (rebalanceImmediately last), RebalanceService.run, "
+        "RebalancePushImpl.computePullFromWhereWithException (4.9.8, 5.5.0)."),
 )
 
 BY_ID: dict[str, Assumption] = {a.id: a for a in CATALOGUE}

@@ -327,7 +327,9 @@ CATALOGUE: tuple[Invariant, ...] = (
         "new, which long polling delays up to 15 s), so there is an offset to persist; a "
         "consumer (a broadcasting one in particular, which has no broker answering 0, #334) that "
         "stops sooner restarts there as on a first start and skips what was stored meanwhile. "
-        "The report names the assumption.",
+        "The report names the assumption. A first start at LAST skips by design what was stored "
+        "before start() returned; " + cite("A-LAST-FIRST-REBALANCE") + ": what is stored after it and "
+        "before the first rebalance reads maxOffset is skipped too (#9281, every release).",
         "error", False, "step", "queue",
         f"A crash before the first persist; a stop before the queue's first offset entry ({ref('A-OFFSET-ENTRY')}); "
         "#2708 / #4016 (the committed offset is not found).",

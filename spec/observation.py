@@ -32,7 +32,7 @@ ALL = frozenset(OBSERVED_SIDES)
 
 # What a client's application sees: the driver protocol's reports (docs/driver-protocol.md), and
 # the kill, pause and resume whoever drives the client writes
-REPORT_KINDS = frozenset({"client_started", "client_stopped", "client_crashed", "client_paused", "client_resumed",
+REPORT_KINDS = frozenset({"client_started", "client_start_returned", "client_stopped", "client_crashed", "client_paused", "client_resumed",
                           "consume_started", "consume_finished"})
 # Kinds whose registry actor is not the side that observes them: a pull answer is the client's
 # processing of it (PullCallback), written by whoever watches the client
@@ -100,7 +100,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "INV-CLIENT-1": _CLIENTS,
     "INV-LIVE-1": (*_STORE, *_CALLS, *_PQ, *_SENDBACK, "message_scheduled", "schedule_delivered",
                    "message_dead_lettered", *_COMMITS, *_CLIENTS),
-    "INV-LOSS-1": (*_STORE, *_COMMITS, "offset_read", *_PQ, *_PULLS, *_CALLS),
+    "INV-LOSS-1": (*_STORE, *_COMMITS, "offset_read", *_PQ, *_PULLS, *_CALLS, "client_start_returned"),
     "INV-SUB-1": ("pull_answered", "client_started"),
     "ANOM-DUP-1": (*_CALLS, *_PQ, *_COMMITS),
     "ANOM-OFFSET-BACK": _COMMITS,

@@ -80,6 +80,8 @@ class Findings:
         self.line = None
         self.level = observation.WHOLE      # the trace's observation level, set at its trace_started
         self.unjudged: dict[str, int] = {}  # findings of rules the level cannot judge, not reported
+        # (rule, part, why) -> clients: a part of a judged rule this trace cannot judge for them
+        self.parts_not_judged: dict[tuple, set] = {}
 
     def report(self, inv: str, message: str, key=None, state=LIVE) -> None:
         if inv in self.level.not_judged:
@@ -98,6 +100,11 @@ class Findings:
                     ev.get("kind") if ev else None, dict(ev) if ev else None,
                     self._snapshot(key) if state is LIVE else state)
         (self.errors if sev == "error" else self.warnings).append(f)
+
+    def part_not_judged(self, inv: str, part: str, why: str, who: str) -> None:
+        """Part of rule `inv` could not be judged for `who` (the trace lacks what it needs)."""
+        if inv not in self.level.not_judged:
+            self.parts_not_judged.setdefault((inv, part, why), set()).add(who)
 
     def example(self, inv: str, message: str, key=None, state=LIVE) -> None:
         """Keep an example of a warning counted elsewhere (st.counts), up to `warn_examples`."""
@@ -174,7 +181,9 @@ class Report:
                 "counts": dict(sorted(f.counts.items())),
                 "violations": [e.to_dict() for e in f.errors],
                 "warnings": [w.to_dict() for w in f.warnings],
-                "seconds": round(self.seconds, 3), "live_keys": self.live_keys, **self.level.to_dict()}
+                "seconds": round(self.seconds, 3), "live_keys": self.live_keys, **self.level.to_dict(),
+                "parts_not_judged": [{"rule": r, "part": p, "why": w, "clients": sorted(c)}
+                                     for (r, p, w), c in sorted(f.parts_not_judged.items())]}
 
 
 def prune(st: SpecState) -> None:

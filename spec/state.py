@@ -30,7 +30,7 @@ from rocketspec.rocketmq.profiles import Profile
 
 class Client:
     __slots__ = ("cid", "group", "mode", "model", "subs", "config", "status", "paused_until",
-                 "from_where", "max_reconsume", "limits", "pauses", "lock_req_ts")
+                 "from_where", "max_reconsume", "limits", "pauses", "lock_req_ts", "returned_ends")
 
     def __init__(self, cid, group, mode, model, subs, config):
         self.cid, self.group, self.mode, self.model = cid, group, mode, model
@@ -54,6 +54,9 @@ class Client:
         self.limits = None                # spec.limits.ClientLimits (set by client_started)
         self.pauses: tuple = ()           # the last few (start ts, duration) pauses, to name causes
         self.lock_req_ts = None           # ts of its last lock request (bounds the broker's lock update time)
+        # each stored queue's end when its start() returned (client_start_returned, schema v4); None
+        # until then: what a first start at LAST may skip by design (#9281)
+        self.returned_ends: dict | None = None
 
     @property
     def orderly(self) -> bool:
@@ -75,7 +78,7 @@ def _cfg(config, *names):
 
 class Directory:
     __slots__ = ("brokers", "topics", "clients", "groups", "registered", "alloc", "alloc_prev", "started",
-                 "profile_name", "scenario", "seed", "broker_limits", "client_default", "queue_keys")
+                 "profile_name", "scenario", "seed", "broker_limits", "client_default", "queue_keys", "marks")
 
     def __init__(self):
         self.brokers: dict[str, int] = {}                 # broker -> restart count
@@ -94,6 +97,7 @@ class Directory:
         self.seed = None
         self.broker_limits: dict = {}                     # broker -> spec.limits.BrokerLimits
         self.client_default = None                        # ClientLimits of the profile (unknown clients)
+        self.marks = False                                # schema v4: client_start_returned is written
 
 
 class PQ:

@@ -42,24 +42,26 @@ def test_a_life_becomes_the_events_it_reports(tmp_path):
     cid, evs = cp.to_events(life(tmp_path, started(), call(), done(), {"type": "stopped", "ts_ns": T0 + 3}),
                             "c1", "G", START)
     assert cid == "10.0.0.5@c1"
-    assert [e["kind"] for e in evs] == ["client_started", "consume_started", "consume_finished", "client_stopped"]
+    assert [e["kind"] for e in evs] == ["client_started", "client_start_returned", "consume_started", "consume_finished", "client_stopped"]
     st = evs[0]
     # the config in force is the client's word over what was asked; clustering adds the retry topic
     assert st["config"]["rebalance_interval_ms"] == 20000
     assert st["subscriptions"] == {"%RETRY%G": {"type": "TAG", "expr": "*"}, "TopicTest": {"type": "TAG", "expr": "*"}}
-    c, f = evs[1], evs[2]
+    assert evs[1] == {"seq": 0, "ts": T0 // 1_000_000, "kind": "client_start_returned", "client": "10.0.0.5@c1",
+                      "group": "G", "_t": T0 + 1}
+    c, f = evs[2], evs[3]
     assert (c["client"], c["group"], c["topic"], c["broker"], c["queue"]) == ("10.0.0.5@c1", "G", "TopicTest", "broker-a", 2)
     assert c["offsets"] == [7] and c["msg_ids"] == [MSG["msg_id"]] and c["reconsume_list"] == [0]
     assert f["offsets"] == [7] and f["status"] == "CONSUME_SUCCESS" and f["queue"] == 2
     # merge keys: the client's clock in ns, strictly increasing; ts in ms
-    assert [e["_t"] for e in evs] == [T0, T0 + 1, T0 + 2, T0 + 3]
+    assert [e["_t"] for e in evs] == [T0, T0 + 1, T0 + 2, T0 + 3, T0 + 4]
     assert evs[0]["ts"] == T0 // 1_000_000
     assert all("obs" not in e for e in evs)    # listener calls are reported where they happen: exact
 
 
 def test_equal_clocks_still_merge_in_line_order(tmp_path):
     _, evs = cp.to_events(life(tmp_path, started(), call(t=0), done(t=0)), "c1", "G", START)
-    assert [e["_t"] for e in evs] == [T0, T0 + 1, T0 + 2]
+    assert [e["_t"] for e in evs] == [T0, T0 + 1, T0 + 2, T0 + 3]
 
 
 BAD = [
@@ -119,7 +121,7 @@ def test_convert_parts_names_driver_events_by_the_reported_client_id(tmp_path):
     assert cp.convert_parts(tmp_path, plan) == {"c1": "10.0.0.5@c1"}
     assert json.loads((tmp_path / "driver.jsonl").read_text())["client"] == "10.0.0.5@c1"
     part = [json.loads(x) for x in (tmp_path / "client-c1.life-1.jsonl").read_text().splitlines()]
-    assert [e["kind"] for e in part] == ["client_started", "consume_started"]
+    assert [e["kind"] for e in part] == ["client_started", "client_start_returned", "consume_started"]
     assert part[0]["config"]["heartbeat_broker_interval_ms"] == 1000
 
 

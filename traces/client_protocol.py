@@ -88,6 +88,9 @@ def read_reports(path: Path, client: str) -> list[tuple[int, dict]]:
                             raise bad(f"{kind}: expected messages[{i}].{field}, {_type_name(t)}")
             if kind in ("consume_finished", "pop_consume_finished") and rep["status"] not in STATUSES:
                 raise bad(f"{kind}: expected 'status' to be one of {', '.join(sorted(STATUSES))}")
+            if kind == "consume_finished" and "ack_index" in rep and not (_is(rep["ack_index"], int) and rep["ack_index"] >= -1):
+                raise bad("consume_finished: expected 'ack_index', an integer of -1 or more (the last message the "
+                          "application declared consumed)")
             if kind == "pop_consume_finished" and "timed_out" in rep and not isinstance(rep["timed_out"], bool):
                 raise bad("pop_consume_finished: expected 'timed_out' to be true or false")
             out.append((n, rep))
@@ -128,6 +131,8 @@ def to_events(path: Path, client: str, group: str, start_config: dict) -> tuple[
                      "consume_mode": config.get("consume_mode", "CONCURRENTLY"),
                      "message_model": config.get("message_model", "CLUSTERING"),
                      "subscriptions": dict(sorted(subs.items())), "config": config})
+            # the client reports `started` once the library's start returned (docs/driver-protocol.md)
+            emit(t, {"kind": "client_start_returned", "client": cid, "group": group})
             continue
         if cid is None:
             raise bad(f"'{kind}' before 'started'")
@@ -149,6 +154,10 @@ def to_events(path: Path, client: str, group: str, start_config: dict) -> tuple[
             ev = {"kind": "consume_finished", **base, "topic": call["topic"], "broker": call["broker"],
                   "queue": call["queue"], "consume_id": rep["consume_id"], "status": rep["status"],
                   "offsets": call["offsets"]}
+            if "ack_index" in rep:
+                # a concurrent listener's ackIndex as the application set it: [0..ack_index] consumed,
+                # the rest declared failed (processConsumeResult), whatever the library then did
+                ev["ack_index"] = min(rep["ack_index"], len(call["offsets"]) - 1)
             emit(t, ev)
         elif kind == "pop_consume_started":
             if rep["consume_id"] in calls:

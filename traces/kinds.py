@@ -151,6 +151,10 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
        sentence=lambda e: f"client {_g(e, 'client')} starts in group {_g(e, 'group')} "
                           f"({str(_g(e, 'consume_mode')).lower()}, {str(_g(e, 'message_model')).lower()})"
                           + _subs(e.get("subscriptions"))),
+    # v4: start() returned; the first rebalance it wakes may come after (#9281: a first start's LAST offset)
+    _k("client_start_returned", "DefaultMQPushConsumer.start returns", "directory", "client",
+       lane="none", unit="directory", renumber="plain", history=None, scripts=False,
+       sentence=lambda e: f"{_g(e, 'client')}'s start() returns"),
     _k("client_stopped", "DefaultMQPushConsumer.shutdown", "directory", "client",
        lane="stop", unit="directory", renumber="plain", history="disruption:left", scripts=True,
        sentence=lambda e: f"{_g(e, 'client')} shuts down (persists its offsets, releases its locks)"),

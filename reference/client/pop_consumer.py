@@ -136,6 +136,7 @@ class PopConsumer:
         self.heartbeat()
         self.sim.every(p.rebalance_interval_ms, p.rebalance_interval_ms, self.rebalance_now, owner=self.proc)
         self.rebalance_now()
+        self.sim.emit("client_start_returned", client=self.client_id, group=self.group)
 
     def heartbeat(self) -> None:
         for name in sorted(self.net.brokers):

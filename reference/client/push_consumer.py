@@ -218,7 +218,12 @@ class PushConsumer:
         self.sim.every(p.heartbeat_interval_ms, p.heartbeat_interval_ms, self.heartbeat, owner=self.proc)
         self.heartbeat()
         self.rebalance.start()
+        if p.last_offset_at_start:
+            self.rebalance.take_start_ends()
+        # rebalanceImmediately only wakes the RebalanceService: the first rebalance, and the
+        # maxOffset a first start at LAST reads in it (#9281), come after start() returned
         self.rebalance.rebalance_immediately()
+        self.sim.emit("client_start_returned", client=self.client_id, group=self.group)
 
     def heartbeat_footprint(self):
         """What a heartbeat touches at each broker up: the client's own timestamp in the group's

@@ -92,10 +92,28 @@ class RebalanceImpl:
         self.pq_table: dict = {}   # mq (topic, broker, queue) -> ProcessQueue
         self._timer = None
         self._last_run = None
+        # #9281's fix (profile last_offset_at_start): each subscribed queue's end when start() ran
+        self.start_ends: dict = {}
 
     # ------------------------------------------------------------------ RebalanceService
     def start(self) -> None:
+        self._last_run = None       # a new life's RebalanceService has not run yet
         self._arm(self.profile.rebalance_interval_ms)
+
+    def take_start_ends(self) -> None:
+        """#9281's fix: start() reads the maxOffset of each queue of its subscribed topics (not the
+        retry topic), where a first start at CONSUME_FROM_LAST_OFFSET with no offset begins."""
+        c = self.c
+        if c.consume_from_where != CONSUME_FROM_LAST_OFFSET:
+            return
+        for topic in sorted(c.subscriptions):
+            if is_retry_topic(topic):
+                continue
+            for mq in c.net.route(topic):
+                try:
+                    self.start_ends[mq] = c.net.request(c, mq[1]).max_offset(mq[0], mq[2])
+                except BrokerUnavailable:
+                    continue
 
     def _arm(self, delay: int) -> None:
         if self._timer is not None:
@@ -301,6 +319,8 @@ class RebalanceImpl:
                 return b.search_offset(topic, queue, ts)
             if is_retry_topic(topic):
                 return 0
+            if mq in self.start_ends:
+                return self.start_ends[mq]      # #9281's fix: the end when start() ran
             return b.max_offset(topic, queue)
         except BrokerUnavailable:
             return -1

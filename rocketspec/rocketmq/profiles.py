@@ -107,6 +107,11 @@ class Profile:
     # RebalanceImpl.updateProcessQueueTableInRebalance only computes it, and persistAll writes
     # only the table's entries)
     offset_entry_on_create: bool = False
+    # a first start at CONSUME_FROM_LAST_OFFSET with no stored offset takes each queue's end when
+    # start() returns (no release: #9281, open; every release reads maxOffset in the first rebalance,
+    # RebalancePushImpl.computePullFromWhereWithException, which start() only wakes at its end:
+    # MQClientInstance.rebalanceImmediately, 4.9.8 and 5.5.0)
+    last_offset_at_start: bool = False
 
     # ---- retry, DLQ, schedule (section 5, 7) ---------------------------------------------
     default_max_reconsume_times: int = 16
@@ -311,9 +316,25 @@ FIX_3731_ROCKETMQ_5_5_1 = replace(
                 "level when it is above 0.",
     fallback_uses_context_delay=True)
 
-OPEN_BUG_PROFILES = (BUG_10955_ROCKETMQ_5_5_1, BUG_3731_ROCKETMQ_5_5_1)
+BUG_9281_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="bug-9281-rocketmq-5.5.1", release="5.5.1",
+    description="Every release (open): a consumer's first start at CONSUME_FROM_LAST_OFFSET with no stored offset "
+                "(broadcasting: its offsets file has none; clustering: the broker has none and does not answer 0) "
+                "starts each queue at maxOffset as the first rebalance reads it, and start() only wakes that "
+                "rebalance: what is stored after start() returned and before the read is skipped.",
+    known_bug="#9281", expected_violation="INV-LOSS-1")
+
+FIX_9281_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="fix-9281-rocketmq-5.5.1", release="5.5.1",
+    description="5.5.1 with a proposed fix for #9281 (no release has one): start() reads each subscribed queue's "
+                "maxOffset before it returns, and a first start at CONSUME_FROM_LAST_OFFSET with no stored offset "
+                "begins there, so nothing stored after start() returned is skipped.",
+    last_offset_at_start=True)
+
+OPEN_BUG_PROFILES = (BUG_10955_ROCKETMQ_5_5_1, BUG_3731_ROCKETMQ_5_5_1, BUG_9281_ROCKETMQ_5_5_1)
 # open bug -> the fixed variant that takes its scope clean
-OPEN_BUG_FIXES = {"#10955": FIX_10955_ROCKETMQ_5_5_1, "#3731": FIX_3731_ROCKETMQ_5_5_1}
+OPEN_BUG_FIXES = {"#10955": FIX_10955_ROCKETMQ_5_5_1, "#3731": FIX_3731_ROCKETMQ_5_5_1,
+                  "#9281": FIX_9281_ROCKETMQ_5_5_1}
 
 # ---- POP bugs of issue 45 (docs/notes/pop-bugs.md). #10985 is open: every release has it, so its
 # bug profile is the release and its clean side a variant with the fix (OPEN_BUG_FIXES). Kept out of

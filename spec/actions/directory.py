@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from ..allocation_rules import TOTAL_STRATEGIES, expected_allocation, is_sorted_view
 from ..assumptions import ref
-from ..filtering import DLQ_PREFIX, RETRY_PREFIX
+from ..filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
 from .. import limits
 from ..pending import retries_in_flight, unconsumed
 from ..lifecycles import PQ_TABLE
-from ..state import PQ, Client, Progress, View
+from ..state import M_CODE, M_PROPS, M_TAGS, PQ, Client, Progress, View
 from .common import _client, _end, _pauses_between, _q, _removed_under_consume_lock, _skip_to
 from .locks import holds_lock
 from .consume import _settle
 from .offsets import _committed_for, _pull_from_where, _set_committed
 from .pull import _reset_reached
 from .pop import check_pop_end
+
+
+LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+# the part of INV-LOSS-1 a trace without start-returned marks (schema version < 4) cannot judge
+PART_9281 = "a first start at CONSUME_FROM_LAST_OFFSET skipping messages stored after start() returned (#9281)"
+NO_MARK = "the trace has no client_start_returned (schema version < 4): when start() returned is not known"
 
 
 def trace_started(st, ev, out):
@@ -27,6 +33,8 @@ def trace_started(st, ev, out):
     d.profile_name = ev.get("profile")
     d.scenario = ev.get("scenario")
     d.seed = ev.get("seed")
+    v = ev.get("schema_version")
+    d.marks = type(v) is int and v >= 4     # every client's start() return is marked
 
 
 QUIESCENT = "quiescent"     # the trace_ended reason after which nothing may be pending
@@ -126,6 +134,17 @@ def client_started(st, ev, out):
     g = d.groups.setdefault(ev["group"], {"mode": c.mode, "model": c.model, "clients": set()})
     g["clients"].add(cid)
 
+
+
+def client_start_returned(st, ev, out):
+    """RocketMQ: DefaultMQPushConsumer.start returns.
+    Actor: client.
+    Its last step, rebalanceImmediately, only wakes the RebalanceService thread."""
+    c = st.dir.clients.get(ev["client"])
+    if c is not None and c.from_where == LAST_OFFSET:
+        # the recorder writes message_stored before the consume queue shows the message (its
+        # dispatcher runs first): a message_stored after this event was readable only after start()
+        c.returned_ends = {k: sq.next for k, sq in st.stored.items()}
 
 def _drop_all(st, cid, reason):
     for qs in st.queues.values():
@@ -310,6 +329,8 @@ def pq_created(st, ev, out):
         reported = True
     elif read is not None:
         exact, lo, hi = _pull_from_where(st, qs, c, read, sq, end_at_read)
+        if lo is not None and read == -1 and _end_at_start(st, c, key) is not None:
+            lo, exact = min(lo, _end_at_start(st, c, key)), None    # #9281's fix: the end when start() returned
         if lo is None:
             out.report("INV-START-1", f"store read failed ({read}) but a ProcessQueue was created at {off}", key)
             reported = True
@@ -349,6 +370,8 @@ def pq_created(st, ev, out):
         # answered OFFSET_ILLEGAL and the offset corrected (as _skip_to caps a skip; an empty queue:
         # _end)
         qs.units[unit] = Progress(min(max(off, sq.min), sq.next) if sq is not None else min(off, 0))
+        if committed is None and read in (-1, None) and off > 0:
+            _skipped_after_start(st, qs, c, off, sq, out)
     elif off > p.wm and qs.reset_ahead is not None and off <= qs.reset_ahead and not broadcast:
         n = _skip_to(p, off, sq)
         if n:
@@ -370,6 +393,57 @@ def pq_created(st, ev, out):
         p.skip_to(off, hi)
     elif off < p.start:
         p.start = off
+
+
+def _end_at_start(st, c, key):
+    """Under #9281's fix (profile last_offset_at_start), the queue's end when c's start() returned,
+    where its first start at CONSUME_FROM_LAST_OFFSET with no offset may begin; else None."""
+    if not st.profile.last_offset_at_start or c is None or c.returned_ends is None \
+            or c.from_where != LAST_OFFSET or key[1].startswith(RETRY_PREFIX):
+        return None
+    return c.returned_ends.get((key[1], key[2], key[3]), 0)
+
+
+def _skipped_after_start(st, qs, c, off, sq, out):
+    """A unit's first start at LAST with no offset (the store read gave -1) starts at maxOffset as
+    the first rebalance reads it (RebalancePushImpl.computePullFromWhereWithException), and start()
+    only wakes that rebalance: what was stored after start() returned and before the read is
+    skipped (INV-LOSS-1; apache/rocketmq#9281, open). What was stored before start() returned is
+    skipped by design. Judged only with the client's start-returned mark (schema v4)."""
+    key = qs.key
+    topic = key[1]
+    if c is None or c.from_where != LAST_OFFSET or topic.startswith(RETRY_PREFIX) or sq is None:
+        return
+    if c.returned_ends is None:
+        if not st.dir.marks:
+            out.part_not_judged("INV-LOSS-1", PART_9281, NO_MARK, c.cid)
+        # else the first rebalance ran before the mark was written: what it read was stored before
+        # the mark, so nothing is certainly stored after start() returned and below the start
+        return
+    lo = max(c.returned_ends.get((topic, key[2], key[3]), 0), sq.min)
+    hi = min(off, sq.next)
+    if hi <= lo:
+        return
+    s = c.subs.get(topic)
+    sub = subscription(s.get("type"), s.get("expr")) if isinstance(s, dict) else None
+    lost = []
+    for o in range(lo, hi):
+        m = sq.msgs.get(o)
+        # only a message the subscription certainly wants (a filtered one is not owed)
+        if m is not None and decide(sub, m[M_TAGS], m[M_CODE], m[M_PROPS]) == (True, True):
+            lost.append(o)
+    if not lost:
+        return
+    if st.profile.last_offset_at_start:
+        cause = (f"{c.cid} read the queue's end after its start() returned, where this profile's client takes "
+                 f"it when start() returns: a loss")
+    else:
+        cause = (f"the first rebalance, which start() only wakes (MQClientInstance.rebalanceImmediately), read "
+                 f"maxOffset {off} after start() returned (RebalancePushImpl.computePullFromWhereWithException; "
+                 f"apache/rocketmq#9281, open; {ref('A-LAST-FIRST-REBALANCE')})")
+    out.report("INV-LOSS-1", f"new ProcessQueue of {c.cid} starts at {off} (first start at CONSUME_FROM_LAST_OFFSET, "
+               f"no offset: the store read gave -1); {len(lost)} messages stored after {c.cid}'s start() returned "
+               f"are skipped, first {lost[:8]}; cause: {cause}", key)
 
 
 def _unpersisted_cause(st, qs, cid, unit):

@@ -646,6 +646,9 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
         "a history has each delivery and its time but not the delay level the listener asked for, so it "
         "cannot tell that a retry copy came back at level 3 + r instead of the context's; the white-box spec "
         "compares the fallback's DELAY with the consumer send-back's level (INV-RETRY-2)"))),
+    "bug-9281-rocketmq-5.5.1": ("H-DELIVER-1", _9281_SEEN := (
+        "b1 joined before the messages were sent and they never reach it: its first rebalance, which "
+        "start() only wakes, started the queue at the end it read then")),
     "bug-10985-rocketmq-5.5.1": (None, "not shown: the history level does not read POP events (pops, acks, "
                                  "revives): a message that revive never puts back is a POP liveness loss the "
                                  "white-box spec sees (INV-POP-LIVE-1)"),
@@ -675,6 +678,8 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
     **{("bug-10955", p): (None, "every release has #10955 (open): " + _10955_UNSEEN)
        for p in ("rocketmq-4.9.8", "rocketmq-5.3.3")},
     **{("bug-3731", p): (None, "every release has #3731 (open): " + _3731_UNSEEN)
+       for p in ("rocketmq-4.9.8", "rocketmq-5.3.3")},
+    **{("bug-9281", p): ("H-DELIVER-1", "every release has #9281 (open): " + _9281_SEEN)
        for p in ("rocketmq-4.9.8", "rocketmq-5.3.3")},
     ("real-orderly-pause", "rocketmq-4.9.8"): (
         None, "the committed offset falls back (INV-ORDER-3) after the client was paused: the messages it "

@@ -49,6 +49,9 @@ class _Sink:
     def example(self, inv: str, message: str, key=None) -> None:
         pass
 
+    def part_not_judged(self, inv: str, part: str, why: str, who: str) -> None:
+        pass
+
 
 def _replay(events, profile, stop_first: bool, until=None) -> list[Rejection]:
     st = SpecState(profile)

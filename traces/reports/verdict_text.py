@@ -110,6 +110,9 @@ def render_text(rep, verbose: bool = False) -> str:
     if hint:
         out.append(f"  {hint}")
     out.extend(level_lines(rep))
+    for part in d.get("parts_not_judged", ()):
+        out.append(f"  not judged: {part['rule']}'s part '{part['part']}' for {', '.join(part['clients'])}: "
+                   f"{part['why']}")
     for v in d["violations"]:
         key = v["key"]
         keys = ", ".join(f"{k}={val}" for k, val in key.items()) if key else "-"

@@ -70,6 +70,7 @@ import static rocketspec.recorder.TraceWriter.event;
  * c.subscribe("Topic", "*"); c.registerMessageListener(...); // your settings
  * rec.attach(c);   // before start(): hooks, allocation wrapper, client_started
  * c.start();
+ * rec.started();    // client_start_returned
  * ...
  * rec.stopping(); c.shutdown(); rec.stopped();   // client_stopped
  * }</pre>
@@ -261,7 +262,16 @@ public final class ClientRecorder {
     }
 
     /** Call just before consumer.shutdown(): ProcessQueues dropped from now on are a shutdown's. */
-    public void stopping() {
+    /**
+     * Call right after consumer.start() returned: client_start_returned. start() only wakes the
+     * first rebalance, which reads a first start's LAST offset (#9281): a message stored after
+     * this event was stored after start() returned.
+     */
+    public void started() {
+        w.emit(event("client_start_returned").put("client", client).put("group", group));
+    }
+
+        public void stopping() {
         stopping = true;
     }
 

@@ -147,8 +147,8 @@ public final class Driver {
 
     private int run() throws Exception {
         JSONObject trace = new JSONObject(true);
-        // schema version 3 adds the POP kinds; a trace without them stays version 2
-        w.emit(event("trace_started").put("schema_version", usesPop() ? 3 : 2).put("profile", plan.getString("profile"))
+        // schema version 4: every push consumer's start() return is marked (client_start_returned)
+        w.emit(event("trace_started").put("schema_version", 4).put("profile", plan.getString("profile"))
             .put("seed", plan.getLongValue("seed")).put("scenario", plan.getString("name"))
             .put("config", plan.getJSONObject("scenario")));
         startCluster();

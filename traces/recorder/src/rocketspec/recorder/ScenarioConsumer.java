@@ -98,6 +98,7 @@ final class ScenarioConsumer {
 
     void start() throws MQClientException {
         consumer.start();
+        recorder.started();
     }
 
     void shutdown() {
