@@ -158,10 +158,28 @@ def _sampled_store(st, qs, ev, out):
         m = client_offset_passes(pq, v, taken=False)
         if m is not None:
             out.report("INV-OFFSET-3", f"client offset {v} (sampled) passes offset {m}, still unconsumed in the "
-                       f"ProcessQueue or in a listener call{reset_stray_cause(qs, cid)}", key)
+                       f"ProcessQueue or in a listener call{reset_stray_cause(qs, cid) or _uncontained_cause(st, pq, m)}",
+                       key)
         pq.pending_upd.clear()
     qs.stores[cid] = [v, ev.get("frozen") or False]
     st.sampled_stores.add((key, cid))
+
+
+def _uncontained_cause(st, pq, m) -> str:
+    """Why a failed message left the tree unsent (5.1.0+), or "". processConsumeResult sends a
+    failed message back only if ProcessQueue.containsMessage finds it (the #5481 fix: cleanExpiredMsg
+    may have sent it back already), and containsMessage answers false when its lockInterruptibly is
+    interrupted, as the consumer's shutdown interrupts running consume threads (shutdownNow, with
+    awaitTerminationMillisWhenShutdown 0). removeMessage then takes the message out and the offset
+    passes it: never sent back, lost once that offset is persisted."""
+    if not st.profile.sendback_skips_not_contained or pq.failed.get(m) != "failed":
+        return ""
+    return (f"; cause: the listener call of offset {m} failed and no send-back followed: processConsumeResult "
+            f"skips the send-back when ProcessQueue.containsMessage answers false, which it does when an "
+            f"interrupt (the consumer's shutdown) stops its read lock, and then moves the offset past the "
+            f"message (the containment check of #5481's fix, ConsumeMessageConcurrentlyService; RocketMQ's log "
+            f"says \"Failed to check message's existence in process queue\"): the message is lost if this offset "
+            f"is persisted")
 
 
 def _note_reset(qs, off) -> None:
