@@ -770,3 +770,15 @@ def test_a_5x_shutdown_that_interrupts_a_failed_batch_skips_its_send_back():
     # message): there the same offset names no such cause
     old = check_trace(str(HERE / f"{name}.jsonl.gz"), "rocketmq-4.9.8", max_listed=1000)
     assert all("containsMessage" not in m for m in _by_inv(old).get("INV-OFFSET-3", []))
+
+
+def test_a_sampled_start_taken_from_a_stray_pullrequest_names_2449():
+    """Seed 14007 (4.9.8). An operator reset to time 0 during g0c1's rebalance wait leaves a
+    ProcessQueue out of the table that still pulls TopicR queue 3 (#2449): its pull at 0 is
+    answered next 116 (seq 815). The recorder announces a ProcessQueue at the first pull it sees
+    for the queue (ClientRecorder.announce: the pull hook knows the MessageQueue, and takes the
+    table's ProcessQueue) and so dates the rebalance's new ProcessQueue at the stray's next pull,
+    116, while the store read gave 0 (seq 813). The INV-START-1 names that stray."""
+    res = check_trace(str(HERE / "seed-14007-stray-pull-announces-new-pq.jsonl.gz"), P, max_listed=1000)
+    start = _by_inv(res)["INV-START-1"]
+    assert len(start) == 1 and "starts at 116" in start[0] and "#2449" in start[0], start

@@ -9,7 +9,7 @@ from .. import limits
 from ..pending import retries_in_flight, unconsumed
 from ..lifecycles import PQ_TABLE
 from ..state import M_CODE, M_PROPS, M_TAGS, PQ, Client, Progress, View
-from .common import _client, _end, _pauses_between, _q, _removed_under_consume_lock, _skip_to
+from .common import _client, _end, _pauses_between, _q, _removed_under_consume_lock, _skip_to, reset_stray_cause
 from .locks import holds_lock
 from .consume import _settle
 from .offsets import _committed_for, _pull_from_where, _set_committed
@@ -336,8 +336,11 @@ def pq_created(st, ev, out):
             reported = True
         elif (exact is not None and off != exact) or (exact is None and not lo <= off <= hi):
             want = exact if exact is not None else f"[{lo}, {hi}]"
+            # a sampled start while a ProcessQueue a reset left out of the table still pulls the
+            # queue (#2449): the poller may have taken that PullRequest's offset for the new one's
+            stray = reset_stray_cause(qs, cid) if ev.get("obs") == "sampled" else ""
             out.report("INV-START-1", f"ProcessQueue starts at {off}; computePullFromWhere({read}) with "
-                       f"{c.from_where if c else '?'} gives {want}", key)
+                       f"{c.from_where if c else '?'} gives {want}{stray}", key)
             reported = True
     elif committed is not None and off != committed:
         out.report("INV-START-1", f"ProcessQueue starts at {off} but the committed offset is {committed}", key)
