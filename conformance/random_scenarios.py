@@ -182,7 +182,7 @@ def generate_pop(seed: int, small: bool = False) -> dict:
         pause = None if inv is None else (lambda rr, c, st, d, inv=inv: _pop_pause(rr, c, st, d, inv))
         steps = _clients(r, g, i, duration, produced_until, separate, small, pause)
         clients = {x["client"] for x in steps}
-        if inv is not None and (inv > POP_LONG_INVISIBLE_MS or inv < 5000) and any(
+        if inv is not None and inv > POP_LONG_INVISIBLE_MS and any(
                 x["action"] in ("shutdown", "crash", "pause") and x["client"] in clients for x in steps):
             g["pop_invisible_time"] = r.choice((5000, 8000))
             steps = [x if x["action"] != "pause" else _pop_pause(r, x["client"], x["at_ms"] - 1000, duration,
@@ -237,7 +237,7 @@ def _pop_pause(r: random.Random, client: str, start: int, duration: int, invisib
     """A SIGSTOP shorter than the group's invisible time, or (when it is short) longer: the frozen
     client's held messages are revived and popped by another."""
     at = r.randrange(start + 1000, duration - 500, 100)
-    inv = invisible if invisible >= 5000 else 60000
+    inv = invisible
     longer = inv <= POP_LONG_INVISIBLE_MS and r.random() < 0.5
     length = r.randrange(inv + 1000, inv + 3000, 100) if longer else r.randrange(300, min(inv, 10000) - 1500, 100)
     kind = "longer" if longer else "shorter"
