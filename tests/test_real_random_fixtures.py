@@ -782,3 +782,33 @@ def test_a_sampled_start_taken_from_a_stray_pullrequest_names_2449():
     res = check_trace(str(HERE / "seed-14007-stray-pull-announces-new-pq.jsonl.gz"), P, max_listed=1000)
     start = _by_inv(res)["INV-START-1"]
     assert len(start) == 1 and "starts at 116" in start[0] and "#2449" in start[0], start
+
+
+def test_a_listener_call_holding_two_copies_of_a_message_fails_both_lineages():
+    """Seed 16031 (5.3.3, concurrent GID_r0, batch 4, maxReconsumeTimes 2, ackIndex -1, which
+    sends back the whole batch). After its 8.5 s pause g0c1 consumed %RETRY%GID_r0 queue 0 again
+    from its stale offset, and one call (requestId …735E0093, 195294) held two copies of message
+    …390D0064: the count-1 copy at offset 148 and the count-2 copy at offset 151. The consume
+    hook writes a SubBefore and a SubAfter for each (ConsumeMessageTraceHookImpl: the same bean
+    list before and after the call, in the batch's order). Both failed: the first made a fourth
+    count-2 copy (offset 511), the second a DLQ copy. The oracle read one (requestId, msgId) pair
+    as one delivery, lost the count-1 record (an "unmatched" SubAfter) and counted one failure per
+    call, so the fourth count-2 copy, handed out at 196515, read as a copy past the limit: a
+    missed loss that RocketMQ never made. The fixture holds the message's own records (message
+    traces, commit log entries) and the client log's membership lines: g0c1's resume is a
+    membership change, so its second hand-out of the count-2 copy at offset 151 is a duplicate."""
+    import json
+
+    from rocketspec.conformance.real_random import oracle_dict, oracle_report
+    from rocketspec.spec.history import load_history
+
+    folder = Path(__file__).parent / "fixtures" / "real" / "random" / "seed-16031-two-copies-in-one-call"
+    T0_16031 = 1796626172793        # the run's trace_started
+    sc = json.loads((folder / "scenario.json").read_text())
+    o = oracle_dict(oracle_report(sc, folder / "msgtrace.txt", folder / "run" / "store", T0_16031, True))
+    retry = next(g for g in o["guarantees"] if g["id"] == "H-RETRY-1")
+    assert retry["status"] == "holds", retry["listed"]
+    assert retry["counts"]["deliveries"] == 11, retry["counts"]
+    h = load_history(str(folder / "msgtrace.txt"), "msgtrace", True, None)
+    call = [c.reconsume_times for c in h.consumes if c.batch == "7F0000012B984E0E2F2A205D735E0093"]
+    assert sorted(call, key=str) == [1, 2], call

@@ -325,8 +325,10 @@ def _concurrent_chain(J, group, mx, dels, out):
             if again:
                 seen.remove(min(seen))
             seen.append(c.ts)
-        if c.success is False and (c.batch or c.where) not in calls:
-            calls.add(c.batch or c.where)
+        # one call fails each copy it holds once; a call holding two copies of the message (a
+        # %RETRY% copy and a later one, pulled in one batch) fails both lineages
+        if c.success is False and (c.batch or c.where, k) not in calls:
+            calls.add((c.batch or c.where, k))
             fails[k] += 1
     return None
 

@@ -257,7 +257,11 @@ def stream_msgtrace(path, h: History, recs=None):
     history minimizer's candidates) under the name `path`; default: the file's."""
     path = str(path)
     h.infer_subscriptions = True
-    before: dict[tuple, Consume] = {}       # (requestId, msgId) -> its SubBefore, until its SubAfter
+    # (requestId, msgId) -> its SubBefores, until their SubAfters: one call may hold two copies of
+    # a message (a %RETRY% copy and a later one, pulled together), each with its own SubBefore and
+    # SubAfter, which the consume hook writes in the batch's order (ConsumeMessageTraceHookImpl
+    # iterates the same list before and after the call)
+    before: dict[tuple, list[Consume]] = {}
     open_calls: dict[str, list] = {}        # requestId -> [messages, SubAfters still to come]
     tx: dict[str, Produce] = {}             # half messages until their EndTransaction
     unmatched_after = 0
@@ -287,7 +291,7 @@ def stream_msgtrace(path, h: History, recs=None):
                             _int(f[6], "retryTimes"), None, None, f[4], where)
                 h.group(f[3])
                 now = c.ts
-                before[(f[4], f[5])] = c
+                before.setdefault((f[4], f[5]), []).append(c)
                 oc = open_calls.setdefault(f[4], [0, 0])
                 oc[0] += 1
                 oc[1] += 1
@@ -297,7 +301,10 @@ def stream_msgtrace(path, h: History, recs=None):
                 if len(f) >= 7:
                     _int(f[6], "contextCode")
                 end = _int(f[7], "timestamp") if len(f) >= 9 else None
-                c = before.pop((f[1], f[2]), None)
+                waiting = before.get((f[1], f[2]))
+                c = waiting.pop(0) if waiting else None
+                if waiting is not None and not waiting:
+                    del before[(f[1], f[2])]
                 if c is None:
                     unmatched_after += 1
                     if len(f) >= 9:     # its group and time are known: a delivery whose SubBefore was lost
@@ -349,10 +356,10 @@ def stream_msgtrace(path, h: History, recs=None):
 def _give_up(before, open_calls, tx, edge):
     """Calls whose SubAfter never came (result unknown) and half messages never ended, older
     than `edge` (None: all)."""
-    for k in [k for k, c in before.items() if edge is None or c.ts < edge]:
-        c = before.pop(k)
-        open_calls.pop(c.batch, None)
-        yield c
+    for k in [k for k, cs in before.items() if edge is None or cs[0].ts < edge]:
+        for c in before.pop(k):
+            open_calls.pop(c.batch, None)
+            yield c
     for k in [k for k, p in tx.items() if edge is None or (p.ts is not None and p.ts < edge)]:
         yield tx.pop(k)
 
