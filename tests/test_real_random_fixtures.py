@@ -784,7 +784,7 @@ def test_a_sampled_start_taken_from_a_stray_pullrequest_names_2449():
     assert len(start) == 1 and "starts at 116" in start[0] and "#2449" in start[0], start
 
 
-def test_a_listener_call_holding_two_copies_of_a_message_fails_both_lineages():
+def test_a_listener_call_holding_two_copies_of_a_message_fails_both_lineages(tmp_path):
     """Seed 16031 (5.3.3, concurrent GID_r0, batch 4, maxReconsumeTimes 2, ackIndex -1, which
     sends back the whole batch). After its 8.5 s pause g0c1 consumed %RETRY%GID_r0 queue 0 again
     from its stale offset, and one call (requestId …735E0093, 195294) held two copies of message
@@ -812,3 +812,16 @@ def test_a_listener_call_holding_two_copies_of_a_message_fails_both_lineages():
     h = load_history(str(folder / "msgtrace.txt"), "msgtrace", True, None)
     call = [c.reconsume_times for c in h.consumes if c.batch == "7F0000012B984E0E2F2A205D735E0093"]
     assert sorted(call, key=str) == [1, 2], call
+    # the same call with the count-2 copy first in the batch (a %RETRY% queue may hold the later
+    # copy at the lower offset): both failures still count
+    import shutil
+    swapped = tmp_path / "swapped"
+    shutil.copytree(folder, swapped)
+    lines = (swapped / "msgtrace.txt").read_text().split("\n")
+    before = [i for i, t in enumerate(lines) if t.startswith("SubBefore") and "735E0093" in t]
+    assert len(before) == 2
+    lines[before[0]], lines[before[1]] = lines[before[1]], lines[before[0]]
+    (swapped / "msgtrace.txt").write_text("\n".join(lines))
+    o = oracle_dict(oracle_report(sc, swapped / "msgtrace.txt", swapped / "run" / "store", T0_16031, True))
+    retry = next(g for g in o["guarantees"] if g["id"] == "H-RETRY-1")
+    assert retry["status"] == "holds", retry["listed"]
