@@ -18,13 +18,12 @@ from rocketspec.traces.history.model import Consume, Disruption, Group, History,
 from rocketspec.rocketmq.profiles import PROFILES
 
 reference = pytest.importorskip("rocketspec.reference.runner")
-from rocketspec.reference.scenario import builtin_names, expected_failures, load_scenario, uses_pop  # noqa: E402
+from rocketspec.reference.scenario import builtin_names, expected_failures, load_scenario, runs_under  # noqa: E402
 
 HERE = os.path.dirname(__file__)
 REAL = sorted(glob.glob(os.path.join(HERE, "fixtures", "real", "*.jsonl")))
-# simulated scenarios; the black-box history does not read POP consumption yet (issue 45), so the
-# POP scenarios (5.x only, reference.scenario.uses_pop) are left to tests/test_reference_pop.py
-SIMULATED = [n for n in builtin_names() if not n.startswith("real-") and not uses_pop(load_scenario(n))]
+# simulated scenarios (the POP ones run under 5.x only: reference.scenario.runs_under)
+SIMULATED = [n for n in builtin_names() if not n.startswith("real-")]
 
 
 def history_of(name, profile, seed=1):
@@ -56,6 +55,8 @@ def test_clean_builtin_scenarios_hold_at_history_level(name):
 @pytest.mark.parametrize("profile", ["rocketmq-4.9.8", "rocketmq-5.3.3"])
 @pytest.mark.parametrize("name", SIMULATED)
 def test_clean_builtin_scenarios_hold_many_seeds(name, profile, seed):
+    if not runs_under(load_scenario(name), profile):
+        pytest.skip("a POP scenario runs under 5.x only")
     if not clean(name, profile):
         pytest.skip("the scenario breaks a guarantee under this profile by design")
     rep = check_history(history_of(name, profile, seed))
@@ -101,11 +102,6 @@ def test_known_bug_profiles_at_history_level(pname):
     hid, why = KNOWN_BUG_SYMPTOMS[pname]
     name = scenario_for(pname)
     rep = check_history(history_of(name, pname))
-    if uses_pop(load_scenario(name)):
-        # the history does not read POP consumption yet (issue 45): every POP message reads as
-        # never consumed, bug or not; the reason says so, and this fails once it reads POP
-        assert hid is None and "does not read POP" in why and "H-DELIVER-1" in rep.violated(), rep.violated()
-        return
     if hid is None:
         assert rep.ok, why       # says why a history cannot show it: keep the reason true
     else:

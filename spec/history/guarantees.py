@@ -90,6 +90,18 @@ def broadcast(g) -> bool:
     return g is not None and g.message_model == "BROADCASTING"
 
 
+def pop(g) -> bool:
+    """The group consumes by POP (docs/pop.md): the broker hands each message out with an invisible
+    time, and revive puts back what is not acked by then."""
+    return g is not None and g.pop is not None
+
+
+def pop_expired(c) -> bool:
+    """A POP delivery whose call returned (or did not) only once its handle's invisible time had run
+    out: its ack may come too late, and revive may have put the message back already."""
+    return c.deadline is not None and (c.end is None or c.end >= c.deadline)
+
+
 def unit(g, c):
     """Who must receive a message: the group (clustering) or each consumer (broadcasting)."""
     return (c.group, c.client) if broadcast(g) else (c.group,)
@@ -117,10 +129,14 @@ def _ts(c):
 # Classes of a (message, unit) that no later record can turn into a finding.
 NOT_JUDGED_BEFORE_START = "not judged: sent before the first consumption, start position unknown"
 NOT_JUDGED_UNNAMED = "not judged: broadcasting group, consumers not named"
+# DefaultMQPushConsumerImpl.processPopResult and ConsumeMessagePopConcurrentlyService (5.5.0): the
+# push consumer in POP mode has no DLQ; a message that failed at maxReconsumeTimes is acked
+# (checkNeedAckOrDelay), or its revived copy past the limit is acked without a listener call
+POP_PUSH_PAST_LIMIT = "failed at maxReconsumeTimes: the push consumer in POP mode acks it, no DLQ"
 UNNAMED_BROADCAST = ("broadcasting: each consumer must get each message, and the history names no consumer of the "
                      "group (message-trace bodies name none; an export with bornHost does)")
 
-SETTLED = frozenset({NOT_JUDGED_UNNAMED, 
+SETTLED = frozenset({NOT_JUDGED_UNNAMED, POP_PUSH_PAST_LIMIT,
     "consumed", "consumed (broadcasting drops a failure)", "dead-lettered", "filtered out by the subscription",
     "send outcome unknown or failed", "consumer left before it was sent",
     NOT_JUDGED_BEFORE_START, "removed by retention",
@@ -216,6 +232,9 @@ def _deliver_unit(J, m, g, u, match):
         if not observes_dlq and mx is not None and last.reconsume_times is not None \
                 and last.reconsume_times >= mx:
             return ("presumed dead-lettered (the DLQ is not observed)", None)
+        if g.pop == "POP_PUSH" and mx is not None and last.reconsume_times is not None \
+                and last.reconsume_times >= mx:
+            return (POP_PUSH_PAST_LIMIT, None)
         if not h.complete or not observes_dlq:
             return ("failed, then unobserved", None)
         again = h.retried.get((g.name, p.id))
@@ -382,8 +401,10 @@ def one_copy_per_failure(J, m, out: Outcome) -> None:
                 continue
             copies.setdefault(c.reconsume_times, set()).add(c.copy)
             # cleanExpiredMsg sends back a message consumed longer than consumeTimeout; one
-            # delivery is sent back once, whether it failed, expired, or both
-            expired = timeout is not None and c.end is not None and c.ts is not None and c.end - c.ts > timeout
+            # delivery is sent back once, whether it failed, expired, or both. POP: revive puts
+            # back once a message whose handle ran out before the call returned
+            expired = (pop_expired(c) if pop(g) else
+                       timeout is not None and c.end is not None and c.ts is not None and c.end - c.ts > timeout)
             if c.success is False or expired:
                 failures[c.reconsume_times] += 1
         for k, cs in sorted(copies.items()):
@@ -414,6 +435,12 @@ def dlq_prompt(J, m, out: Outcome) -> None:
     """The DLQ copy is stored within DLQ_PROMPT_MS of the last failed delivery."""
     for d in m.dlq:
         out.counts["dead letters"] += 1
+        if pop(J.h.groups.get(d.group)):
+            # the proxy stores a POP group's DLQ copy when it receives the revived copy past the
+            # limit (PopMessageResultFilterImpl): after the last failure's invisible time and the
+            # next pop, not at the failure
+            out.counts["dead letters of a POP group (stored at the next pop, not judged by time)"] += 1
+            continue
         fails = [c for c in m.dels if c.group == d.group and c.success is False and c.end is not None]
         if not fails or d.ts is None:
             continue
@@ -433,12 +460,16 @@ def dlq_prompt(J, m, out: Outcome) -> None:
 # ----------------------------------------------------------------- H-ORDER-1
 
 def orderly_exclusive(q, new, old):
-    """Two listener calls `new` and `old` ([client, start, end, where]) of an orderly clustering
+    """Two listener calls `new` and `old` ([client, start, end, where, POP deadline]) of an orderly clustering
     group on queue `q` = (group, queue): (finding, (client, client)) if they were inside the
     queue at once, else None. One consume thread per queue inside a client, the broker lock
     across clients."""
     a, b = (old, new) if old[1] <= new[1] else (new, old)       # by start; ties: the earlier seen first
     if a[2] is not None and a[2] <= b[1]:
+        return None
+    if a[4] is not None and a[4] <= b[1]:
+        # orderly POP: the order info blocks the queue only until the attempt's invisible time
+        # runs out (ConsumerOrderInfoManager.checkBlock); then another attempt may pop it
         return None
     group, queue = q
     who = "two calls of " + b[0] if a[0] == b[0] else f"{a[0]} and {b[0]}"
@@ -523,6 +554,9 @@ def _explain(J, g, done, d, p):
     x = J.fault_between(lo, hi)
     if x is not None:
         return (f"after a fault ({x.detail or x.what})", x.ts)
+    if pop_expired(done) and (d.ts is None or d.ts >= done.deadline):
+        # the handle ran out before the call returned: revive put the message back before the ack
+        return ("POP: the invisible time ran out before the call returned", done.deadline)
     membership = J.membership_between(d.group, lo, hi)
     if membership is None:
         return None
@@ -566,8 +600,8 @@ GUARANTEES: tuple[Guarantee, ...] = (
     Guarantee(
         "H-RETRY-2", "One retry copy per failed delivery",
         "For a concurrent clustering group, the distinct stored copies of a message delivered with reconsume "
-        "count k+1 are no more than its failed deliveries at count k (a delivery that outlived consumeTimeout "
-        "counts as failed).",
+        "count k+1 are no more than its failed deliveries at count k (a delivery that outlived consumeTimeout, "
+        "or a POP handle's invisible time, counts as failed).",
         "Each failed delivery is sent back once (processConsumeResult, or cleanExpiredMsg for an expired one); "
         "a duplicate delivery of one copy is the same copy.",
         ("consume.copy", "consume.reconsume_times", "consume.success", "group.consume_mode"), "concurrent clustering groups",
@@ -651,9 +685,9 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
     "bug-9281-rocketmq-5.5.1": ("H-DELIVER-1", _9281_SEEN := (
         "b1 joined before the messages were sent and they never reach it: its first rebalance, which "
         "start() only wakes, started the queue at the end it read then")),
-    "bug-10985-rocketmq-5.5.1": (None, "not shown: the history level does not read POP events (pops, acks, "
-                                 "revives): a message that revive never puts back is a POP liveness loss the "
-                                 "white-box spec sees (INV-POP-LIVE-1)"),
+    "bug-10985-rocketmq-5.5.1": ("H-DELIVER-1", _10985_SEEN := (
+        "the message's only listener call failed, and revive, whose read failed, never puts it back: it is "
+        "neither consumed again nor dead-lettered")),
 }
 
 
@@ -683,6 +717,8 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
        for p in ("rocketmq-4.9.8", "rocketmq-5.3.3")},
     **{("bug-9281", p): ("H-DELIVER-1", "every release has #9281 (open): " + _9281_SEEN)
        for p in ("rocketmq-4.9.8", "rocketmq-5.3.3")},
+    **{("bug-10985", p): ("H-DELIVER-1", "every release has #10985 (open): " + _10985_SEEN)
+       for p in ("rocketmq-5.3.3",)},
     ("real-orderly-pause", "rocketmq-4.9.8"): (
         None, "the committed offset falls back (INV-ORDER-3) after the client was paused: the messages it "
         "brings back are redelivered after a fault, which at-least-once delivery allows; only the offsets show "

@@ -374,8 +374,10 @@ class Judge:
         if cur is not None:
             if c.end is not None and (cur[2] is None or c.end > cur[2]):
                 cur[2] = c.end
+            if c.deadline is not None and (cur[4] is None or c.deadline > cur[4]):
+                cur[4] = c.deadline
             return
-        new = [c.client, c.ts, c.end, c.where]
+        new = [c.client, c.ts, c.end, c.where, c.deadline]
         self.out["H-ORDER-1"].counts["listener calls"] += 1
         for old in calls.values():
             r = G.orderly_exclusive(q, new, old)

@@ -52,6 +52,9 @@ class Consume:
     copy: str | None = None         # id of the stored copy (a retry copy has its own)
     batch: str | None = None        # one listener call
     where: str | None = None
+    # POP: when the handle it was popped with expires (pop time + invisible time, as its last
+    # change of invisible time left it): past it, revive puts the message back
+    deadline: int | None = None
 
 
 @dataclass(slots=True)
@@ -101,6 +104,7 @@ class Group:
     max_reconsume_times: int | None = None   # as configured (-1: the client's default)
     consume_timeout_ms: int | None = None
     consume_from_where: str | None = None    # where the group starts with no committed offset (declared)
+    pop: str | None = None                   # consumes by POP: its client type (POP_PUSH, SIMPLE); None: by pull
     started_ts: int | None = None            # first consumer of the group started
     members: dict = field(default_factory=dict)  # client -> [joined ts, left ts or None]
     declared: set = field(default_factory=set)   # settings given by --groups: the source does not override them
