@@ -50,7 +50,7 @@ ORACLE_VERSION = 4
 # broadcasting group, takes no message from any client; 4.9.8's orderly path sends a message each
 # client failed to a group-wide DLQ, docs/notes/real-random.md, seed 208)
 SEEN_AS = {
-    "H-DELIVER-1": {"INV-LOSS-1", "INV-LIVE-1", "INV-OFFSET-3", "INV-FILTER-1", "INV-SUB-1"},
+    "H-DELIVER-1": {"INV-LOSS-1", "INV-LIVE-1", "INV-OFFSET-3", "INV-FILTER-1", "INV-SUB-1", "INV-POP-LOSS-1"},
     "H-RETRY-1": {"INV-RETRY-1"},
     "H-RETRY-2": {"INV-RETRY-3"},
     "H-RETRY-3": {"INV-RETRY-1", "INV-RETRY-2", "INV-DLQ-1"},

@@ -431,12 +431,16 @@ CATALOGUE: tuple[Invariant, ...] = (
         "INV-POP-LOSS-1", "No loss through revive",
         "Every popped message ends acked, revived into the retry topic, or dead-lettered: revive "
         "never gives up on a message (outcome dropped), and a POP consumer acks a failed message "
-        "as past its retries only at its maxReconsumeTimes.",
+        "as past its retries only at its maxReconsumeTimes, and only once a listener call received "
+        "it (judged where the trace holds the group's POP listener calls).",
         "PopReviveService re-puts a checkpoint whose revive failed (rePutCK, with backoff); "
         "ConsumeMessagePopConcurrentlyService acks a failed message only at the limit "
         "(checkNeedAckOrDelay).",
         "", "error", False, "step", "queue",
-        "#7914, #10985 (a failed read still commits the revive offset), #10276.",
+        "#7914, #10985 (a failed read still commits the revive offset), #10276; every 5.x push "
+        "consumer in POP mode: a message each of whose pops ran out before its listener call "
+        "(isPopTimeout) is counted as attempted by revive and acked past the limit unseen by "
+        "processPopResult (random real run 20201, 5.5.0).",
         ("G-DELIVER",)),
     Invariant(
         "INV-POP-DLQ-1", "The retry count leads to the DLQ at the limit",

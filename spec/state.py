@@ -392,7 +392,7 @@ class SpecState:
     """The whole spec state. Mutated in place by `spec.actions.step`; copy with `copy_state`."""
 
     __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done",
-                 "sampled_stores", "pop")
+                 "sampled_stores", "pop", "pop_origin", "pop_called")
 
     def __init__(self, profile: Profile):
         self.profile = profile
@@ -406,6 +406,8 @@ class SpecState:
         self.sched_done: dict[str, ScheduleDone] = {}   # schedule copy id -> its delivery
         self.sampled_stores: set = set()         # (queue key, client) whose offset store a recorder polls
         self.pop: dict = {}                      # (group, stored topic, broker, queue) -> spec.pop_state.PopQueue
+        self.pop_origin: dict = {}               # a popped copy's msg_id -> its message's first id
+        self.pop_called: dict = {}               # group -> the messages (first ids) a POP listener call received
 
 
 def copy_state(state: SpecState) -> SpecState:

@@ -29,10 +29,26 @@ BIN = ROOT / ".venv" / "bin" / "rocketspec"
 PROFILE = "rocketmq-5.5.1"
 
 
+UNHEARD = "no listener call ever received the message"
+
+
 def _errors(events, profile=PROFILE) -> dict:
-    d = check_events(enumerate(events, 1), get_profile(profile)).to_dict()
+    """check's errors, but for RocketMQ's own drop of a message whose every pop ran out before its
+    listener call (processPopResult acks it past the limit unseen; real POP run 20201, 5.5.0):
+    the reference does what RocketMQ does, and that loss is the spec's to report, each time with
+    that cause (checked here)."""
+    d = check_events(enumerate(events, 1), get_profile(profile), max_listed=10 ** 6).to_dict()
+    unheard = [v for v in d["violations"] if v["invariant"] == "INV-POP-LOSS-1" and UNHEARD in v["message"]]
     errors = {v["invariant"] for v in d["violations"]}
-    return {k: n for k, n in d["counts"].items() if k in errors}
+    out = {k: n for k, n in d["counts"].items() if k in errors}
+    if unheard and out.get("INV-POP-LOSS-1") == len(unheard):
+        del out["INV-POP-LOSS-1"]
+    return out
+
+
+def _unheard(events, profile=PROFILE) -> int:
+    d = check_events(enumerate(events, 1), get_profile(profile), max_listed=10 ** 6).to_dict()
+    return sum(1 for v in d["violations"] if v["invariant"] == "INV-POP-LOSS-1" and UNHEARD in v["message"])
 
 
 def _simulate(seed: int, small: bool, profile: str = PROFILE):
@@ -45,14 +61,16 @@ def _simulate(seed: int, small: bool, profile: str = PROFILE):
 
 def test_pop_scenarios_of_200_seeds_are_valid_and_hold_on_the_reference():
     """Each scenario validates, `record` accepts it, and its reference run under rocketmq-5.5.1
-    reaches quiescence and holds; over the seeds the drawn mechanisms take effect (the reference
-    pops, acks, changes invisible times, revives, skips a timed-out call, acks a copy past the
-    limit unconsumed), so the scenarios exercise POP, not just start it."""
+    reaches quiescence and holds but for RocketMQ's drop of messages no listener call received
+    (_errors); over the seeds the drawn mechanisms take effect (the reference pops, acks, changes
+    invisible times, revives, skips a timed-out call, acks a copy past the limit unconsumed, and
+    check reports that drop), so the scenarios exercise POP, not just start it."""
     seen = collections.Counter()
     for seed in range(200):
         raw, events = _simulate(seed, seed % 4 == 0)
         assert events[-1]["kind"] == "trace_ended" and events[-1]["reason"] == "quiescent", seed
         assert _errors(events) == {}, seed
+        seen["dropped unheard"] += _unheard(events)
         for e in events:
             seen[e["kind"]] += 1
             if e["kind"] == "message_acked" and e.get("reason") == "max_reconsume":
@@ -63,7 +81,7 @@ def test_pop_scenarios_of_200_seeds_are_valid_and_hold_on_the_reference():
                 seen["ordinary group's DLQ"] += 1
     for kind in ("message_popped", "message_acked", "invisible_time_changed", "message_revived",
                  "pop_checkpoint_written", "assignment_answered", "acked past the limit",
-                 "call outlived its handle", "consume_started", "ordinary group's DLQ"):
+                 "call outlived its handle", "consume_started", "ordinary group's DLQ", "dropped unheard"):
         assert seen[kind], kind
 
 

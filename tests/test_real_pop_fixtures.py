@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from rocketspec.rocketmq import pop
-from rocketspec.spec.replay import check_trace
+from rocketspec.rocketmq.profiles import get_profile
+from rocketspec.spec.replay import check_events, check_trace
 
 HERE = Path(__file__).parent / "fixtures" / "real" / "pop"
 PROFILE = "rocketmq-5.5.1"
@@ -274,7 +275,8 @@ def test_the_client_protocol_reads_a_pop_clients_reports(tmp_path):
     cfg = {"subscriptions": {"Work": {"type": "TAG", "expr": "*"}}, "client_type": "SIMPLE"}
     cid, events = to_events(proto, "s1", "G", cfg)
     assert cid == "vm@1@0@x"
-    s, f = events[1], events[2]
+    assert [e["kind"] for e in events[:2]] == ["client_started", "client_start_returned"]   # "started": v4
+    s, f = events[2], events[3]
     assert s["kind"] == "pop_consume_started" and s["handles"] == ["0 1 5000 2 0 broker-a 0 0 0"]
     assert s["msg_ids"] == ["M"] and s["reconsume_list"] == [0]
     assert f["kind"] == "pop_consume_finished" and f["timed_out"] is True and f["status"] == "CONSUME_SUCCESS"
@@ -334,3 +336,31 @@ def test_a_jar_resolved_without_its_pom_is_never_a_classpath(tmp_path, monkeypat
     calls.clear()
     assert rj.maven_resolve(tmp_path / "pom.xml") == [("x:lonely:jar:1.0", m2 / "lonely-1.0.jar")]
     assert calls == [True]
+
+
+def test_a_message_every_pop_of_which_ran_out_before_its_call_is_dropped_unheard():
+    """Random POP run 20201 (5.5.0). GID_p1 (maxReconsumeTimes 0, one consume thread, 5 s invisible
+    time, slow TagA calls) pops TopicP queue 0 offsets 28..; its single thread is busy past their
+    handles' deadlines, so ConsumeRequest.run skips them (isPopTimeout) without calling the
+    listener; revive puts copies with reconsume times 1 into %RETRY%GID_p1_TopicP, and when they
+    are popped DefaultMQPushConsumerImpl.processPopResult (5.5.0 lines 656-666) acks them at once,
+    reconsumeTimes 1 > 0, with no DLQ in POP mode. Six messages never reached a listener: the
+    message traces say so (H-DELIVER-1, six messages never reached GID_p1), and check now does."""
+    from rocketspec.conformance.real_random import classify, unseen_invariants
+
+    name = "random-20201-dropped-unheard-5.5.0"
+    res = check_trace(str(HERE / f"{name}.jsonl.gz"), PROFILE, max_listed=1000)
+    errors = [f for f in res.findings.errors]
+    assert {f.inv for f in errors} == {"INV-POP-LOSS-1"} and len(errors) == 6, res.findings.counts
+    assert all("no listener call ever received the message" in f.message for f in errors)
+    check_json = res.to_dict()
+    status = {"H-DELIVER-1": "violated", "H-RETRY-1": "holds", "H-RETRY-2": "skipped", "H-RETRY-3": "holds",
+              "H-ORDER-1": "skipped", "H-ORDER-2": "skipped", "H-DUP-1": "skipped"}
+    oracle = {"complete": True, "guarantees": [{"id": g, "status": s} for g, s in status.items()]}
+    sc = json.loads((HERE / "random-20201-dropped-unheard.scenario.json").read_text())
+    assert classify({"INV-POP-LOSS-1": 6}, oracle, unseen_invariants(check_json, sc, oracle))[0] == "agreed"
+    # without the listener calls (a broker-side cut) the part is not judged, and said so
+    ev = [e for e in _events("random-20201-dropped-unheard") if e["kind"] not in ("pop_consume_started", "pop_consume_finished")]
+    cut = check_events(enumerate(ev, 1), get_profile(PROFILE)).to_dict()
+    assert "INV-POP-LOSS-1" not in cut["counts"]
+    assert any(p["rule"] == "INV-POP-LOSS-1" for p in cut["parts_not_judged"])

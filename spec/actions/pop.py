@@ -77,6 +77,9 @@ def pop_answered(st, ev, out):
 def pop_consume_started(st, ev, out):
     """RocketMQ: ConsumeMessagePopConcurrentlyService.ConsumeRequest.run (listener called).
     Actor: client."""
+    called = st.pop_called.setdefault(ev["group"], set())
+    for mid in ev.get("msg_ids") or ():
+        called.add(st.pop_origin.get(mid, mid))
 
 
 def pop_consume_finished(st, ev, out):
@@ -95,6 +98,7 @@ def message_popped(st, ev, out):
     if off not in pq.copies and (sq is None or not sq.min <= off < sq.next):
         out.report(GUARD, f"{ev['client']} is handed {_what(pq, off)}, which was never stored", key)
     cp = _copy(pq, ev, off)
+    st.pop_origin[ev["msg_id"]] = ev.get("origin_msg_id") or cp.origin or ev["msg_id"]
     if cp.status in (ACKED, HELD) and cp.pop_time != pt and _redelivered(st, pq, cp, off):
         _duplicate(st, out, key, f"{_what(pq, off)} ({cp.msg_id}), {cp.status} before broker {ev['broker']} "
                    f"restarted, is handed to {ev['client']} again: the commit past it was not flushed")
@@ -182,12 +186,17 @@ def message_acked(st, ev, out):
     if not current:
         _stale_took_effect(pq, ev, off, "ack", out)
     reason = ev.get("reason")
+    c = st.dir.clients.get(ev["client"])
+    limit = facts.max_reconsume_times(c.max_reconsume) if c is not None else None
     if reason == "max_reconsume" and cp is not None and cp.reconsume is not None:
-        c = st.dir.clients.get(ev["client"])
-        limit = facts.max_reconsume_times(c.max_reconsume) if c is not None else None
         if limit is not None and cp.reconsume < limit:
             out.report("INV-POP-LOSS-1", f"{ev['client']} acks {_what(pq, off)} as past its retries after "
                        f"{cp.reconsume} reconsumptions, below its limit {limit}: the message is dropped", pq.key)
+    # (a recorded ack names no reason: a push consumer's copy counted past its limit is acked so)
+    if (reason == "max_reconsume" or (reason is None and limit is not None and cp.reconsume is not None
+                                      and cp.reconsume > limit)) and c is not None \
+            and (c.config or {}).get("client_type") == "POP_PUSH":
+        _dropped_unheard(st, ev, pq, off, cp, out)
     cp = _copy(pq, ev, off)
     if cp.status == DEAD and current:
         cp.handle, cp.deadline = None, None      # the ack that follows the DLQ put: revive will not come
@@ -197,6 +206,32 @@ def message_acked(st, ev, out):
         cp.restarted = cp.restarted and not orderly
     if orderly and pq.order is not None and off in pq.order.offsets:
         pq.order.acked.add(off)
+
+
+PART_UNHEARD = "a message acked past its retries that no listener call received"
+NO_CALLS = "the trace has no POP listener call of the group (pop_consume_started): who received what is not known"
+
+
+def _dropped_unheard(st, ev, pq, off, cp, out):
+    """An ack past the retries (processPopResult: reconsumeTimes > maxReconsumeTimes is acked
+    before the listener, and the push consumer in POP mode has no DLQ) of a message no listener
+    call ever received: every attempt it was counted for was a pop whose handle ran out before its
+    call (ConsumeRequest.run returns on isPopTimeout without calling the listener), then a
+    revive. The application never saw it, and nothing keeps it: a loss. Judged only where the
+    trace holds the group's listener calls."""
+    called = st.pop_called.get(pq.key[0])
+    if not called:
+        out.part_not_judged("INV-POP-LOSS-1", PART_UNHEARD, NO_CALLS, ev["client"])
+        return
+    first = cp.origin or cp.msg_id
+    if first is None or first in called:
+        return
+    out.report("INV-POP-LOSS-1", f"{ev['client']} acks {_what(pq, off)} ({first}) as past its retries "
+               f"({cp.reconsume} reconsumptions), but no listener call ever received the message; cause: each "
+               f"of its pops ran out of invisible time before its listener call (ConsumeRequest.run skips a "
+               f"batch whose handle ran out, isPopTimeout) and the revive counted it as an attempt, then "
+               f"DefaultMQPushConsumerImpl.processPopResult acked it unseen (reconsumeTimes above "
+               f"maxReconsumeTimes; no DLQ in POP mode): the message is dropped unconsumed", pq.key)
 
 
 def invisible_time_changed(st, ev, out):
