@@ -555,7 +555,12 @@ def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | 
     scenario = write(sc, folder / "scenario.json")
     trace, msgtrace, run = folder / "trace.jsonl", folder / "msgtrace.txt", folder / "run"
     t = time.monotonic()
-    rc, message = record(str(scenario), str(trace), timeout_s, seed, str(run), str(msgtrace))
+    try:
+        rc, message = record(str(scenario), str(trace), timeout_s, seed, str(run), str(msgtrace))
+    except UserError as exc:
+        # this run's own failure (a client program that broke the driver protocol, a scenario the
+        # recorder refuses): counted as incomplete with its reason; the batch goes on
+        rc, message = 2, f"the run could not be recorded: {exc}"
     res = RunResult(seed, "incomplete", folder=str(folder), note=message, recorder=recorder_digest(),
                     breaks=[f"{b['kind']}:{b['target']}" for b in sc.get("breaks", [])])
     if rc != 0:

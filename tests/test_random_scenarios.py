@@ -481,3 +481,22 @@ def test_rejudge_reclassifies_a_folder_of_runs_and_refuses_anything_else(tmp_pat
                        (["--out", str(tmp_path / "runs"), "--scenario", "real-basic"], "records nothing")):
         r = subprocess.run([rs, "record", "--rejudge", *args], capture_output=True, text=True)
         assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_run_whose_client_broke_the_protocol_is_incomplete_and_the_batch_goes_on(tmp_path):
+    """A client program that broke the driver protocol in one run (random Go run 17036: a restarted
+    client reported a listener call before `started`) raised out of run_one and ended the whole
+    batch. That run is incomplete, with the reason, and the next run is made."""
+    from rocketspec.traces.client_protocol import ProtocolError
+
+    calls = []
+
+    def record(scenario, out, timeout_s, seed, keep, msgtrace):
+        calls.append(seed)
+        raise ProtocolError("client g0c3: client-g0c3.life-2.proto line 1: 'consume_started' before 'started'")
+
+    got = [real_random.run_one(record, s, tmp_path) for s in (1, 2)]
+    assert calls == [1, 2] and [r.cls for r in got] == ["incomplete", "incomplete"]
+    assert "'consume_started' before 'started'" in got[0].note
+    assert json.loads((tmp_path / "seed-1" / "result.json").read_text())["class"] == "incomplete"
+    assert real_random.exit_code(got) == 4
