@@ -106,7 +106,12 @@ func main() {
 	}
 	lst := newListener(req.Listener, orderly, req.Seed)
 	var calls int64
+	// The application's listener runs once Start has returned and `started` is reported: the
+	// library may hand a batch over before Start returns (a restart with a backlog), and the
+	// protocol's reports of a life follow its `started`
+	ready := make(chan struct{})
 	handler := func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		<-ready
 		return consume(ctx, lst, atomic.AddInt64(&calls, 1), orderly, msgs)
 	}
 	for topic, s := range req.Subscriptions {
@@ -124,6 +129,7 @@ func main() {
 	report("started", map[string]interface{}{
 		"client_id": clientID(req.Client), "library": "github.com/apache/rocketmq-client-go/v2",
 		"library_version": "v2.1.2", "config": applied})
+	close(ready)
 	// "shutdown" (or stdin closing: rocketspec is gone) stops the consumer gracefully.
 	for in.Scan() {
 		var m map[string]interface{}
