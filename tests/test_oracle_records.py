@@ -40,7 +40,7 @@ def test_seed_103_membership_read_from_the_client_log_in_epoch_time():
 
 def test_seed_103_is_agreed_on_retries_with_membership_and_missed_without(tmp_path):
     sc, o, st = judge(SEED_103)
-    assert o["oracle_version"] == 3 and st["H-RETRY-1"] == "holds" and st["H-DELIVER-1"] == "holds"
+    assert o["oracle_version"] >= 3 and st["H-RETRY-1"] == "holds" and st["H-DELIVER-1"] == "holds"
     # the INV-DLQ-1 copy waited one 1 s level: within H-RETRY-3's window, which the oracle cannot see
     assert classify({"INV-DLQ-1": 1}, o, unseen_invariants(CHECK, sc, o)) == ("finding", ["INV-DLQ-1"])
     # the same run without RocketMQ's log: the redelivery reads as a retry past the limit

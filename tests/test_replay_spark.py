@@ -47,17 +47,6 @@ def _runnable(seeds=(1,)):
     return [(n, s, p) for n in builtin_names() for s in seeds for p in RELEASES if runs_under(load_scenario(n), p)]
 
 
-# Spark's scoped replay does not yet keep a POP group's state across a topic and its POP retry
-# topic (%RETRY%group_topic): a revived copy popped from the retry queue reads as unknown there
-# (GUARD). Strict: the day it does, these fail and come off the list.
-POP_SCOPED_GAP = {"pop-basic", "pop-invisible-expiry", "pop-retry-dlq"}
-
-
-def _marked(cases):
-    return [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="scoped replay of POP retry topics"))
-            if c[0] in POP_SCOPED_GAP else c for c in cases]
-
-
 SCENARIOS = _runnable()
 BUGS = _bug_cases()
 
@@ -192,7 +181,7 @@ def _check(paths):
 
 
 @spark_test
-@pytest.mark.parametrize("case", _marked(SCENARIOS), ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+@pytest.mark.parametrize("case", SCENARIOS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
 def test_replay_equals_check_on_builtin_scenarios(replayed, case):
     paths, r = replayed[("scenario",) + case]
     c = _check(paths)
@@ -233,7 +222,7 @@ def _fails_as_check_fails(replayed_case, what):
 
 
 @spark_test
-@pytest.mark.parametrize("case", _marked(SCENARIOS + BUGS), ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+@pytest.mark.parametrize("case", SCENARIOS + BUGS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
 def test_arrow_path_equals_check_on_parquet(replayed, case):
     """Parquet as the writer makes it takes the Arrow path (Spark reads the files, the JVM
     shuffles), with check's results."""
@@ -429,6 +418,37 @@ def test_partitioned_replay_equals_check_for_any_partition_count(tmp_path, case)
     _local_equals_check(tmp_path, case)
 
 
+# POP: a revive reads the copy in the group's topic and stores one in its POP retry topic
+# (%RETRY%group_topic), where the copy is popped, acked and dead-lettered; bug-10985's is lost
+POP_LOCAL = [(n, 1, "rocketmq-5.3.3") for n in ("pop-basic", "pop-invisible-expiry", "pop-retry-dlq", "pop-orderly",
+                                                "bug-10985")]
+
+
+@pytest.mark.parametrize("case", POP_LOCAL, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_partitioned_replay_of_pop_keeps_a_topic_and_its_pop_retry_topic_together(tmp_path, case):
+    _local_equals_check(tmp_path, case)
+
+
+def test_a_revive_is_one_place_with_the_pop_retry_queue_it_stores_into():
+    from rocketspec.traces.kinds import atoms
+    from rocketspec.traces.spark.spark_replay import Plan
+
+    evs = run_to_list(load_scenario("pop-invisible-expiry"), 1, "rocketmq-5.3.3")
+    rev = next(e for e in evs if e["kind"] == "message_revived" and e["outcome"] == "retry")
+    (place,) = atoms(rev)
+    assert ("Q", rev["group"], rev["topic"], rev["broker"], rev["queue"]) in place
+    assert ("Q", rev["group"], rev["target_topic"], rev["broker"], rev["target_queue"]) in place
+    # whatever the partition count, every event of the topic and of its POP retry topic is replayed
+    # in one partition
+    counts = {}
+    for e in evs:
+        a = atoms(e)
+        counts[a] = counts.get(a, 0) + 1
+    plan = Plan(counts, 8)
+    homes = {plan.targets(atoms(e))[0] for e in evs if atoms(e) and e.get("topic") in ("Work", rev["target_topic"])}
+    assert len(homes) == 1
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", _runnable((4, 5, 6)), ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
 def test_partitioned_replay_equals_check_many_seeds(tmp_path, case):
@@ -470,7 +490,7 @@ def test_one_registry_of_event_kinds():
 
     assert set(KINDS) == set(kinds())
     assert all(actions.HANDLERS[k].__name__ == k for k in KINDS)
-    assert {k.route for k in KINDS.values()} == {"directory", "queue", "stored", "chain", "none"}
+    assert {k.route for k in KINDS.values()} == {"directory", "queue", "stored", "chain", "group", "none"}
 
 
 def test_a_finding_of_a_directory_event_is_counted_once(tmp_path):

@@ -385,7 +385,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
        lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
        sentence=lambda e: f"{_g(e, 'msg_id')} goes to %DLQ%{_g(e, 'group')} after {_g(e, 'reconsume_times')} "
                           f"reconsumptions (limit {_g(e, 'max_attempts')})"),
-    _k("pop_consume_started", "ConsumeMessagePopConcurrentlyService.ConsumeRequest.run (listener called)", "none", "client",
+    _k("pop_consume_started", "ConsumeMessagePopConcurrentlyService.ConsumeRequest.run (listener called)", "group", "client",
        lane="none", unit="sliced", renumber="plain", history=None, scripts=True,
        sentence=lambda e: f"{_g(e, 'client')}'s listener starts on {len(e.get('msg_ids') or [])} popped message(s) "
                           f"(call #{_g(e, 'consume_id')})"),
@@ -427,12 +427,14 @@ def atoms(ev) -> tuple | None:
     route = KINDS[ev["kind"]].route
     if route == "queue":
         t, b, q = ev["topic"], ev["broker"], ev["queue"]
-        home = ((("Q", ev["group"], t, b, q), ("S", t, b, q)),)
-        # a POP revive also stores its copy in the retry topic's queue, where the copy is popped
+        home = (("Q", ev["group"], t, b, q), ("S", t, b, q))
+        # a POP revive reads the revived copy's state (its origin, status, count) and stores its
+        # copy in the POP retry topic's queue, where the copy is popped, acked, changed and
+        # dead-lettered: one place, so a group's topic and its POP retry topic are replayed together
         tt, tq = ev.get("target_topic"), ev.get("target_queue")
         if ev["kind"] == "message_revived" and tt is not None and tq is not None:
-            return home + ((("Q", ev["group"], tt, b, tq), ("S", tt, b, tq)),)
-        return home
+            return (home + (("Q", ev["group"], tt, b, tq), ("S", tt, b, tq)),)
+        return (home,)
     if route == "stored":
         t, b, q = ev["topic"], ev["broker"], ev["queue"]
         s = ((("S", t, b, q),),)
@@ -453,6 +455,10 @@ def atoms(ev) -> tuple | None:
         elif kind in ("send_back_failed", "message_sent_back") and g is not None:
             return chain + ((("Q", g),),)
         return chain
+    if route == "group":
+        # what a group's listener calls received (INV-POP-LOSS-1): every partition with a queue
+        # of the group, since the ack it is judged at may be of any of them
+        return ((("Q", ev["group"]),),)
     if route == "none":
         return ()
     return None

@@ -480,7 +480,7 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
 @click.option("--pop", is_flag=True,
               help="With --random: POP scenarios (push consumers in POP mode, client_type POP_PUSH, sometimes "
                    "beside an ordinary group; conformance/random_scenarios.generate_pop). RocketMQ 5.x only: "
-                   "give --release 5.5.0 or 5.3.3. Not with --client (the recorder runs them in-process).")
+                   "give --release 5.5.1, 5.5.0 or 5.3.3. Not with --client (the recorder runs them in-process).")
 @click.option("--rejudge", is_flag=True,
               help="Record nothing: classify again the random runs an earlier --random wrote under --out DIR "
                    "(after a change to the spec or the oracle), rewrite their check, oracle and result files, "
@@ -511,7 +511,7 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
                           "POP mode (client_type POP_PUSH), which the recorder runs in-process")
     if pop and release.split(".", 1)[0] == "4":
         raise RecordError(f"--pop: POP consumption exists only in RocketMQ 5.x, not {release}: give --release "
-                          "5.5.0 or 5.3.3")
+                          "5.5.1, 5.5.0 or 5.3.3")
     if rejudge:
         if random_runs is not None or scenario_name is not None or client is not None:
             raise RecordError("--rejudge records nothing: give it only --out DIR (a folder of --random runs)")

@@ -106,6 +106,8 @@ def stream_events(h: History, events):
                 g.learn("pop", cfg.get("client_type") or "POP_PUSH")
             if "max_reconsume_times" in cfg:
                 g.learn("max_reconsume_times", cfg["max_reconsume_times"])
+            if cfg.get("consume_from_where") is not None:
+                g.learn("consume_from_where", cfg["consume_from_where"])
             if "consume_timeout" in cfg:          # minutes, as DefaultMQPushConsumer.consumeTimeout
                 g.learn("consume_timeout_ms", cfg["consume_timeout"] * 60000)
             if g.started_ts is None:

@@ -39,7 +39,8 @@ from ..kinds import atoms as event_atoms
 from ..io import TraceInputError
 
 SEP, NULL = "\x1f", "\x00"       # joins the routing columns of a row into one key; a null
-ROUTE_COLS = ("kind", "group", "topic", "broker", "queue", "real_topic")
+# a POP revive's target queue joins its place (spec.kinds.atoms)
+ROUTE_COLS = ("kind", "group", "topic", "broker", "queue", "real_topic", "target_topic", "target_queue")
 
 
 class Unproven(Exception):
@@ -81,7 +82,8 @@ def _file_key(uri: str) -> str:
 
 def _combos(batch, trace_ids):
     """Per row, the index of its routing combination, and the combinations (trace, kind, group,
-    topic, broker, queue, real_topic, offset given), computed by Arrow over the batch."""
+    topic, broker, queue, real_topic, target_topic, target_queue, offset given), computed by Arrow
+    over the batch."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -89,23 +91,24 @@ def _combos(batch, trace_ids):
     cols = [pa.array(trace_ids).cast(pa.string())]
     for n in ROUTE_COLS:
         c = batch.column(n)
-        if n == "queue":
+        if n in ("queue", "target_queue"):
             c = pc.cast(c, pa.string())
         cols.append(pc.fill_null(c, NULL))
     cols.append(pc.if_else(batch.column("has_offset"), "1", "0"))
     enc = pc.dictionary_encode(pc.binary_join_element_wise(*cols, SEP))
     out = []
     for key in enc.dictionary.to_pylist():
-        t, kind, group, topic, broker, queue, real, off = [None if x == NULL else x for x in key.split(SEP)]
-        out.append((int(t), kind, group, topic, broker, None if queue is None else int(queue), real, off == "1"))
+        t, kind, group, topic, broker, queue, real, tt, tq, off = [None if x == NULL else x for x in key.split(SEP)]
+        out.append((int(t), kind, group, topic, broker, None if queue is None else int(queue), real, tt,
+                    None if tq is None else int(tq), off == "1"))
     return np.asarray(enc.indices), out
 
 
 def places(combo):
     """spec.kinds.atoms of an event with these routing fields (Unproven: not a known kind)."""
-    _, kind, group, topic, broker, queue, real, off = combo
+    _, kind, group, topic, broker, queue, real, tt, tq, off = combo
     ev = {"kind": kind, "group": group, "topic": topic, "broker": broker, "queue": queue, "real_topic": real,
-          "offset": 0 if off else None}
+          "target_topic": tt, "target_queue": tq, "offset": 0 if off else None}
     try:
         return event_atoms(ev)
     except KeyError:
@@ -300,12 +303,13 @@ def replay_arrow(traces, files, trace_of, rows_of, spark, profile, max_listed, p
     b = sc.broadcast((plans, base, {t: profs[t].name for t in plans}, files, owner, labels, fidx_of, tof))
     mx = max_listed
 
-    def route(file, kind, group, topic, broker, queue, real_topic, has_offset):
+    def route(file, kind, group, topic, broker, queue, real_topic, target_topic, target_queue, has_offset):
         import numpy as np
         import pyarrow as pa
 
         plans_, base_, _, _, _, labels_, fidx_of_, tof_ = b.value
-        bt = pa.RecordBatch.from_arrays([file, kind, group, topic, broker, queue, real_topic, has_offset],
+        bt = pa.RecordBatch.from_arrays([file, kind, group, topic, broker, queue, real_topic, target_topic,
+                                         target_queue, has_offset],
                                         names=["file", *ROUTE_COLS, "has_offset"])
         fid = _file_ids(bt, fidx_of_)
         idx, combos = _combos(bt, np.asarray(tof_, dtype=np.int64)[fid])
