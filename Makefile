@@ -53,17 +53,19 @@ test-slow: $(STAMP)
 test-real: $(STAMP)
 	$(BIN)/python -m pytest -q -m real
 
-# Random scenarios on real RocketMQ (4.9.8 by default; RANDOM_RELEASE=5.5.0 or 5.3.3 for the 5.x
-# line), each checked (white-box) and judged against RocketMQ's own records (black-box): the table
-# of agreed runs, false alarms, missed losses and findings (docs/recorder.md). Exit 1 on a false
-# alarm or a missed loss. About 30 s of wall time per run.
+# Random scenarios on real RocketMQ (4.9.8 by default; RANDOM_RELEASE=5.5.1, 5.5.0 or 5.3.3 for the
+# 5.x line; RANDOM_POP=1 for POP scenarios, 5.x only), each checked (white-box) and judged against
+# RocketMQ's own records (black-box): the table of agreed runs, false alarms, missed losses and
+# findings (docs/recorder.md). Exit 1 on a false alarm or a missed loss. About 30 s of wall time
+# per run.
 RANDOM_RUNS    ?= 50
 RANDOM_SEED    ?= 1
 RANDOM_RELEASE ?= 4.9.8
-RANDOM_OUT     ?= build/real-random-$(RANDOM_RELEASE)
+RANDOM_POP     ?=
+RANDOM_OUT     ?= build/real-random-$(RANDOM_RELEASE)$(if $(RANDOM_POP),-pop)
 test-real-random: $(STAMP) recorder rocketmq-jars
 	nice -n 10 $(BIN)/rocketspec record --random $(RANDOM_RUNS) --seed $(RANDOM_SEED) --release $(RANDOM_RELEASE) \
-		--out $(RANDOM_OUT)
+		$(if $(RANDOM_POP),--pop) --out $(RANDOM_OUT)
 
 # rocketspec replay on a loopback standalone Spark cluster (a master, two workers), with an
 # executor killed mid-run, and spark-submit with rocketspec shipped in --py-files (docs/replay.md);
