@@ -30,7 +30,8 @@ from rocketspec.rocketmq.filter import build_subscription
 
 from rocketspec.rocketmq.pop import (ALL_QUEUES, DEFAULT_POP_SHARE_QUEUE_NUM, POP_DELAY_LEVEL_S, client_invisible_time,
                                      max_reconsume_times, parse_handle, pop_delay_ms, pop_shares_all, pop_timed_out,
-                                     proxy_dead_letters, proxy_max_attempts, push_pop_at_limit)
+                                     proxy_dead_letters, proxy_max_attempts, push_pop_at_limit,
+                                     push_pop_past_limit)
 
 from ..broker.broker import BrokerUnavailable
 from ..broker.pop import PopRequest
@@ -316,7 +317,8 @@ class PopConsumer:
                 # processPopResult: the tags again, then a message past maxReconsumeTimes is acked unconsumed
                 if data.tags_set and (m.tags is None or m.tags not in data.tags_set):
                     self.ack(m, h, "no_match")
-                elif m.reconsume_times > self.max_reconsume():
+                elif push_pop_past_limit(m.reconsume_times, self.max_reconsume_times,
+                                         self.profile.pop_push_limit_resolved):
                     self.ack(m, h, "max_reconsume")
                 else:
                     kept.append((m, h))

@@ -123,6 +123,14 @@ def max_reconsume_times(configured: int) -> int:
     return DEFAULT_MAX_RECONSUME_TIMES if configured == -1 else configured
 
 
+def push_pop_past_limit(reconsume_times: int, configured: int, limit_resolved: bool = True) -> bool:
+    """DefaultMQPushConsumerImpl.processPopResult (#8332's fix; 5.3.1+, line 656): a popped message
+    whose reconsumeTimes is above the limit is acked before any listener call. The limit is
+    getMaxReconsumeTimes() (-1 means 16); with `limit_resolved` off it is the raw maxReconsumeTimes,
+    as on develop between #8332's fix and #8491 (#8490): at the default -1 every message is past it."""
+    return reconsume_times > (max_reconsume_times(configured) if limit_resolved else configured)
+
+
 def proxy_max_attempts(retry_max_times: int = RETRY_MAX_TIMES) -> int:
     return retry_max_times + 1
 

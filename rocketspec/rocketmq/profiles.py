@@ -143,6 +143,11 @@ class Profile:
     # offset past the checkpoint, so the message is never revived (#10985, open: 5.3.3 line 557,
     # 5.5.0 PopReviveService line 586)
     revive_read_failure_reputs: bool = False
+    # the push consumer in POP mode acks a popped message whose reconsumeTimes is above
+    # getMaxReconsumeTimes() (-1 resolved to 16) before the listener (processPopResult, 5.3.1+ line
+    # 656); off: above the raw maxReconsumeTimes, as on develop between #8332's fix (ce27e1f) and
+    # #8491 (25b1a0e), in no release (#8490): at the default -1 every popped message is acked unseen
+    pop_push_limit_resolved: bool = True
 
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -353,7 +358,18 @@ FIX_10985_ROCKETMQ_5_5_1 = replace(
                 "a failed revive, and the checkpoint is re-put with its invisible time raised (rePutCK).",
     revive_read_failure_reputs=True)
 
-POP_BUG_PROFILES = (BUG_10985_ROCKETMQ_5_5_1,)
+# #8490 was in no release: #8332's fix (ce27e1f, 2024-07-30) compared the raw maxReconsumeTimes
+# and #8491 (25b1a0e, 2024-08-05) resolved it, both between 5.3.0 (no such check) and 5.3.1. Its
+# profile is develop's 5.3.1-SNAPSHOT of that week, derived from 5.3.3 with that one switch.
+BUG_8490_ROCKETMQ_5_3_1_SNAPSHOT = replace(
+    ROCKETMQ_5_3_3, name="bug-8490-rocketmq-5.3.1-SNAPSHOT", release="5.3.1-SNAPSHOT",
+    description="develop between #8332's fix and #8491 (no release): the push consumer in POP mode compares a "
+                "popped message's reconsumeTimes with the raw maxReconsumeTimes, not getMaxReconsumeTimes(); at "
+                "the default -1 (16 retries) every popped message, a first delivery included, is acked as past "
+                "its retries before any listener call: dropped unconsumed.",
+    known_bug="#8490", expected_violation="INV-POP-LOSS-1", pop_push_limit_resolved=False)
+
+POP_BUG_PROFILES = (BUG_10985_ROCKETMQ_5_5_1, BUG_8490_ROCKETMQ_5_3_1_SNAPSHOT)
 OPEN_BUG_FIXES["#10985"] = FIX_10985_ROCKETMQ_5_5_1
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3, ROCKETMQ_5_5_1,

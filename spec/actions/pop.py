@@ -190,8 +190,13 @@ def message_acked(st, ev, out):
     limit = facts.max_reconsume_times(c.max_reconsume) if c is not None else None
     if reason == "max_reconsume" and cp is not None and cp.reconsume is not None:
         if limit is not None and cp.reconsume < limit:
+            # above the raw maxReconsumeTimes but not the resolved one: processPopResult's #8490
+            cause = (f"; cause: #8490, processPopResult compared reconsumeTimes with the raw maxReconsumeTimes "
+                     f"{c.max_reconsume}, not getMaxReconsumeTimes() ({limit})"
+                     if facts.push_pop_past_limit(cp.reconsume, c.max_reconsume, limit_resolved=False) else "")
             out.report("INV-POP-LOSS-1", f"{ev['client']} acks {_what(pq, off)} as past its retries after "
-                       f"{cp.reconsume} reconsumptions, below its limit {limit}: the message is dropped", pq.key)
+                       f"{cp.reconsume} reconsumptions, below its limit {limit}: the message is dropped{cause}",
+                       pq.key)
     # (a recorded ack names no reason: a push consumer's copy counted past its limit is acked so)
     if (reason == "max_reconsume" or (reason is None and limit is not None and cp.reconsume is not None
                                       and cp.reconsume > limit)) and c is not None \
