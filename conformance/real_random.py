@@ -185,20 +185,49 @@ def unseen_invariants(check_json: dict, sc: dict, oracle: dict | None = None) ->
     window (the scenario's delay level of that copy is at most DLQ_PROMPT_MS), or a violation whose
     cause check names as a known upstream RocketMQ bug (`_known_bug_cause`): such a window is seen
     by the oracle only through its consequence, a loss or a duplicate, and then the guarantee's own
-    violation decides the run."""
+    violation decides the run; or a message no listener call received, in a group a consumer of
+    which was SIGKILLed (`_killed_unobserved_groups`: the oracle leaves such messages unobserved)."""
     from rocketspec.spec.history.guarantees import DLQ_PROMPT_MS
 
     named = set((oracle or {}).get("broadcast_named", {}))
     broadcast = {g["name"] for g in sc["groups"] if g.get("message_model") == "BROADCASTING"} - named
     levels = _delay_levels_ms(sc)
+    killed = _killed_unobserved_groups(check_json, sc, oracle)
     by_id: dict = {}
     for v in check_json.get("violations", []):
         group = (v.get("key") or {}).get("group")
         lvl = _DELAY_LEVEL.search(v.get("message", "")) if v["invariant"] == "INV-DLQ-1" else None
         short = lvl is not None and 0 < int(lvl[1]) <= len(levels) and levels[int(lvl[1]) - 1] <= DLQ_PROMPT_MS
         by_id.setdefault(v["invariant"], []).append(group in broadcast or short or _known_bug_cause(v)
-                                                    or _BLIND in v.get("message", ""))
+                                                    or _BLIND in v.get("message", "")
+                                                    or (v["invariant"] in _ABSENT_UNHEARD and group in killed))
     return {i for i, unseen in by_id.items() if unseen and all(unseen) and len(unseen) == check_json["counts"].get(i)}
+
+
+# A message no listener call of its group received is an absence in the message traces; the oracle
+# does not judge one sent before a consumer of its group was SIGKILLed (that consumer's unsent trace
+# records may be the missing ones: spec.history.guarantees, "unobserved: ... killed")
+_ABSENT_UNHEARD = {"INV-POP-LOSS-1"}
+_KILLED_UNOBSERVED = "unobserved: a consumer of the group was killed"
+
+
+def _killed_unobserved_groups(check_json: dict, sc: dict, oracle: dict | None) -> set:
+    """The groups a consumer of which the scenario SIGKILLs (a crash step; its group from the
+    client's start step, all groups when none), when the oracle's H-DELIVER-1 left at least as many
+    messages unobserved for that reason as check reports INV-POP-LOSS-1 violations in them."""
+    deliver = next((g for g in (oracle or {}).get("guarantees", []) if g["id"] == "H-DELIVER-1"), None)
+    blind = sum(n for k, n in ((deliver or {}).get("counts") or {}).items() if k.startswith(_KILLED_UNOBSERVED))
+    if not blind:
+        return set()
+    steps = sc.get("steps", [])
+    groups = set()
+    for s in steps:
+        if s.get("action") == "crash":
+            g = next((t.get("group") for t in steps if t.get("client") == s.get("client") and t.get("group")), None)
+            groups |= {g} if g is not None else {x["name"] for x in sc["groups"]}
+    n = sum(1 for v in check_json.get("violations", []) if v["invariant"] in _ABSENT_UNHEARD
+            and (v.get("key") or {}).get("group") in groups)
+    return groups if n <= blind else set()
 
 
 # check's words for a cause whose effect the message traces cannot carry (spec.actions.retry

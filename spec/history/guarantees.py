@@ -723,6 +723,10 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
         "H-DELIVER-1", "a push consumer in POP mode acks a revived copy past maxReconsumeTimes that no listener "
         "call received (each pop ran out of invisible time first): six messages of a CONSUME_FROM_FIRST_OFFSET "
         "group are neither consumed nor dead-lettered"),
+    ("random-21262-dropped-unheard-paused-5.5.1", "rocketmq-5.5.1"): (
+        "H-DELIVER-1", "the same drop after a pause: six messages a consumer popped just before it was stopped "
+        "for longer than the invisible time are acked past maxReconsumeTimes unheard; the trace holds every "
+        "listener call, so the SIGKILL of another consumer of the group hides none of them"),
     ("real-orderly-pause", "rocketmq-4.9.8"): (
         None, "the committed offset falls back (INV-ORDER-3) after the client was paused: the messages it "
         "brings back are redelivered after a fault, which at-least-once delivery allows; only the offsets show "
