@@ -234,3 +234,52 @@ def test_seed_12097_a_message_before_the_start_first_delivered_after_a_reset_bac
         o2 = order(SEED_12097, edit)["H-ORDER-2"]
         assert o2["status"] == "violated" and o2["findings"] == 5, (edit.__name__, o2["counts"])
         assert all("TopicR/order-7" in f["message"] for f in o2["listed"])
+
+
+# ------------------------------------------------------------------ a call's two records in any order
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketspec.traces.history.msgtrace import CONTENT, FIELD, read_msgtrace, records
+
+
+@st.composite
+def _calls_in_any_order(draw):
+    """Listener calls (requestId, [(msgId, count)], success) and their trace bodies in any order:
+    each call's SubBefore context and SubAfter context is a body of its own
+    (ConsumeMessageTraceHookImpl appends two contexts), sent by whichever dispatcher thread took
+    it (AsyncTraceDispatcher), so the store may hold the SubAfter first. One call may hold two
+    copies of a message."""
+    calls, bodies = [], []
+    for i in range(draw(st.integers(1, 6))):
+        rid, ts = f"REQ{i}", 1_000_000 + 10 * i
+        msgs = draw(st.lists(st.tuples(st.sampled_from(["M1", "M2", "M3"]), st.integers(0, 3)),
+                             min_size=1, max_size=4))
+        ok = draw(st.booleans())
+        calls.append((rid, msgs, ok))
+        bodies.append("".join(CONTENT.join(("SubBefore", str(ts), "DefaultRegion", "G", rid, m, str(k), "null"))
+                              + FIELD for m, k in msgs))
+        bodies.append("".join(CONTENT.join(("SubAfter", rid, m, "3", str(ok).lower(), "null", "0", str(ts + 5), "G"))
+                              + FIELD for m, _ in msgs))
+    return calls, draw(st.permutations(bodies))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_calls_in_any_order())
+def test_a_calls_records_are_paired_whichever_body_is_read_first(case):
+    """Random real run 18132 (5.5.1): the client logged a call's SubAfter body as failed to send
+    before its SubBefore body; read in that order the call was a delivery of unknown count and a
+    call of unknown result, and H-RETRY-1 lost a failure. Each call's records pair up whatever
+    the bodies' order: every message of it is one delivery at its count with the call's result."""
+    import tempfile
+
+    calls, bodies = case
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "msgtrace.txt"
+        path.write_text("\n".join(bodies) + "\n")
+        h = read_msgtrace(path, list(records(path)))
+    got = sorted(((c.batch, c.id, c.reconsume_times, c.success) for c in h.consumes), key=repr)
+    want = sorted(((rid, m, k, ok) for rid, msgs, ok in calls for m, k in msgs), key=repr)
+    assert got == want
+    assert not any("without their SubBefore" in n for n in h.notes), h.notes

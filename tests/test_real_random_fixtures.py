@@ -825,3 +825,30 @@ def test_a_listener_call_holding_two_copies_of_a_message_fails_both_lineages(tmp
     o = oracle_dict(oracle_report(sc, swapped / "msgtrace.txt", swapped / "run" / "store", T0_16031, True))
     retry = next(g for g in o["guarantees"] if g["id"] == "H-RETRY-1")
     assert retry["status"] == "holds", retry["listed"]
+
+
+def test_a_subafter_stored_before_its_subbefore_is_paired_with_it():
+    """Seed 18132 (5.5.1 broker, 5.5.0 client; concurrent GID_r0, ackIndex -1 so every call
+    sends its batch back, maxReconsumeTimes 1, an operator reset to time 0 at 2.3 s). Message
+    …901300D1 was handed out twice at count 0 (before and after the reset), so RocketMQ made two
+    count-1 copies (%RETRY%GID_r0 offsets 62 and 261) and dead-lettered each once: nothing past
+    the limit. The first call's records reached no broker: the trace producer's sends failed
+    (TIMEOUT_CLEAN_QUEUE) and the client logged both bodies, the SubAfter's first (07:19:33,688)
+    and the SubBefore's after it (33,690). A call's SubBefore and SubAfter are two trace contexts
+    (ConsumeMessageTraceHookImpl appends each), which AsyncTraceDispatcher may put in two
+    messages sent by different threads, so a SubAfter may be read first. The old reader took
+    it as a delivery of unknown count and the later SubBefore as a call of unknown result, lost
+    the count-0 failure, counted one count-1 copy and read the second copy's delivery as one
+    past the limit (H-RETRY-1, a 'missed loss' RocketMQ never made)."""
+    import json
+
+    from rocketspec.conformance.real_random import oracle_dict, oracle_report
+
+    folder = Path(__file__).parent / "fixtures" / "real" / "random" / "seed-18132-subafter-before-subbefore"
+    T0_18132 = 1796627967896        # the run's trace_started
+    sc = json.loads((folder / "scenario.json").read_text())
+    o = oracle_dict(oracle_report(sc, folder / "msgtrace.txt", folder / "run" / "store", T0_18132, True))
+    retry = next(g for g in o["guarantees"] if g["id"] == "H-RETRY-1")
+    assert retry["status"] == "holds", retry["listed"]
+    assert retry["counts"]["deliveries"] == 5, retry["counts"]     # GID_r0 at 0, 0, 1, 1 and GID_r1 at 0
+    assert not any("without their SubBefore" in n for n in o["notes"]), o["notes"]

@@ -13,7 +13,8 @@ Layout, as TraceDataEncoder (client 4.9.8) writes and reads it: records end with
 
 msgId is the message's unique key (UNIQ_KEY: MessageExt.getMsgId on the consumer side), the
 same for every retry copy, so it is the history's message identity. A SubBefore/SubAfter pair
-shares a requestId (one listener call); SubAfter's timestamp (when written) is taken when the
+shares a requestId (one listener call), and either may be read first: they are two trace
+contexts, which the dispatcher may send in two trace messages from two threads. SubAfter's timestamp (when written) is taken when the
 call returned, and costTime is the call's duration divided by its batch size
 (ConsumeMessageTraceHookImpl). The records carry no queue, offset, consumer id, stored-copy id,
 dead letters or faults: the guarantees that need them are skipped. The dispatcher drops records
@@ -263,8 +264,15 @@ def stream_msgtrace(path, h: History, recs=None):
     # iterates the same list before and after the call)
     before: dict[tuple, list[Consume]] = {}
     open_calls: dict[str, list] = {}        # requestId -> [messages, SubAfters still to come]
+    # (requestId, msgId) -> SubAfters read before their SubBefore, until it comes: a call's
+    # SubBefore and SubAfter are two trace contexts (ConsumeMessageTraceHookImpl appends each on
+    # its own), which the dispatcher may flush into two trace messages sent by different threads
+    # (AsyncTraceDispatcher.flushTraceContext, AsyncDataSendTask), so the SubAfter's message can
+    # be stored, or logged as failed, before the SubBefore's
+    early: dict[tuple, list] = {}
+    early_calls: dict[str, list] = {}       # requestId -> [SubAfters held for it (its batch size), still held]
+    lost = [0]                              # SubAfters whose SubBefore never came
     tx: dict[str, Produce] = {}             # half messages until their EndTransaction
-    unmatched_after = 0
     hosts = set()                           # consumer hosts an export named
     n, now = 0, None
     for line, f in (records(path) if recs is None else recs):
@@ -291,6 +299,19 @@ def stream_msgtrace(path, h: History, recs=None):
                             _int(f[6], "retryTimes"), None, None, f[4], where)
                 h.group(f[3])
                 now = c.ts
+                held = early.get((f[4], f[5]))
+                if held:
+                    ok, end, cost, _ = held.pop(0)
+                    if not held:
+                        del early[(f[4], f[5])]
+                    ec = early_calls[f[4]]
+                    c.success = ok
+                    c.end = end if end is not None else c.ts + cost * ec[0]
+                    ec[1] -= 1
+                    if not ec[1]:
+                        del early_calls[f[4]]
+                    yield c
+                    continue
                 before.setdefault((f[4], f[5]), []).append(c)
                 oc = open_calls.setdefault(f[4], [0, 0])
                 oc[0] += 1
@@ -305,12 +326,16 @@ def stream_msgtrace(path, h: History, recs=None):
                 c = waiting.pop(0) if waiting else None
                 if waiting is not None and not waiting:
                     del before[(f[1], f[2])]
-                if c is None:
-                    unmatched_after += 1
-                    if len(f) >= 9:     # its group and time are known: a delivery whose SubBefore was lost
+                if c is None:       # its SubBefore is still to come, or was lost
+                    lone = None
+                    if len(f) >= 9:     # its group and time are known: a delivery, if its SubBefore was lost
                         h.group(f[8])
-                        yield Consume(f[8], f[2], None, end, getattr(f, "host", None), None, None, None, ok, None, f[1],
-                                      where)
+                        lone = Consume(f[8], f[2], None, end, getattr(f, "host", None), None, None, None, ok, None,
+                                       f[1], where)
+                    early.setdefault((f[1], f[2]), []).append((ok, end, cost, (end if end is not None else now, lone)))
+                    ec = early_calls.setdefault(f[1], [0, 0])
+                    ec[0] += 1
+                    ec[1] += 1
                     continue
                 oc = open_calls[f[1]]
                 c.success = ok
@@ -340,17 +365,34 @@ def stream_msgtrace(path, h: History, recs=None):
             h.problem(path, line, str(exc))
         if n % 4096 == 0 and now is not None:
             yield from _give_up(before, open_calls, tx, now - HOLD_MS)
+            yield from _lone_afters(early, early_calls, now - HOLD_MS, lost)
     yield from _give_up(before, open_calls, tx, None)
+    yield from _lone_afters(early, early_calls, None, lost)
     h.records = n
     if n == 0:
         raise UserError("no message-trace records (\\u0002-terminated) in the file", file=path)
-    if unmatched_after:
-        h.notes.append(f"{unmatched_after} SubAfter record(s) without their SubBefore (dropped by the dispatcher?)")
+    if lost[0]:
+        h.notes.append(f"{lost[0]} SubAfter record(s) without their SubBefore (dropped by the dispatcher?)")
     if hosts:
         h.notes.append(f"consumers told apart by their host (the trace messages' bornHost, as TraceView reads it): "
                        f"{len(hosts)} host(s); consumers of one group on one host count as one")
     h.notes.append("message-trace records carry no queue, offset, " + ("" if hosts else "consumer id, ")
                    + "stored-copy id, dead letters or faults")
+
+
+def _lone_afters(early, early_calls, edge, lost):
+    """SubAfters read before `edge` (record time; None: all) whose SubBefore never came: counted
+    in `lost`; one whose record names its group and time is a delivery of unknown count."""
+    for k in [k for k, held in early.items()
+              if edge is None or (held[0][3][0] is not None and held[0][3][0] < edge)]:
+        for *_, (_, lone) in early.pop(k):
+            lost[0] += 1
+            ec = early_calls[k[0]]
+            ec[1] -= 1
+            if not ec[1]:
+                del early_calls[k[0]]
+            if lone is not None:
+                yield lone
 
 
 def _give_up(before, open_calls, tx, edge):
