@@ -60,9 +60,14 @@ def _md5_32(s: str) -> int:
 
 @lru_cache(maxsize=256)
 def _ring(cids: tuple, virtual_nodes: int):
+    """ConsistentHashRouter's ring: each id in list order adds its virtual nodes `id-k`, k counted
+    on from the nodes of that id already on the ring (addNode's getExistingReplicas), so an id the
+    broker lists twice (one per channel) holds twice the nodes; a later node on an equal hash
+    replaces the earlier (TreeMap.put)."""
     ring: dict[int, str] = {}
     for c in cids:
-        for i in range(virtual_nodes):
+        first = sum(1 for owner in ring.values() if owner == c)
+        for i in range(first, first + virtual_nodes):
             ring[_md5_32(f"{c}-{i}")] = c
     keys = sorted(ring)
     return keys, [ring[k] for k in keys]
