@@ -275,6 +275,25 @@ def _stale_grant(st, qs, cid, ts) -> str:
             f"stale grant")
 
 
+def _own_unlock_after_grant(qs, cid) -> str:
+    """The cause of an orderly ProcessQueue created without the broker lock when the client's own
+    unlock took away the grant it was created on. removeProcessQueue takes the old ProcessQueue out
+    of the table first and unlocks it one-way after (RebalancePushImpl.tryRemoveOrderMessageQueue,
+    after waiting up to 500 ms for its consume lock); the rebalance it triggers finds the queue free,
+    locks it and creates the new ProcessQueue as locked. Only a removed ProcessQueue (or a shutdown)
+    unlocks, and the new one cannot be created without a grant, so an unlock by this client after
+    its last grant is the old one's, handled after the new one's lock: sent later, or handled later
+    (the broker runs lockBatch and unlockBatch on the admin executor's threads, 16 by default)."""
+    r, granted, old = qs.released, qs.granted.get(cid), qs.pqs.get(cid)
+    if r is None or r.client != cid or granted is None or granted > r.ts or old is None or old.live:
+        return ""
+    return (f"; cause: {cid}'s own unlock released the queue at ts {r.ts}, after the broker granted {cid} the "
+            f"lock at ts {granted}: removing its previous ProcessQueue (removeProcessQueue: out of the table, then a "
+            f"one-way unlock in RebalancePushImpl.tryRemoveOrderMessageQueue) raced the rebalance that locked the "
+            f"queue again and created this one as locked, and the broker handled the old unlock after the new lock; "
+            f"the queue has no broker lock until {cid}'s next lockAll")
+
+
 def _listed_under_lock(qs, cid, ev) -> bool:
     """A ProcessQueue seen by polling (announced at its first pull, maybe long after a pause)
     that the client's lockAll had already named while the client held the live broker lock: it
@@ -313,7 +332,8 @@ def pq_created(st, ev, out):
             if not holds_lock(qs, cid, ts) and not (ev.get("obs") == "sampled" and qs.holder == cid) \
                     and not _listed_under_lock(qs, cid, ev):
                 out.report("INV-OWNER-2", f"orderly {cid} created a ProcessQueue without holding the broker lock "
-                           f"(holder {qs.holder}, expires_at {qs.lock_exp}){_stale_grant(st, qs, cid, ts)}", key)
+                           f"(holder {qs.holder}, expires_at {qs.lock_exp})"
+                           f"{_stale_grant(st, qs, cid, ts) or _own_unlock_after_grant(qs, cid)}", key)
     old = qs.pqs.get(cid)
     if old is not None and old.live:
         out.report("INV-PQ-1", f"{cid} already has a live ProcessQueue for the queue (status {old.status})", key)
