@@ -85,7 +85,7 @@ RETIRED = {
 
 # Upper bounds of the integer keys: far above what can be exhausted, low enough that a typo
 # (an extra zero or three) is an error with the bound named, not hours of search.
-BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": (0, 12), "max_reconsume_times": (0, 16),
+BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": (0, 12), "max_reconsume_times": (-1, 16),
           "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024), "consume_batch": (1, 1024),
           "pop_invisible_ms": (1000, 7 * 24 * 3600 * 1000),
           "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000),
@@ -239,6 +239,11 @@ BUG_SCOPES = {
 # a revive read that may fail: every release never revives it (INV-POP-LIVE-1 at the end)
 BUG_SCOPES["#10985"] = ("tiny-pop", {"consumers": 1, "messages": 1, "failures": 1, "faults": 1,
                                      "fault_kinds": ["revive_read_failed"]})
+# #8490 (develop only): one push consumer in POP mode at the default maxReconsumeTimes -1 (16
+# retries), one message whose first call may fail: compared with the raw -1, processPopResult acks
+# every popped copy before the listener (INV-POP-LOSS-1); every release compares with 16
+BUG_SCOPES["#8490"] = ("tiny-pop", {"client_type": "POP_PUSH", "consumers": 1, "messages": 1, "failures": 1,
+                                    "faults": 0, "max_reconsume_times": -1})
 
 # The invariant the reference's shortest trace of a bug breaks, where that is not the profile's
 # expected_violation. #2449: the second reset removes the ProcessQueue that the first one's

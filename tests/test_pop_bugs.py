@@ -179,3 +179,112 @@ def test_a_fifo_message_held_when_the_group_leaves_ends_the_run_settled_and_not_
     rep = check_events(enumerate(evs, 1), get_profile("rocketmq-5.5.1"))
     held = [e for e in evs if e["kind"] == "message_popped" and e["order"]]
     assert held and rep.ok, [f.message for f in rep.findings.errors]
+
+
+# ---- #8490 (develop only, no release): processPopResult (DefaultMQPushConsumerImpl line 656) compared
+# a popped message's reconsumeTimes with the raw maxReconsumeTimes between #8332's fix (ce27e1f) and
+# #8491 (25b1a0e); 5.3.0 had no such check, 5.3.1, 5.3.3 and 5.5.0 compare with getMaxReconsumeTimes()
+# (-1 means 16). At the default -1 every popped message was acked before its listener call.
+BUG_8490 = "bug-8490-rocketmq-5.3.1-SNAPSHOT"
+
+
+def _pop_default_limit():
+    """The POP environment with GID_P (push consumers in POP mode) at the default maxReconsumeTimes."""
+    from rocketspec.conformance.statemachine import POP
+
+    sc = json.loads(json.dumps(POP))
+    sc["groups"]["GID_P"]["max_reconsume_times"] = -1
+    return sc
+
+
+def test_8490_is_registered_with_one_switch_reverted_from_5_3_3_a_scope_and_a_scenario():
+    bug = profiles.PROFILES[BUG_8490]
+    assert bug in profiles.POP_BUG_PROFILES and "#8490" not in profiles.OPEN_BUG_FIXES
+    assert bug.known_bug == "#8490" and bug.expected_violation == "INV-POP-LOSS-1"
+    release = profiles.PROFILES["rocketmq-5.3.3"].switches()
+    assert {k for k, v in bug.switches().items() if release[k] != v} == {
+        "name", "release", "description", "known_bug", "expected_violation", "pop_push_limit_resolved"}
+    # every release compares with the resolved limit
+    for name in ("rocketmq-5.3.3", "rocketmq-5.5.1"):
+        assert profiles.PROFILES[name].pop_push_limit_resolved
+    assert "#8490" in BUG_SCOPES and bug_scenario("#8490") == "bug-8490"
+
+
+@pytest.mark.parametrize("resolved", [True, False])
+def test_8490_the_limit_differs_only_for_the_default_minus_one(resolved):
+    from hypothesis import given, strategies as st
+
+    from rocketspec.rocketmq.pop import max_reconsume_times, push_pop_past_limit
+
+    @given(st.integers(0, 40), st.integers(-1, 16))
+    def prop(times, configured):
+        past = push_pop_past_limit(times, configured, limit_resolved=resolved)
+        if resolved:
+            assert past == (times > (16 if configured == -1 else configured))
+        else:
+            assert past == (times > configured)
+        # the two readings disagree exactly at -1 up to 16 reconsumptions: a message the resolved
+        # limit still retries is acked unseen by the raw one
+        assert (push_pop_past_limit(times, configured) != push_pop_past_limit(times, configured, False)) == (
+            configured == -1 and times <= max_reconsume_times(-1))
+
+    prop()
+
+
+def test_8490_found_in_its_scope_with_a_trace_the_spec_rejects_naming_it_and_the_releases_clean(tmp_path):
+    r = RefExplorer(_scope("#8490"), BUG_8490, stop_at_first=True).run()
+    assert [v.invariant for v in r.violations] == ["INV-POP-LOSS-1"], r.violations
+    v = r.violations[0]
+    # acked as past its retries at its first delivery, with no listener call
+    [ack] = _kinds(v.events, "message_acked", reason="max_reconsume")
+    [popped] = _kinds(v.events, "message_popped")
+    assert popped["reconsume_times"] == 0 and not _kinds(v.events, "pop_consume_started")
+    path = tmp_path / "cex.jsonl"
+    write_trace(path, v.events)
+    rep = check_trace(str(path), BUG_8490)
+    [f] = [f for f in rep.findings.errors if f.inv == "INV-POP-LOSS-1"]
+    assert "#8490" in f.message and "below its limit 16" in f.message, f.message
+    for prof in ("rocketmq-5.3.3", "rocketmq-5.5.1"):
+        r2 = RefExplorer(_scope("#8490"), prof).run()
+        assert r2.complete and r2.violations == [] and r2.quiescent > 0, (prof, r2.violations)
+        # the scope's failed call is retried: its release path reaches a second listener call
+        assert r2.distinct > r.distinct
+
+
+def test_8490_scenario_drops_every_message_unseen_and_the_releases_consume_them():
+    sc = load_scenario("bug-8490")
+    evs = run_to_list(sc, 1, BUG_8490)
+    errors = _report(evs, BUG_8490).findings.errors
+    assert [f.inv for f in errors] == ["INV-POP-LOSS-1"] * 3
+    assert all("#8490" in f.message and "raw maxReconsumeTimes -1" in f.message for f in errors)
+    assert len(_kinds(evs, "message_acked", reason="max_reconsume")) == 3 and not _kinds(evs, "pop_consume_started")
+    for prof in ("rocketmq-5.3.3", "rocketmq-5.5.1"):
+        evs = run_to_list(sc, 1, prof)
+        assert _report(evs, prof).ok
+        assert len(_kinds(evs, "pop_consume_started")) == 3 and not _kinds(evs, "message_acked", reason="max_reconsume")
+
+
+def test_8490_the_cause_is_named_only_for_a_count_above_the_raw_limit():
+    # the same drop with maxReconsumeTimes 2 set by the application: below its limit, not #8490's
+    evs = run_to_list(load_scenario("bug-8490"), 1, BUG_8490)
+    for e in evs:
+        if e["kind"] == "client_started":
+            e["config"] = dict(e["config"], max_reconsume_times=2, max_reconsume_resolved=2)
+    errors = _report(evs, BUG_8490).findings.errors
+    assert [f.inv for f in errors] == ["INV-POP-LOSS-1"] * 3
+    assert all("below its limit 2" in f.message and "#8490" not in f.message for f in errors)
+
+
+def test_8490_the_state_machine_finds_it_in_the_pop_environment_at_the_default_limit(tmp_path):
+    from rocketspec.conformance.statemachine import check_reference
+
+    sc = _pop_default_limit()
+    res = check_reference(BUG_8490, max_examples=100, scenario=sc, trace_path=str(tmp_path / "f.jsonl"),
+                          shrink_budget_s=10)
+    assert not res.ok and res.crash is None and res.finding == "INV-POP-LOSS-1", res.summary()
+    rep = check_trace(res.trace_path, BUG_8490)
+    assert not rep.ok and "INV-POP-LOSS-1" in rep.findings.counts
+    # 5.5.1 in the same environment holds; the environment also plays #10985's failed revive reads,
+    # which every release has (open), so 5.5.1 is taken with that fix only
+    fixed = check_reference("fix-10985-rocketmq-5.5.1", max_examples=100, scenario=sc)
+    assert fixed.ok and fixed.crashes_ignored == 0, fixed.summary()
