@@ -7,6 +7,7 @@ invariant, whole and minimized (docs/notes/issue43-bugs.md)."""
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,16 @@ def _real(name):
         return [__import__("json").loads(line) for line in fh if line.strip()]
 
 
-@pytest.mark.parametrize("name, profile", [("bug-10955-5.5.0.jsonl.gz", "rocketmq-5.5.1"),
+def _ran_on_its_release(name, evs):
+    """The fixture's name says the release it was recorded on (`record --release`); the broker's
+    own version says the same (a 5.5.1 run: the 5.5.1 broker with 5.5.0's push consumer)."""
+    release = re.search(r"-(\d+\.\d+\.\d+)", name).group(1)
+    return next(e["config"]["version"] for e in evs if e["kind"] == "broker_started") == release
+
+
+@pytest.mark.parametrize("name, profile", [("bug-10955-5.5.1.jsonl.gz", "rocketmq-5.5.1"),
+                                           ("bug-10955-5.5.1.min.jsonl.gz", "rocketmq-5.5.1"),
+                                           ("bug-10955-5.5.0.jsonl.gz", "rocketmq-5.5.1"),
                                            ("bug-10955-5.5.0.min.jsonl.gz", "rocketmq-5.5.1"),
                                            ("bug-10955-4.9.8.jsonl.gz", "rocketmq-4.9.8"),
                                            ("bug-10955-4.9.8.min.jsonl.gz", "rocketmq-4.9.8")])
@@ -112,7 +122,7 @@ def test_10955_reproduced_on_real_rocketmq(name, profile):
     # real b1 (orderly, broadcasting, LAST) shut down 2 s after its start, before its held first
     # pull was answered; three messages stored; b1 started again: its ProcessQueue starts at 3
     evs = _real(name)
-    assert evs[0]["profile"] == profile
+    assert evs[0]["profile"] == profile and _ran_on_its_release(name, evs)
     rep = _report(evs, profile)
     assert [f.inv for f in rep.findings.errors] == ["INV-LOSS-1"], rep.findings.counts
     assert "A-OFFSET-ENTRY" in rep.findings.errors[0].message
@@ -144,13 +154,15 @@ def test_3731_a_fallback_after_a_send_back_at_level_0_is_owed_3_plus_r():
 
 
 @pytest.mark.parametrize("name", ["bug-3731-4.9.8.jsonl.gz", "bug-3731-4.9.8.min.jsonl.gz",
-                                  "bug-3731-5.5.0.jsonl.gz", "bug-3731-5.5.0.min.jsonl.gz"])
+                                  "bug-3731-5.5.0.jsonl.gz", "bug-3731-5.5.0.min.jsonl.gz",
+                                  "bug-3731-5.5.1.jsonl.gz", "bug-3731-5.5.1.min.jsonl.gz"])
 def test_3731_reproduced_on_real_rocketmq(name):
-    # real 4.9.8 and 5.5.0 (tests/fixtures/real/bugs/bug-3731-real.toml): a consumer send-back at
-    # level 1 threw (4.9.8: the shutdown interrupted its wait, after the broker stored it), and the
-    # catch sent the copy again through the producer at DELAY 3 (reconsume_times 0): INV-RETRY-2
-    # naming #3731
+    # real 4.9.8 and 5.5.0 (tests/fixtures/real/bugs/bug-3731-real.toml) and 5.5.1
+    # (bug-3731-real-5x.toml): a consumer send-back at level 1 threw (4.9.8 and 5.5.1: the shutdown
+    # interrupted its wait, after the broker stored it), and the catch sent the copy again through
+    # the producer at DELAY 3 (reconsume_times 0): INV-RETRY-2 naming #3731
     evs = _real(name)
+    assert _ran_on_its_release(name, evs)
     rep = _report(evs, evs[0]["profile"])
     assert {f.inv for f in rep.findings.errors} == {"INV-RETRY-2"}, rep.findings.counts
     named = [f for f in rep.findings.errors if "expected 1" in f.message and "#3731" in f.message]
@@ -160,13 +172,19 @@ def test_3731_reproduced_on_real_rocketmq(name):
     # send made twice) was stored with reconsume_times 0, not 1: sendKernelImpl cleared the count
     # from the message on the first attempt (random real run 13109 shows the same), and check says so
     lost = "; cause: a producer send of the copy retried after a failed attempt carries no count"
-    assert [m.split(lost)[0] for m in others] == ([] if "4.9.8" in name or "min" in name else
+    assert [m.split(lost)[0] for m in others] == ([] if name != "bug-3731-5.5.0.jsonl.gz" else
                                                   ["scheduled copy carries reconsume_times 0, expected 1",
                                                    "retry copy stored with reconsume_times 0, expected 1"]), others
     assert all(lost in m for m in others), others
     fb = [e for e in evs if e["kind"] == "send_back_requested" and e.get("via") == "fallback_producer"]
     ctx = [e for e in evs if e["kind"] == "send_back_requested" and e.get("via") == "consumer_send_back"]
     assert fb and all(e["delay_level"] == 3 for e in fb) and ctx and all(e["delay_level"] == 1 for e in ctx)
+    if name == "bug-3731-5.5.1.jsonl.gz":
+        # the two fallbacks are c1's, sent while its graceful shutdown ran (before it unregistered);
+        # the broker had stored both send-backs as well (ANOM-DUP-1)
+        unreg = next(e["seq"] for e in evs if e["kind"] == "consumer_unregistered" and e["client"] == "127.0.0.1@c1")
+        assert len(fb) == 2 and all(e["client"] == "127.0.0.1@c1" and e["seq"] < unreg for e in fb)
+        assert rep.findings.counts.get("ANOM-DUP-1") == 4, rep.findings.counts
 
 
 # ---------------------------------------------------------------- #9281
@@ -278,13 +296,15 @@ def test_9281_real_5_5_0_before_the_mark_is_not_judged():
     assert [p["rule"] for p in rep.to_dict()["parts_not_judged"]] == ["INV-LOSS-1"]
 
 
-@pytest.mark.parametrize("name", ["bug-9281-5.5.0-mark.jsonl.gz", "bug-9281-5.5.0-mark.min.jsonl.gz"])
+@pytest.mark.parametrize("name", ["bug-9281-5.5.0-mark.jsonl.gz", "bug-9281-5.5.0-mark.min.jsonl.gz",
+                                  "bug-9281-5.5.1.jsonl.gz", "bug-9281-5.5.1.min.jsonl.gz"])
 def test_9281_reproduced_on_real_rocketmq(name):
-    # the same scenario recorded on real 5.5.0 with the mark (schema 4): b1's start() returned,
-    # then the 20 messages were stored (the whole run; 1 in the minimized trace), then its first
-    # rebalance read maxOffset and started the ProcessQueue past them: none is ever consumed
+    # the same scenario recorded on real 5.5.0 and 5.5.1 with the mark (schema 4): b1's start()
+    # returned, then the 20 messages were stored (the whole run; 1 in the minimized trace), then its
+    # first rebalance read maxOffset and started the ProcessQueue past them: none is ever consumed
     evs = _real(name)
-    assert evs[0]["schema_version"] == 4
+    assert evs[0]["schema_version"] == 4 and _ran_on_its_release(name, evs)
+    assert "min" in name or len([e for e in evs if e["kind"] == "message_stored" and e["topic"] == "Feed"]) == 20
     mark = next(e for e in evs if e["kind"] == "client_start_returned")
     stored = [e for e in evs if e["kind"] == "message_stored" and e["topic"] == "Feed"]
     pq = next(e for e in evs if e["kind"] == "pq_created" and e["topic"] == "Feed")
@@ -301,12 +321,16 @@ def test_9281_reproduced_on_real_rocketmq(name):
 
 # ---------------------------------------------------------------- seen on real runs, not modelled
 
-def test_9083_real_5_5_0_a_new_group_at_last_replays_the_queue_from_0():
-    # #9083 / #4909 on real 5.5.0: the broker answers a new group's offset query with 0 (offset 0
-    # in memory, ConsumerManageProcessor.queryConsumerOffset line 337; the push consumer never sets
-    # setZeroIfNotFound), so c1 starts at 0 and consumes the 5 messages stored before it started.
-    # Nothing is lost or consumed twice: the spec accepts the answer (INV-START-1), check holds
-    evs = _real("bug-9083-5.5.0.jsonl.gz")
+@pytest.mark.parametrize("name", ["bug-9083-5.5.0.jsonl.gz", "bug-9083-5.5.1.jsonl.gz"])
+def test_9083_real_5_5_x_a_new_group_at_last_replays_the_queue_from_0(name):
+    # #9083 / #4909 on real 5.5.0 and 5.5.1: the broker answers a new group's offset query with 0
+    # (offset 0 in memory, ConsumerManageProcessor.queryConsumerOffset, 5.5.0 line 337, 5.5.1 332;
+    # the push consumer never sets setZeroIfNotFound), so c1 starts at 0 and consumes the 5 messages
+    # stored before it started. Nothing is lost or consumed twice: the spec accepts the answer
+    # (INV-START-1), check holds
+    evs = _real(name)
+    assert _ran_on_its_release(name, evs)
+    assert [e["offset"] for e in evs if e["kind"] == "offset_read" and e["topic"] == "History"] == [0]
     start = next(e for e in evs if e["kind"] == "client_started")
     stored = [e for e in evs if e["kind"] == "message_stored" and e["topic"] == "History"]
     assert len(stored) == 5 and all(e["seq"] < start["seq"] for e in stored)
