@@ -685,6 +685,9 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
     "bug-9281-rocketmq-5.5.1": ("H-DELIVER-1", _9281_SEEN := (
         "b1 joined before the messages were sent and they never reach it: its first rebalance, which "
         "start() only wakes, started the queue at the end it read then")),
+    "bug-8490-rocketmq-5.3.1-SNAPSHOT": ("H-DELIVER-1", "the three messages were popped and acked as past their "
+                                         "retries at their first delivery, before any listener call: none ever "
+                                         "reaches the group"),
     "bug-10985-rocketmq-5.5.1": ("H-DELIVER-1", _10985_SEEN := (
         "the message's only listener call failed, and revive, whose read failed, never puts it back: it is "
         "neither consumed again nor dead-lettered")),
