@@ -476,7 +476,7 @@ def _unpersisted_cause(st, qs, cid, unit):
         if not unit.had_offset:
             return (f"{cid} stopped or crashed before its offset table had an entry for the queue (no batch "
                     f"consumed, no pull answered): its offsets file has none, and its restart reads -1, a first "
-                    f"start to computePullFromWhere ({ref('A-OFFSET-ENTRY')})")
+                    f"start to computePullFromWhere (apache/rocketmq#10955, open; {ref('A-OFFSET-ENTRY')})")
         return (f"{cid} crashed before its offsets file got the queue's offset (LocalFileOffsetStore.persistAll "
                 f"runs every {limits.client(st, cid).persist_interval_ms} ms from 10 s after the client started "
                 f"(MQClientInstance's schedule), and at shutdown)")
@@ -493,7 +493,7 @@ def _unpersisted_cause(st, qs, cid, unit):
     who = ", ".join(parts) if parts else "the previous owner"
     if not unit.had_offset:
         return (f"{who} held the queue but its offset table never had an entry for it (no batch consumed, no "
-                f"pull answered), so no offset reached the broker ({ref('A-OFFSET-ENTRY')})")
+                f"pull answered), so no offset reached the broker (apache/rocketmq#10955, open; {ref('A-OFFSET-ENTRY')})")
     return (f"{who} consumed the queue but no offset reached the broker (a crash or lost persist before the "
             f"first persist; persist interval {limits.client(st, prev[0] if prev else cid).persist_interval_ms} ms)")
 
