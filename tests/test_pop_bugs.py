@@ -288,3 +288,25 @@ def test_8490_the_state_machine_finds_it_in_the_pop_environment_at_the_default_l
     # which every release has (open), so 5.5.1 is taken with that fix only
     fixed = check_reference("fix-10985-rocketmq-5.5.1", max_examples=100, scenario=sc)
     assert fixed.ok and fixed.crashes_ignored == 0, fixed.summary()
+
+
+def test_8490_real_5_5_0_consumes_every_message_at_the_default_limit():
+    """Scenario bug-8490 recorded on real 5.5.0 (`rocketspec record --scenario bug-8490 --release
+    5.5.0`): maxReconsumeTimes -1, three messages popped at reconsumeTimes 0, each received by a
+    listener call before its ack, none acked unseen: the release compares with 16, and check holds."""
+    import gzip
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "real" / "bugs" / "bug-8490-5.5.0.jsonl.gz"
+    with gzip.open(path, "rt") as fh:
+        evs = [json.loads(line) for line in fh if line.strip()]
+    assert next(e["config"]["version"] for e in evs if e["kind"] == "broker_started") == "5.5.0"
+    [started] = _kinds(evs, "client_started")
+    assert started["config"]["max_reconsume_times"] == -1
+    popped = _kinds(evs, "message_popped", topic="Jobs")
+    assert sorted(e["offset"] for e in popped) == [0, 1, 2] and {e["reconsume_times"] for e in popped} == {0}
+    handed = {h: e["seq"] for e in _kinds(evs, "pop_consume_started") for h in e["handles"]}
+    acks = _kinds(evs, "message_acked", result="acked")
+    assert len(acks) == 3 and all(handed[a["handle"]] < a["seq"] for a in acks)
+    for prof in ("rocketmq-5.5.1", BUG_8490):
+        assert _report(evs, prof).ok
