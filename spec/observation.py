@@ -135,9 +135,27 @@ def _with_settings(kinds: tuple[str, ...]) -> tuple[str, ...]:
 NEEDS = {rule: _with_settings(kinds) for rule, kinds in NEEDS.items()}
 RULES = tuple(NEEDS)
 
+# Parts of rules that a level lacking the whole rule's needs can still judge, with the kinds each
+# part reads (spec/actions/listener_results.py). At a level that judges the whole rule the part is
+# not run: the whole rule judges the same loss from the client's own steps.
+PART_ORDERLY_LIMIT = "orderly listener call past maxReconsumeTimes"
+PART_DECLARED_UNCONSUMED = "broker commit past a message a listener call declared not consumed"
+PART_NEEDS: dict[tuple[str, str], tuple[str, ...]] = {
+    # an orderly clustering call's reconsume counts against the client's maxReconsumeTimes; the
+    # client's pauses and the broker's restarts name the failed send-backs that excuse one
+    ("INV-RETRY-1", PART_ORDERLY_LIMIT): (*_CALLS, *_CLIENTS, "broker_restarted", *_COMMITS),
+    # the calls' results, the broker's accepted send-backs, its commits and an operator's resets
+    ("INV-OFFSET-3", PART_DECLARED_UNCONSUMED): (*_CALLS, *_CLIENTS, "message_sent_back", *_COMMITS),
+}
+PART_NEEDS = {part: _with_settings(kinds) for part, kinds in PART_NEEDS.items()}
+
 
 def sides_needed(rule: str) -> frozenset[str]:
     return frozenset(s for k in NEEDS[rule] if (s := kind_side(k)) is not None)
+
+
+def part_sides_needed(part: tuple[str, str]) -> frozenset[str]:
+    return frozenset(s for k in PART_NEEDS[part] if (s := kind_side(k)) is not None)
 
 
 def declared(first: dict | None) -> frozenset[str]:
@@ -161,10 +179,16 @@ class Level:
     it lacks."""
     observed: frozenset
     not_judged: dict            # rule -> tuple of the sides it needs that were not observed
+    parts: frozenset = frozenset()  # (rule, part) judged here of a rule not judged whole (PART_NEEDS)
 
     @property
     def judged(self) -> tuple[str, ...]:
         return tuple(r for r in RULES if r not in self.not_judged)
+
+    def needed_kinds(self) -> frozenset:
+        """The kinds the rules and parts this level judges read."""
+        return frozenset(k for r in self.judged for k in NEEDS[r]) | \
+            frozenset(k for p in self.parts for k in PART_NEEDS[p])
 
     @property
     def whole(self) -> bool:
@@ -174,13 +198,16 @@ class Level:
         lacks = self.not_judged[rule]
         kinds = [k for k in NEEDS[rule] if kind_side(k) in lacks]
         shown = ", ".join(kinds[:4]) + (f" and {len(kinds) - 4} more" if len(kinds) > 4 else "")
-        return f"needs {' and '.join(lacks)} ({shown}), not observed"
+        parts = [p for r, p in sorted(self.parts) if r == rule]
+        judged = f"; judged in part at this level: {'; '.join(parts)}" if parts else ""
+        return f"needs {' and '.join(lacks)} ({shown}), not observed{judged}"
 
     def to_dict(self) -> dict:
         return {"observed": [s for s in OBSERVED_SIDES if s in self.observed],
                 "rules_judged": list(self.judged),
                 "rules_not_judged": [{"rule": r, "lacks": list(self.not_judged[r]), "why": self.why(r)}
-                                     for r in RULES if r in self.not_judged]}
+                                     for r in RULES if r in self.not_judged],
+                "rules_judged_in_part": [{"rule": r, "part": p} for r, p in sorted(self.parts)]}
 
 
 def level(observed) -> Level:
@@ -190,7 +217,16 @@ def level(observed) -> Level:
         lacks = sides_needed(rule) - obs
         if lacks:
             missing[rule] = tuple(s for s in OBSERVED_SIDES if s in lacks)
-    return Level(obs, missing)
+    parts = frozenset(p for p in PART_NEEDS if p[0] in missing and part_sides_needed(p) <= obs)
+    return Level(obs, missing, parts)
+
+
+def judges_part(out, rule: str, part: str) -> bool:
+    """Whether the findings' sink `out` is judging a trace whose level judges `part` of `rule`
+    (and not the whole rule); a sink without a level (the model checker's, a minimizer's) judges
+    whole traces."""
+    lv = getattr(out, "level", None)
+    return lv is not None and (rule, part) in lv.parts
 
 
 WHOLE = level(ALL)

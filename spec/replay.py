@@ -87,6 +87,17 @@ class Findings:
         if inv in self.level.not_judged:
             self.unjudged[inv] = self.unjudged.get(inv, 0) + 1
             return
+        self._record(inv, message, key, state)
+
+    def report_part(self, inv: str, part: str, message: str, key=None, state=LIVE) -> None:
+        """A finding of `part` of rule `inv` (observation.PART_NEEDS), reported where the level
+        judges the part, or the whole rule."""
+        if inv in self.level.not_judged and (inv, part) not in self.level.parts:
+            self.unjudged[inv] = self.unjudged.get(inv, 0) + 1
+            return
+        self._record(inv, message, key, state)
+
+    def _record(self, inv: str, message: str, key, state) -> None:
         sev = _inv.severity(inv)
         self.counts[inv] = self.counts.get(inv, 0) + 1
         if sev == "error":

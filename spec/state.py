@@ -250,7 +250,8 @@ class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
                  "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
                  "orphan_outcome", "reset_drops", "illegal", "resets", "written_ahead", "reset_ahead", "overlaps", "batch_max", "held",
-                 "lost_entry", "released", "stale_next", "granted", "reset_strays", "listed")
+                 "lost_entry", "released", "stale_next", "granted", "reset_strays", "listed", "said", "said_calls",
+                 "said_floor")
 
     def __init__(self, key):
         self.key = key
@@ -296,6 +297,11 @@ class QueueState:
         # client -> when an operator's reset removes, without dropping, the ProcessQueue its
         # rebalance added during the reset's wait: that PullRequest pulls and consumes on
         self.reset_strays: dict[str, int] = {}
+        # judged at a level without the client's internals (spec/actions/listener_results.py):
+        # offset -> what the listener calls said of its message; (client, consume_id) -> a call
+        self.said: dict[int, list] = {}
+        self.said_calls: dict[tuple, tuple] = {}
+        self.said_floor = -1        # the highest offset the broker committed: below it the group moved on
 
 
 # A remote store read is a round trip: another client's commit may land between the broker's
@@ -392,7 +398,7 @@ class SpecState:
     """The whole spec state. Mutated in place by `spec.actions.step`; copy with `copy_state`."""
 
     __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done",
-                 "sampled_stores", "pop", "pop_origin", "pop_called")
+                 "sampled_stores", "pop", "pop_origin", "pop_called", "said_ids")
 
     def __init__(self, profile: Profile):
         self.profile = profile
@@ -408,6 +414,7 @@ class SpecState:
         self.pop: dict = {}                      # (group, stored topic, broker, queue) -> spec.pop_state.PopQueue
         self.pop_origin: dict = {}               # a popped copy's msg_id -> its message's first id
         self.pop_called: dict = {}               # group -> the messages (first ids) a POP listener call received
+        self.said_ids: dict = {}                 # (group, msg id or origin id) -> (queue key, offset) of QueueState.said
 
 
 def copy_state(state: SpecState) -> SpecState:

@@ -10,6 +10,7 @@ from ..assumptions import ref
 from ..invariants import orderly_consumers_at_once
 from .. import limits
 from ..state import M_ID, Busy, OrphanOutcome
+from . import listener_results as _said
 from .common import _client, _duplicate, _pauses_between, _q, _removed_under_consume_lock, reset_stray_cause
 from .locks import holds_lock, lease_live, lock_live
 
@@ -102,6 +103,7 @@ def _long_call_cause(st, broker, cid, since, now):
 def consume_started(st, ev, out):
     """RocketMQ: ConsumeRequest.run (listener called).
     Actor: client."""
+    _said.call_started(st, ev, out)
     qs = _q(st, ev)
     key = qs.key
     cid = ev["client"]
@@ -228,6 +230,7 @@ def _in_flight(qs, pq, cid, consume_id) -> bool:
 def consume_finished(st, ev, out):
     """RocketMQ: listener returns.
     Actor: client."""
+    _said.call_finished(st, ev, out)
     qs = _q(st, ev)
     key = qs.key
     cid = ev["client"]

@@ -9,6 +9,7 @@ from ..invariants import broker_offset_passes, client_offset_passes
 from ..filtering import RETRY_PREFIX, decide, subscription
 from .. import limits
 from ..state import HELD_MAX, M_CODE, M_PROPS, M_TAGS, Client, QueueState
+from . import listener_results as _said
 from .common import _end, _pauses_between, _q, _skip_to, reset_stray_cause
 from .consume import _settle, commit_proven, proof_contradicted
 
@@ -419,6 +420,7 @@ def offset_persisted(st, ev, out):
 def offset_committed(st, ev, out):
     """RocketMQ: ConsumerOffsetManager.commitOffset.
     Actor: broker."""
+    _said.committed(st, ev, out)
     qs = _q(st, ev)
     key = qs.key
     off = ev["offset"]

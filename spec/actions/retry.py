@@ -7,6 +7,7 @@ from rocketspec.rocketmq.retry import CLEAN_EXPIRED_DELAY_LEVEL, DLQ_PREFIX, RET
 from .. import limits
 from ..lifecycles import MSG_TABLE
 from ..state import M_ID, M_R, Chain, RetryCopy, ScheduleDone, SendBack
+from . import listener_results as _said
 from .common import _client, _duplicate, _group_client, reset_stray_cause
 
 
@@ -128,6 +129,7 @@ def send_back_failed(st, ev, out):
 def message_sent_back(st, ev, out):
     """RocketMQ: consumerSendMsgBack / handleRetryAndDLQ.
     Actor: broker."""
+    _said.sent_back(st, ev, out)
     ckey = (ev["group"], ev["origin_msg_id"])
     ch = _chain(st, *ckey)
     cid = ev.get("client")

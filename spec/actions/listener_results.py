@@ -1,0 +1,183 @@
+"""What a client's listener calls declare, judged against the broker, at a level that observes the
+client's reports and the broker but not the client's internals (its ProcessQueues and send-backs):
+the parts of INV-RETRY-1 and INV-OFFSET-3 such a level can judge (spec/observation.PART_NEEDS).
+
+- INV-RETRY-1, orderly listener call past maxReconsumeTimes: an orderly clustering client gives a
+  message its listener failed at reconsume_times maxReconsumeTimes back to the DLQ
+  (ConsumeMessageOrderlyService.checkReconsumeTimes, `>=`); it comes back into a listener call with
+  a higher count only when that send to the DLQ failed. A failed send is the client's internal, so
+  the part excuses what can make it fail that this level does observe: a pause of the client or a
+  restart of the broker since the failed call. A count the same client did not raise itself (no
+  earlier call of the message seen, or another client's) is the stored copy's and not judged here.
+- INV-OFFSET-3, broker commit past a message a listener call declared not consumed: a concurrent
+  clustering call declares its messages past ackIndex (CONSUME_SUCCESS) or all of them (any other
+  status) not consumed; processConsumeResult sends each back, and keeps one whose send-back failed
+  in the ProcessQueue, where it blocks the offset until it is consumed again. So the broker's
+  committed offset passes such a message only after the broker accepted its send-back
+  (message_sent_back: the recorder writes it before the client can learn of it) or a listener call
+  of the group received it again or consumed it; an operator's reset past it is a skip by design.
+
+The rest of each rule needs the client's internals; at a level that has them the whole rule is
+judged instead, and these parts are not run.
+"""
+from __future__ import annotations
+
+from ..observation import PART_DECLARED_UNCONSUMED, PART_ORDERLY_LIMIT, judges_part
+from .common import _pauses_between, _q
+
+# a QueueState.said record: [msg_id, origin id, consumed by the group, sent back by the group (a
+# message the group handled either way is not lost by a duplicate's failure), owed (client,
+# consume_id, why, CONSUME_SUCCESS) or None, last call's end ts, its client, broker restarts then]
+_ID, _ORIGIN, _OK, _SENT, _OWED, _END, _BY, _EPOCH = range(8)
+
+
+def _judged(out) -> tuple[bool, bool]:
+    return (judges_part(out, "INV-RETRY-1", PART_ORDERLY_LIMIT),
+            judges_part(out, "INV-OFFSET-3", PART_DECLARED_UNCONSUMED))
+
+
+def _record(st, qs, o, mid, origin) -> list:
+    rec = qs.said.get(o)
+    if rec is None or rec[_ID] != mid:
+        rec = qs.said[o] = [mid, origin, False, False, None, None, None, 0]
+        g = qs.key[0]
+        for i in {mid, origin}:
+            st.said_ids.setdefault((g, i), set()).add((qs.key, o))
+    return rec
+
+
+def _forget(st, qs, o) -> None:
+    rec = qs.said.pop(o)
+    g = qs.key[0]
+    for i in {rec[_ID], rec[_ORIGIN]}:
+        locs = st.said_ids.get((g, i))
+        if locs is not None:
+            locs.discard((qs.key, o))
+            if not locs:
+                del st.said_ids[(g, i)]
+
+
+def call_started(st, ev, out) -> None:
+    """consume_started: remember the call; an orderly call's counts past the client's limit."""
+    orderly, declared = _judged(out)
+    if not (orderly or declared):
+        return
+    qs = _q(st, ev)
+    cid = ev["client"]
+    offsets, ids = ev["offsets"], ev["msg_ids"]
+    origins = [o or i for o, i in zip(ev.get("origin_msg_ids") or ids, ids)]
+    qs.said_calls[(cid, ev["consume_id"])] = (tuple(offsets), tuple(ids), tuple(origins))
+    recons = ev.get("reconsume_list")
+    c = st.dir.clients.get(cid)
+    if orderly and recons is not None and c is not None and c.orderly and not c.broadcast and c.max_reconsume >= 0:
+        _past_limit(st, qs, ev, c.max_reconsume, offsets, ids, recons, out)
+    for o, mid, origin in zip(offsets, ids, origins):
+        _record(st, qs, o, mid, origin)[_OWED] = None     # delivered again: not lost (yet)
+
+
+def _past_limit(st, qs, ev, mx, offsets, ids, recons, out) -> None:
+    cid = ev["client"]
+    broker = qs.key[2]
+    for o, mid, r in zip(offsets, ids, recons):
+        if r is None or r <= mx:
+            continue
+        rec = qs.said.get(o)
+        if rec is None or rec[_ID] != mid or rec[_END] is None or rec[_BY] != cid:
+            continue        # a count this client did not raise: the stored copy's
+        since = rec[_END]
+        if _pauses_between(st, cid, since, ev["ts"]) or st.dir.brokers.get(broker, 0) != rec[_EPOCH]:
+            continue        # its send to the DLQ may have failed for that
+        cause = ("the client's orderly retry check compares reconsume_times with '>' where 4.9.8's "
+                 "ConsumeMessageOrderlyService.checkReconsumeTimes uses '>=' (one retry more than "
+                 "maxReconsumeTimes; rocketmq-client-go v2.1.2's pushConsumer.checkReconsumeTimes does this)"
+                 if r == mx + 1 else "the client does not dead-letter an orderly message at maxReconsumeTimes")
+        out.report_part("INV-RETRY-1", PART_ORDERLY_LIMIT,
+                        f"{cid}'s orderly listener call {ev['consume_id']} gets offset {o} ({mid}) with reconsume_times "
+                        f"{r} > maxReconsumeTimes {mx}: its call at ts {since} failed it and the client did not send "
+                        f"it to the DLQ (nothing this level observes could have failed that send: no pause of "
+                        f"{cid}, no broker restart since); cause: {cause}", qs.key)
+
+
+def call_finished(st, ev, out) -> None:
+    """consume_finished: what the call declared not consumed is owed a send-back."""
+    orderly, declared = _judged(out)
+    if not (orderly or declared):
+        return
+    qs = _q(st, ev)
+    cid = ev["client"]
+    call = qs.said_calls.pop((cid, ev["consume_id"]), None)
+    if call is None:
+        return
+    offsets, ids, origins = call
+    epoch = st.dir.brokers.get(qs.key[2], 0)
+    recs = []
+    for o, mid, origin in zip(offsets, ids, origins):
+        rec = _record(st, qs, o, mid, origin)
+        rec[_END], rec[_BY], rec[_EPOCH] = ev["ts"], cid, epoch
+        recs.append(rec)
+    c = st.dir.clients.get(cid)
+    if not declared or ev.get("dropped") or c is None or c.orderly or c.broadcast:
+        return
+    n = len(recs)
+    status = ev["status"]
+    ai = ev.get("ack_index")
+    if status == "CONSUME_SUCCESS":
+        ack = n - 1 if ai is None else min(ai, n - 1)
+        why = f"past ack_index {ai} of its CONSUME_SUCCESS"
+    else:
+        ack, why = -1, f"its listener returned {status}"
+    floor = qs.said_floor
+    for i, (o, rec) in enumerate(zip(offsets, recs)):
+        if i <= ack:
+            rec[_OK] = True
+        elif not rec[_SENT] and not rec[_OK] and o >= floor:
+            # (below the highest offset the broker committed, the group passed the message before:
+            # a duplicate's failure loses nothing, and a loss then was judged at that commit)
+            rec[_OWED] = (cid, ev["consume_id"], why, status == "CONSUME_SUCCESS")
+
+
+def sent_back(st, ev, out) -> None:
+    """message_sent_back: the broker accepted a send-back of the message (any copy of it)."""
+    orderly, declared = _judged(out)
+    if not declared:
+        return
+    g = ev["group"]
+    for i in {ev["msg_id"], ev["origin_msg_id"]}:
+        for qkey, o in st.said_ids.get((g, i), ()):
+            qs = st.queues.get(qkey)
+            rec = qs.said.get(o) if qs is not None else None
+            if rec is not None:
+                rec[_SENT], rec[_OWED] = True, None
+
+
+def committed(st, ev, out) -> None:
+    """offset_committed: the broker's offset passes what it passes; judged and forgotten."""
+    orderly, declared = _judged(out)
+    if not (orderly or declared):
+        return
+    qs = _q(st, ev)
+    off = ev["offset"]
+    if off > qs.said_floor:
+        qs.said_floor = off
+    if not qs.said:
+        return
+    src = ev.get("source", "persist")
+    # an operator's reset past a message skips it by design (ANOM-RESET-SKIP); the table's value
+    # when observation began judges nothing
+    skip = src in ("reset", "snapshot") or off in qs.resets
+    for o in sorted(o for o in qs.said if o < off):
+        rec = qs.said[o]
+        owed = rec[_OWED]
+        if declared and not skip and owed is not None and not rec[_OK] and not rec[_SENT]:
+            cid, consume_id, why, success = owed
+            cause = ("the client ignored the listener's ConsumeConcurrentlyContext.ackIndex and acked the whole "
+                     "CONSUME_SUCCESS batch (4.9.8's processConsumeResult sends the messages past ackIndex back; "
+                     "rocketmq-client-go v2.1.2 never reads AckIndex)" if success else
+                     "the client acked a failed message without a send-back the broker accepted (4.9.8's "
+                     "processConsumeResult keeps a message whose send-back failed and consumes it again)")
+            out.report_part("INV-OFFSET-3", PART_DECLARED_UNCONSUMED,
+                            f"broker commits {off} ({src} from {ev.get('client') or 'a client'}) past offset {o} "
+                            f"({rec[_ID]}), which {cid}'s listener call {consume_id} declared not consumed ({why}); "
+                            f"the broker accepted no send-back of it and no listener call of the group received it "
+                            f"again: it is lost; cause: {cause}", qs.key)
+        _forget(st, qs, o)
