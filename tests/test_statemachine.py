@@ -802,10 +802,10 @@ def test_a_reloaded_write_that_the_queue_outgrew_skips_as_the_operator_s():
 # (removeUnnecessaryMessageQueue unlocks the queue at the broker, one-way) and its rebalance locks
 # the queue again at once. The reference's network let the unlock, sent first, reach the broker
 # after the lock, and release it: the client consumed under its fresh lease, another client
-# locked the free queue and consumed too (INV-ORDER-1). In RocketMQ both go over the client's one
-# channel to the broker, and AdminBrokerProcessor takes LOCK_BATCH_MQ and UNLOCK_BATCH_MQ from one
-# executor queue: an unlock sent before a lock is read first (reference.network.deliver_unlocks,
-# as deliver_persists does for one-way offset updates before an offset query).
+# locked the free queue and consumed too (INV-ORDER-1). Both go over the client's one channel, so
+# the reference delivers an unlock sent before a lock first (reference.network.deliver_unlocks).
+# Real brokers run the two on a 16-thread executor and can reverse them (random real run 18125,
+# named by the spec under INV-OWNER-2): the reference keeps the channel's order, a choice.
 UNLOCK_BEFORE_LOCK = """\
 state.begin(clients=['b1', 'c1', 'c2', 'c3', 'o1', 'o2'], count=3, orderly_batch=1)
 state.application(concurrent_ms=15000, failure='EXCEPTION', orderly_ms=None)
