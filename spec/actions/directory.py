@@ -15,6 +15,7 @@ from .consume import _settle
 from .offsets import _committed_for, _pull_from_where, _set_committed
 from .pull import _reset_reached
 from .pop import check_pop_end
+from .retry import keep_due_sendbacks
 
 
 LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
@@ -122,6 +123,7 @@ def client_started(st, ev, out):
             qs.illegal.pop(cid, None)
             if qs.orphans:
                 qs.orphans = {(c, i): v for (c, i), v in qs.orphans.items() if c != cid}
+            qs.due_sendbacks.pop(cid, None)
         # Nor has it sent anything back: a copy the old one sent back and never committed is
         # consumed again, and a second failure is a second copy (INV-RETRY-3 counts per consumer,
         # as for two clients across a rebalance).
@@ -369,6 +371,8 @@ def pq_created(st, ev, out):
     if old is not None and old.batches:
         for k, v in old.batches.items():
             qs.orphans[(cid, k)] = v
+    if old is not None:
+        keep_due_sendbacks(qs, old)
     gen = (old.gen + 1) if old is not None else 1
     pq = PQ(cid, gen, off, ts, orderly, broadcast, topic.startswith(RETRY_PREFIX))
     if orderly and not broadcast:
@@ -540,6 +544,7 @@ def pq_removed(st, ev, out):
         out.report("INV-PQ-1", f"ProcessQueue removed in state {pq.status} (must be dropped first)", qs.key)
     for k, v in pq.batches.items():
         qs.orphans[(pq.client, k)] = v     # ConsumeRequests still hold the removed ProcessQueue
+    keep_due_sendbacks(qs, pq)
     del qs.pqs[ev["client"]]
     qs.reset_drops.pop(ev["client"], None)
 

@@ -393,6 +393,7 @@ def offset_persisted(st, ev, out):
         # the store is seen by polling: the persist (exact) shows a value the poll had not seen
         # yet; in a live ProcessQueue it can only be newer (increaseOnly)
         fixes = qs.illegal.get(cid)
+        stale = False
         if fixes and off in fixes and off != s[0]:
             # an OFFSET_ILLEGAL correction (DefaultMQPushConsumerImpl, 4.9.8 and 5.x: one task
             # runs updateOffset(mq, nextBeginOffset, false) or updateAndFreezeOffset, then
@@ -405,8 +406,22 @@ def offset_persisted(st, ev, out):
         elif off < s[0]:
             pq = qs.pqs.get(cid)
             if pq is not None and pq.live and not pq.orderly:
-                out.report("INV-OFFSET-1", f"persist sends {off}, below the store's value {s[0]} seen earlier", key)
-        s[0] = off
+                # persistAll reads each queue's value (RemoteBrokerOffsetStore, 5.5.0 lines 128-134,
+                # 4.9.8 lines 121-127) before the RPC the recorder sees: an update polled between
+                # the two is newer than what the persist carries. The read follows the client's
+                # previous persist of the queue, so it is at least the value seen then; before
+                # the ProcessQueue's first persist nothing in the trace bounds the read
+                floor = qs.persist_floor.get(cid)
+                if floor is not None and floor[0] == pq.gen and off < floor[1]:
+                    out.report("INV-OFFSET-1", f"persist sends {off}, below the store's value {s[0]} seen earlier "
+                               f"and the value {floor[1]} seen at its previous persist", key)
+                else:
+                    stale = True    # read before the update the poller saw: the store keeps the newer value
+        if not stale:
+            s[0] = off
+        pq = qs.pqs.get(cid)
+        if pq is not None:
+            qs.persist_floor[cid] = (pq.gen, s[0])
     elif s is not None and s[0] != off:
         out.report("INV-OFFSET-1", f"persist sends {off}, the client store holds {s[0]}", key)
     c = st.dir.clients.get(cid)

@@ -53,7 +53,12 @@ def send_back_requested(st, ev, out):
         qkey = (ev["group"], ev["topic"], ev["broker"], ev["queue"])
         qs = st.queues.get(qkey)
         pq = qs.pqs.get(cid) if qs is not None else None
-        if pq is None:
+        due = qs.due_sendbacks.get(cid) if qs is not None else None
+        if due and off in due and (pq is None or (off not in pq.failed and off not in pq.tree)):
+            # the send-back loop of a listener call that failed it in a ProcessQueue since replaced
+            # or removed (keep_due_sendbacks)
+            due.discard(off)
+        elif pq is None:
             out.report("INV-RETRY-3", f"send-back of offset {off} from a queue {cid} has no ProcessQueue for", ckey)
         elif pq.orderly:
             if off not in pq.consuming:
@@ -102,6 +107,22 @@ def send_back_requested(st, ev, out):
         ch.accepted.discard((cid, ev["msg_id"] + FALLBACK_OF))    # a pair of an earlier delivery
         ch.levels[k] = ev["delay_level"]
     ch.requests[k] = SendBack(ev["reconsume_times"], level, ev.get("via"), qkey, off, ev["ts"])
+
+
+def keep_due_sendbacks(qs, pq) -> None:
+    """Keep what `pq`'s listener calls failed and did not send back yet, as `pq` leaves the table
+    or is replaced. ConsumeMessageConcurrentlyService.processConsumeResult (5.5.0 lines 279-294)
+    sends a failed batch back one message at a time with the ProcessQueue its ConsumeRequest
+    holds; a send-back may wait seconds (consumerSendMessageBack's 5 s timeout on a channel the
+    broker closed), and the loop goes on after the ProcessQueue was dropped, removed and replaced:
+    containsMessage asks the old one, whose messages nothing clears (only resetOffset's clear()).
+    Random real run 16140 (5.3.3): offset 28's send-back timed out after a pause, and offset 31's
+    followed 5 s later, when a new ProcessQueue held the queue."""
+    if pq.orderly or not pq.failed:
+        return
+    due = {o for o, s in pq.failed.items() if s == "failed"}
+    if due:
+        qs.due_sendbacks.setdefault(pq.client, set()).update(due)
 
 
 def send_back_failed(st, ev, out):
