@@ -244,6 +244,12 @@ BUG_SCOPES["#10985"] = ("tiny-pop", {"consumers": 1, "messages": 1, "failures": 
 # every popped copy before the listener (INV-POP-LOSS-1); every release compares with 16
 BUG_SCOPES["#8490"] = ("tiny-pop", {"client_type": "POP_PUSH", "consumers": 1, "messages": 1, "failures": 1,
                                     "faults": 0, "max_reconsume_times": -1})
+# #8332 (<= 5.3.0): one push consumer in POP mode with maxReconsumeTimes 0 (no retry), one message
+# whose first call may fail: at the limit checkNeedAckOrDelay delays it, its revive counts 1, and
+# with no past-limit check in processPopResult the listener gets it again (INV-POP-DLQ-1); every
+# release acks the revived copy unconsumed
+BUG_SCOPES["#8332"] = ("tiny-pop", {"client_type": "POP_PUSH", "consumers": 1, "messages": 1, "failures": 1,
+                                    "faults": 0, "max_reconsume_times": 0})
 
 # The invariant the reference's shortest trace of a bug breaks, where that is not the profile's
 # expected_violation. #2449: the second reset removes the ProcessQueue that the first one's

@@ -445,12 +445,17 @@ CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "INV-POP-DLQ-1", "The retry count leads to the DLQ at the limit",
         "A revived copy counts exactly one more reconsumption than the copy it revives (the same "
-        "after a suspend), and a message goes to %DLQ%<group> only once its reconsume count "
-        "reaches the limit (the proxy: reconsumeTimes >= maxAttempts, retryMaxTimes + 1).",
+        "after a suspend), a message goes to %DLQ%<group> only once its reconsume count "
+        "reaches the limit (the proxy: reconsumeTimes >= maxAttempts, retryMaxTimes + 1), and a "
+        "push consumer in POP mode calls its listener on no message whose reconsume count is above "
+        "its maxReconsumeTimes (-1 means 16): the retries stop at the limit.",
         "PopReviveService.reviveRetry sets reconsumeTimes + 1 (unless the checkpoint is a "
-        "suspend's); the proxy's PopMessageResultFilterImpl answers TO_DLQ at maxAttempts.",
+        "suspend's); the proxy's PopMessageResultFilterImpl answers TO_DLQ at maxAttempts; "
+        "DefaultMQPushConsumerImpl.processPopResult acks a popped message above "
+        "getMaxReconsumeTimes() before any listener call (5.3.1+).",
         "", "error", False, "step", "queue",
-        "#8332 (maxReconsumeTimes 0 ignored).",
+        "#8332 (before 5.3.1 processPopResult has no such check: a message past the limit, "
+        "maxReconsumeTimes 0 included, is handed to the listener again after each revive).",
         ("G-RETRY-LIMIT", "G-DLQ")),
     Invariant(
         "INV-POP-ORDER-1", "Orderly POP delivers a queue in order, one attempt at a time",

@@ -310,3 +310,108 @@ def test_8490_real_5_5_0_consumes_every_message_at_the_default_limit():
     assert len(acks) == 3 and all(handed[a["handle"]] < a["seq"] for a in acks)
     for prof in ("rocketmq-5.5.1", BUG_8490):
         assert _report(evs, prof).ok
+
+
+# ---- #8332 (5.0.0 to 5.3.0, fixed in 5.3.1 by PR #8333, ce27e1f): processPopResult
+# (DefaultMQPushConsumerImpl, 5.3.0 lines 621-664) has no past-limit check, so a popped message
+# whose reconsumeTimes is above maxReconsumeTimes reaches the listener. It gets there by revive: a
+# failed call at the limit is delayed by checkNeedAckOrDelay (ConsumeMessagePopConcurrentlyService
+# 5.3.0 lines 255-285; acked only past 2 x 7200 s of age), or a call outlives its handle; each
+# revive counts one more (PopReviveService.reviveRetry). 5.3.1+ acks it unconsumed (line 656).
+BUG_8332 = "bug-8332-rocketmq-5.3.0"
+
+
+def _pop_limit(n):
+    """The POP environment with GID_P (push consumers in POP mode) at maxReconsumeTimes `n`."""
+    from rocketspec.conformance.statemachine import POP
+
+    sc = json.loads(json.dumps(POP))
+    sc["groups"]["GID_P"]["max_reconsume_times"] = n
+    return sc
+
+
+def test_8332_is_registered_with_one_switch_reverted_from_5_3_3_a_scope_and_a_scenario():
+    bug = profiles.PROFILES[BUG_8332]
+    assert bug in profiles.POP_BUG_PROFILES and "#8332" not in profiles.OPEN_BUG_FIXES
+    assert bug.known_bug == "#8332" and bug.expected_violation == "INV-POP-DLQ-1" and bug.release == "5.3.0"
+    release = profiles.PROFILES["rocketmq-5.3.3"].switches()
+    assert {k for k, v in bug.switches().items() if release[k] != v} == {
+        "name", "release", "description", "known_bug", "expected_violation", "pop_push_acks_past_limit"}
+    for name in ("rocketmq-5.3.3", "rocketmq-5.5.1", BUG_8490):
+        assert profiles.PROFILES[name].pop_push_acks_past_limit
+    assert "#8332" in BUG_SCOPES and bug_scenario("#8332") == "bug-8332"
+
+
+def test_8332_found_in_its_scope_with_a_trace_the_spec_rejects_naming_it_and_the_releases_clean(tmp_path):
+    r = RefExplorer(_scope("#8332"), BUG_8332, stop_at_first=True).run()
+    assert [v.invariant for v in r.violations] == ["INV-POP-DLQ-1"], r.violations
+    v = r.violations[0]
+    # the first call fails at the limit (0), revive counts 1, and the listener gets the copy again
+    calls = _kinds(v.events, "pop_consume_started")
+    assert [c["reconsume_list"] for c in calls] == [[0], [1]]
+    assert _kinds(v.events, "message_revived", outcome="retry", reconsume_times=1)
+    assert not _kinds(v.events, "message_acked", reason="max_reconsume")
+    path = tmp_path / "cex.jsonl"
+    write_trace(path, v.events)
+    rep = check_trace(str(path), BUG_8332)
+    [f] = [f for f in rep.findings.errors if f.inv == "INV-POP-DLQ-1"]
+    assert "#8332" in f.message and "1 reconsumptions" in f.message and "maxReconsumeTimes 0" in f.message, f.message
+    for prof in ("rocketmq-5.3.3", "rocketmq-5.5.1"):
+        r2 = RefExplorer(_scope("#8332"), prof).run()
+        assert r2.complete and r2.violations == [] and r2.quiescent > 0, (prof, r2.violations)
+        # the release path acks the revived copy unconsumed (no second listener call)
+        assert r2.distinct > 0
+
+
+def test_8332_scenario_calls_the_listener_past_the_limit_and_the_releases_ack_it_unconsumed():
+    sc = load_scenario("bug-8332")
+    evs = run_to_list(sc, 1, BUG_8332)
+    errors = _report(evs, BUG_8332).findings.errors
+    assert [f.inv for f in errors] == ["INV-POP-DLQ-1"] * 4
+    assert all("#8332" in f.message for f in errors)
+    past = sorted(n for e in _kinds(evs, "pop_consume_started") for n in e["reconsume_list"] if n > 0)
+    assert past == [1, 1, 2, 3]       # the slow message once, the poison one three times
+    assert not _kinds(evs, "message_acked", reason="max_reconsume")
+    for prof in ("rocketmq-5.3.3", "rocketmq-5.5.1"):
+        evs = run_to_list(sc, 1, prof)
+        assert _report(evs, prof).ok
+        assert all(e["reconsume_list"] == [0] for e in _kinds(evs, "pop_consume_started"))
+        assert len(_kinds(evs, "message_acked", reason="max_reconsume")) == 2
+
+
+def test_8332_the_spec_judges_only_a_push_consumer_in_pop_mode_against_its_resolved_limit():
+    """The rule reads the client's maxReconsumeTimes as getMaxReconsumeTimes() (-1 means 16), and
+    judges no SimpleConsumer (the proxy's limit is maxAttempts, judged at pop_dead_lettered)."""
+    evs = run_to_list(load_scenario("bug-8332"), 1, BUG_8332)
+
+    def with_config(**cfg):
+        out = json.loads(json.dumps(evs))
+        for e in out:
+            if e["kind"] == "client_started":
+                e["config"] = dict(e["config"], **cfg)
+        return _report(out, BUG_8332)
+
+    # the calls reach 3 reconsumptions: within a limit of 3, and of the default -1 (16)
+    assert with_config(max_reconsume_times=3).ok
+    assert with_config(max_reconsume_times=-1).ok
+    assert [f.inv for f in with_config(max_reconsume_times=2).findings.errors] == ["INV-POP-DLQ-1"]
+    assert with_config(max_reconsume_times=0, client_type="SIMPLE").findings.counts.get("INV-POP-DLQ-1") is None
+    # the release's profile names #8332's fix, not the bug, as the check that should have run
+    rep = _report(evs, "rocketmq-5.3.3")
+    assert [f.inv for f in rep.findings.errors] == ["INV-POP-DLQ-1"] * 4
+    assert all("#8332's fix" in f.message and "cause: #8332" not in f.message for f in rep.findings.errors)
+
+
+def test_8332_the_state_machine_finds_it_in_the_pop_environment_at_limit_0(tmp_path):
+    from rocketspec.conformance.statemachine import check_reference
+
+    sc = _pop_limit(0)
+    res = check_reference(BUG_8332, max_examples=100, scenario=sc, trace_path=str(tmp_path / "f.jsonl"),
+                          shrink_budget_s=10)
+    assert not res.ok and res.crash is None and res.finding == "INV-POP-DLQ-1", res.summary()
+    rep = check_trace(res.trace_path, BUG_8332)
+    assert not rep.ok and "INV-POP-DLQ-1" in rep.findings.counts
+    # the release in the same environment holds (taken with #10985's fix: the environment also
+    # plays failed revive reads, which every release has, open)
+    fixed = check_reference("fix-10985-rocketmq-5.5.1", max_examples=100, scenario=sc)
+    assert fixed.ok and fixed.crashes_ignored == 0, fixed.summary()

@@ -9,7 +9,8 @@ ConsumeMessagePopConcurrentlyService does: a batch whose invisible time has run 
 after the listener call is left to revive; success acks each message; failure changes the
 invisible time to popDelayLevel[reconsumeTimes]; at maxReconsumeTimes checkNeedAckOrDelay
 (ack, i.e. drop, only for a message older than twice the last delay level); a popped message
-already past maxReconsumeTimes is acked unconsumed (processPopResult). It never dead-letters.
+already past maxReconsumeTimes is acked unconsumed (processPopResult, 5.3.1+; up to 5.3.0 it
+reaches the listener: profile switch pop_push_acks_past_limit, #8332). It never dead-letters.
 
 `SIMPLE` is the gRPC SimpleConsumer through the proxy: the application receives (a pop of
 queue -1, the broker chosen round-robin, its own invisible duration), handles each message with
@@ -317,8 +318,8 @@ class PopConsumer:
                 # processPopResult: the tags again, then a message past maxReconsumeTimes is acked unconsumed
                 if data.tags_set and (m.tags is None or m.tags not in data.tags_set):
                     self.ack(m, h, "no_match")
-                elif push_pop_past_limit(m.reconsume_times, self.max_reconsume_times,
-                                         self.profile.pop_push_limit_resolved):
+                elif self.profile.pop_push_acks_past_limit and push_pop_past_limit(
+                        m.reconsume_times, self.max_reconsume_times, self.profile.pop_push_limit_resolved):
                     self.ack(m, h, "max_reconsume")
                 else:
                     kept.append((m, h))

@@ -127,7 +127,8 @@ def push_pop_past_limit(reconsume_times: int, configured: int, limit_resolved: b
     """DefaultMQPushConsumerImpl.processPopResult (#8332's fix; 5.3.1+, line 656): a popped message
     whose reconsumeTimes is above the limit is acked before any listener call. The limit is
     getMaxReconsumeTimes() (-1 means 16); with `limit_resolved` off it is the raw maxReconsumeTimes,
-    as on develop between #8332's fix and #8491 (#8490): at the default -1 every message is past it."""
+    as on develop between #8332's fix and #8491 (#8490): at the default -1 every message is past it.
+    5.0.0 to 5.3.0 have no such check (#8332): a message past the limit reaches the listener."""
     return reconsume_times > (max_reconsume_times(configured) if limit_resolved else configured)
 
 

@@ -148,6 +148,10 @@ class Profile:
     # 656); off: above the raw maxReconsumeTimes, as on develop between #8332's fix (ce27e1f) and
     # #8491 (25b1a0e), in no release (#8490): at the default -1 every popped message is acked unseen
     pop_push_limit_resolved: bool = True
+    # processPopResult acks a popped message past the limit before any listener call (#8332's
+    # fix, 5.3.1+); off: it has no such check (5.0.0 to 5.3.0), so a message past
+    # maxReconsumeTimes reaches the listener again, and each failure's revive counts one more
+    pop_push_acks_past_limit: bool = True
 
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -369,7 +373,19 @@ BUG_8490_ROCKETMQ_5_3_1_SNAPSHOT = replace(
                 "its retries before any listener call: dropped unconsumed.",
     known_bug="#8490", expected_violation="INV-POP-LOSS-1", pop_push_limit_resolved=False)
 
-POP_BUG_PROFILES = (BUG_10985_ROCKETMQ_5_5_1, BUG_8490_ROCKETMQ_5_3_1_SNAPSHOT)
+# #8332: 5.0.0 to 5.3.0 have no past-limit check in processPopResult (PR #8333, ce27e1f, first in
+# 5.3.1). The profile is 5.3.0 as far as this bug goes: 5.3.3 with that one switch (5.3.0 also
+# lacks #8772's fix, which is bug-8772-rocketmq-5.3.1's).
+BUG_8332_ROCKETMQ_5_3_0 = replace(
+    ROCKETMQ_5_3_3, name="bug-8332-rocketmq-5.3.0", release="5.3.0",
+    description="<= 5.3.0: the push consumer in POP mode has no past-limit check in processPopResult: a message "
+                "whose reconsumeTimes is above maxReconsumeTimes (a failure at the limit delayed by "
+                "checkNeedAckOrDelay, or a call longer than the invisible time) is revived with one more count and "
+                "handed to the listener again, beyond the limit, for as long as the listener fails and the "
+                "message is younger than 4 h (then acked, no DLQ).",
+    known_bug="#8332", expected_violation="INV-POP-DLQ-1", pop_push_acks_past_limit=False)
+
+POP_BUG_PROFILES = (BUG_10985_ROCKETMQ_5_5_1, BUG_8490_ROCKETMQ_5_3_1_SNAPSHOT, BUG_8332_ROCKETMQ_5_3_0)
 OPEN_BUG_FIXES["#10985"] = FIX_10985_ROCKETMQ_5_5_1
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3, ROCKETMQ_5_5_1,

@@ -80,6 +80,37 @@ def pop_consume_started(st, ev, out):
     called = st.pop_called.setdefault(ev["group"], set())
     for mid in ev.get("msg_ids") or ():
         called.add(st.pop_origin.get(mid, mid))
+    _called_past_limit(st, ev, out)
+
+
+def _called_past_limit(st, ev, out):
+    """INV-POP-DLQ-1: the push consumer in POP mode calls its listener on no message whose
+    reconsumeTimes is above getMaxReconsumeTimes() (-1 means 16): processPopResult acks such a
+    message as it is popped (5.3.1+). The SimpleConsumer's limit is the proxy's (pop_dead_lettered)."""
+    c = st.dir.clients.get(ev["client"])
+    if c is None or (c.config or {}).get("client_type") != "POP_PUSH":
+        return
+    limit = facts.max_reconsume_times(c.max_reconsume)
+    past = [(mid, n) for mid, n in zip(ev.get("msg_ids") or (), ev.get("reconsume_list") or ())
+            if n is not None and facts.push_pop_past_limit(n, c.max_reconsume)]
+    if not past:
+        return
+    cause = ("; cause: #8332, processPopResult before 5.3.1 has no past-limit check, so a copy revived past the "
+             "limit (a failure at the limit, or a call longer than the invisible time) reaches the listener again"
+             if not st.profile.pop_push_acks_past_limit else
+             "; processPopResult acks a message past the limit before any listener call (#8332's fix, 5.3.1)")
+    ids = ", ".join(f"{mid} ({n} reconsumptions)" for mid, n in past[:8])
+    out.report("INV-POP-DLQ-1", f"{ev['client']}'s listener call #{ev.get('consume_id')} receives {ids}, past "
+               f"its maxReconsumeTimes {limit}: the message is retried beyond the limit{cause}",
+               _held_queue(st, ev, past[0][0]))
+
+
+def _held_queue(st, ev, mid):
+    """The POP queue key of the copy `mid` a listener call holds (the message's last pop), if known."""
+    for key, pq in st.pop.items():
+        if key[0] == ev["group"] and any(cp.msg_id == mid and cp.status == HELD for cp in pq.copies.values()):
+            return key
+    return None
 
 
 def pop_consume_finished(st, ev, out):
