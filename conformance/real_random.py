@@ -42,8 +42,9 @@ from .random_scenarios import generate, history_groups, write
 # 1 message traces, the commit log's dead letters, the scenario's offset resets;
 # 2 also the group membership changes of RocketMQ's client log (conformance.client_log);
 # 3 also the commit log's %RETRY% copies, and the steps placed by the driver's steps.json;
-# 4 a POP group's copies in its POP retry topic, named by the group.
-ORACLE_VERSION = 4
+# 4 a POP group's copies in its POP retry topic, named by the group;
+# 5 H-DELIVER-1 lists the messages it left unjudged, by group and reason ("unjudged_messages").
+ORACLE_VERSION = 5
 
 # The invariants of check whose violation a user would see as each guarantee's violation.
 # (INV-BCAST-1 is seen as none: a broadcasting client's send-back, or a broker commit of a
@@ -185,14 +186,15 @@ def unseen_invariants(check_json: dict, sc: dict, oracle: dict | None = None) ->
     window (the scenario's delay level of that copy is at most DLQ_PROMPT_MS), or a violation whose
     cause check names as a known upstream RocketMQ bug (`_known_bug_cause`): such a window is seen
     by the oracle only through its consequence, a loss or a duplicate, and then the guarantee's own
-    violation decides the run; or a message no listener call received, in a group a consumer of
-    which was SIGKILLed (`_killed_unobserved_groups`: the oracle leaves such messages unobserved)."""
+    violation decides the run; or the loss of one named message that the oracle's H-DELIVER-1 left
+    unjudged for the violation's group (`_unjudged_loss`: a consumer of the group killed, sent before
+    the group's first consumption, a filter the message traces cannot evaluate, ...)."""
     from rocketspec.spec.history.guarantees import DLQ_PROMPT_MS
 
     named = set((oracle or {}).get("broadcast_named", {}))
     broadcast = {g["name"] for g in sc["groups"] if g.get("message_model") == "BROADCASTING"} - named
     levels = _delay_levels_ms(sc)
-    killed = _killed_unobserved_groups(check_json, sc, oracle)
+    unjudged = unjudged_by_group(oracle, "H-DELIVER-1")
     by_id: dict = {}
     for v in check_json.get("violations", []):
         group = (v.get("key") or {}).get("group")
@@ -200,34 +202,43 @@ def unseen_invariants(check_json: dict, sc: dict, oracle: dict | None = None) ->
         short = lvl is not None and 0 < int(lvl[1]) <= len(levels) and levels[int(lvl[1]) - 1] <= DLQ_PROMPT_MS
         by_id.setdefault(v["invariant"], []).append(group in broadcast or short or _known_bug_cause(v)
                                                     or _BLIND in v.get("message", "")
-                                                    or (v["invariant"] in _ABSENT_UNHEARD and group in killed))
+                                                    or _unjudged_loss(v, unjudged))
     return {i for i, unseen in by_id.items() if unseen and all(unseen) and len(unseen) == check_json["counts"].get(i)}
 
 
-# A message no listener call of its group received is an absence in the message traces; the oracle
-# does not judge one sent before a consumer of its group was SIGKILLed (that consumer's unsent trace
-# records may be the missing ones: spec.history.guarantees, "unobserved: ... killed")
-_ABSENT_UNHEARD = {"INV-POP-LOSS-1"}
-_KILLED_UNOBSERVED = "unobserved: a consumer of the group was killed"
+# Violations that report the loss of one message they name, "(<id>)" before the cause, by the
+# words that make them one: the user sees such a loss, if at all, as H-DELIVER-1's. (A message a
+# POP consumer acked past its retries that no listener call received; a broker commit past a
+# message a listener call declared not consumed, never sent back nor delivered again.)
+_LOSS_OF_NAMED = {"INV-POP-LOSS-1": "no listener call ever received the message",
+                  "INV-OFFSET-3": "declared not consumed"}
+_NAMED_ID = re.compile(r"\(([0-9A-F]{32,})\)")
 
 
-def _killed_unobserved_groups(check_json: dict, sc: dict, oracle: dict | None) -> set:
-    """The groups a consumer of which the scenario SIGKILLs (a crash step; its group from the
-    client's start step, all groups when none), when the oracle's H-DELIVER-1 left at least as many
-    messages unobserved for that reason as check reports INV-POP-LOSS-1 violations in them."""
-    deliver = next((g for g in (oracle or {}).get("guarantees", []) if g["id"] == "H-DELIVER-1"), None)
-    blind = sum(n for k, n in ((deliver or {}).get("counts") or {}).items() if k.startswith(_KILLED_UNOBSERVED))
-    if not blind:
-        return set()
-    steps = sc.get("steps", [])
-    groups = set()
-    for s in steps:
-        if s.get("action") == "crash":
-            g = next((t.get("group") for t in steps if t.get("client") == s.get("client") and t.get("group")), None)
-            groups |= {g} if g is not None else {x["name"] for x in sc["groups"]}
-    n = sum(1 for v in check_json.get("violations", []) if v["invariant"] in _ABSENT_UNHEARD
-            and (v.get("key") or {}).get("group") in groups)
-    return groups if n <= blind else set()
+def unjudged_by_group(oracle: dict | None, guarantee: str) -> dict:
+    """{group: {message id or store id: why}} of the messages `guarantee` left unjudged (oracle.json
+    from version 5: its "unjudged_messages"; none before)."""
+    v = next((g for g in (oracle or {}).get("guarantees", []) if g["id"] == guarantee), None)
+    out: dict = {}
+    for group, by_why in ((v or {}).get("unjudged_messages") or {}).items():
+        ids = out.setdefault(group, {})
+        for why, rows in by_why.items():
+            for mid, stored, _who in rows:
+                for i in (mid, *stored):
+                    ids.setdefault(i, why)
+    return out
+
+
+def _unjudged_loss(v: dict, unjudged: dict) -> bool:
+    """Whether violation `v` reports the loss of one named message that the oracle left unjudged
+    for the violation's group: the message traces could not have shown that loss."""
+    words = _LOSS_OF_NAMED.get(v["invariant"])
+    msg = v.get("message", "")
+    if words is None or words not in msg:
+        return False
+    named = _NAMED_ID.findall(msg.split("cause:", 1)[0])
+    group = (v.get("key") or {}).get("group")
+    return len(named) == 1 and named[0] in unjudged.get(group, {})
 
 
 # check's words for a cause whose effect the message traces cannot carry (spec.actions.retry
@@ -353,12 +364,28 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
     local = read_local_offsets(Path(store_dir).parent)
     named = _name_lone_consumers(sc, h, changes, local)
     h.stream = []   # judged in time order, message traces and store records together
-    rep = check_history(h)
+    rep = check_history(h, list_unjudged=True)
+    _name_stored_copies(rep, stored)
     rep.broadcast_named = named
     rep.offsets = _offsets_summary(read_broker_offsets(store_dir), local)
     rep.positions_judged = []
     rep.positions = _positions(h, local, changes, stored, rep.positions_judged) if h.complete else []
     return rep
+
+
+def _name_stored_copies(rep, stored) -> None:
+    """Each message a guarantee left unjudged, named also by the broker's id of each stored copy of
+    it (the original, its %RETRY% and POP retry copies, its dead letter: one UNIQ_KEY), which is how
+    the recorder's trace, and so check, names a message: [[message id, [store ids], consumer]]."""
+    copies = collections.defaultdict(set)
+    for m in stored:
+        if "UNIQ_KEY" in m.properties and m.store_id:
+            copies[m.properties["UNIQ_KEY"]].add(m.store_id)
+    for v in rep.verdicts:
+        for by_why in (v.unjudged_messages or {}).values():
+            for why, rows in by_why.items():
+                by_why[why] = [[mid, sorted(copies.get(mid, set()) | ({sid} if sid else set())), who]
+                               for mid, sid, who in rows]
 
 
 def pop_retry_groups(sc: dict) -> dict:

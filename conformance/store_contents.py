@@ -35,6 +35,10 @@ class StoredMessage:
     store_ts: int
     reconsume_times: int
     properties: dict
+    # the broker's id of the stored message (MessageDecoder.createMessageId: the store host's address
+    # and port, then the physical offset, in upper-case hex): the clients' msgId of a copy
+    # that has no UNIQ_KEY of its own, and the producer's offsetMsgId
+    store_id: str = ""
 
 
 def properties(text: str) -> dict:
@@ -75,7 +79,9 @@ def _entry(data: bytes, pos: int, path: Path) -> StoredMessage:
     p += 20 if sysflag & BORNHOST_V6_FLAG else 8
     (store_ts,) = struct.unpack_from(">q", data, p)
     p += 8
-    p += 20 if sysflag & STOREHOSTADDRESS_V6_FLAG else 8
+    host = 20 if sysflag & STOREHOSTADDRESS_V6_FLAG else 8
+    store_id = (data[p:p + host] + struct.pack(">q", physical)).hex().upper()
+    p += host
     reconsume, _prepared, body_len = struct.unpack_from(">iqi", data, p)
     p += 4 + 8 + 4 + max(body_len, 0)
     topic_len = data[p]
@@ -83,7 +89,8 @@ def _entry(data: bytes, pos: int, path: Path) -> StoredMessage:
     p += 1 + topic_len
     (props_len,) = struct.unpack_from(">h", data, p)
     props = data[p + 2:p + 2 + props_len].decode("utf-8", errors="replace") if props_len > 0 else ""
-    return StoredMessage(topic, queue_id, queue_offset, physical, born, store_ts, reconsume, properties(props))
+    return StoredMessage(topic, queue_id, queue_offset, physical, born, store_ts, reconsume, properties(props),
+                         store_id)
 
 
 # ---------------------------------------------------------------------- offsets at the end

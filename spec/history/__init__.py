@@ -38,6 +38,7 @@ class Verdict:
     notes: list = field(default_factory=list)
     n_findings: int = 0
     not_judged: dict = field(default_factory=dict)  # group -> why this guarantee could not be judged for it
+    unjudged_messages: dict | None = None           # Outcome.unjudged_msgs, when the judge listed them
 
     @property
     def judged(self) -> bool:
@@ -46,9 +47,12 @@ class Verdict:
         return self.status != "skipped" and any(n for k, n in self.counts.items() if not k.startswith("not judged"))
 
     def to_dict(self, max_listed=50):
-        return {"id": self.id, "title": self.title, "status": self.status, "missing": self.missing,
-                "findings": self.n_findings, "listed": [f.to_dict() for f in self.findings[:max_listed]],
-                "counts": self.counts, "notes": self.notes, "not_judged": self.not_judged}
+        d = {"id": self.id, "title": self.title, "status": self.status, "missing": self.missing,
+             "findings": self.n_findings, "listed": [f.to_dict() for f in self.findings[:max_listed]],
+             "counts": self.counts, "notes": self.notes, "not_judged": self.not_judged}
+        if self.unjudged_messages is not None:
+            d["unjudged_messages"] = self.unjudged_messages
+        return d
 
 
 @dataclass
@@ -97,7 +101,7 @@ def _default_max(default_max):
 def judge(h: History, records, default_max: int | None = None, only=None, window_ms: int = WINDOW_MS,
           progress=None, **opts) -> HistoryReport:
     """Stream `records` of the history `h` through every guarantee (or those in `only`);
-    `opts`: Judge's (sweep_every, max_kept)."""
+    `opts`: Judge's (sweep_every, max_kept, list_unjudged)."""
     j = Judge(h, _default_max(default_max), only, window_ms, **opts)
     feed = j.feed
     if progress is None:
@@ -118,11 +122,11 @@ def judge(h: History, records, default_max: int | None = None, only=None, window
         miss = missing(j.has, g) or o.unjudged
         if miss:
             verdicts.append(Verdict(g.id, g.title, "skipped", miss, notes=o.notes if o.unjudged else [],
-                                    not_judged=dict(o.not_judged)))
+                                    not_judged=dict(o.not_judged), unjudged_messages=o.unjudged_msgs))
             continue
         status = "holds" if not o.n_findings else ("suspect" if o.suspect else "violated")
         verdicts.append(Verdict(g.id, g.title, status, [], o.findings, {k: n for k, n in o.counts.items() if n},
-                                o.notes, o.n_findings, dict(o.not_judged)))
+                                o.notes, o.n_findings, dict(o.not_judged), o.unjudged_msgs))
     return HistoryReport(h, verdicts, {"produced": j.n["produce"], "consumed": j.n["consume"],
                                        "dead_letters": j.n["dead_letter"], "peak_live": j.peak_live})
 

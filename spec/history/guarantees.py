@@ -62,11 +62,19 @@ class Outcome:
     n_findings: int = 0                             # every finding, kept or not
     unjudged: list = field(default_factory=list)    # fields lacking for every record it could judge: skipped
     not_judged: dict = field(default_factory=dict)  # group -> why the guarantee could not be judged for it
+    # group -> class -> [[message id, stored id, consumer]] of the messages left unjudged (UNJUDGED),
+    # when the judge lists them; consumer: a broadcasting unit's, else None
+    unjudged_msgs: dict | None = None
 
     def add(self, f: HFinding, keep: int) -> None:
         self.n_findings += 1
         if len(self.findings) < keep:
             self.findings.append(f)
+
+    def left_unjudged(self, why: str, unit: tuple, p) -> None:
+        if self.unjudged_msgs is not None:
+            self.unjudged_msgs.setdefault(unit[0], {}).setdefault(why, []).append(
+                [p.id, p.stored_id, unit[1] if len(unit) > 1 else None])
 
 
 @dataclass(frozen=True)
@@ -136,23 +144,36 @@ POP_PUSH_PAST_LIMIT = "failed at maxReconsumeTimes: the push consumer in POP mod
 UNNAMED_BROADCAST = ("broadcasting: each consumer must get each message, and the history names no consumer of the "
                      "group (message-trace bodies name none; an export with bornHost does)")
 
+SEND_UNKNOWN = "send outcome unknown or failed"
+KILLED_UNOBSERVED = ("unobserved: a consumer of the group was killed after it was sent (its unsent trace records are "
+                     "lost)")
+FILTER_UNKNOWN = "not consumed, filter unknown"
+
 SETTLED = frozenset({NOT_JUDGED_UNNAMED, POP_PUSH_PAST_LIMIT,
     "consumed", "consumed (broadcasting drops a failure)", "dead-lettered", "filtered out by the subscription",
-    "send outcome unknown or failed", "consumer left before it was sent",
+    SEND_UNKNOWN, "consumer left before it was sent",
     NOT_JUDGED_BEFORE_START, "removed by retention",
     "skipped by an operator reset past it"})
+# The classes that leave a (message, unit) unjudged: the history cannot tell whether the unit got
+# the message, nor that it was not owed. The judge lists these messages by unit and class when
+# asked (Judge(list_unjudged=True)): a finding of the white-box level about one of them is one the
+# history could not have shown.
+UNJUDGED = frozenset({NOT_JUDGED_BEFORE_START, NOT_JUDGED_UNNAMED, SEND_UNKNOWN, KILLED_UNOBSERVED, FILTER_UNKNOWN,
+    "delivered, result unknown", "presumed dead-lettered (the DLQ is not observed)", "failed, then unobserved",
+    "failed, retried: its retry copy is stored, the copy's delivery not recorded", "unobserved"})
 
 
 def deliver(J, m) -> list:
-    """[(class, finding or None)] for message `m` and each unit that must receive it, from what
-    is known now. Every subscribed message is consumed or dead-lettered (H-DELIVER-1)."""
+    """[(class, finding or None, unit)] for message `m` and each unit that must receive it (a
+    group's name, and a broadcasting consumer's: `unit`), from what is known now. Every subscribed
+    message is consumed or dead-lettered (H-DELIVER-1)."""
     h, p, out = J.h, m.p, []
     if p is None:
         return out
     if p.ok is not True:
         for g in h.groups.values():
             if g.subscriptions and p.topic in g.subscriptions and p.ok is None:
-                out.append(("send outcome unknown or failed", None))
+                out.append((SEND_UNKNOWN, None, (g.name,)))
         return out
     for g in h.groups.values():
         subs = g.subscriptions or {}
@@ -170,12 +191,12 @@ def deliver(J, m) -> list:
                 # each consumer must get each message, and the history names none of them
                 # (message-trace bodies do not): the group is not judged, and the report says so
                 J.not_judged.setdefault(("H-DELIVER-1", g.name), UNNAMED_BROADCAST)
-                out.append((NOT_JUDGED_UNNAMED, None))
+                out.append((NOT_JUDGED_UNNAMED, None, (g.name,)))
                 continue
         else:
             units = [(g.name,)]
         for u in units:
-            out.append(_deliver_unit(J, m, g, u, match))
+            out.append((*_deliver_unit(J, m, g, u, match), u))
     return out
 
 
@@ -223,8 +244,7 @@ def _deliver_unit(J, m, g, u, match):
         return ("skipped by an operator reset past it", None)
     who = f"group {g.name}" + (f" consumer {u[1]}" if len(u) > 1 else "")
     if p.ts is not None and J.killed_after(g.name, p.ts):
-        return ("unobserved: a consumer of the group was killed after it was sent (its unsent trace records are lost)",
-                None)
+        return (KILLED_UNOBSERVED, None)
     if dels:
         last = max(dels, key=_ts)
         mx = max_reconsume(g, J.default_max)
@@ -248,7 +268,7 @@ def _deliver_unit(J, m, g, u, match):
             f"call failed, and it was neither consumed nor dead-lettered", last.where,
             _key(g.name, p.id, p.queue, u[1] if len(u) > 1 else None)))
     if match is None:
-        return ("not consumed, filter unknown", None)
+        return (FILTER_UNKNOWN, None)
     if not h.complete:
         return ("unobserved", None)
     return ("lost", HFinding(

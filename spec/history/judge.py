@@ -125,11 +125,15 @@ class Judge:
     which its adapter updates while it streams (group settings, problems)."""
 
     def __init__(self, h, default_max: int, only=None, window_ms: int = WINDOW_MS, max_kept: int = MAX_KEPT,
-                 sweep_every: int = SWEEP_EVERY):
+                 sweep_every: int = SWEEP_EVERY, list_unjudged: bool = False):
         self.h, self.default_max, self.window, self.max_kept = h, default_max, window_ms, max_kept
         self.sweep_every = sweep_every
         self.only = only
         self.out = {g.id: G.Outcome() for g in G.GUARANTEES}
+        if list_unjudged:
+            # every message H-DELIVER-1 leaves unjudged, by unit and class (kept to the end: one
+            # entry per such message, however long the history)
+            self.out["H-DELIVER-1"].unjudged_msgs = {}
         self.order_q, self.order_k = G.Outcome(), G.Outcome()   # H-ORDER-2 by queue, by sharding key
         self.msgs: dict = {}                # id -> Msg, oldest touch first
         self.waiting: dict = {}             # id -> Msg: quiet but not settled (lost, retrying)
@@ -446,7 +450,7 @@ class Judge:
             mid = m.id
             del self.msgs[mid]
             classes = G.deliver(self, m)
-            if final or (not m.retrying() and (all(k in G.SETTLED for k, _ in classes) or not self._can_lose())):
+            if final or (not m.retrying() and (all(k in G.SETTLED for k, *_ in classes) or not self._can_lose())):
                 self._retire(m, classes)
             else:
                 self.waiting[mid] = m
@@ -467,10 +471,12 @@ class Judge:
     def _retire(self, m, classes) -> None:
         self.retired += 1
         o = self.out["H-DELIVER-1"]
-        for k, f in classes:
+        for k, f, u in classes:
             o.counts[k] += 1
             if f is not None:
                 o.add(f, self.max_kept)
+            if k in G.UNJUDGED:
+                o.left_unjudged(k, u, m.p)
         G.retry_limit(self, m, self.out["H-RETRY-1"])
         G.one_copy_per_failure(self, m, self.out["H-RETRY-2"])
         G.dlq_prompt(self, m, self.out["H-RETRY-3"])
