@@ -415,3 +415,30 @@ def test_8332_the_state_machine_finds_it_in_the_pop_environment_at_limit_0(tmp_p
     # plays failed revive reads, which every release has, open)
     fixed = check_reference("fix-10985-rocketmq-5.5.1", max_examples=100, scenario=sc)
     assert fixed.ok and fixed.crashes_ignored == 0, fixed.summary()
+
+
+def test_8332_real_5_5_1_acks_the_revived_copies_unconsumed():
+    """Scenario bug-8332 recorded on real 5.5.1 (`rocketspec record --scenario bug-8332 --release
+    5.5.1`; its broker with 5.5.0's push consumer): maxReconsumeTimes 0; the poison message's call
+    fails and the slow one's outlives its handle; revive puts both back at reconsumeTimes 1, and
+    processPopResult acks each before any listener call. Every call is at 0; check holds."""
+    import gzip
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "real" / "bugs" / "bug-8332-5.5.1.jsonl.gz"
+    with gzip.open(path, "rt") as fh:
+        evs = [json.loads(line) for line in fh if line.strip()]
+    assert next(e["config"]["version"] for e in evs if e["kind"] == "broker_started") == "5.5.1"
+    [started] = _kinds(evs, "client_started")
+    assert started["config"]["max_reconsume_times"] == 0 and started["config"]["client_type"] == "POP_PUSH"
+    calls = _kinds(evs, "pop_consume_started")
+    assert [c["reconsume_list"] for c in calls] == [[0], [0]]
+    assert [e["status"] for e in _kinds(evs, "pop_consume_finished")] == ["RECONSUME_LATER", "CONSUME_SUCCESS"]
+    assert sorted(e["reconsume_times"] for e in _kinds(evs, "message_revived", outcome="retry")) == [1, 1]
+    retry_pops = [e for e in _kinds(evs, "message_popped") if e["topic"].startswith("%RETRY%")]
+    assert sorted(e["reconsume_times"] for e in retry_pops) == [1, 1]
+    handed = {h for c in calls for h in c["handles"]}
+    acks = [a for a in _kinds(evs, "message_acked", result="acked") if a["topic"].startswith("%RETRY%")]
+    assert len(acks) == 2 and not handed & {a["handle"] for a in acks}
+    for prof in ("rocketmq-5.5.1", BUG_8332):
+        assert _report(evs, prof).ok
