@@ -411,10 +411,18 @@ def test_8332_the_state_machine_finds_it_in_the_pop_environment_at_limit_0(tmp_p
     assert not res.ok and res.crash is None and res.finding == "INV-POP-DLQ-1", res.summary()
     rep = check_trace(res.trace_path, BUG_8332)
     assert not rep.ok and "INV-POP-DLQ-1" in rep.findings.counts
-    # the release in the same environment holds (taken with #10985's fix: the environment also
-    # plays failed revive reads, which every release has, open)
-    fixed = check_reference("fix-10985-rocketmq-5.5.1", max_examples=100, scenario=sc)
-    assert fixed.ok and fixed.crashes_ignored == 0, fixed.summary()
+    # the release in the same environment (taken with #10985's fix: the environment also plays
+    # failed revive reads, which every release has, open) calls no listener past the limit. At
+    # limit 0 it may show the other loss every 5.x push consumer in POP mode has: a message whose
+    # only pop ran out before its call is revived at 1 and acked unseen (INV-POP-LOSS-1, random
+    # real run 20201); that is the only finding allowed
+    fixed = check_reference("fix-10985-rocketmq-5.5.1", max_examples=100, scenario=sc,
+                            trace_path=str(tmp_path / "fixed.jsonl"), shrink_budget_s=10)
+    assert fixed.crash is None and fixed.crashes_ignored == 0, fixed.summary()
+    if not fixed.ok:
+        rep = check_trace(fixed.trace_path, "fix-10985-rocketmq-5.5.1")
+        assert set(rep.findings.counts) <= {"INV-POP-LOSS-1"}, rep.findings.counts
+        assert all("no listener call ever received" in f.message for f in rep.findings.errors)
 
 
 def test_8332_real_5_5_1_acks_the_revived_copies_unconsumed():
