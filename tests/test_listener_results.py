@@ -78,7 +78,7 @@ def test_go_ack_index_fails_check_with_inv_offset_3_on_the_messages_past_it():
     assert past == {2, 3, 6, 7, 10, 11, 14, 15}
     assert {int(v["message"].split("past offset ")[1].split()[0]) for v in d["violations"]} == past
     for v in d["violations"]:
-        assert v["event_kind"] == "offset_committed" and "past ack_index 1 of its CONSUME_SUCCESS" in v["message"]
+        assert v["event_kind"] == "trace_ended" and "past ack_index 1 of its CONSUME_SUCCESS" in v["message"]
         assert "cause: the client ignored the listener's ConsumeConcurrentlyContext.ackIndex" in v["message"]
 
 

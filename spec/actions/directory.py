@@ -10,6 +10,7 @@ from ..pending import retries_in_flight, unconsumed
 from ..lifecycles import PQ_TABLE
 from ..state import M_CODE, M_PROPS, M_TAGS, PQ, Client, Progress, View
 from .common import _client, _end, _pauses_between, _q, _removed_under_consume_lock, _skip_to, reset_stray_cause
+from . import listener_results as _said
 from .locks import holds_lock
 from .consume import _settle
 from .offsets import _committed_for, _pull_from_where, _set_committed
@@ -49,6 +50,7 @@ def trace_ended(st, ev, out):
     """RocketMQ: end of run (quiescence check).
     Actor: recorder."""
     st.ended = ev["reason"]
+    _said.trace_ended(st, ev, out)
     if ev["reason"] in JUDGED_ENDS:
         check_quiescent(st, out)
 

@@ -71,8 +71,20 @@ def call_started(st, ev, out) -> None:
     c = st.dir.clients.get(cid)
     if orderly and recons is not None and c is not None and c.orderly and not c.broadcast and c.max_reconsume >= 0:
         _past_limit(st, qs, ev, c.max_reconsume, offsets, ids, recons, out)
+    g = qs.key[0]
     for o, mid, origin in zip(offsets, ids, origins):
         _record(st, qs, o, mid, origin)[_OWED] = None     # delivered again: not lost (yet)
+        _received_again(st, g, mid, origin)
+
+
+def _received_again(st, g, mid, origin) -> None:
+    """A listener call of the group received the message after a commit passed it (a pull from a
+    stale offset, a retry copy): what that commit seemed to lose was not lost."""
+    for i in {mid, origin}:
+        lost = st.said_lost.pop((g, i), None)
+        if lost is not None:
+            for j in lost[2]:
+                st.said_lost.pop((g, j), None)
 
 
 def _past_limit(st, qs, ev, mx, offsets, ids, recons, out) -> None:
@@ -175,9 +187,27 @@ def committed(st, ev, out) -> None:
                      "rocketmq-client-go v2.1.2 never reads AckIndex)" if success else
                      "the client acked a failed message without a send-back the broker accepted (4.9.8's "
                      "processConsumeResult keeps a message whose send-back failed and consumes it again)")
-            out.report_part("INV-OFFSET-3", PART_DECLARED_UNCONSUMED,
-                            f"broker commits {off} ({src} from {ev.get('client') or 'a client'}) past offset {o} "
-                            f"({rec[_ID]}), which {cid}'s listener call {consume_id} declared not consumed ({why}); "
-                            f"the broker accepted no send-back of it and no listener call of the group received it "
-                            f"again: it is lost; cause: {cause}", qs.key)
+            words = (f"broker commits {off} ({src} from {ev.get('client') or 'a client'}) past offset {o} "
+                     f"({rec[_ID]}), which {cid}'s listener call {consume_id} declared not consumed ({why}); "
+                     f"the broker accepted no send-back of it and no listener call of the group received it "
+                     f"again before the end: it is lost; cause: {cause}")
+            ids = {rec[_ID], rec[_ORIGIN]}
+            lost = [qs.key, words, ids]
+            for i in ids:
+                st.said_lost[(qs.key[0], i)] = lost
         _forget(st, qs, o)
+
+
+def trace_ended(st, ev, out) -> None:
+    """What commits passed and no listener call of the group received again is lost (a message may
+    come back after the commit: a client pulling from an offset it read before the commit)."""
+    if not st.said_lost:
+        return
+    seen = set()
+    for key in sorted(st.said_lost, key=repr):
+        lost = st.said_lost[key]
+        if id(lost) in seen:
+            continue
+        seen.add(id(lost))
+        out.report_part("INV-OFFSET-3", PART_DECLARED_UNCONSUMED, lost[1], lost[0])
+    st.said_lost.clear()
