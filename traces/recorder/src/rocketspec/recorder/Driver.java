@@ -818,11 +818,48 @@ public final class Driver {
 
     // ------------------------------------------------------------------ quiescence
     /**
+     * The live clients under test (record --client) of remoting (PUSH) groups that their group's
+     * registration on the broker does not list under the id they reported (Membership).
+     */
+    private List<String> outOfGroup() {
+        Map<String, String> live = new HashMap<>();
+        Map<String, String> ids = new HashMap<>();
+        Map<String, List<String>> registered = new HashMap<>();
+        for (Map.Entry<String, Process> e : separate.entrySet()) {
+            String name = e.getKey();
+            String group = groupOf.get(name);
+            JSONObject g = plan.getJSONObject("groups").getJSONObject(group);
+            String type = g == null ? null : g.getJSONObject("config").getString("client_type");
+            if (!Boolean.TRUE.equals(alive.get(name)) || !e.getValue().isAlive()
+                || (type != null && !"PUSH".equals(type))) {
+                continue;
+            }
+            live.put(name, group);
+            String id = ExternalClient.reportedId(name);
+            if (id != null) {
+                ids.put(name, id);
+            }
+            if (!registered.containsKey(group)) {
+                List<String> listed = new ArrayList<>();
+                org.apache.rocketmq.broker.client.ConsumerGroupInfo gi = broker.getConsumerManager().getConsumerGroupInfo(group);
+                if (gi != null) {
+                    for (org.apache.rocketmq.broker.client.ClientChannelInfo ci : gi.getChannelInfoTable().values()) {
+                        listed.add(ci.getClientId());
+                    }
+                }
+                registered.put(group, listed);
+            }
+        }
+        return Membership.outOfGroup(live, ids, registered);
+    }
+
+    /**
      * Nothing left to do: producers done (checked by the caller), no scheduled message waiting,
      * and for every group with a live consumer, every queue of every topic it consumes (its
      * retry topic included) has a broker committed offset at its max offset (consumed and the
      * offset persisted), or for broadcasting, each live in-process client's offset store there;
-     * and no in-process client holds messages in a ProcessQueue.
+     * no in-process client holds messages in a ProcessQueue; and every live client under test is
+     * registered in its group (outOfGroup).
      */
     private boolean quiescent() {
         MessageStore store = broker.getMessageStore();
@@ -837,6 +874,9 @@ public final class Driver {
         }
         if (!paused.isEmpty()) {
             return false;
+        }
+        if (ExternalClient.enabled(plan) && !outOfGroup().isEmpty()) {
+            return false;   // a live client the broker dropped: it comes back at its next heartbeat
         }
         if (pop != null && !pop.quiet()) {
             return false;   // a popped message still held: its ack, or its revive, is to come

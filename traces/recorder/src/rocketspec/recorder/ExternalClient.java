@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A scenario client run by a program rocketspec did not write, through the client driver
@@ -26,7 +27,15 @@ import java.util.Map;
 final class ExternalClient {
     static final int PROTOCOL = 1;
 
+    /** Client name to the id its `started` report gave (the id the library registers with the broker). */
+    private static final Map<String, String> REPORTED_IDS = new ConcurrentHashMap<>();
+
     private ExternalClient() {
+    }
+
+    /** The id the client's latest life reported in `started`; null before. */
+    static String reportedId(String client) {
+        return REPORTED_IDS.get(client);
     }
 
     static boolean enabled(JSONObject plan) {
@@ -87,6 +96,12 @@ final class ExternalClient {
                 break;
             }
         }
+        if ("started".equals(type)) {
+            String id = clientIdOf(line);
+            if (id != null) {
+                REPORTED_IDS.put(client, id);
+            }
+        }
         if (!"started".equals(type)) {
             out.close();
             throw new IllegalStateException("client " + client + " (" + String.join(" ", cmd) + ") did not report started"
@@ -106,6 +121,15 @@ final class ExternalClient {
         drain.setDaemon(true);
         drain.start();
         return p;
+    }
+
+    private static String clientIdOf(String line) {
+        try {
+            Object o = JSON.parse(line);
+            return o instanceof JSONObject ? ((JSONObject) o).getString("client_id") : null;
+        } catch (RuntimeException e) {
+            return null;   // rocketspec record names the bad line after the run
+        }
     }
 
     private static String typeOf(String line) {
