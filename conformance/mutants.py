@@ -309,7 +309,8 @@ CATALOGUE: tuple[Mutant, ...] = (
       "(appendCheckPointThenAckOrigin without its ack): the old checkpoint still revives the message "
       "while the new handle holds it."),
     M("pop-push-raw-max-reconsume", "client/pop_consumer.py", "PopConsumer._on_push_pop",
-      "elif m.reconsume_times > self.max_reconsume():", "elif m.reconsume_times > self.max_reconsume_times:",
+      "m.reconsume_times, self.max_reconsume_times, self.profile.pop_push_limit_resolved):",
+      "m.reconsume_times, self.max_reconsume_times, False):",
       "INV-POP-LOSS-1",
       "The push consumer in POP mode compares reconsume times with the raw maxReconsumeTimes (-1, the "
       "default, meaning 16): every message is acked as past its retries without being consumed."),
