@@ -114,6 +114,22 @@ class Offsets:
     table: dict                           # (topic, group) -> {queue id: offset} | (topic, broker, queue id) -> offset
 
 
+def _text_or_bak(path: Path) -> tuple[str, Path]:
+    """An offsets file's text as RocketMQ loads it: when the file is empty or holds no table (a
+    process stopped inside MixAll.string2File, which writes the file last), the `.bak` copy that
+    string2File keeps of the previous content (LocalFileOffsetStore.readLocalOffset ->
+    readLocalOffsetBak; ConfigManager.load -> loadBak)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if "offsetTable" in text:
+        return text, path
+    bak = path.with_name(path.name + ".bak")
+    if bak.is_file():
+        btext = bak.read_text(encoding="utf-8", errors="replace")
+        if "offsetTable" in btext:
+            return btext, bak
+    raise StoreReadError(f"{path}: no offsetTable" + (f" (nor in {bak.name})" if bak.is_file() else ""))
+
+
 def read_broker_offsets(store_dir) -> Offsets | None:
     """The broker's committed offsets as `ConsumerOffsetManager.persist` last wrote them
     (`<store>/config/consumerOffset.json`, every flushConsumerOffsetInterval and at shutdown);
@@ -121,13 +137,11 @@ def read_broker_offsets(store_dir) -> Offsets | None:
     path = Path(store_dir) / "config" / "consumerOffset.json"
     if not path.is_file():
         return None
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text, used = _text_or_bak(path)
     table = {}
     for m in _GROUP_TABLE.finditer(text):
         table[(m[1], m[2])] = {int(q): int(o) for q, o in _QUEUE_OFFSET.findall(m[3])}
-    if "offsetTable" not in text:
-        raise StoreReadError(f"{path}: no offsetTable")
-    return Offsets(str(path), int(path.stat().st_mtime * 1000), None, None, table)
+    return Offsets(str(used), int(used.stat().st_mtime * 1000), None, None, table)
 
 
 def read_local_offsets(run_dir) -> list[Offsets]:
@@ -136,14 +150,12 @@ def read_local_offsets(run_dir) -> list[Offsets]:
     persistConsumerOffsetInterval from 10 s after the client started, and at its shutdown)."""
     out = []
     for path in sorted((Path(run_dir) / ".rocketmq_offsets").glob("*/*/offsets.json")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if "offsetTable" not in text:
-            raise StoreReadError(f"{path}: no offsetTable")
+        text, used = _text_or_bak(path)
         table = {}
         for m in _MQ_KEY.finditer(text):
             f = {k: (s if s else int(v)) for k, v, s in _FIELD.findall(m[1])}
             if {"topic", "brokerName", "queueId"} <= f.keys():
                 table[(f["topic"], f["brokerName"], int(f["queueId"]))] = int(m[2])
-        out.append(Offsets(str(path), int(path.stat().st_mtime * 1000), path.parent.name, path.parent.parent.name,
+        out.append(Offsets(str(used), int(used.stat().st_mtime * 1000), path.parent.name, path.parent.parent.name,
                            table))
     return out
