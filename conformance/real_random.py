@@ -684,7 +684,7 @@ def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | 
         oracle = oracle_dict(oracle_report(sc, msgtrace, run / "store", t0, _settled(res, trace)))
     except (UserError, StoreReadError) as exc:
         # no oracle for this run (its message traces or store could not be read): not judged
-        res.note = f"RocketMQ's records of the run could not be read: {exc}"
+        res.note = f"{_UNREAD}: {exc}"
         res.seconds = time.monotonic() - t
         return _save(res, folder)
     except Exception as exc:   # a bug in the judge: this run's class is "error", the batch goes on
@@ -779,9 +779,16 @@ def exit_code(results: list[RunResult]) -> int:
     return 0
 
 
+_UNREAD = "RocketMQ's records of the run could not be read"
+
+
 def reclassify(out_dir) -> list[RunResult]:
     """The runs under `out_dir` (as `record --random` wrote them) classified again from their
     files, without running anything: after a change to the spec, the oracle or this module."""
+    from rocketspec.errors import UserError
+
+    from .store_contents import StoreReadError
+
     out = []
     for folder in sorted(Path(out_dir).glob("seed-*"), key=lambda p: int(p.name[5:])):
         if not (folder / "result.json").exists():
@@ -790,12 +797,22 @@ def reclassify(out_dir) -> list[RunResult]:
             continue
         res = RunResult(**{k if k != "class" else "cls": v for k, v in json.loads((folder / "result.json").read_text()).items()
                            if k in ("seed", "class", "events", "ended", "seconds", "note", "folder", "recorder")})
-        if res.cls not in ("incomplete", "error"):
+        # a run recorded whole whose records the oracle could not read then is judged again: the
+        # reader may read them now (run 18234's empty offsets.json, read from its .bak since)
+        unread = res.cls == "incomplete" and (res.note or "").startswith(_UNREAD) and (folder / "trace.jsonl").is_file()
+        if res.cls not in ("incomplete", "error") or unread:
             sc = json.loads((folder / "scenario.json").read_text())
             res.check_ids, check_json = _check(folder / "trace.jsonl")
             (folder / "check.json").write_text(json.dumps(check_json, indent=1) + "\n")
-            oracle = oracle_dict(oracle_report(sc, folder / "msgtrace.txt", folder / "run" / "store",
-                                   _first_ts(folder / "trace.jsonl"), _settled(res, folder / "trace.jsonl")))
+            try:
+                oracle = oracle_dict(oracle_report(sc, folder / "msgtrace.txt", folder / "run" / "store",
+                                       _first_ts(folder / "trace.jsonl"), _settled(res, folder / "trace.jsonl")))
+            except (UserError, StoreReadError) as exc:
+                res.cls, res.note = "incomplete", f"{_UNREAD}: {exc}"
+                out.append(_save(res, folder))
+                continue
+            if unread:
+                res.note = f"{res.events} events, ended {res.ended}; RocketMQ's records read when judged again"
             (folder / "oracle.json").write_text(json.dumps(oracle, indent=1) + "\n")
             res.oracle_ids = [g["id"] for g in oracle["guarantees"] if g["status"] == "violated"]
             res.breaks = [f"{b['kind']}:{b['target']}" for b in sc.get("breaks", [])]
