@@ -250,7 +250,7 @@ class QueueState:
     __slots__ = ("key", "committed", "flushed", "lock_state", "holder", "lock_exp", "lock_ts", "lock_epoch",
                  "pqs", "stores", "local", "persists", "units", "busy", "reads", "pull_commit", "orphans",
                  "orphan_outcome", "reset_drops", "illegal", "resets", "written_ahead", "reset_ahead", "overlaps", "batch_max", "held",
-                 "lost_entry", "released", "stale_next", "granted", "reset_strays", "listed", "persist_floor", "due_sendbacks", "said", "said_calls",
+                 "lost_entry", "released", "stale_next", "granted", "reset_strays", "listed", "persist_floor", "sample_floor", "due_sendbacks", "said", "said_calls",
                  "said_floor")
 
     def __init__(self, key):
@@ -301,6 +301,10 @@ class QueueState:
         # RemoteBrokerOffsetStore.persistAll reads a value after the RPC before it, so a persist
         # carries at least the value seen at the previous one (spec.actions.offsets.offset_persisted)
         self.persist_floor: dict[str, tuple] = {}
+        # client -> (its ProcessQueue's gen, the store's value the spec held after the client's last
+        # poll of it): the next poll reads the table after that event, so (increaseOnly) at least this
+        # (spec.actions.offsets._sampled_store)
+        self.sample_floor: dict[str, tuple] = {}
         # client -> offsets its replaced or removed ProcessQueue's listener calls failed and did not
         # send back yet: processConsumeResult's send-back loop goes on with the ProcessQueue its
         # ConsumeRequest holds (spec.actions.retry.send_back_requested)
