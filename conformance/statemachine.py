@@ -856,6 +856,47 @@ class PopMachine(ReferenceMachine):
             self._step(action="fail_revive_reads", broker=broker, count=count)
 
 
+# ---------------------------------------------------------------------- the send-back's fallback
+# The send-back environment (check_reference(scenario=SEND_BACK), SendBackMachine): the default
+# deployment, with two moves of its own kept out of the default machine (a new rule would change
+# the default's examples): a concurrent group's listener asks for a delay level on a failure
+# (ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume), and consumerSendMessageBack may throw
+# while the broker is up, so the client's producer sends the retry copy (#3731's path).
+SEND_BACK = validate({**SCENARIO, "name": "statemachine-send-back",
+                      "description": "The send-back environment of conformance.statemachine (SendBackMachine)",
+                      "groups": [{**g, "name": n} for n, g in SCENARIO["groups"].items()]},
+                     "builtin:statemachine-send-back")
+
+
+class SendBackMachine(ReferenceMachine):
+    """The machine in the send-back environment: every move of the base, and two of its own made
+    once at the start of each example (so every example may have them, whatever its length):
+    listener_delay_level and send_back_throws."""
+
+    @initialize(level=st.sampled_from([0, 1, 2, 5]))
+    @_logged
+    def listener_delay_level(self, level):
+        """GID_C's listener sets delayLevelWhenNextConsume to `level` on every failed call (0:
+        it leaves it to the broker's 3 + reconsumeTimes; the concurrent group: an orderly
+        listener suspends instead, a broadcasting consumer sends nothing back)."""
+        if self.done or not level:
+            return
+        self.run.scenario["groups"]["GID_C"].setdefault("listener", {})["delay_level_when_next_consume"] = level
+        for c in self.run.consumers.values():
+            if c.group == "GID_C":
+                c.listener.delay_level_when_next_consume = level
+
+    @initialize(probability=st.sampled_from([0.0, 0.5, 1.0]))
+    @_logged
+    def send_back_throws(self, probability):
+        """A consumerSendMessageBack may throw with its broker up (a timeout: the
+        broker did not take it), and the client's producer sends the copy to %RETRY% (the fault
+        kind send_back_threw of explore): with 0.5 the choices decide which send-back throws
+        (choice point send_back_throws), with 1.0 every one does."""
+        if not self.done and self.run is not None and probability:
+            self.run.net.faults.send_back_throw = probability
+
+
 def _longest_call(listener) -> int:
     """The longest listener call a client may make: its range, or a rule's."""
     longest = max(listener.duration)
@@ -964,8 +1005,9 @@ def machine_class(profile: str = "rocketmq-4.9.8", **attrs) -> type:
         return _CLASSES[profile]
     ns = {"profile": profile, "scenario": scenario_for(profile), "report": _new_report(),
           "__module__": __name__, "__qualname__": "ReferenceMachine", **attrs}
-    # the POP environment has its own moves (PopMachine)
-    base = PopMachine if ns["scenario"].get("name") == POP["name"] else ReferenceMachine
+    # the POP and send-back environments have their own moves (PopMachine, SendBackMachine)
+    base = {POP["name"]: PopMachine, SEND_BACK["name"]: SendBackMachine}.get(ns["scenario"].get("name"),
+                                                                             ReferenceMachine)
     cls = type("ReferenceMachine", (base,), ns)
     if not attrs:
         _CLASSES[profile] = cls
@@ -1032,6 +1074,7 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
     if scenario is not None:
         attrs["scenario"] = environment_for(name, scenario)
     cls = machine_class(name, **attrs)
+    env = cls.scenario.get("name")
     if seed is not None:
         cls = hseed(seed)(cls)
     s = settings(max_examples=max_examples, derandomize=derandomize and seed is None, database=None, deadline=None,
@@ -1050,8 +1093,8 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
         res.trace_path = fail.get("trace_path")
         res.message = str(exc)
         res.falsifying_code = _falsifying_code(name, list(getattr(exc, "__notes__", [])) + lines,
-                                               respect_assumptions) or \
-            _falsifying_code(name, fail.get("steps", []), respect_assumptions)
+                                               respect_assumptions, env) or \
+            _falsifying_code(name, fail.get("steps", []), respect_assumptions, env)
     except BaseException as exc:        # noqa: BLE001 - only the budget's end is handled here
         if not _budget_ended(exc):
             raise
@@ -1062,7 +1105,7 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
             res.ok = False
             res.finding, res.crash, res.trace_path = fail["finding"], fail["crash"], fail["trace_path"]
             res.message = "the shrink budget ran out: shrunk as far as it got"
-            res.falsifying_code = _falsifying_code(name, fail["steps"], respect_assumptions)
+            res.falsifying_code = _falsifying_code(name, fail["steps"], respect_assumptions, env)
     res.examples_run = cls.report["examples"]
     if cls.report["first_failure"] is not None:
         res.examples_to_failure = cls.report["first_failure"][0]
@@ -1078,8 +1121,15 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
     return res
 
 
-def _falsifying_code(profile: str, lines: list[str], respect_assumptions: bool = True) -> str:
-    """Hypothesis's printout of the final (shrunk) run, from `state = ...`, made runnable."""
+# the environments of this module a falsifying example names, so that it runs as printed
+_NAMED_ENVIRONMENTS = {POP["name"]: "POP", SEND_BACK["name"]: "SEND_BACK"}
+
+
+def _falsifying_code(profile: str, lines: list[str], respect_assumptions: bool = True,
+                     environment: str | None = None) -> str:
+    """Hypothesis's printout of the final (shrunk) run, from `state = ...`, made runnable;
+    `environment`: the name of the machine's environment, kept when it is one of this module's
+    own (_NAMED_ENVIRONMENTS)."""
     lines = [ln for chunk in lines for ln in str(chunk).splitlines()]
     start = next((i for i, ln in enumerate(lines) if ln.startswith("state = ")), None)
     if start is None:
@@ -1091,8 +1141,9 @@ def _falsifying_code(profile: str, lines: list[str], respect_assumptions: bool =
             break
     else:
         body.append("state.teardown()")
+    env = _NAMED_ENVIRONMENTS.get(environment)
     return "\n".join([
-        "from rocketspec.conformance.statemachine import machine_class",
-        f"ReferenceMachine = machine_class({profile!r}"
-        f"{'' if respect_assumptions else ', respect_assumptions=False'})",
+        "from rocketspec.conformance.statemachine import machine_class" + (f", {env}" if env else ""),
+        f"ReferenceMachine = machine_class({profile!r}" + (f", scenario={env}" if env else "")
+        + f"{'' if respect_assumptions else ', respect_assumptions=False'})",
         *body])

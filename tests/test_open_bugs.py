@@ -153,6 +153,30 @@ def test_3731_a_fallback_after_a_send_back_at_level_0_is_owed_3_plus_r():
     assert _report(evs, "rocketmq-4.9.8").ok
 
 
+def test_3731_the_state_machine_finds_it_when_a_send_back_throws_after_a_delay_level(tmp_path):
+    # The send-back environment (SEND_BACK): GID_C's listener may ask for a delay level on a
+    # failure, and a consumerSendMessageBack may throw with its broker up, so the producer
+    # fallback sends the copy, at 3 + reconsumeTimes under every release (#3731). The fix keeps
+    # the listener's level, and the same environment holds.
+    from rocketspec.conformance.monitor import SpecViolation
+    from rocketspec.conformance.statemachine import SEND_BACK, check_reference
+
+    res = check_reference("bug-3731-rocketmq-5.5.1", max_examples=100, scenario=SEND_BACK,
+                          trace_path=str(tmp_path / "f.jsonl"), shrink_budget_s=10)
+    assert not res.ok and res.finding == "INV-RETRY-2", res.summary()
+    rep = check_trace(res.trace_path, "bug-3731-rocketmq-5.5.1")
+    assert any("#3731" in f.message for f in rep.findings.errors if f.inv == "INV-RETRY-2")
+    code = res.falsifying_code
+    assert "listener_delay_level(level=" in code and "send_back_throws(probability=" in code, code
+    # the example runs as printed, in its environment, and fails the same way
+    with pytest.raises(SpecViolation) as info:
+        exec(compile(code.replace("scenario=SEND_BACK", f"scenario=SEND_BACK, trace_path={str(tmp_path / 'r.jsonl')!r}"),
+                     "<falsifying example>", "exec"), {})
+    assert info.value.finding.inv == "INV-RETRY-2" and "#3731" in str(info.value)
+    assert check_reference("fix-3731-rocketmq-5.5.1", max_examples=60, scenario=SEND_BACK).ok
+    assert check_reference("fix-3731-rocketmq-5.5.1", max_examples=60).ok
+
+
 @pytest.mark.parametrize("name", ["bug-3731-4.9.8.jsonl.gz", "bug-3731-4.9.8.min.jsonl.gz",
                                   "bug-3731-5.5.0.jsonl.gz", "bug-3731-5.5.0.min.jsonl.gz",
                                   "bug-3731-5.5.1.jsonl.gz", "bug-3731-5.5.1.min.jsonl.gz"])
