@@ -206,6 +206,13 @@ def long_scenario(tmp_path) -> Path:
     return p
 
 
+def _default_sigint() -> None:
+    """The run starts with SIGINT at its default, as from a terminal: a test process started in the
+    background by a non-interactive shell has SIGINT ignored, which its children inherit, and
+    Python then installs no KeyboardInterrupt handler (the CLI would rightly not see Ctrl-C)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def kill_group(p) -> None:
     """Whatever the outcome, no process of the run outlives the test (a worker orphaned by a
     killed parent included)."""
@@ -241,7 +248,7 @@ def test_an_interrupted_simulate_leaves_no_prefix_and_the_older_file_intact(tmp_
     assert cli("simulate", "--out", out, "--quiet").exit_code == 0
     before = out.read_bytes()
     p = subprocess.Popen(CLI + ["simulate", "--scenario", str(sc), "--out", str(out), "--quiet"],
-                         cwd=tmp_path, stderr=subprocess.PIPE, start_new_session=True)
+                         cwd=tmp_path, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_default_sigint)
     try:
         wait_for_output(tmp_path, {out.name: before, sc.name: sc.read_bytes()})
         os.killpg(p.pid, sig)        # as a terminal's Ctrl-C, or a service manager, sends it
@@ -269,7 +276,7 @@ def test_an_interrupted_dataset_keeps_only_complete_runs(tmp_path, sig, code, gr
     out = tmp_path / "data"
     p = subprocess.Popen(CLI + ["simulate", "--scenario", str(sc), "--events", str(10 ** 8), "--workers", "2",
                                 "--out", str(out), "--quiet"],
-                         cwd=tmp_path, stderr=subprocess.PIPE, start_new_session=True)
+                         cwd=tmp_path, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_default_sigint)
     try:
         end = time.monotonic() + 60
         while not (out.is_dir() and len(os.listdir(out)) >= 2) and time.monotonic() < end:

@@ -402,11 +402,16 @@ def test_8332_the_spec_judges_only_a_push_consumer_in_pop_mode_against_its_resol
     assert all("#8332's fix" in f.message and "cause: #8332" not in f.message for f in rep.findings.errors)
 
 
-def test_8332_the_state_machine_finds_it_in_the_pop_environment_at_limit_0(tmp_path):
+def test_8332_the_state_machine_finds_it_in_the_pop_environment_at_limit_0(tmp_path, monkeypatch):
     from rocketspec.conformance.statemachine import check_reference
 
+    # the bug profile is 5.3.3 with one switch reverted, so it has #10985 too, which the environment
+    # plays (failed revive reads: INV-POP-LIVE-1) and may meet first: searched with #10985 fixed
+    name = BUG_8332 + "+fix-10985"
+    monkeypatch.setitem(profiles.PROFILES, name, profiles.derive(profiles.PROFILES[BUG_8332], name=name,
+                                                                 revive_read_failure_reputs=True))
     sc = _pop_limit(0)
-    res = check_reference(BUG_8332, max_examples=100, scenario=sc, trace_path=str(tmp_path / "f.jsonl"),
+    res = check_reference(name, max_examples=100, scenario=sc, trace_path=str(tmp_path / "f.jsonl"),
                           shrink_budget_s=10)
     assert not res.ok and res.crash is None and res.finding == "INV-POP-DLQ-1", res.summary()
     rep = check_trace(res.trace_path, BUG_8332)

@@ -42,5 +42,7 @@ def test_a_reader_of_the_schema_field_alone_judges_the_go_trace_at_its_level(tmp
     assert rep.level.observed == {"broker", "client_reports"}
     assert {"INV-DLQ-1", "INV-CLIENT-1", "ANOM-OFFSET-BACK"} <= set(rep.level.judged)
     assert {"INV-PQ-1", "INV-OFFSET-1", "INV-RETRY-1"} <= set(rep.level.not_judged)
-    # judged whole, the same trace reads every ProcessQueue-less listener call as a violation
-    assert rep.ok
+    # judged whole, the same trace reads every ProcessQueue-less listener call as a violation; at
+    # its level it shows only the Go client's own over-retry (Finding 1, INV-RETRY-1's judged part)
+    assert {f.inv for f in rep.findings.errors} == {"INV-RETRY-1"}, rep.findings.counts
+    assert rep.findings.counts["INV-RETRY-1"] == 6
