@@ -91,13 +91,13 @@ final class ExternalClient {
         while ((line = r.readLine()) != null) {
             out.write(line + "\n");
             out.flush();
-            type = typeOf(line);
+            type = fieldOf(line, "type");
             if ("started".equals(type) || "error".equals(type)) {
                 break;
             }
         }
         if ("started".equals(type)) {
-            String id = clientIdOf(line);
+            String id = fieldOf(line, "client_id");
             if (id != null) {
                 REPORTED_IDS.put(client, id);
             }
@@ -123,19 +123,10 @@ final class ExternalClient {
         return p;
     }
 
-    private static String clientIdOf(String line) {
+    private static String fieldOf(String line, String key) {
         try {
             Object o = JSON.parse(line);
-            return o instanceof JSONObject ? ((JSONObject) o).getString("client_id") : null;
-        } catch (RuntimeException e) {
-            return null;   // rocketspec record names the bad line after the run
-        }
-    }
-
-    private static String typeOf(String line) {
-        try {
-            Object o = JSON.parse(line);
-            return o instanceof JSONObject ? ((JSONObject) o).getString("type") : null;
+            return o instanceof JSONObject ? ((JSONObject) o).getString(key) : null;
         } catch (RuntimeException e) {
             return null;   // rocketspec record names the bad line after the run
         }
