@@ -192,7 +192,7 @@ def committed(st, ev, out) -> None:
                      f"the broker accepted no send-back of it and no listener call of the group received it "
                      f"again before the end: it is lost; cause: {cause}")
             ids = {rec[_ID], rec[_ORIGIN]}
-            lost = [qs.key, words, ids]
+            lost = (qs.key, words, ids, o)
             for i in ids:
                 st.said_lost[(qs.key[0], i)] = lost
         _forget(st, qs, o)
@@ -203,11 +203,13 @@ def trace_ended(st, ev, out) -> None:
     come back after the commit: a client pulling from an offset it read before the commit)."""
     if not st.said_lost:
         return
+    # one loss is keyed by each of its ids (the message's and its origin's): report it once, by
+    # its queue and offset
     seen = set()
     for key in sorted(st.said_lost, key=repr):
         lost = st.said_lost[key]
-        if id(lost) in seen:
+        if (lost[0], lost[3]) in seen:
             continue
-        seen.add(id(lost))
+        seen.add((lost[0], lost[3]))
         out.report_part("INV-OFFSET-3", PART_DECLARED_UNCONSUMED, lost[1], lost[0])
     st.said_lost.clear()

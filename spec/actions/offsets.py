@@ -104,6 +104,19 @@ def _pull_from_where(st, qs, client, read, sq, end_at_read=None):
     return None, None, None   # -2/-3: computePullFromWhere fails; no ProcessQueue should follow
 
 
+def floor_of(floors, cid, pq):
+    """The store value a client's earlier observation of this ProcessQueue proved (a persist's or a
+    poll's), or None when the ProcessQueue was replaced since or none was seen. The store only
+    increases within one ProcessQueue (compareAndIncreaseOnly), so a later read of it is at least
+    this value: the floor of spec.state's persist_floor and sample_floor."""
+    f = floors.get(cid)
+    return f[1] if f is not None and f[0] == pq.gen else None
+
+
+def set_floor(floors, cid, pq, value) -> None:
+    floors[cid] = (pq.gen, value)
+
+
 def _sampled_store(st, qs, ev, out):
     """An offset-store value read by polling (obs sampled): the store held `stored` at ts; which
     updateOffset produced it is not known. Judged as a state: it never passes a message the
@@ -125,8 +138,8 @@ def _sampled_store(st, qs, ev, out):
     read_early = False
     if pq is not None and pq.live:
         if s is not None and v < s[0] and not pq.orderly:
-            floor = qs.sample_floor.get(cid)
-            if floor is not None and floor[0] == pq.gen and v >= floor[1]:
+            floor = floor_of(qs.sample_floor, cid, pq)
+            if floor is not None and v >= floor:
                 # the poller reads the whole table (Release.offsets) before it writes its events,
                 # so an exact event written in between (a persist or a pull's commit offset, each
                 # read from the store before the RPC the recorder hooks) may carry a newer value;
@@ -152,7 +165,7 @@ def _sampled_store(st, qs, ev, out):
                            f"moved the queue's one offset store there (a reset overwritten by an earlier pull, apache/rocketmq#4206, #4742){then}", key)
             del qs.stale_next[cid]
             qs.stores[cid] = [v, ev.get("frozen") or False]
-            qs.sample_floor[cid] = (pq.gen, v)
+            set_floor(qs.sample_floor, cid, pq, v)
             st.sampled_stores.add((key, cid))
             return
         # the handled messages below it have left the tree (removeMessage, not observable)
@@ -176,7 +189,7 @@ def _sampled_store(st, qs, ev, out):
     if not read_early:
         qs.stores[cid] = [v, ev.get("frozen") or False]
     if pq is not None:
-        qs.sample_floor[cid] = (pq.gen, qs.stores[cid][0])
+        set_floor(qs.sample_floor, cid, pq, qs.stores[cid][0])
     st.sampled_stores.add((key, cid))
 
 
@@ -425,17 +438,17 @@ def offset_persisted(st, ev, out):
                 # the two is newer than what the persist carries. The read follows the client's
                 # previous persist of the queue, so it is at least the value seen then; before
                 # the ProcessQueue's first persist nothing in the trace bounds the read
-                floor = qs.persist_floor.get(cid)
-                if floor is not None and floor[0] == pq.gen and off < floor[1]:
+                floor = floor_of(qs.persist_floor, cid, pq)
+                if floor is not None and off < floor:
                     out.report("INV-OFFSET-1", f"persist sends {off}, below the store's value {s[0]} seen earlier "
-                               f"and the value {floor[1]} seen at its previous persist", key)
+                               f"and the value {floor} seen at its previous persist", key)
                 else:
                     stale = True    # read before the update the poller saw: the store keeps the newer value
         if not stale:
             s[0] = off
         pq = qs.pqs.get(cid)
         if pq is not None:
-            qs.persist_floor[cid] = (pq.gen, s[0])
+            set_floor(qs.persist_floor, cid, pq, s[0])
     elif s is not None and s[0] != off:
         out.report("INV-OFFSET-1", f"persist sends {off}, the client store holds {s[0]}", key)
     c = st.dir.clients.get(cid)
