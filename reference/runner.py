@@ -204,6 +204,10 @@ class Run:
             b = self.net.brokers[st["broker"]]
             if b.revive is not None:
                 b.revive.read_failures += int(st["count"])
+        elif a == "delay_pop_reads":
+            b = self.net.brokers[st["broker"]]
+            if b.pop is not None:
+                b.pop.late_reads += int(st["count"])
         elif a == "set_broker_offset":
             self.set_broker_offset(st["broker"], st["group"], st["topic"], int(st["queue"]), int(st["offset"]))
         elif a == "reset_offset":

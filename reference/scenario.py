@@ -103,6 +103,7 @@ STEP_ACTIONS = {
     "oneway_loss": {"probability"},
     "fail_offset_queries": {"client", "count"},
     "fail_revive_reads": {"broker", "count"},     # POP: the broker's next revive reads fail (#10985)
+    "delay_pop_reads": {"broker", "count"},       # POP: the broker's next pops read the queues late (#7914)
     "delete_messages": {"broker", "topic", "queue", "before"},
     "produce": {"topic", "count"},
     "set_broker_offset": {"broker", "group", "topic", "queue", "offset"},

@@ -33,7 +33,7 @@ DONE = (ACKED, REVIVED, DEAD, SKIPPED, LOST)
 
 class Copy:
     __slots__ = ("msg_id", "origin", "reconsume", "status", "handle", "pop_time", "deadline", "client",
-                 "order", "suspend", "since", "popped", "restarted", "prior")
+                 "order", "suspend", "since", "popped", "restarted", "prior", "stored_at")
 
     def __init__(self, msg_id=None, origin=None, reconsume=None, status=STORED, since=0):
         self.msg_id, self.origin, self.reconsume = msg_id, origin, reconsume
@@ -51,6 +51,7 @@ class Copy:
         # current handle's: a re-pop after a restart leaves the earlier pop's checkpoint waiting
         # in the revive log, and its holder may still ack or change it
         self.prior: dict = {}
+        self.stored_at = None       # its store time, where the spec keeps it (StoredQueue.stored_at)
 
     def current(self, pop_time) -> bool:
         """The handle of `pop_time` is this copy's current one. A dead-lettered copy keeps its

@@ -324,12 +324,15 @@ HELD_MAX = 8
 
 
 class StoredQueue:
-    __slots__ = ("next", "min", "msgs")
+    __slots__ = ("next", "min", "msgs", "stored_at")
 
     def __init__(self):
         self.next = 0                   # maxOffset: the next offset to be written
         self.min = 0
         self.msgs: dict[int, tuple] = {}   # offset -> Msg
+        # offset -> store time, kept only under a profile whose revive skips a message stored
+        # after its checkpoint's pop time (#7914), to name that cause
+        self.stored_at: dict[int, int] | None = None
 
 
 # Msg fields (a tuple, cheap to store): msg_id, origin, tags, tags_code, props, reconsume_times

@@ -14,6 +14,12 @@ the one message, popped now, and acks the old one: the old handle goes stale.
 An orderly pop (reference.broker.order_info) keeps no checkpoint: it reads from the committed
 offset, records the batch in the order info and blocks the queue for every other attempt until
 each message is acked (commitAndNext) or its invisible time ends.
+
+A pop takes its pop time when the request starts (processRequest: System.currentTimeMillis) and
+reads the queues after (popMsgFromQueue, an asynchronous store read). The reference reads at
+once unless the read is made late (the explorer's fault pop_read_late, a scenario's
+delay_pop_reads step): then the queues are read POP_READ_LATE_MS after the pop time, and a message
+stored in between is handed out under a pop time earlier than its store time (#7914's way in).
 """
 from __future__ import annotations
 
@@ -27,6 +33,9 @@ from .order_info import ConsumerOrderInfoManager
 
 # PopLongPollingService: a held pop runs again this long after a message arrives for it
 POP_HOLD_WAKE_MS = 1
+# how long after its pop time a late pop reads the queues (store reads are asynchronous; the
+# retry topic may be read first; a GC pause): long enough for a send to land in between
+POP_READ_LATE_MS = 10
 
 
 class Checkpoint:
@@ -80,6 +89,9 @@ class PopService:
         self.order = ConsumerOrderInfoManager()
         self.held: list[PopRequest] = []
         self.ck_number = 0
+        self.late_reads = 0             # pops still to read late (a scenario's delay_pop_reads step)
+        self.late_read_rate = 0.0       # choice point pop_read_late (the explorer's fault; 0: never asked)
+        self.late_read_ms = POP_READ_LATE_MS
 
     def clear(self) -> None:
         """A restart: the buffer and held pops are memory; checkpoints are in the revive log (kept)."""
@@ -107,9 +119,6 @@ class PopService:
         b, sim = self.b, self.sim
         b._check_up()
         b.channels.io(req.client)
-        found: list[tuple[Message, str]] = []
-        blocked = [False]
-        matcher = pull_filter(b, req)
         retry_topic = pop_retry_topic(req.group, req.topic)
         has_retry = retry_topic in b.topics and not req.orderly
         need_retry = has_retry and sim.chooser.chance("pop_retry_first", POP_FROM_RETRY_PROBABILITY / 100)
@@ -118,18 +127,45 @@ class PopService:
         else:
             revive_qid = self.ck_number % REVIVE_QUEUE_NUM
             self.ck_number += 1
+        pop_time = sim.now
+        late = self._read_late()
+        if late:
+            sim.schedule(late, self._read_late_now, req, may_hold, pop_time, retry_topic, has_retry, need_retry,
+                         revive_qid, owner=b.proc)
+            return
+        self._read(req, may_hold, pop_time, retry_topic, has_retry, need_retry, revive_qid)
+
+    def _read_late(self) -> int:
+        """How long after its pop time this pop reads the queues (0: at once)."""
+        if self.late_reads > 0:
+            self.late_reads -= 1
+            return self.late_read_ms
+        if self.late_read_rate and self.sim.chooser.chance("pop_read_late", self.late_read_rate):
+            return self.late_read_ms
+        return 0
+
+    def _read_late_now(self, req, *args) -> None:
+        if self.b.up:
+            self._read(req, *args)
+
+    def _read(self, req, may_hold, pop_time, retry_topic, has_retry, need_retry, revive_qid) -> None:
+        """popMsgFromTopic / popMsgFromQueue under the request's pop time, and the answer."""
+        b, sim = self.b, self.sim
+        found: list[tuple[Message, str]] = []
+        blocked = [False]
+        matcher = pull_filter(b, req)
         if need_retry:
-            self._pop_topic(req, retry_topic, revive_qid, found, blocked)
+            self._pop_topic(req, retry_topic, revive_qid, found, blocked, pop_time)
         queues = b.topics.get(req.topic, 0)
         if req.queue < 0:
             # popMsgFromTopic starts at a random queue (randomQ % readQueueNums)
             start = sim.chooser.pick_index("pop_start_queue", queues) if queues > 1 else 0
             for i in range(queues):
-                self._pop_queue(req, req.topic, (start + i) % queues, revive_qid, found, matcher, blocked)
+                self._pop_queue(req, req.topic, (start + i) % queues, revive_qid, found, matcher, blocked, pop_time)
         else:
-            self._pop_queue(req, req.topic, req.queue, revive_qid, found, matcher, blocked)
+            self._pop_queue(req, req.topic, req.queue, revive_qid, found, matcher, blocked, pop_time)
         if not need_retry and has_retry and len(found) < req.max_nums:
-            self._pop_topic(req, retry_topic, revive_qid, found, blocked)
+            self._pop_topic(req, retry_topic, revive_qid, found, blocked, pop_time)
         if found or not may_hold:
             self._answer(req, found, "FOUND" if found else "POLLING_NOT_FOUND", blocked[0])
             return
@@ -137,9 +173,9 @@ class PopService:
         self.held.append(req)
         sim.schedule(req.poll_ms, self._hold_timeout, req, owner=b.proc)
 
-    def _pop_topic(self, req, topic, revive_qid, found, blocked) -> None:
+    def _pop_topic(self, req, topic, revive_qid, found, blocked, pop_time) -> None:
         for q in range(self.b.topics.get(topic, 0)):
-            self._pop_queue(req, topic, q, revive_qid, found, _match_all, blocked)
+            self._pop_queue(req, topic, q, revive_qid, found, _match_all, blocked, pop_time)
 
     def _pop_offset(self, group: str, topic: str, queue: int, init_min: bool) -> int:
         """getPopOffset: the committed offset (or the initial one), and the buffer's latest
@@ -158,8 +194,8 @@ class PopService:
         buf = self.buffer_offsets.get((group, topic, queue), -1)
         return max(buf, off)
 
-    def _pop_queue(self, req, topic, queue, revive_qid, found, matcher, blocked) -> None:
-        """popMsgFromQueue."""
+    def _pop_queue(self, req, topic, queue, revive_qid, found, matcher, blocked, pop_time) -> None:
+        """popMsgFromQueue, under the request's pop time."""
         room = req.max_nums - len(found)
         if room <= 0:
             return
@@ -179,14 +215,14 @@ class PopService:
         if result.messages:
             offsets = [m.offset for m in result.messages]
             if req.orderly:
-                counts = self.order.update(req.attempt_id, topic, group, queue, sim.now, req.invisible_ms, offsets)
+                counts = self.order.update(req.attempt_id, topic, group, queue, pop_time, req.invisible_ms, offsets)
                 b.offsets.commit(group, topic, queue, offset, client=req.client, source="pop")
             else:
-                ck = Checkpoint(group, topic, queue, offset, sim.now, req.invisible_ms, offsets, revive_qid,
+                ck = Checkpoint(group, topic, queue, offset, pop_time, req.invisible_ms, offsets, revive_qid,
                                 req.client)
                 self.checkpoints[ck.key] = ck
                 sim.emit("pop_checkpoint_written", group=group, topic=topic, broker=b.name, queue=queue,
-                         ck_offset=offset, offsets=offsets, pop_time=sim.now, invisible_time=req.invisible_ms,
+                         ck_offset=offset, offsets=offsets, pop_time=pop_time, invisible_time=req.invisible_ms,
                          revive_qid=revive_qid, cause="pop", store="revive_log")
                 self.buffer_offsets[(group, topic, queue)] = result.next_begin
                 # scanCommitOffset commits the buffer's offset once the checkpoint is stored
@@ -196,7 +232,7 @@ class PopService:
                 copy = m.clone()
                 if counts is not None:
                     copy.reconsume_times = counts.get(m.offset, 0)
-                h = build_handle(offset, sim.now, req.invisible_ms, revive_qid, flag, b.name, queue, m.offset)
+                h = build_handle(offset, pop_time, req.invisible_ms, revive_qid, flag, b.name, queue, m.offset)
                 found.append((copy, h))
         elif result.status in ("NO_MATCHED_MESSAGE", "OFFSET_FOUND_NULL", "MESSAGE_WAS_REMOVING",
                                "NO_MATCHED_LOGIC_QUEUE") and result.next_begin > offset:

@@ -15,11 +15,16 @@ the explorer's fault revive_read_failed, a scenario's fail_revive_reads step). E
 loses the message: the revive callback throws before rePutCK, and the revive offset was already
 committed past the checkpoint (#10985). With the profile's revive_read_failure_reputs (the
 proposed fix) the checkpoint of that one offset is re-put, its invisible time raised (rePutCK).
+
+With the profile's pop_revive_skips_last_epoch (5.0.0 to 5.2.0) a message read for a checkpoint
+whose store time is later than the checkpoint's pop time is skipped and counted done ("skip ck
+from last epoch"): no retry copy, nothing more of it. A pop that read late (reference.broker.pop)
+hands out such a message, and if it is not acked it is lost (#7914).
 """
 from __future__ import annotations
 
 from rocketspec.rocketmq.pop import (POP_RETRY_QUEUE_NUM, REVIVE_INTERVAL, REVIVE_MARGIN, reput_invisible_time,
-                                     revive_target, revived_reconsume_times)
+                                     revive_skips_last_epoch, revive_target, revived_reconsume_times)
 
 from ..message import Message
 
@@ -87,6 +92,9 @@ class PopReviveService:
             # getBizMessage found nothing (gone from the store): nothing to put back
             sim.emit("message_revived", group=ck.group, topic=ck.topic, broker=b.name, queue=ck.queue, offset=offset,
                      msg_id="", pop_time=ck.pop_time, outcome="skipped")
+            return
+        if revive_skips_last_epoch(ck.pop_time, stored.store_ts, b.profile.pop_revive_skips_last_epoch):
+            # "skip ck from last epoch": only a log line; the offset counts as revived (#7914)
             return
         topic = revive_target(ck.topic, ck.group)
         if b.topics.get(topic) is None:

@@ -33,6 +33,7 @@ UNSUPPORTED_STEPS = {
     "oneway_loss": "losing one-way calls needs a fault-injecting network, which a real run does not have",
     "fail_offset_queries": "failing offset queries needs fault injection inside the client",
     "fail_revive_reads": "failing the broker's revive reads needs fault injection inside the broker's store",
+    "delay_pop_reads": "delaying a pop's queue read after its pop time needs fault injection inside the broker",
     "delete_messages": "retention cannot be forced on a real store at a chosen offset",
     "set_broker_offset": "the broker offset table has no admin call that sets one queue's offset outside a reset",
 }
@@ -205,7 +206,7 @@ def proxy_classpath(root: Path, release: str) -> str:
     check_release(release)
     from rocketspec.traces.rocketmq_jars import PINS
     if not (PINS / release / "proxy" / "jars.lock").is_file():
-        pinned = sorted(p.parent.name for p in PINS.glob("*/proxy/jars.lock"))
+        pinned = sorted(p.parent.parent.name for p in PINS.glob("*/proxy/jars.lock"))
         raise RecordError(f"--release {release}: SimpleConsumers need RocketMQ's gRPC proxy, which is pinned for "
                           f"{', '.join(pinned) or 'no release'} only (third_party/rocketmq/RELEASE/proxy)")
     cp = root / "build" / f"rocketmq-{release}-proxy" / "classpath.txt"
@@ -480,7 +481,9 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
 @click.option("--pop", is_flag=True,
               help="With --random: POP scenarios (push consumers in POP mode, client_type POP_PUSH, sometimes "
                    "beside an ordinary group; conformance/random_scenarios.generate_pop). RocketMQ 5.x only: "
-                   "give --release 5.5.1, 5.5.0 or 5.3.3. Not with --client (the recorder runs them in-process).")
+                   "give --release 5.5.1, 5.5.0 or 5.3.3. With --client: SimpleConsumer scenarios (client_type "
+                   "SIMPLE, some FIFO; generate_simple) run by a gRPC client program through the proxy, "
+                   "--release 5.5.0.")
 @click.option("--rejudge", is_flag=True,
               help="Record nothing: classify again the random runs an earlier --random wrote under --out DIR "
                    "(after a change to the spec or the oracle), rewrite their check, oracle and result files, "
@@ -506,12 +509,12 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
     check_release(release)
     if pop and random_runs is None:
         raise RecordError("--pop goes with --random")
-    if pop and client is not None:
-        raise RecordError("--pop does not go with --client: the POP scenarios' groups are remoting push consumers in "
-                          "POP mode (client_type POP_PUSH), which the recorder runs in-process")
     if pop and release.split(".", 1)[0] == "4":
         raise RecordError(f"--pop: POP consumption exists only in RocketMQ 5.x, not {release}: give --release "
-                          "5.5.1, 5.5.0 or 5.3.3")
+                          + ("5.5.0 (the release whose gRPC proxy is pinned)" if client is not None
+                             else "5.5.1, 5.5.0 or 5.3.3"))
+    if pop and client is not None and random_runs is not None:
+        proxy_classpath(repo_root(), release)   # SimpleConsumers need the release's pinned, installed proxy
     if rejudge:
         if random_runs is not None or scenario_name is not None or client is not None:
             raise RecordError("--rejudge records nothing: give it only --out DIR (a folder of --random runs)")
@@ -521,7 +524,8 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
         if client is not None:
             client_command(client)      # a program that is not there is refused before any run
         sys.exit(record_random(random_runs, seed, out, timeout_s, small, scenario_name, keep, msgtrace,
-                               functools.partial(record, release=release, client=client), pop))
+                               functools.partial(record, release=release, client=client), pop,
+                               simple=pop and client is not None))
     if small:
         raise RecordError("--small goes with --random")
     if scenario_name is None:
@@ -532,7 +536,7 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
 
 
 def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenario_name, keep, msgtrace,
-                  recorder=record, pop: bool = False) -> int:
+                  recorder=record, pop: bool = False, simple: bool = False) -> int:
     """`record --random`: the runs, their table, and the exit code (conformance.real_random)."""
     from rocketspec.conformance import real_random
 
@@ -551,7 +555,8 @@ def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenar
                    + f", {res.events} events, {res.seconds:.0f} s" + (f": {res.note}" if res.cls == "incomplete" else ""),
                    err=True)
 
-    results = real_random.run_many(recorder, runs, seed, folder, small, timeout_s, progress=progress, pop=pop)
+    results = real_random.run_many(recorder, runs, seed, folder, small, timeout_s, progress=progress, pop=pop,
+                                   simple=simple)
     table = real_random.render_table(results)
     (folder / "table.md").write_text(table + "\n")
     (folder / "summary.json").write_text(json.dumps(real_random.summary(results), indent=1) + "\n")

@@ -107,6 +107,15 @@ def reput_invisible_time(invisible_time: int, reput_times: int) -> int:
     return invisible_time + CK_REWRITE_INTERVALS_S[i] * 1000
 
 
+def revive_skips_last_epoch(pop_time: int, store_time: int, skips_last_epoch: bool) -> bool:
+    """PopReviveService.reviveMsgFromCk, 5.0.0 to 5.2.0 ("skip ck from last epoch"): a message read
+    for a checkpoint whose store time is later than the checkpoint's pop time is not revived, and
+    the offset counts as done. PopMessageProcessor.processRequest takes the pop time
+    (System.currentTimeMillis) before popMsgFromQueue reads the queue, so a message stored in
+    between has exactly that (#7914; PR #7915 removed the check, 5.3.0)."""
+    return skips_last_epoch and pop_time < store_time
+
+
 # --- dead letter ------------------------------------------------------------------------------
 # DefaultMQPushConsumerImpl.getMaxReconsumeTimes: maxReconsumeTimes -1 means 16.
 DEFAULT_MAX_RECONSUME_TIMES = 16

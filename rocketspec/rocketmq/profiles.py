@@ -152,6 +152,12 @@ class Profile:
     # fix, 5.3.1+); off: it has no such check (5.0.0 to 5.3.0), so a message past
     # maxReconsumeTimes reaches the listener again, and each failure's revive counts one more
     pop_push_acks_past_limit: bool = True
+    # PopReviveService.reviveMsgFromCk skips a checkpoint's message whose store time is later than
+    # the checkpoint's pop time ("skip ck from last epoch") and counts it done: no retry copy
+    # (5.0.0 to 5.2.0). PopMessageProcessor takes the pop time before it reads the queue, so a
+    # message stored in between is popped under an earlier pop time and never revived (#7914,
+    # removed by PR #7915 in 5.3.0)
+    pop_revive_skips_last_epoch: bool = False
 
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -385,7 +391,19 @@ BUG_8332_ROCKETMQ_5_3_0 = replace(
                 "message is younger than 4 h (then acked, no DLQ).",
     known_bug="#8332", expected_violation="INV-POP-DLQ-1", pop_push_acks_past_limit=False)
 
-POP_BUG_PROFILES = (BUG_10985_ROCKETMQ_5_5_1, BUG_8490_ROCKETMQ_5_3_1_SNAPSHOT, BUG_8332_ROCKETMQ_5_3_0)
+# #7914: 5.0.0 to 5.2.0 revive no message stored after its checkpoint's pop time (PopReviveService
+# "skip ck from last epoch", removed by PR #7915, 9b4f16a, first in 5.3.0). The profile is 5.2.0 as
+# far as this bug goes: 5.3.3 with that one switch.
+BUG_7914_ROCKETMQ_5_2_0 = replace(
+    ROCKETMQ_5_3_3, name="bug-7914-rocketmq-5.2.0", release="5.2.0",
+    description="<= 5.2.0: the revive skips a checkpoint's message whose store time is later than the checkpoint's "
+                "pop time (\"skip ck from last epoch\") and counts it done. A pop takes its pop time before it reads "
+                "the queue, so a message stored in between is popped with a later store time: if it is not acked "
+                "it is never revived nor retried.",
+    known_bug="#7914", expected_violation="INV-POP-LIVE-1", pop_revive_skips_last_epoch=True)
+
+POP_BUG_PROFILES = (BUG_10985_ROCKETMQ_5_5_1, BUG_8490_ROCKETMQ_5_3_1_SNAPSHOT, BUG_8332_ROCKETMQ_5_3_0,
+                    BUG_7914_ROCKETMQ_5_2_0)
 OPEN_BUG_FIXES["#10985"] = FIX_10985_ROCKETMQ_5_5_1
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3, ROCKETMQ_5_5_1,

@@ -129,6 +129,8 @@ def message_popped(st, ev, out):
     if off not in pq.copies and (sq is None or not sq.min <= off < sq.next):
         out.report(GUARD, f"{ev['client']} is handed {_what(pq, off)}, which was never stored", key)
     cp = _copy(pq, ev, off)
+    if cp.stored_at is None and sq is not None and sq.stored_at is not None:
+        cp.stored_at = sq.stored_at.get(off)
     st.pop_origin[ev["msg_id"]] = ev.get("origin_msg_id") or cp.origin or ev["msg_id"]
     if cp.status in (ACKED, HELD) and cp.pop_time != pt and _redelivered(st, pq, cp, off):
         _duplicate(st, out, key, f"{_what(pq, off)} ({cp.msg_id}), {cp.status} before broker {ev['broker']} "
@@ -393,7 +395,8 @@ def _store_revived(st, ev, cp):
         tpq = pop_queue(st, ev["group"], tt, ev["broker"], tq)
         if to not in tpq.copies:
             origin = ev.get("origin_msg_id") or cp.origin or ev["msg_id"]
-            tpq.copies[to] = Copy(ev.get("target_msg_id"), origin, ev.get("reconsume_times"), STORED, ev["ts"])
+            tpq.copies[to] = c = Copy(ev.get("target_msg_id"), origin, ev.get("reconsume_times"), STORED, ev["ts"])
+            c.stored_at = ev["ts"]
 
 
 def pop_dead_lettered(st, ev, out):
@@ -425,8 +428,20 @@ def check_pop_end(st, out):
         for off, cp in sorted(pq.copies.items()):
             if cp.status == HELD and not (cp.order and key[0] not in alive):
                 out.report("INV-POP-LIVE-1", f"{_what(pq, off)} ({cp.msg_id}) is still held un-acked by "
-                           f"{cp.client}'s handle (deadline {cp.deadline}) when the run ends: it never came back",
-                           key)
+                           f"{cp.client}'s handle (deadline {cp.deadline}) when the run ends: it never came back"
+                           f"{_skipped_cause(st, cp)}", key)
             elif cp.status == STORED and cp.popped == 0 and key[0] in alive and cp.origin is not None:
                 out.report("INV-POP-LIVE-1", f"the revived copy {cp.msg_id} at {_what(pq, off)} was never "
                            f"handed out again", key)
+
+
+def _skipped_cause(st, cp) -> str:
+    """#7914 named where it explains a held copy that never came back: the profile's revive skips
+    a message stored after its checkpoint's pop time, and this copy's current handle is such a
+    checkpoint's (its pop started before the message was stored, and read it after)."""
+    if cp.stored_at is None or cp.order or cp.pop_time is None or not facts.revive_skips_last_epoch(
+            cp.pop_time, cp.stored_at, st.profile.pop_revive_skips_last_epoch):
+        return ""
+    return (f"; cause: #7914, the message was stored at {cp.stored_at}, after the pop time {cp.pop_time} of its "
+            f"checkpoint (the pop took its time before it read the queue), and before 5.3.0 revive skips such a "
+            f"message (\"skip ck from last epoch\") and counts it done: no retry copy")

@@ -568,3 +568,7 @@ def message_stored(st, ev, out):
                            f"(#2724)", (topic[len(DLQ_PREFIX):], ev["origin_msg_id"]))
             return      # DLQ copies are never consumed: nothing else to keep
     sq.msgs[off] = (ev["msg_id"], ev["origin_msg_id"], ev.get("tags"), ev.get("tags_code"), ev.get("props"), r)
+    if st.profile.pop_revive_skips_last_epoch:
+        if sq.stored_at is None:
+            sq.stored_at = {}
+        sq.stored_at[off] = ev["ts"]
