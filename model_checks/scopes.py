@@ -15,7 +15,8 @@ from rocketspec.errors import UserError
 SCOPE_DIR = Path(__file__).with_name("scopes")
 
 FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
-               "route_lost", "reset_by_time", "shutdown", "broker_restart", "revive_read_failed", "send_back_threw")
+               "route_lost", "reset_by_time", "shutdown", "broker_restart", "revive_read_failed", "send_back_threw",
+               "pop_read_late")
 SUBSCRIPTION_TYPES = ("TAG", "SQL92")
 
 
@@ -250,6 +251,12 @@ BUG_SCOPES["#8490"] = ("tiny-pop", {"client_type": "POP_PUSH", "consumers": 1, "
 # release acks the revived copy unconsumed
 BUG_SCOPES["#8332"] = ("tiny-pop", {"client_type": "POP_PUSH", "consumers": 1, "messages": 1, "failures": 1,
                                     "faults": 0, "max_reconsume_times": 0})
+# #7914 (<= 5.2.0): one SimpleConsumer whose first pop (pop time 1 ms) may read the queue late
+# (10 ms on), one message stored at 5 ms whose first call may fail and is left to revive: read
+# late, the pop hands it out with a store time after its pop time, and the revive of 5.0.0 to
+# 5.2.0 skips it ("skip ck from last epoch"): never revived (INV-POP-LIVE-1); 5.3.0+ revive it
+BUG_SCOPES["#7914"] = ("tiny-pop", {"consumers": 1, "messages": 1, "produce_at_ms": 5, "failures": 1, "faults": 1,
+                                    "fault_kinds": ["pop_read_late"]})
 
 # The invariant the reference's shortest trace of a bug breaks, where that is not the profile's
 # expected_violation. #2449: the second reset removes the ProcessQueue that the first one's

@@ -39,7 +39,7 @@ ROUTE_LOST_MS = 25_000
 BROADCAST_FAULTS = {"crash", "pause", "route_lost", "shutdown", "broker_restart"}
 # choice points whose non-default answers cost a fault / a listener failure
 FAULT_POINTS = {"fault_strike", "oneway_loss", "send_back_fails", "send_back_throws", "offset_query_fails",
-                "revive_read_fails"}
+                "revive_read_fails", "pop_read_late"}
 FAILURE_POINTS = {"listener_status"}
 
 
@@ -178,6 +178,11 @@ def build(scope, profile, sink) -> World:
         for b in run.net.brokers.values():
             if b.revive is not None:
                 b.revive.read_failure_rate = 0.5
+    if "pop_read_late" in kinds:
+        # POP: a pop may read the queues after its pop time (PopMessageProcessor; #7914's way in)
+        for b in run.net.brokers.values():
+            if b.pop is not None:
+                b.pop.late_read_rate = 0.5
     return w
 
 
