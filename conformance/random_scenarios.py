@@ -41,10 +41,13 @@ LEASE_MARGIN_MS = BROKER_LOCK_MS - CLIENT_LEASE_MS
 MAX_SEPARATE_CLIENTS = 2        # clients a kill or pause targets run in their own JVM (~400 MB each)
 
 
-def generate(seed: int, small: bool = False, pop: bool = False) -> dict:
+def generate(seed: int, small: bool = False, pop: bool = False, simple: bool = False) -> dict:
     """The scenario of `seed` (a plain dict, as a scenario file holds it). `small`: fewer clients,
     messages and steps (a short real run, for the default test run). `pop`: a POP scenario
-    (generate_pop), for RocketMQ 5.x."""
+    (generate_pop), for RocketMQ 5.x; with `simple`, of SimpleConsumers (generate_simple), for a
+    gRPC client program."""
+    if pop and simple:
+        return generate_simple(seed, small)
     if pop:
         return generate_pop(seed, small)
     r = random.Random(seed)
@@ -243,6 +246,106 @@ def _pop_pause(r: random.Random, client: str, start: int, duration: int, invisib
     kind = "longer" if longer else "shorter"
     return {"at_ms": at, "action": "pause", "client": client, "duration_ms": length,
             "note": f"SIGSTOP {length} ms, {kind} than the POP invisible time ({inv} ms)"}
+
+
+# SimpleConsumer scenarios (RocketMQ 5.x through the gRPC proxy, docs/notes/real-pop.md): every
+# client is the gRPC client program under test (`record --client`), which drives one
+# SimpleConsumer per process (clients/grpc-java). What they never emit, and why:
+SIMPLE_NOT_EMITTED = {
+    "an ordinary push group or a push consumer in POP mode beside them": "with --client every scenario "
+        "client is the client program, and the gRPC driver program runs SimpleConsumers only",
+    "SQL92 subscriptions, broadcasting, reset_offset, breaks, the broker's idle close": "not drawn for SimpleConsumers "
+        "(POP is clustering only; the rest is the remoting path's, drawn by generate)",
+    "ackIndex, delay_level_when_next_consume, suspend_ms, batches of listener calls": "a SimpleConsumer's "
+        "application acks each message itself: the driver program calls the listener once per message",
+    "maxReconsumeTimes above 2": "each retry waits out an invisible time and a revive: a run would last minutes",
+}
+SIMPLE_INVISIBLE_MS = (4000, 5000, 5000, 8000)   # the recorder lowers the proxy's minimum to 1 s
+SIMPLE_RETRY_INVISIBLE_MS = (1000, 2000, 3000)   # changeInvisibleDuration of a failed message
+SIMPLE_TOPIC = "TopicG"
+MAX_SIMPLE_CLIENTS = 4          # each client is a JVM of its own (the gRPC client program)
+
+
+def generate_simple(seed: int, small: bool = False) -> dict:
+    """The SimpleConsumer scenario of `seed` (client_type SIMPLE, run through the gRPC proxy by a
+    client program): 1 or 2 groups (1 to 3 clients each, at most MAX_SIMPLE_CLIENTS in all) on one
+    topic, some FIFO (consume_mode ORDERLY on a sharding-keyed producer), a few messages; listener
+    failures, exceptions, null, slow calls (some longer than the invisible time), a poison tag,
+    maxReconsumeTimes 0 to 2 (then the proxy's DLQ), failed messages left to their invisible time or
+    changed to a shorter one (retry_invisible_ms); joins, graceful shutdowns, SIGKILLs, restarts and
+    pauses shorter or longer than the invisible time."""
+    r = random.Random(f"simple-{seed}")
+    duration = r.choice((8000, 10000)) if small else r.choice((10000, 12000, 15000))
+    sc = _base(r, seed, "random-simple", duration, 60000)
+    del sc["broker_config"]["message_delay_level"]   # POP retries by invisible time, not by delay level
+    sc["topics"].append({"name": SIMPLE_TOPIC, "queues": r.choice((1, 2, 4))})
+    n_groups = 1 if small else r.choice((1, 1, 2))
+    groups = [_simple_group(r, i) for i in range(n_groups)]
+    sc["groups"] = groups
+    count = r.randint(5, 15) if small else r.randint(10, 30)
+    rate = r.choice((10, 20))
+    start = r.choice((0, 0, 500, 1500))
+    p = {"topic": SIMPLE_TOPIC, "count": count, "rate_per_s": rate, "start_ms": start,
+         "tags": r.sample(TAGS + ("",), r.randint(1, 4)), "body_size": r.choice((64, 1024))}
+    if any(g["consume_mode"] == "ORDERLY" for g in groups):
+        p["sharding_keys"] = r.choice((2, 4, 8))
+    sc["producers"].append(p)
+    produced_until = start + int(1000 * count / rate)
+    used = 0
+    for i, g in enumerate(groups):
+        inv = g["pop_invisible_time"]
+        steps = _clients(r, g, i, duration, produced_until, set(), small,
+                         lambda rr, c, st, d, inv=inv: _pop_pause(rr, c, st, d, inv))
+        steps = _fit(steps, MAX_SIMPLE_CLIENTS - used - (n_groups - 1 - i))
+        used += len({x["client"] for x in steps})
+        sc["steps"] += steps
+    sc["steps"].sort(key=lambda st: st["at_ms"])
+    return sc
+
+
+def _fit(steps: list, most: int) -> list:
+    """`steps` of a group's clients, keeping the first `most` clients (each is a JVM of its own)."""
+    keep = sorted({x["client"] for x in steps if x["action"] == "start"})[:max(1, most)]
+    return [x for x in steps if x["client"] in keep]
+
+
+def _simple_group(r: random.Random, i: int) -> dict:
+    orderly = r.random() < 0.3
+    g: dict = {"name": f"GID_s{i}", "client_type": "SIMPLE", "consume_mode": "ORDERLY" if orderly else "CONCURRENTLY",
+               "message_model": "CLUSTERING", "pop_invisible_time": r.choice(SIMPLE_INVISIBLE_MS),
+               "pop_batch_nums": r.choice((1, 4, 16, 32))}
+    g["subscriptions"] = {SIMPLE_TOPIC: "*" if r.random() < 0.7 else
+                          " || ".join(sorted(r.sample(TAGS, r.randint(1, 2))))}
+    g["consume_from_where"] = r.choice(("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET"))
+    g["max_reconsume_times"] = r.choice((0, 1, 1, 2))
+    if r.random() < 0.4:
+        g["retry_invisible_ms"] = r.choice(SIMPLE_RETRY_INVISIBLE_MS)
+    inv = g["pop_invisible_time"]
+    lst: dict = {"duration_ms": r.choice(([1, 10], [1, 30], [5, 60]))}
+    if r.random() < 0.7:
+        lst["fail_rate"] = r.choice((0.05, 0.1, 0.2))
+    if r.random() < 0.3:
+        lst["null_rate"] = r.choice((0.02, 0.05))
+    if r.random() < 0.3:
+        lst["exception_rate"] = r.choice((0.02, 0.05))
+    fail = "SUSPEND_CURRENT_QUEUE_A_MOMENT" if orderly else "RECONSUME_LATER"
+    rules = []
+    if r.random() < 0.3:   # a poison tag: to the DLQ, or recovering on its first retry
+        rule = {"tags": [r.choice(TAGS)], "status": fail}
+        if g["max_reconsume_times"] > 0 and r.random() < 0.5:
+            rule["until_reconsume_times"] = 1
+        rules.append(rule)
+    if r.random() < 0.35:   # slow calls on one tag; some outlive the invisible time (#8332)
+        over = r.random() < 0.5
+        slow = {"tags": [r.choice(TAGS)], "duration_ms": [inv + 1000, inv + 3000] if over else
+                r.choice(([100, 300], [300, 1500]))}
+        if over:
+            slow["until_reconsume_times"] = 1   # the revived copy is quick
+        rules.append(slow)
+    if rules:
+        lst["rules"] = rules
+    g["listener"] = lst
+    return g
 
 
 # The broker's side of an offset reset past its offset check: 4.9.8's Broker2Client.resetOffset

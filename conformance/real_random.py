@@ -641,9 +641,10 @@ def _check(trace: Path) -> tuple[dict, dict]:
 
 
 def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | None = None,
-            pop: bool = False) -> RunResult:
+            pop: bool = False, simple: bool = False) -> RunResult:
     """Generate, record, judge and classify the run of `seed` (`pop`: its POP scenario,
-    random_scenarios.generate_pop); its files go to out_dir/seed-<seed>/.
+    random_scenarios.generate_pop; with `simple`, its SimpleConsumer scenario, generate_simple);
+    its files go to out_dir/seed-<seed>/.
     `record(scenario, out, timeout_s, seed, keep, msgtrace) -> (rc, message)` makes the real run
     (`rocketspec record`'s, given by its caller: this library does not import the CLI)."""
     from rocketspec.errors import UserError
@@ -655,7 +656,7 @@ def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | 
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    sc = generate(seed, small, pop)
+    sc = generate(seed, small, pop, simple)
     scenario = write(sc, folder / "scenario.json")
     trace, msgtrace, run = folder / "trace.jsonl", folder / "msgtrace.txt", folder / "run"
     t = time.monotonic()
@@ -710,11 +711,11 @@ def _save(res: RunResult, folder: Path) -> RunResult:
 
 
 def run_many(record, runs: int, seed: int, out_dir, small: bool = False, timeout_s: float | None = None,
-             progress=None, pop: bool = False) -> list[RunResult]:
+             progress=None, pop: bool = False, simple: bool = False) -> list[RunResult]:
     """run_one for seeds seed .. seed + runs - 1."""
     out = []
     for s in range(seed, seed + runs):
-        res = run_one(record, s, out_dir, small, timeout_s, pop)
+        res = run_one(record, s, out_dir, small, timeout_s, pop, simple)
         out.append(res)
         if progress is not None:
             progress(res)
