@@ -856,6 +856,54 @@ class PopMachine(ReferenceMachine):
             self._step(action="fail_revive_reads", broker=broker, count=count)
 
 
+# The late-read POP environment (check_reference(scenario=POP_LATE), PopLateMachine): the POP
+# deployment, where a pop may read its queues after its pop time (PopMessageProcessor takes the
+# pop time when the request starts; the explorer's fault pop_read_late), and a move that sends
+# while a pop is between the two, so the pop hands the message out under a pop time earlier than
+# its store time (#7914's way in). Kept out of the POP environment (a new rule would change its
+# examples); the failed revive reads of #10985, which every release has, are not played here.
+POP_LATE = validate({**POP, "name": "statemachine-pop-late",
+                     "description": "The late-read POP environment of conformance.statemachine (PopLateMachine)",
+                     "groups": [{**g, "name": n} for n, g in POP["groups"].items()]},
+                    "builtin:statemachine-pop-late")
+POP_LATE_WAIT_MS = 20_000   # how long produce_during_pop_read waits for a pop to be between its time and read
+
+
+class PopLateMachine(PopMachine):
+    """The machine in the late-read POP environment: PopMachine's moves but fail_revive_reads, a
+    late-read rate set once at the start (pop_reads_late), and produce_during_pop_read."""
+
+    fail_revive_reads = None
+
+    @initialize(rate=st.sampled_from([0.5, 1.0]))
+    @_logged
+    def pop_reads_late(self, rate):
+        """Each pop reads its queues 10 ms after its pop time with this probability (0.5: the
+        choices decide, choice point pop_read_late; 1.0: every pop)."""
+        if not self.done and self.run is not None:
+            for b in self.run.net.brokers.values():
+                if b.pop is not None:
+                    b.pop.late_read_rate = rate
+
+    def _pop_reading(self) -> bool:
+        return any(b.pop is not None and b.pop.reading for b in self.run.net.brokers.values())
+
+    @rule(count=st.integers(1, 2))
+    @_logged
+    def produce_during_pop_read(self, count):
+        """The clock runs until a pop has taken its pop time and not read yet (up to 20 s), and 1 ms
+        on; then `count` messages tagged A are sent: stored after that pop time, before its read."""
+        if self.done or self.run is None:
+            return
+        sim = self.run.sim
+        self._do(sim.run_until, sim.now + POP_LATE_WAIT_MS, self._pop_reading)
+        if self.done or not self._pop_reading():
+            return
+        self._do(sim.run_until, sim.now + 1)
+        if not self.done:
+            self._produce(topic="T", count=count, tags="A")
+
+
 # ---------------------------------------------------------------------- the send-back's fallback
 # The send-back environment (check_reference(scenario=SEND_BACK), SendBackMachine): the default
 # deployment, with two moves of its own kept out of the default machine (a new rule would change
@@ -1006,8 +1054,8 @@ def machine_class(profile: str = "rocketmq-4.9.8", **attrs) -> type:
     ns = {"profile": profile, "scenario": scenario_for(profile), "report": _new_report(),
           "__module__": __name__, "__qualname__": "ReferenceMachine", **attrs}
     # the POP and send-back environments have their own moves (PopMachine, SendBackMachine)
-    base = {POP["name"]: PopMachine, SEND_BACK["name"]: SendBackMachine}.get(ns["scenario"].get("name"),
-                                                                             ReferenceMachine)
+    base = {POP["name"]: PopMachine, SEND_BACK["name"]: SendBackMachine,
+            POP_LATE["name"]: PopLateMachine}.get(ns["scenario"].get("name"), ReferenceMachine)
     cls = type("ReferenceMachine", (base,), ns)
     if not attrs:
         _CLASSES[profile] = cls
@@ -1122,7 +1170,7 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
 
 
 # the environments of this module a falsifying example names, so that it runs as printed
-_NAMED_ENVIRONMENTS = {POP["name"]: "POP", SEND_BACK["name"]: "SEND_BACK"}
+_NAMED_ENVIRONMENTS = {POP["name"]: "POP", SEND_BACK["name"]: "SEND_BACK", POP_LATE["name"]: "POP_LATE"}
 
 
 def _falsifying_code(profile: str, lines: list[str], respect_assumptions: bool = True,

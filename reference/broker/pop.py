@@ -92,11 +92,13 @@ class PopService:
         self.late_reads = 0             # pops still to read late (a scenario's delay_pop_reads step)
         self.late_read_rate = 0.0       # choice point pop_read_late (the explorer's fault; 0: never asked)
         self.late_read_ms = POP_READ_LATE_MS
+        self.reading = 0                # pops past their pop time whose late read has not run yet
 
     def clear(self) -> None:
         """A restart: the buffer and held pops are memory; checkpoints are in the revive log (kept)."""
         self.buffer_offsets.clear()
         self.held.clear()
+        self.reading = 0                # a late read in flight dies with the broker
 
     def pending(self) -> bool:
         """A checkpoint waits on the clock for its revive, or an orderly queue holds an un-acked
@@ -130,6 +132,7 @@ class PopService:
         pop_time = sim.now
         late = self._read_late()
         if late:
+            self.reading += 1
             sim.schedule(late, self._read_late_now, req, may_hold, pop_time, retry_topic, has_retry, need_retry,
                          revive_qid, owner=b.proc)
             return
@@ -145,6 +148,7 @@ class PopService:
         return 0
 
     def _read_late_now(self, req, *args) -> None:
+        self.reading -= 1
         if self.b.up:
             self._read(req, *args)
 
