@@ -711,6 +711,9 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
     "bug-8332-rocketmq-5.3.0": ("H-RETRY-1", "with maxReconsumeTimes 0 the revived copies, one reconsumption past "
                                 "the limit, are delivered again: the slow message once and the poison one at 1, 2 "
                                 "and 3 reconsumptions"),
+    "bug-7914-rocketmq-5.2.0": ("H-DELIVER-1", "the message's only listener call failed, and revive skipped it "
+                                "as stored after its pop time (the pop read the queue after taking that time): it is "
+                                "neither consumed again nor dead-lettered"),
     "bug-10985-rocketmq-5.5.1": ("H-DELIVER-1", _10985_SEEN := (
         "the message's only listener call failed, and revive, whose read failed, never puts it back: it is "
         "neither consumed again nor dead-lettered")),
