@@ -455,3 +455,134 @@ def test_8332_real_5_5_1_acks_the_revived_copies_unconsumed():
     assert len(acks) == 2 and not handed & {a["handle"] for a in acks}
     for prof in ("rocketmq-5.5.1", BUG_8332):
         assert _report(evs, prof).ok
+
+
+# ---- #7914 (5.0.0 to 5.2.0, fixed in 5.3.0 by PR #7915, 9b4f16a): PopReviveService.reviveMsgFromCk
+# skips a checkpoint's message whose store time is later than the checkpoint's pop time ("skip ck
+# from last epoch", 5.0.0 line 413, 5.2.0 line 545) and counts it done. PopMessageProcessor takes
+# the pop time (processRequest: System.currentTimeMillis, 5.2.0 line 368) before popMsgFromQueue
+# reads the queue, so a message stored in between is popped with a later store time; un-acked, it
+# is never revived. 5.3.0's PopReviveService has no such check.
+BUG_7914 = "bug-7914-rocketmq-5.2.0"
+
+
+def test_7914_is_registered_with_one_switch_reverted_from_5_3_3_a_scope_and_a_scenario():
+    bug = profiles.PROFILES[BUG_7914]
+    assert bug in profiles.POP_BUG_PROFILES and "#7914" not in profiles.OPEN_BUG_FIXES
+    assert bug.known_bug == "#7914" and bug.expected_violation == "INV-POP-LIVE-1" and bug.release == "5.2.0"
+    release = profiles.PROFILES["rocketmq-5.3.3"].switches()
+    assert {k for k, v in bug.switches().items() if release[k] != v} == {
+        "name", "release", "description", "known_bug", "expected_violation", "pop_revive_skips_last_epoch"}
+    for name in ("rocketmq-5.3.3", "rocketmq-5.5.1", BUG_8332, BUG_8490, "bug-10985-rocketmq-5.5.1"):
+        assert not profiles.PROFILES[name].pop_revive_skips_last_epoch
+    assert "#7914" in BUG_SCOPES and bug_scenario("#7914") == "bug-7914"
+    # the late read is a fault of its own scope only: no other POP scope offers it
+    for bug_id, (name, over) in BUG_SCOPES.items():
+        if bug_id != "#7914":
+            assert "pop_read_late" not in load_scope(name, **over).fault_kinds or not load_scope(name, **over).faults
+    assert "pop_read_late" not in load_scope("tiny-pop").fault_kinds
+
+
+def test_7914_the_skip_is_a_store_time_strictly_after_the_pop_time_and_only_with_the_switch():
+    from hypothesis import given, strategies as st
+
+    from rocketspec.rocketmq.pop import revive_skips_last_epoch
+
+    @given(st.integers(0, 10**6), st.integers(-5, 5), st.booleans())
+    def prop(pop_time, later, switch):
+        # a message stored in the pop time's millisecond or before is revived by every release
+        assert revive_skips_last_epoch(pop_time, pop_time + later, switch) == (switch and later > 0)
+
+    prop()
+
+
+def test_7914_a_late_pop_keeps_the_pop_time_it_took_at_the_start():
+    """delay_pop_reads: the request arrives at 1 ms and takes its pop time then; the queue is read
+    10 ms later, after the message stored at 5 ms: the handle, the checkpoint and the deadline carry
+    the pop time of 1, not the read's time."""
+    evs = run_to_list(load_scenario("bug-7914"), 1, "rocketmq-5.5.1")
+    [stored] = _kinds(evs, "message_stored", topic="Jobs")
+    [ck] = _kinds(evs, "pop_checkpoint_written", topic="Jobs", cause="pop")
+    [popped] = _kinds(evs, "message_popped", topic="Jobs")
+    assert ck["pop_time"] == popped["pop_time"] == 1 < stored["ts"] == 5 < popped["ts"] == 11
+    from rocketspec.rocketmq.pop import parse_handle
+
+    h = parse_handle(popped["handle"])
+    assert h["pop_time"] == 1 and h["invisible_time"] == 5000 and popped["invisible_time"] == 5000
+
+
+def test_7914_scenario_loses_the_message_and_the_releases_revive_it():
+    sc = load_scenario("bug-7914")
+    evs = run_to_list(sc, 1, BUG_7914)
+    assert evs[-1]["reason"] == "quiescent"
+    [f] = _report(evs, BUG_7914).findings.errors
+    assert f.inv == "INV-POP-LIVE-1" and "never came back" in f.message and "cause: #7914" in f.message, f.message
+    assert "stored at 5, after the pop time 1" in f.message
+    assert len(_kinds(evs, "pop_consume_started")) == 1 and not _kinds(evs, "message_revived")
+    for prof in ("rocketmq-5.3.3", "rocketmq-5.5.1"):
+        evs = run_to_list(sc, 1, prof)
+        # the spec takes a 5.x trace whose popped message was stored after its checkpoint's pop
+        # time, revived as every other (5.3.0+ have no such check)
+        assert _report(evs, prof).ok, [x.message for x in _report(evs, prof).findings.errors]
+        [stored] = _kinds(evs, "message_stored", topic="Jobs")
+        [retry] = _kinds(evs, "message_revived", outcome="retry")
+        assert retry["pop_time"] < stored["ts"] and retry["target_topic"] == "%RETRY%GID_7914_Jobs"
+        assert len(_kinds(evs, "pop_consume_started")) == 2 and _kinds(evs, "message_acked", result="acked")
+
+
+def test_7914_is_named_only_where_the_held_copy_was_stored_after_its_pop_time():
+    # the release's profile names no #7914 for the same loss (its revive has no skip)
+    evs = run_to_list(load_scenario("bug-7914"), 1, BUG_7914)
+    [f] = _report(evs, "rocketmq-5.3.3").findings.errors
+    assert f.inv == "INV-POP-LIVE-1" and "#7914" not in f.message
+    # a message lost otherwise (#10985's failed revive read) under the 5.2.0 profile: popped by a
+    # pop that started after its store, so #7914 is not its cause
+    evs = run_to_list(load_scenario("bug-10985"), 1, BUG_7914)
+    [f] = _report(evs, BUG_7914).findings.errors
+    assert f.inv == "INV-POP-LIVE-1" and "#7914" not in f.message, f.message
+
+
+def test_7914_found_in_its_scope_with_a_trace_the_spec_rejects_naming_it_and_the_releases_clean(tmp_path):
+    r = RefExplorer(_scope("#7914"), BUG_7914, stop_at_first=True).run()
+    assert [v.invariant for v in r.violations] == ["INV-POP-LIVE-1"], r.violations
+    v = r.violations[0]
+    assert v.kind == "end"
+    [stored] = _kinds(v.events, "message_stored")
+    [popped] = _kinds(v.events, "message_popped")
+    assert popped["pop_time"] < stored["ts"] < popped["ts"] and not _kinds(v.events, "message_revived")
+    path = tmp_path / "cex.jsonl"
+    write_trace(path, v.events)
+    rep = check_trace(str(path), BUG_7914)
+    [f] = [f for f in rep.findings.errors if f.inv == "INV-POP-LIVE-1"]
+    assert "cause: #7914" in f.message, f.message
+    for prof in ("rocketmq-5.3.3", "rocketmq-5.5.1"):
+        r2 = RefExplorer(_scope("#7914"), prof).run()
+        assert r2.complete and r2.violations == [] and r2.quiescent > 0, (prof, r2.violations)
+    # without the late read the bug has no way in: the scope with no fault is clean on 5.2.0
+    name, over = BUG_SCOPES["#7914"]
+    r3 = RefExplorer(load_scope(name, **dict(over, faults=0)), BUG_7914).run()
+    assert r3.complete and r3.violations == [], r3.violations
+
+
+def test_7914_a_scenario_that_delays_pop_reads_is_refused_by_record():
+    from rocketspec.commands.record import UNSUPPORTED_STEPS
+
+    assert "delay_pop_reads" in UNSUPPORTED_STEPS
+
+
+def test_7914_the_state_machine_finds_it_in_the_late_read_pop_environment(tmp_path):
+    from rocketspec.conformance.statemachine import POP_LATE, PopLateMachine, PopMachine, check_reference, \
+        machine_class
+
+    # an environment of its own: the POP environment's rules are unchanged
+    assert issubclass(machine_class("rocketmq-5.5.1", scenario=POP_LATE), PopLateMachine)
+    assert not hasattr(PopMachine, "produce_during_pop_read") and not hasattr(PopMachine, "pop_reads_late")
+    assert PopLateMachine.fail_revive_reads is None and PopMachine.fail_revive_reads is not None
+    res = check_reference(BUG_7914, max_examples=100, scenario=POP_LATE, trace_path=str(tmp_path / "f.jsonl"),
+                          shrink_budget_s=10)
+    assert not res.ok and res.crash is None and res.finding == "INV-POP-LIVE-1", res.summary()
+    assert "POP_LATE" in res.falsifying_code and "produce_during_pop_read" in res.falsifying_code
+    rep = check_trace(res.trace_path, BUG_7914)
+    assert not rep.ok and any("cause: #7914" in f.message for f in rep.findings.errors)
+    fixed = check_reference("rocketmq-5.5.1", max_examples=100, scenario=POP_LATE)
+    assert fixed.ok and fixed.crashes_ignored == 0 and fixed.runaway == 0, fixed.summary()
