@@ -48,8 +48,10 @@ from .random_scenarios import generate, history_groups, write
 # 3 also the commit log's %RETRY% copies, and the steps placed by the driver's steps.json;
 # 4 a POP group's copies in its POP retry topic, named by the group;
 # 5 H-DELIVER-1 lists the messages it left unjudged, by group and reason ("unjudged_messages");
-# 6 each violated guarantee counts its findings by group ("findings_by_group", when it kept them all).
-ORACLE_VERSION = 6
+# 6 each violated guarantee counts its findings by group ("findings_by_group", when it kept them all);
+# 7 a SimpleConsumer group's deliveries from the client program's reports (conformance.simple_reports):
+#   the gRPC client writes no message trace.
+ORACLE_VERSION = 7
 
 # The invariants of check whose violation a user would see as each guarantee's violation.
 # (INV-BCAST-1 is seen as none: a broadcasting client's send-back, or a broker commit of a
@@ -346,6 +348,7 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
             # draw from the same key names, so a stream is a topic's key
             p.sharding_key = f"{p.topic}/{p.keys}"
     stored = read_commit_log(store_dir)
+    simple_ids = _simple_deliveries(sc, h, Path(store_dir).parent, stored)
     # The trace dispatcher drops records it cannot send (no route to RMQ_SYS_TRACE_TOPIC yet, a full
     # queue): a message the store holds with no Pub record shows it, and then nothing is complete.
     topics = {t["name"] for t in sc["topics"]}
@@ -390,7 +393,7 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
     for s in sc["steps"]:
         if s.get("action") != "crash":
             continue
-        cid = f"127.0.0.1@{s['client']}"
+        cid = _killed_id(sc, s, simple_ids) or f"127.0.0.1@{s['client']}"
         after = when(s) if t0 is not None else s.get("at_ms", 0)
         gone = [c.ts for c in changes if c.what == "left" and c.client == cid and c.ts >= after]
         group = next((st.get("group") for st in sc["steps"] if st.get("client") == s["client"] and st.get("group")), None)
@@ -410,6 +413,37 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
     rep.positions_judged = []
     rep.positions = _positions(h, local, changes, stored, rep.positions_judged) if h.complete else []
     return rep
+
+
+def _simple_deliveries(sc: dict, h, run_dir: Path, stored) -> dict:
+    """A SimpleConsumer group's consume records, which no message trace holds, from the client
+    program's reports (conformance.simple_reports); {scenario client: its reported client ids}."""
+    from .simple_reports import read_simple_consumes, simple_groups
+
+    groups = simple_groups(sc)
+    if not groups:
+        return {}
+    consumes, ids, problems = read_simple_consumes(sc, run_dir, stored)
+    for name in groups:
+        h.group(name).pop = "SIMPLE"
+    for c in consumes:
+        h.keep(c)
+    h.notes.append(f"{len(consumes)} SimpleConsumer deliveries of {', '.join(sorted(groups))} from the client "
+                   "program's reports (the gRPC client writes no message trace)")
+    if problems:
+        h.notes.append(f"{len(problems)} unreadable client report line(s), the first {problems[0]}: lossy")
+        h.complete = h.declared_complete = False
+    return ids
+
+
+def _killed_id(sc: dict, step: dict, ids: dict) -> str | None:
+    """The client id a SimpleConsumer life killed by `step` reported (its lives in start order)."""
+    lives = ids.get(step["client"])
+    if not lives:
+        return None
+    n = sum(1 for st in sc["steps"] if st["action"] == "start" and st["client"] == step["client"]
+            and st["at_ms"] <= step["at_ms"])
+    return lives[min(max(n, 1), len(lives)) - 1]
 
 
 def _name_stored_copies(rep, stored) -> None:

@@ -1,0 +1,166 @@
+"""Random SimpleConsumer scenarios (conformance/random_scenarios.generate_simple), run by a gRPC
+client program through the 5.5.0 proxy (`record --random N --pop --client CMD`): every scenario
+is valid, holds only SimpleConsumer groups and steps the driver protocol runs, is accepted by
+`rocketspec record`, and is one per seed; `record` refuses what cannot run; the oracle reads a
+SimpleConsumer group's deliveries from the client program's reports (the gRPC client writes no
+message trace), on random real run 25001 (5.5.0 broker and proxy, rocketmq-client-java 5.2.0)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketspec.commands.record import build_plan
+from rocketspec.conformance.random_scenarios import (MAX_SIMPLE_CLIENTS, SIMPLE_TOPIC, generate,
+                                                     generate_simple)
+from rocketspec.conformance.verdicts import validate_checked
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "tests" / "fixtures" / "real" / "random" / "seed-25001-grpc-simple"
+# what clients/grpc-java's driver program runs (docs/driver-protocol.md, "Writing a client program")
+DRIVEN_STEPS = {"start", "shutdown", "crash", "pause"}
+LISTENER_KEYS = {"duration_ms", "fail_rate", "null_rate", "exception_rate", "rules"}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2 ** 31), st.booleans())
+def test_every_simple_scenario_is_valid_and_runs_on_the_simple_path(seed, small):
+    raw = generate_simple(seed, small)
+    sc = validate_checked(json.loads(json.dumps(raw)), f"random-simple-{seed}")   # as the file is read back
+    build_plan(sc, seed, 60, Path("."), Path("."))   # RecordError if the recorder could not run it
+    assert raw["groups"] and all(g["client_type"] == "SIMPLE" for g in raw["groups"])
+    assert all(g["message_model"] == "CLUSTERING" for g in raw["groups"])
+    assert {x["action"] for x in raw["steps"]} <= DRIVEN_STEPS
+    clients = {x["client"] for x in raw["steps"]}
+    assert 1 <= len(clients) <= MAX_SIMPLE_CLIENTS
+    for g in raw["groups"]:
+        assert set(g["listener"]) <= LISTENER_KEYS
+        assert 0 <= g["max_reconsume_times"] <= 2
+        assert 1000 <= g["pop_invisible_time"] and 1 <= g["pop_batch_nums"] <= 32
+        # each group keeps a client to the end: its first, which never leaves
+        first = min((x for x in raw["steps"] if x.get("group") == g["name"]), key=lambda x: x["at_ms"])["client"]
+        assert not any(x["client"] == first and x["action"] in ("shutdown", "crash") for x in raw["steps"])
+    if any(g["consume_mode"] == "ORDERLY" for g in raw["groups"]):
+        # FIFO: the producer routes by sharding key, so a queue's order is a key's order
+        assert all(p.get("sharding_keys") for p in raw["producers"] if p["topic"] == SIMPLE_TOPIC)
+    assert raw["steps"] == sorted(raw["steps"], key=lambda x: x["at_ms"])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2 ** 31))
+def test_one_simple_scenario_per_seed(seed):
+    assert generate_simple(seed) == generate_simple(seed)
+    assert generate(seed, pop=True, simple=True) == generate_simple(seed)
+    assert generate(seed, pop=True) != generate_simple(seed)
+
+
+def test_the_simple_generator_draws_each_mechanism():
+    seen = set()
+    for seed in range(25001, 25101):
+        sc = generate_simple(seed)
+        for g in sc["groups"]:
+            seen.add(g["consume_mode"])
+            seen.add("change" if "retry_invisible_ms" in g else "no change")
+            for rule in g["listener"].get("rules", []):
+                if "status" in rule:
+                    seen.add("poison")
+                elif rule["duration_ms"][0] > g["pop_invisible_time"]:
+                    seen.add("call past the invisible time")
+        seen |= {x["action"] for x in sc["steps"]}
+        seen |= {"restart" for x in sc["steps"] if "starts again" in x.get("note", "")}
+        seen |= {"two groups" for _ in sc["groups"][1:]}
+    assert seen >= {"ORDERLY", "CONCURRENTLY", "change", "no change", "poison", "call past the invisible time",
+                    "start", "shutdown", "crash", "pause", "restart", "two groups"}
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--random", "1", "--pop", "--release", "5.5.1", "--client", "true"],
+     "--release 5.5.1: SimpleConsumers need RocketMQ's gRPC proxy, which is pinned for 5.5.0 only"),
+    (["--random", "1", "--pop", "--release", "5.3.3", "--client", "true"], "pinned for 5.5.0 only"),
+    (["--random", "1", "--pop", "--release", "4.9.8", "--client", "true"],
+     "give --release 5.5.0 (the release whose gRPC proxy is pinned)"),
+    (["--random", "1", "--pop", "--release", "5.5.0", "--client", "no-such-program-here"],
+     "is not an executable file or a program on PATH"),
+    (["--pop", "--release", "5.5.0", "--client", "true", "--scenario", "pop-orderly"], "--pop goes with --random"),
+    (["--rejudge", "--release", "5.5.0", "--client", "true"], "--rejudge records nothing"),
+])
+def test_record_random_simple_refuses_what_cannot_run(tmp_path, args, says):
+    from click.testing import CliRunner
+
+    from rocketspec.cli import main
+
+    r = CliRunner().invoke(main, ["record", "--out", str(tmp_path / "o"), *args])
+    assert r.exit_code == 2, r.output
+    assert says in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_record_help_names_the_simple_runs():
+    from click.testing import CliRunner
+
+    from rocketspec.cli import main
+
+    out = " ".join(CliRunner().invoke(main, ["record", "--help"]).output.split())
+    assert "With --client: SimpleConsumer scenarios" in out and "--release 5.5.0" in out
+
+
+# ----------------------------------------------------------------- the oracle of a real run
+
+def _oracle(folder: Path) -> dict:
+    from rocketspec.conformance.real_random import oracle_dict, oracle_report
+
+    sc = json.loads((folder / "scenario.json").read_text())
+    t0 = json.loads((folder / "run" / "steps.json").read_text())["t0"]
+    return oracle_dict(oracle_report(sc, folder / "msgtrace.txt", folder / "run" / "store", t0, True))
+
+
+def test_the_oracle_judges_a_simple_consumers_deliveries_from_its_reports():
+    """Run 25001: 30 messages to TopicG, GID_s0 (maxReconsumeTimes 0) fails one, which the proxy
+    dead-letters at its second pop. The message traces hold only the producer's 30 Pub records:
+    read alone, every guarantee held on nothing (consumed 0, H-DELIVER-1 'not judged' for all).
+    From the client program's reports: 29 consumed and 1 dead-lettered."""
+    o = _oracle(RUN)
+    assert o["consumed"] == 30
+    g = {x["id"]: x for x in o["guarantees"]}
+    assert g["H-DELIVER-1"]["status"] == "holds"
+    assert g["H-DELIVER-1"]["counts"] == {"consumed": 29, "dead-lettered": 1}
+    assert g["H-RETRY-1"]["counts"] == {"deliveries": 30}
+
+
+def test_the_oracle_sees_a_loss_in_a_simple_consumers_reports(tmp_path):
+    """The same run with one successful call taken out of the client's reports (as if the
+    application never got that message): H-DELIVER-1 names it."""
+    import shutil
+
+    run = tmp_path / "run25001"
+    shutil.copytree(RUN, run)
+    proto = run / "run" / "parts" / "client-g0c1.life-1.proto"
+    lines = proto.read_text().splitlines()
+    i = next(n for n, x in enumerate(lines) if '"pop_consume_started"' in x and '"reconsume_times":0' in x)
+    gone = json.loads(lines[i])["messages"][0]["msg_id"]
+    cid = json.loads(lines[i])["consume_id"]
+    keep = [x for x in lines if not (('"consume_id":%d,' % cid) in x and '"pop_consume_' in x)]
+    proto.write_text("\n".join(keep) + "\n")
+    g = {x["id"]: x for x in _oracle(run)["guarantees"]}
+    assert g["H-DELIVER-1"]["status"] == "violated"
+    assert gone in json.dumps(g["H-DELIVER-1"]["listed"])
+
+
+def test_the_oracle_takes_a_simple_deliverys_queue_from_its_receipt_handle():
+    """rocketmq-client-java 5.2.0's MessageView names the receive request's queue (the driver
+    program reported queue 3 for TopicG queue 1 offset 0); the proxy's handle names the popped
+    copy's queue, as the trace's message_stored does."""
+    from rocketspec.conformance.simple_reports import read_simple_consumes
+    from rocketspec.conformance.store_contents import read_commit_log
+
+    sc = json.loads((RUN / "scenario.json").read_text())
+    consumes, ids, problems = read_simple_consumes(sc, RUN / "run", read_commit_log(RUN / "run" / "store"))
+    assert not problems and set(ids) == {"g0c1", "g0c2"}
+    (c,) = [c for c in consumes if c.id == "7F0000016CE94E0E2F2A22114C4B0004"]
+    assert (c.queue, c.offset, c.copy) == (("TopicG", "broker-a", 1), 0, "7F00000100009C250000000000000232")
+    assert c.deadline == 1796654760823 + 4000
+    retried = [c for c in consumes if c.queue[0].startswith("%RETRY%")]
+    assert all(c.queue[0] == "%RETRY%GID_s0_TopicG" for c in retried)
