@@ -63,6 +63,12 @@ MUTANTS: tuple[LibMutant, ...] = (
               "orderly-burst.toml", "H-DELIVER-1",
               "a SUSPENDed orderly batch is left among the taken messages, not put back: the next "
               "successful batch's commit passes it"),
+    LibMutant("lib-orderly-give-up-below-limit", PC,
+              "} else {\n\t\t\t\tsuspend = true",
+              "} else {\n\t\t\t\tsuspend = false",
+              "orderly-burst.toml", "H-DELIVER-1",
+              "checkReconsumeTimes answers 'do not suspend' for a message below maxReconsumeTimes: the "
+              "failed batch is committed, neither retried nor dead-lettered"),
     LibMutant("lib-orderly-take-newest-first", PQ,
               "k, v := pq.msgCache.Min()",
               "k, v := pq.msgCache.Max()",
@@ -80,10 +86,16 @@ MUTANTS: tuple[LibMutant, ...] = (
               "concurrent-fail-join.toml", "INV-OFFSET-3",
               "consumeMessageConcurrently takes CONSUME_SUCCESS before the listener returns (the "
               "listener runs on its own goroutine)"),
+    LibMutant("lib-status-inverted", PC,
+              "if result == ConsumeSuccess {\n\t\t\t\t\tpc.stat.increaseConsumeOKTPS",
+              "if result != ConsumeSuccess {\n\t\t\t\t\tpc.stat.increaseConsumeOKTPS",
+              "concurrent-fail-join.toml", "INV-OFFSET-3",
+              "the concurrent result test is inverted: a failed batch is removed and committed as "
+              "consumed, a consumed one sent back"),
     LibMutant("lib-commit-batch-max", PC,
               "offset := pq.removeMessage(msgBackSucceed...)",
               "offset := subMsgs[len(subMsgs)-1].QueueOffset + 1; pq.removeMessage(msgBackSucceed...)",
-              "concurrent-fail-join.toml", "INV-OFFSET-3",
+              "concurrent-fail-join.toml", "H-DELIVER-1",
               "the offset after the batch's last message is committed, not the ProcessQueue's lowest "
               "message still in flight"),
     LibMutant("lib-commit-pulled-max", PQ,
@@ -92,17 +104,6 @@ MUTANTS: tuple[LibMutant, ...] = (
               "concurrent-handover.toml", "H-DELIVER-1",
               "removeMessage returns the highest pulled offset + 1 even while lower messages wait in "
               "the ProcessQueue"),
-    LibMutant("lib-offset-never-updated", PC,
-              "pc.storage.update(mq, int64(offset), true)",
-              "_ = offset",
-              "concurrent-handover.toml", "H-DUP-1",
-              "the consumed batch's offset is never written to the offset store"),
-    LibMutant("lib-pull-skip-one", PC,
-              "prevRequestOffset := request.nextOffset\n\t\t\trequest.nextOffset = result.NextBeginOffset",
-              "prevRequestOffset := request.nextOffset\n\t\t\trequest.nextOffset = result.NextBeginOffset + 1",
-              "concurrent-handover.toml", "H-DELIVER-1",
-              "after a pull that found messages the next pull starts one past the answer's "
-              "nextBeginOffset: one message in each pulled run is never pulled"),
     LibMutant("lib-keep-queue-on-rebalance", DC,
               "if !mqSet[mq] {\n\t\t\t\tpq.WithDropped(true)",
               "if !mqSet[mq] {\n\t\t\t\t_ = pq",
