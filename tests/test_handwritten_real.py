@@ -111,6 +111,23 @@ def _records(text: str) -> list[list[str]]:
     return [r.split("\x01") for line in text.split("\n") for r in line.split("\x02") if r]
 
 
+def _killed_consumed(events) -> dict[str, set[str]]:
+    """group -> stored message ids that a client later killed by SIGKILL consumed (a listener call
+    that returned CONSUME_SUCCESS, as the recorder's hook in that JVM streamed it before the kill).
+    The killed JVM's own message-trace records of them can be gone: AsyncTraceDispatcher queues
+    each record and a worker sends them in batches, and the queue dies with the process."""
+    killed = {e["client"] for e in events if e["kind"] == "client_crashed"}
+    calls = {(e["client"], e["consume_id"]): (e["group"], e.get("msg_ids") or []) for e in events
+             if e["kind"] == "consume_started" and e["client"] in killed}
+    out = collections.defaultdict(set)
+    for e in events:
+        if e["kind"] == "consume_finished" and e["client"] in killed and e["status"] == "CONSUME_SUCCESS":
+            group, ids = calls.get((e["client"], e["consume_id"]), (None, []))
+            if group is not None:
+                out[group].update(ids[:e.get("ack_index", len(ids) - 1) + 1])
+    return out
+
+
 def facts(run: Run) -> list[str]:
     """What a user lost in this run, read from the store and the message traces (and, for a
     broadcasting group, the recorder's consume events per client): [] when nothing."""
@@ -132,6 +149,9 @@ def facts(run: Run) -> list[str]:
         if r[0] == "SubAfter":
             b = before[(r[1], r[2])]
             deliveries[(b[3], r[2])].append((int(b[1]), int(b[6]), r[4] == "true"))
+    # Pub's offsetMsgId (TraceDataEncoder: field 12) names the stored copy the recorder's events name
+    offset_ids = {r[5]: r[12] for r in recs if r[0] == "Pub" and len(r) > 12}
+    killed_ok = _killed_consumed(run.events())
     out = []
     if set(msgs) - pubs:
         out.append(f"{len(set(msgs) - pubs)} stored message(s) without a Pub record: the message traces are not whole")
@@ -150,6 +170,7 @@ def facts(run: Run) -> list[str]:
             out += _broadcast_losses(name, events)
             continue
         ok = {k for (gg, k), v in deliveries.items() if gg == name and any(s for *_, s in v)}
+        ok |= {k for k in expected - ok if offset_ids.get(k) in killed_ok.get(name, ())}
         lost = expected - ok - dlq.get(name, set())
         if lost:
             out.append(f"{name}: {len(lost)} message(s) neither consumed nor dead-lettered, e.g. {sorted(lost)[:3]}")

@@ -526,21 +526,29 @@ def idle_reconnect_facts(ev):
     back = [e["seq"] for e in f.by_kind(ev, "consumer_registered") if e["client"] == paused["client"]
             and e["seq"] > resumed["seq"]]
     until = back[0] if back else ev[-1]["seq"]
-    before_heartbeat = [e for e in ev if resumed["seq"] < e["seq"] < until and e["kind"] in BROKER_SIDE]
-    assert before_heartbeat, "no broker-side request of the resumed client came before its heartbeat"
     clients = {e["client"] for e in f.by_kind(ev, "client_started")}
     named = {e.get("client") for e in ev if e["kind"] in BROKER_SIDE and e.get("client") is not None}
     assert named <= clients, named - clients      # a client id, never a socket address
-    assert paused["client"] in {e["client"] for e in before_heartbeat}
+    # the resumed client's own requests between SIGCONT and its heartbeat (others' may come too)
+    mine = [e for e in ev if resumed["seq"] < e["seq"] < until and e["kind"] in BROKER_SIDE
+            and e.get("client") == paused["client"]]
+    return bool(mine)
 
 
 @pytest.mark.real
 def test_real_requests_on_a_new_connection_before_the_heartbeat_name_their_client(real_env, tmp_path):
     """A pause past server_channel_max_idle_s: the old broker recorder named the resumed client's
-    first requests by their socket address (check: INV-OFFSET-1 on its commits)."""
-    ev, rep = record_exact("idle-reconnect", tmp_path)
-    idle_reconnect_facts(ev)
-    assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]
+    first requests by their socket address (check: INV-OFFSET-1 on its commits). Whether the
+    resumed client's first request reaches the broker before its heartbeat is timing (a rebalance
+    woken during the pause sends a heartbeat at once on resume): record until a run shows it, at
+    most three runs, each checked."""
+    for attempt in range(3):
+        ev, rep = record_exact("idle-reconnect", tmp_path / f"run{attempt}")
+        arose = idle_reconnect_facts(ev)
+        assert rep.ok, [(x.inv, x.message) for x in rep.findings.errors[:5]]
+        if arose:
+            return
+    pytest.fail("in three runs no request of the resumed client reached the broker before its heartbeat")
 
 
 def sent_back_before_commit_past(ev):

@@ -48,7 +48,7 @@ def test_idle_reconnect_fixture_names_the_client_of_requests_before_its_heartbea
     from test_real_runs import idle_reconnect_facts
 
     ev = f.load(EXACT / "idle-reconnect.jsonl")
-    idle_reconnect_facts(ev)
+    assert idle_reconnect_facts(ev)     # the committed run shows requests before the heartbeat
     rep, errors = _errors(ev, tmp_path)
     assert rep.ok and not errors, errors[:5]
 
