@@ -18,10 +18,12 @@ from bench import client_mutants as B
 from bench import go_library_mutants as L
 from rocketspec.spec.history.guarantees import GUARANTEES
 from rocketspec.spec.invariants import CATALOGUE
+from test_go_client_real import go_client  # noqa: F401
 
 
 @pytest.fixture(scope="module")
-def module_dir():
+def module_dir(go_client):  # noqa: F811
+    # go_client runs `make go-client`, which downloads the pinned module on a fresh machine
     try:
         return L.module_dir()
     except L.MutantBuildError as e:
