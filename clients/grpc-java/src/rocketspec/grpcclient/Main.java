@@ -171,7 +171,7 @@ public final class Main {
                 s.addProperty("consume_id", ++consumeId);
                 s.addProperty("topic", m.getTopic());
                 s.addProperty("broker", v.getMessageQueue().getBroker().getName());
-                s.addProperty("queue", v.getMessageQueue().getQueueId());
+                s.addProperty("queue", queueOf(v));
                 JsonArray arr = new JsonArray();
                 JsonObject one = new JsonObject();
                 one.addProperty("offset", v.getOffset());
@@ -214,6 +214,23 @@ public final class Main {
                 }
             }
         }
+    }
+
+    /**
+     * The popped copy's queue id. The library's MessageView names the queue its receive request was
+     * routed to (MessageViewImpl.fromProtobuf, 5.2.0), not the message's; the proxy's receipt handle
+     * names the message's (ExtraInfoUtil's fields: its 7th is the queue id).
+     */
+    static int queueOf(MessageViewImpl v) {
+        String[] f = v.getReceiptHandle().split(" ");
+        if (f.length >= 8) {
+            try {
+                return Integer.parseInt(f[6]);
+            } catch (NumberFormatException e) {
+                // not the proxy's handle: the library's queue is the best there is
+            }
+        }
+        return v.getMessageQueue().getQueueId();
     }
 
     private static void sleep(long ms) {
