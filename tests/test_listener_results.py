@@ -82,6 +82,40 @@ def test_go_ack_index_fails_check_with_inv_offset_3_on_the_messages_past_it():
         assert "cause: the client ignored the listener's ConsumeConcurrentlyContext.ackIndex" in v["message"]
 
 
+def test_a_commit_past_a_message_its_own_client_still_held_then_failed_is_a_loss():
+    """Library mutant lib-commit-batch-max (bench/go_library_mutants.py) on real 4.9.8: the Go client
+    commits past each batch, not its ProcessQueue's first unconsumed message, so its commit passes
+    failing calls still running (1.5 s); c2's join drops two of c1's queues, c1 discards those
+    calls' failures (no send-back), and c2 starts past them. check names each such message, and
+    exactly the ones RocketMQ's own history of the run shows lost (H-DELIVER-1)."""
+    path = os.path.join(GO, "commit-batch-max.jsonl")
+    r = CliRunner().invoke(main, ["check", "--json", path])
+    assert r.exit_code == 1, r.output
+    d = json.loads(r.output)
+    assert set(d["counts"]) == {"INV-OFFSET-3"}
+    named = set()
+    for v in d["violations"]:
+        assert " held it; the call then declared it not consumed (its listener returned RECONSUME_LATER)" in v["message"]
+        assert "cause: the client committed past a message its own listener call had not finished" in v["message"]
+        named.add(v["message"].split("past offset ")[1].split("(")[1].split(")")[0])
+    h = CliRunner().invoke(main, ["history", "--json", path])
+    assert h.exit_code == 1, h.output
+    lost = {m for g in json.loads(h.output)["guarantees"] if g["id"] == "H-DELIVER-1"
+            for m in _messages_named(g)}
+    assert named == lost and len(named) == 6
+
+
+def _messages_named(guarantee: dict) -> set:
+    return {x["key"]["msg"] for x in guarantee["listed"]}
+
+
+def test_the_unmutated_go_client_on_the_same_scenario_holds():
+    """The same scenario with the unmutated client: it commits below its running calls, sends each
+    failure back, and what it discards for a dropped queue c2 consumes again."""
+    rep = check_trace(os.path.join(GO, "concurrent-fail-join.jsonl"))
+    assert rep.ok, [(f.inv, f.message) for f in errors(rep)]
+
+
 def test_java_on_the_ack_index_scenario_holds_whole_and_at_the_client_reports_level(tmp_path):
     path = os.path.join(GO, "ack-index-java.jsonl")
     assert check_trace(path).ok

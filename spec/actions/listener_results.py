@@ -27,8 +27,9 @@ from .common import _pauses_between, _q
 
 # a QueueState.said record: [msg_id, origin id, consumed by the group, sent back by the group (a
 # message the group handled either way is not lost by a duplicate's failure), owed (client,
-# consume_id, why, CONSUME_SUCCESS) or None, last call's end ts, its client, broker restarts then]
-_ID, _ORIGIN, _OK, _SENT, _OWED, _END, _BY, _EPOCH = range(8)
+# consume_id, why, CONSUME_SUCCESS) or None, last call's end ts, its client, broker restarts then,
+# the commit (offset, source, client) that passed it while a listener call held it, or None]
+_ID, _ORIGIN, _OK, _SENT, _OWED, _END, _BY, _EPOCH, _PASSED = range(9)
 
 
 def _judged(out) -> tuple[bool, bool]:
@@ -39,7 +40,7 @@ def _judged(out) -> tuple[bool, bool]:
 def _record(st, qs, o, mid, origin) -> list:
     rec = qs.said.get(o)
     if rec is None or rec[_ID] != mid:
-        rec = qs.said[o] = [mid, origin, False, False, None, None, None, 0]
+        rec = qs.said[o] = [mid, origin, False, False, None, None, None, 0, None]
         g = qs.key[0]
         for i in {mid, origin}:
             st.said_ids.setdefault((g, i), set()).add((qs.key, o))
@@ -139,13 +140,32 @@ def call_finished(st, ev, out) -> None:
     else:
         ack, why = -1, f"its listener returned {status}"
     floor = qs.said_floor
+    held = _held(qs)
     for i, (o, rec) in enumerate(zip(offsets, recs)):
         if i <= ack:
             rec[_OK] = True
-        elif not rec[_SENT] and not rec[_OK] and o >= floor:
+        elif not rec[_SENT] and not rec[_OK] and (o >= floor or _passed_while_held(rec, cid, o, held)):
             # (below the highest offset the broker committed, the group passed the message before:
             # a duplicate's failure loses nothing, and a loss then was judged at that commit)
             rec[_OWED] = (cid, ev["consume_id"], why, status == "CONSUME_SUCCESS")
+
+
+def _held(qs) -> dict:
+    """offset -> the clients whose listener calls (started, not finished) hold it."""
+    held = {}
+    for (cid, _), (offsets, _, _) in qs.said_calls.items():
+        for o in offsets:
+            held.setdefault(o, set()).add(cid)
+    return held
+
+
+def _passed_while_held(rec, cid, o, held) -> bool:
+    """The client's own commit passed the message while this call of it held it, and no other call
+    holds it now. A client commits its ProcessQueue's first unconsumed offset (removeMessage), which
+    an unfinished call's message keeps; another client's commit past it (the queue moved on) is a
+    duplicate's, not judged here."""
+    p = rec[_PASSED]
+    return p is not None and p[2] == cid and not (held.get(o, set()) - {cid})
 
 
 def sent_back(st, ev, out) -> None:
@@ -177,30 +197,57 @@ def committed(st, ev, out) -> None:
     # an operator's reset past a message skips it by design (ANOM-RESET-SKIP); the table's value
     # when observation began judges nothing
     skip = src in ("reset", "snapshot") or off in qs.resets
+    held = _held(qs)
     for o in sorted(o for o in qs.said if o < off):
         rec = qs.said[o]
         owed = rec[_OWED]
         if declared and not skip and owed is not None and not rec[_OK] and not rec[_SENT]:
-            cid, consume_id, why, success = owed
-            cause = ("the client ignored the listener's ConsumeConcurrentlyContext.ackIndex and acked the whole "
-                     "CONSUME_SUCCESS batch (4.9.8's processConsumeResult sends the messages past ackIndex back; "
-                     "rocketmq-client-go v2.1.2 never reads AckIndex)" if success else
-                     "the client acked a failed message without a send-back the broker accepted (4.9.8's "
-                     "processConsumeResult keeps a message whose send-back failed and consumes it again)")
-            words = (f"broker commits {off} ({src} from {ev.get('client') or 'a client'}) past offset {o} "
-                     f"({rec[_ID]}), which {cid}'s listener call {consume_id} declared not consumed ({why}); "
-                     f"the broker accepted no send-back of it and no listener call of the group received it "
-                     f"again before the end: it is lost; cause: {cause}")
-            ids = {rec[_ID], rec[_ORIGIN]}
-            lost = (qs.key, words, ids, o)
-            for i in ids:
-                st.said_lost[(qs.key[0], i)] = lost
+            _owe_loss(st, qs, o, rec, _loss_words(rec, o, (off, src, ev.get("client") or "a client")))
+        elif declared and not skip and o in held and not rec[_OK] and not rec[_SENT]:
+            # a listener call still holds it: what it declares is judged when it finishes; the first
+            # commit of a client past its own call's message is the one that matters
+            if rec[_PASSED] is None and ev.get("client") in held[o]:
+                rec[_PASSED] = (off, src, ev.get("client"))
+            continue
         _forget(st, qs, o)
+
+
+def _loss_words(rec, o, commit) -> str:
+    cid, consume_id, why, success = rec[_OWED]
+    if rec[_PASSED] is not None:
+        off, src, by = rec[_PASSED]
+        return (f"broker commits {off} ({src} from {by}) past offset {o} ({rec[_ID]}) while {cid}'s listener call "
+                f"{consume_id} held it; the call then declared it not consumed ({why}); the broker accepted no "
+                f"send-back of it and no listener call of the group received it again before the end: it is lost; "
+                f"cause: the client committed past a message its own listener call had not finished (a client "
+                f"commits its ProcessQueue's first unconsumed offset, ProcessQueue.removeMessage, which a message "
+                f"in a running call keeps)")
+    off, src, by = commit
+    cause = ("the client ignored the listener's ConsumeConcurrentlyContext.ackIndex and acked the whole "
+             "CONSUME_SUCCESS batch (4.9.8's processConsumeResult sends the messages past ackIndex back; "
+             "rocketmq-client-go v2.1.2 never reads AckIndex)" if success else
+             "the client acked a failed message without a send-back the broker accepted (4.9.8's "
+             "processConsumeResult keeps a message whose send-back failed and consumes it again)")
+    return (f"broker commits {off} ({src} from {by}) past offset {o} ({rec[_ID]}), which {cid}'s listener call "
+            f"{consume_id} declared not consumed ({why}); the broker accepted no send-back of it and no listener "
+            f"call of the group received it again before the end: it is lost; cause: {cause}")
+
+
+def _owe_loss(st, qs, o, rec, words) -> None:
+    lost = (qs.key, words, {rec[_ID], rec[_ORIGIN]}, o)
+    for i in lost[2]:
+        st.said_lost[(qs.key[0], i)] = lost
 
 
 def trace_ended(st, ev, out) -> None:
     """What commits passed and no listener call of the group received again is lost (a message may
-    come back after the commit: a client pulling from an offset it read before the commit)."""
+    come back after the commit: a client pulling from an offset it read before the commit); so is
+    what a listener call declared not consumed after its own client's commit had passed it."""
+    for qs in st.queues.values():
+        for o in sorted(o for o, rec in qs.said.items() if rec[_PASSED] is not None and rec[_OWED] is not None):
+            rec = qs.said[o]
+            if not (rec[_OK] or rec[_SENT]):
+                _owe_loss(st, qs, o, rec, _loss_words(rec, o, rec[_PASSED]))
     if not st.said_lost:
         return
     # one loss is keyed by each of its ids (the message's and its origin's): report it once, by
