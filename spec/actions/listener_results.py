@@ -16,6 +16,9 @@ the parts of INV-RETRY-1 and INV-OFFSET-3 such a level can judge (spec/observati
   committed offset passes such a message only after the broker accepted its send-back
   (message_sent_back: the recorder writes it before the client can learn of it) or a listener call
   of the group received it again or consumed it; an operator's reset past it is a skip by design.
+  The client's own commit cannot pass a message one of its calls still holds (it commits its
+  ProcessQueue's first unconsumed offset), so a failure such a call declares after that commit is
+  owed as well; another client's commit past it is a duplicate's and not judged.
 
 The rest of each rule needs the client's internals; at a level that has them the whole rule is
 judged instead, and these parts are not run.
