@@ -290,6 +290,12 @@ def generate_simple(seed: int, small: bool = False) -> dict:
     if any(g["consume_mode"] == "ORDERLY" for g in groups):
         p["sharding_keys"] = r.choice((2, 4, 8))
     sc["producers"].append(p)
+    for g in groups:
+        # a tag subscription reads at least one tag the producer sends (else the run consumes nothing)
+        subscribed = g["subscriptions"][SIMPLE_TOPIC].split(" || ")
+        sent = sorted(t for t in p["tags"] if t)
+        if "*" not in subscribed and not set(subscribed) & set(sent):
+            g["subscriptions"][SIMPLE_TOPIC] = " || ".join(sorted(subscribed[:1] + sent[:1])) if sent else "*"
     produced_until = start + int(1000 * count / rate)
     used = 0
     for i, g in enumerate(groups):
@@ -316,7 +322,8 @@ def _simple_group(r: random.Random, i: int) -> dict:
                "pop_batch_nums": r.choice((1, 4, 16, 32))}
     g["subscriptions"] = {SIMPLE_TOPIC: "*" if r.random() < 0.7 else
                           " || ".join(sorted(r.sample(TAGS, r.randint(1, 2))))}
-    g["consume_from_where"] = r.choice(("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET"))
+    # no consume_from_where: a SimpleConsumer has none (the proxy pops with init mode MAX, which a
+    # new group on a fresh store reads from offset 0)
     g["max_reconsume_times"] = r.choice((0, 1, 1, 2))
     if r.random() < 0.4:
         g["retry_invisible_ms"] = r.choice(SIMPLE_RETRY_INVISIBLE_MS)

@@ -50,7 +50,8 @@ from .random_scenarios import generate, history_groups, write
 # 5 H-DELIVER-1 lists the messages it left unjudged, by group and reason ("unjudged_messages");
 # 6 each violated guarantee counts its findings by group ("findings_by_group", when it kept them all);
 # 7 a SimpleConsumer group's deliveries from the client program's reports (conformance.simple_reports):
-#   the gRPC client writes no message trace.
+#   the gRPC client writes no message trace; a SIGKILL of a SimpleConsumer hides none of them; a
+#   SimpleConsumer group starts at the queue's first message (the proxy pops with init mode MAX).
 ORACLE_VERSION = 7
 
 # The invariants of check whose violation a user would see as each guarantee's violation.
@@ -309,7 +310,14 @@ def declared_groups(sc: dict) -> dict:
     missing settings, and where the group starts (each run's broker is new, so is each group)."""
     out = history_groups(sc)
     for g in sc["groups"]:
-        if g.get("consume_from_where"):
+        if g.get("client_type") == "SIMPLE":
+            # A SimpleConsumer has no consume-from-where: the proxy pops with ConsumeInitMode.MAX
+            # (ReceiveMessageActivity, 5.5.0), and the broker starts a group with no offset at 0
+            # while the queue's minimum is 0 and offset 0 is in memory (PopMessageProcessor.
+            # getInitOffset, initPopOffsetByCheckMsgInMem, on by default), as in every run's new
+            # broker and store of a few MB: it owes the group every message from the first.
+            out[g["name"]]["consume_from_where"] = "CONSUME_FROM_FIRST_OFFSET"
+        elif g.get("consume_from_where"):
             out[g["name"]]["consume_from_where"] = g["consume_from_where"]
     return out
 
@@ -395,6 +403,13 @@ def oracle_report(sc: dict, msgtrace: Path, store_dir: Path, t0: int | None, com
             continue
         cid = _killed_id(sc, s, simple_ids) or f"127.0.0.1@{s['client']}"
         after = when(s) if t0 is not None else s.get("at_ms", 0)
+        if s["client"] in simple_ids:
+            # a SimpleConsumer's calls are its program's reports, each written and flushed as it
+            # happens: a SIGKILL loses none of them, so the kill is a fault and hides nothing (the
+            # broker logs no leave of a killed gRPC client: the proxy holds its channel)
+            h.disruptions.append(Disruption(after, "crashed", group_of_client(sc, s["client"]), cid,
+                                            "SIGKILL (scenario step) of a SimpleConsumer"))
+            continue
         gone = [c.ts for c in changes if c.what == "left" and c.client == cid and c.ts >= after]
         group = next((st.get("group") for st in sc["steps"] if st.get("client") == s["client"] and st.get("group")), None)
         h.disruptions.append(Disruption(min(gone) if gone else 2 ** 62, "killed", group, cid,
@@ -434,6 +449,10 @@ def _simple_deliveries(sc: dict, h, run_dir: Path, stored) -> dict:
         h.notes.append(f"{len(problems)} unreadable client report line(s), the first {problems[0]}: lossy")
         h.complete = h.declared_complete = False
     return ids
+
+
+def group_of_client(sc: dict, client: str) -> str | None:
+    return next((st.get("group") for st in sc["steps"] if st.get("client") == client and st.get("group")), None)
 
 
 def _killed_id(sc: dict, step: dict, ids: dict) -> str | None:

@@ -43,6 +43,13 @@ def test_every_simple_scenario_is_valid_and_runs_on_the_simple_path(seed, small)
         # each group keeps a client to the end: its first, which never leaves
         first = min((x for x in raw["steps"] if x.get("group") == g["name"]), key=lambda x: x["at_ms"])["client"]
         assert not any(x["client"] == first and x["action"] in ("shutdown", "crash") for x in raw["steps"])
+    sent = {t for p in raw["producers"] for t in p["tags"]}
+    for g in raw["groups"]:
+        # something to consume: '*', or a tag the producer sends; no consume_from_where, which a
+        # SimpleConsumer does not have
+        sub = g["subscriptions"][SIMPLE_TOPIC]
+        assert sub == "*" or set(sub.split(" || ")) & sent
+        assert "consume_from_where" not in g
     if any(g["consume_mode"] == "ORDERLY" for g in raw["groups"]):
         # FIFO: the producer routes by sharding key, so a queue's order is a key's order
         assert all(p.get("sharding_keys") for p in raw["producers"] if p["topic"] == SIMPLE_TOPIC)
@@ -164,3 +171,43 @@ def test_the_oracle_takes_a_simple_deliverys_queue_from_its_receipt_handle():
     assert c.deadline == 1796654760823 + 4000
     retried = [c for c in consumes if c.queue[0].startswith("%RETRY%")]
     assert all(c.queue[0] == "%RETRY%GID_s0_TopicG" for c in retried)
+
+
+KILLED = ROOT / "tests" / "fixtures" / "real" / "random" / "seed-25028-grpc-simple-killed"
+
+
+def test_a_killed_simple_consumer_hides_none_of_its_groups_deliveries(tmp_path):
+    """Run 25028: GID_s0 (maxReconsumeTimes 1, failed calls change the invisible time to 1 s), g0c3
+    SIGKILLed at 11.3 s and started again. A killed remoting client's unsent message-trace records
+    make the oracle leave its group's unconsumed messages unobserved; a SimpleConsumer's calls are
+    its program's reports, flushed line by line, so the oracle judges them all: with one message's
+    only call taken out of the reports, H-DELIVER-1 names it (the old oracle: 'unobserved')."""
+    import shutil
+
+    run = tmp_path / "run25028"
+    shutil.copytree(KILLED, run)
+    o = _oracle(run)
+    g = {x["id"]: x for x in o["guarantees"]}["H-DELIVER-1"]
+    # every message judged: the proxy starts a SimpleConsumer group at the queue's first message
+    # (the scenario's consume_from_where, LAST_OFFSET, is no setting of a SimpleConsumer)
+    assert g["status"] == "holds" and g["counts"] == {"consumed": 26, "dead-lettered": 2}
+    sc = json.loads((run / "scenario.json").read_text())
+    t0 = json.loads((run / "run" / "steps.json").read_text())["t0"]
+    kill = next(x for x in sc["steps"] if x["action"] == "crash")
+    parts = sorted((run / "run" / "parts").glob("*.proto"))
+    calls = {}
+    for p in parts:
+        for line in p.read_text().splitlines():
+            e = json.loads(line)
+            if e["type"] == "pop_consume_started":
+                calls.setdefault(e["messages"][0]["msg_id"], []).append((p, e))
+    first = min(c[1]["ts_ns"] for cs in calls.values() for c in cs) // 10 ** 6
+    # a message sent after the group's first consumption (before it, where a group starts is unknown
+    # to a history) and delivered once, before the kill
+    mid, ((path, e),) = next((m, c) for m, c in sorted(calls.items()) if len(c) == 1
+                             and first + 2000 < c[0][1]["ts_ns"] // 10 ** 6 < t0 + kill["at_ms"])
+    lines = path.read_text().splitlines()
+    keep = [x for x in lines if not ('"pop_consume_' in x and json.loads(x)["consume_id"] == e["consume_id"])]
+    path.write_text("\n".join(keep) + "\n")
+    g = {x["id"]: x for x in _oracle(run)["guarantees"]}["H-DELIVER-1"]
+    assert g["status"] == "violated" and mid in json.dumps(g["listed"])
