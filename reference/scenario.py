@@ -104,6 +104,7 @@ STEP_ACTIONS = {
     "fail_offset_queries": {"client", "count"},
     "fail_revive_reads": {"broker", "count"},     # POP: the broker's next revive reads fail (#10985)
     "delay_pop_reads": {"broker", "count"},       # POP: the broker's next pops read the queues late (#7914)
+    "expire_commit_log": {"broker", "count"},     # the commit log's oldest messages lose their data (#7724)
     "delete_messages": {"broker", "topic", "queue", "before"},
     "produce": {"topic", "count"},
     "set_broker_offset": {"broker", "group", "topic", "queue", "offset"},
@@ -151,7 +152,9 @@ def _delay_levels(path, v):
 BROKER_FIELDS = {"message_delay_level": _delay_levels, "enable_property_filter": checks.boolean,
                  "filter_support_retry": checks.boolean, "long_polling_enable": checks.boolean,
                  "retry_queue_nums": checks.integer(0, MAX_QUEUES), "retry_max_times": checks.integer(0, 2**31 - 1),
-                 "lock_max_live_ms": checks.integer(1, checks.MAX_RUN_MS)}
+                 "lock_max_live_ms": checks.integer(1, checks.MAX_RUN_MS),
+                 # the RocksDB POP path (popConsumerKVServiceInit + popConsumerKVServiceEnable; 5.x)
+                 "pop_consumer_kv_service": checks.boolean}
 
 
 class ScenarioError(UserError, ValueError):

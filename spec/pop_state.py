@@ -33,7 +33,7 @@ DONE = (ACKED, REVIVED, DEAD, SKIPPED, LOST)
 
 class Copy:
     __slots__ = ("msg_id", "origin", "reconsume", "status", "handle", "pop_time", "deadline", "client",
-                 "order", "suspend", "since", "popped", "restarted", "prior", "stored_at")
+                 "order", "suspend", "since", "popped", "restarted", "prior", "stored_at", "same_key_deleted")
 
     def __init__(self, msg_id=None, origin=None, reconsume=None, status=STORED, since=0):
         self.msg_id, self.origin, self.reconsume = msg_id, origin, reconsume
@@ -52,6 +52,9 @@ class Copy:
         # in the revive log, and its holder may still ack or change it
         self.prior: dict = {}
         self.stored_at = None       # its store time, where the spec keeps it (StoredQueue.stored_at)
+        # the last change of invisible time kept the deadline, and the profile's KV path deletes
+        # the old key even then: the new record is gone (#10276)
+        self.same_key_deleted = False
 
     def current(self, pop_time) -> bool:
         """The handle of `pop_time` is this copy's current one. A dead-lettered copy keeps its

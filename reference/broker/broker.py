@@ -81,6 +81,8 @@ class Broker:
         self.down_since = 0
         self.up = True
         self._matchers: dict = {}   # one compiled filter per subscription, not per pull
+        # the RocksDB POP path (popConsumerKVServiceEnable; reference.broker.pop_kv)
+        self.pop_kv_service = config.get("pop_consumer_kv_service", profile.pop_consumer_kv_service)
         # the POP path exists in 5.x only (profile switch `pop`)
         self.pop = PopService(self) if getattr(profile, "pop", False) else None
         self.revive = PopReviveService(self) if self.pop is not None else None
@@ -94,6 +96,8 @@ class Broker:
             "channel_expired_timeout_ms": self.profile.channel_expired_ms}
         if self.profile.server_channel_max_idle_s != SERVER_CHANNEL_MAX_IDLE_S:   # absent: RocketMQ's default
             config[SERVER_CHANNEL_MAX_IDLE_TRACE_KEY] = self.channels.max_idle_ms
+        if self.pop_kv_service and self.pop is not None:    # absent: RocketMQ's default, off
+            config["pop_consumer_kv_service"] = True
         self.sim.emit("broker_started", broker=self.name, config=config)
         self._start_periodic_services()
         self.schedule.start()
@@ -105,6 +109,8 @@ class Broker:
         self.sim.every(CHANNEL_SCAN_PERIOD_MS, CHANNEL_SCAN_PERIOD_MS, self._scan_channels, owner=self.proc)
         if self.revive is not None:
             self.revive.start()
+        if self.pop is not None and self.pop.kv is not None:
+            self.pop.kv.start()
 
     def stop_for_restart(self) -> None:
         self.up = False

@@ -20,6 +20,9 @@ reads the queues after (popMsgFromQueue, an asynchronous store read). The refere
 once unless the read is made late (the explorer's fault pop_read_late, a scenario's
 delay_pop_reads step): then the queues are read POP_READ_LATE_MS after the pop time, and a message
 stored in between is handed out under a pop time earlier than its store time (#7914's way in).
+
+With the broker's RocksDB POP path on (reference.broker.pop_kv) concurrent pops, acks and changes
+keep records keyed by deadline instead of checkpoints in the revive log.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from rocketspec.rocketmq.pop import (POP_FROM_RETRY_PROBABILITY, POP_ORDER_REVIV
 from ..message import Message
 from .message_filter import pull_filter
 from .order_info import ConsumerOrderInfoManager
+from .pop_kv import PopConsumerKv
 
 # PopLongPollingService: a held pop runs again this long after a message arrives for it
 POP_HOLD_WAKE_MS = 1
@@ -93,12 +97,16 @@ class PopService:
         self.late_read_rate = 0.0       # choice point pop_read_late (the explorer's fault; 0: never asked)
         self.late_read_ms = POP_READ_LATE_MS
         self.reading = 0                # pops past their pop time whose late read has not run yet
+        # the RocksDB POP path (PopConsumerService), when the broker has it on
+        self.kv = PopConsumerKv(broker) if broker.pop_kv_service else None
 
     def clear(self) -> None:
         """A restart: the buffer and held pops are memory; checkpoints are in the revive log (kept)."""
         self.buffer_offsets.clear()
         self.held.clear()
         self.reading = 0                # a late read in flight dies with the broker
+        if self.kv is not None:
+            self.kv.restarted()
 
     def pending(self) -> bool:
         """A checkpoint waits on the clock for its revive, or an orderly queue holds an un-acked
@@ -106,13 +114,14 @@ class PopService:
         is invisible or a consumer of the group is registered to make that attempt; with none
         left the message waits for the next consumer, not on the clock."""
         now = self.sim.now
-        return bool(self.checkpoints) or any(
+        return bool(self.checkpoints) or bool(self.kv is not None and self.kv.records) or any(
             o not in i.acked and (now < i.next_visible.get(o, i.pop_time + i.invisible_ms) or self.b.consumers.get(k[1]))
             for k, i in self.order.table.items() for o in i.offsets)
 
     def group_settled(self, group: str) -> bool:
         """Nothing of the group is out under a handle."""
         return (not any(ck.group == group for ck in self.checkpoints.values())
+                and not (self.kv is not None and any(k[1] == group for k in self.kv.records))
                 and not self.order.unacked_any(group))
 
     # ------------------------------------------------------------------ pop
@@ -126,6 +135,8 @@ class PopService:
         need_retry = has_retry and sim.chooser.chance("pop_retry_first", POP_FROM_RETRY_PROBABILITY / 100)
         if req.orderly:
             revive_qid = POP_ORDER_REVIVE_QUEUE
+        elif self.kv is not None:
+            revive_qid = 0      # the KV path's answer (PopMessageProcessor: reviveQid 0)
         else:
             revive_qid = self.ck_number % REVIVE_QUEUE_NUM
             self.ck_number += 1
@@ -181,13 +192,13 @@ class PopService:
         for q in range(self.b.topics.get(topic, 0)):
             self._pop_queue(req, topic, q, revive_qid, found, _match_all, blocked, pop_time)
 
-    def _pop_offset(self, group: str, topic: str, queue: int, init_min: bool) -> int:
+    def _pop_offset(self, group: str, topic: str, queue: int, init_min: bool, kv: bool = False) -> int:
         """getPopOffset: the committed offset (or the initial one), and the buffer's latest
-        offset when it is ahead. getInitOffset: a retry topic or ConsumeInitMode.MIN starts at the
+        offset when it is ahead; a concurrent pop on the KV path: the pull offset, no buffer. getInitOffset: a retry topic or ConsumeInitMode.MIN starts at the
         queue's min offset; MAX at 0 while offset 0 is in the store (initPopOffsetByCheckMsgInMem),
         else at the last message."""
         b = self.b
-        off = b.offsets.query(group, topic, queue)
+        off = self.kv.pop_offset(group, topic, queue) if kv else b.offsets.query(group, topic, queue)
         if off < 0:
             if init_min or topic.startswith("%RETRY%"):
                 off = b.store.min_offset(topic, queue)
@@ -195,6 +206,8 @@ class PopService:
                 off = 0
             else:
                 off = max(0, b.store.max_offset(topic, queue) - 1)
+        if kv:
+            return off
         buf = self.buffer_offsets.get((group, topic, queue), -1)
         return max(buf, off)
 
@@ -208,7 +221,8 @@ class PopService:
         if req.orderly and self.order.check_block(req.attempt_id, topic, group, queue, sim.now):
             blocked[0] = True
             return
-        offset = self._pop_offset(group, topic, queue, req.init_min)
+        kv = self.kv is not None and not req.orderly
+        offset = self._pop_offset(group, topic, queue, req.init_min, kv)
         result = b.store.get_message(topic, queue, offset, room, matcher)
         if result.status in ("OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_BADLY", "OFFSET_FOUND_NULL"):
             # the stored offset is not right: commit the corrected one and read again
@@ -216,11 +230,16 @@ class PopService:
             offset = result.next_begin
             result = b.store.get_message(topic, queue, offset, room, matcher)
         flag = RETRY_FLAG_V1 if topic.startswith("%RETRY%") else RETRY_FLAG_NORMAL
+        if kv:
+            self.kv.read(group, topic, queue, offset, result.next_begin, req.client)
         if result.messages:
             offsets = [m.offset for m in result.messages]
             if req.orderly:
                 counts = self.order.update(req.attempt_id, topic, group, queue, pop_time, req.invisible_ms, offsets)
                 b.offsets.commit(group, topic, queue, offset, client=req.client, source="pop")
+            elif kv:
+                self.kv.write_popped(group, topic, queue, offsets, pop_time, req.invisible_ms)
+                counts = None
             else:
                 ck = Checkpoint(group, topic, queue, offset, pop_time, req.invisible_ms, offsets, revive_qid,
                                 req.client)
@@ -238,8 +257,8 @@ class PopService:
                     copy.reconsume_times = counts.get(m.offset, 0)
                 h = build_handle(offset, pop_time, req.invisible_ms, revive_qid, flag, b.name, queue, m.offset)
                 found.append((copy, h))
-        elif result.status in ("NO_MATCHED_MESSAGE", "OFFSET_FOUND_NULL", "MESSAGE_WAS_REMOVING",
-                               "NO_MATCHED_LOGIC_QUEUE") and result.next_begin > offset:
+        elif not kv and result.status in ("NO_MATCHED_MESSAGE", "OFFSET_FOUND_NULL", "MESSAGE_WAS_REMOVING",
+                                          "NO_MATCHED_LOGIC_QUEUE") and result.next_begin > offset:
             # nothing the group wants: move past it (orderly: commit; else addCkMock's offset entry)
             if not req.orderly:
                 self.buffer_offsets[(group, topic, queue)] = result.next_begin
@@ -297,6 +316,8 @@ class PopService:
             result = self._ack_orderly(group, topic, queue, offset, h["pop_time"], client)
             if result == "rejected":
                 code = "MESSAGE_ILLEGAL"
+        elif self.kv is not None:
+            result = self.kv.ack(group, topic, queue, offset, h["pop_time"], h["invisible_time"])
         else:
             result = self._ack_ck(group, topic, queue, h["ck_offset"], h["pop_time"], offset)
         self.sim.emit("message_acked", client=client, group=group, topic=topic, broker=b.name, queue=queue,
@@ -380,6 +401,10 @@ class PopService:
                     new_pop_time, new_invisible = h["pop_time"], nvt - h["pop_time"]
                     new = build_handle(h["ck_offset"], new_pop_time, new_invisible, h["revive_qid"], h["retry_flag"],
                                        b.name, queue, offset)
+        elif self.kv is not None:
+            self.kv.change(group, topic, queue, offset, h["pop_time"], h["invisible_time"], invisible_ms)
+            result, new_pop_time, new_invisible = "changed", sim.now, invisible_ms
+            new = build_handle(offset, sim.now, invisible_ms, h["revive_qid"], h["retry_flag"], b.name, queue, offset)
         else:
             ck = Checkpoint(group, topic, queue, offset, sim.now, invisible_ms, [offset], h["revive_qid"], client)
             self.checkpoints[ck.key] = ck

@@ -158,6 +158,21 @@ class Profile:
     # message stored in between is popped under an earlier pop time and never revived (#7914,
     # removed by PR #7915 in 5.3.0)
     pop_revive_skips_last_epoch: bool = False
+    # PopReviveService.reviveMsgFromCk revives the message getBizMessage read only if its queue
+    # offset is the checkpoint's (the fix proposed for #7724, PR #7739, not merged). Every 5.x
+    # revives whatever the read returned, and a read at an offset whose commit-log data is gone
+    # (retention deletes commit-log files before the consume queue's min offset is corrected)
+    # returns the next message whose data exists: another message is put back in its place (#7724)
+    revive_checks_read_offset: bool = False
+    # the broker's RocksDB POP path (BrokerConfig popConsumerKVServiceInit and
+    # popConsumerKVServiceEnable, both off by default in every release; reference.broker.pop_kv):
+    # PopConsumerService keeps one record per popped message keyed by its deadline. A scenario's
+    # broker_config pop_consumer_kv_service sets it per run
+    pop_consumer_kv_service: bool = False
+    # PopConsumerService.changeInvisibilityDuration writes the new record, then deletes the old
+    # key even when it is the new one's (the new deadline equals the old): the message is never
+    # revived (#10276, 5.5.0; PR #10277 in 5.5.1 skips that delete)
+    pop_kv_change_deletes_same_key: bool = False
 
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -402,9 +417,42 @@ BUG_7914_ROCKETMQ_5_2_0 = replace(
                 "it is never revived nor retried.",
     known_bug="#7914", expected_violation="INV-POP-LIVE-1", pop_revive_skips_last_epoch=True)
 
+# #10276: 5.5.0's RocksDB POP path (popConsumerKVServiceEnable) deletes a changed message's new record
+# when its deadline equals the old one (PR #10277, first in 5.5.1). The profile is 5.5.0 as far as
+# this bug goes: 5.5.1 with the KV path on and that one delete.
+BUG_10276_ROCKETMQ_5_5_0 = replace(
+    ROCKETMQ_5_5_1, name="bug-10276-rocketmq-5.5.0", release="5.5.0",
+    description="5.5.0 with the RocksDB POP path on (popConsumerKVServiceEnable; off by default): a change of "
+                "invisible time whose new deadline equals the old one writes the new record under the old key, "
+                "then deletes that key: the message is held by nothing the revive scans, never revived nor "
+                "retried.",
+    known_bug="#10276", expected_violation="INV-POP-LIVE-1", pop_consumer_kv_service=True,
+    pop_kv_change_deletes_same_key=True)
+
+# #7724 is open (closed stale; PR #7739 closed unmerged): every 5.x has it, so its bug profile is
+# the release and its clean side a variant with the PR's check (OPEN_BUG_FIXES).
+BUG_7724_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="bug-7724-rocketmq-5.5.1", release="5.5.1",
+    description="Every release (open): the revive reads a checkpoint's message by reading one message from its "
+                "queue offset on (getBizMessage) and revives what it read without checking its offset. When "
+                "retention has deleted the commit-log data at that offset and the consume queue's min offset "
+                "is not corrected yet, the read returns the next message whose data exists: that message, "
+                "acked or not, is put into the retry topic again, and the checkpoint's own message never comes "
+                "back.",
+    known_bug="#7724", expected_violation="INV-POP-ACK-1")
+
+FIX_7724_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="fix-7724-rocketmq-5.5.1", release="5.5.1",
+    description="5.5.1 with the fix proposed for #7724 (PR #7739, not merged): the revive checks that the message "
+                "it read is at the checkpoint's offset, and one that is not counts as not found (nothing put "
+                "back).",
+    revive_checks_read_offset=True)
+
 POP_BUG_PROFILES = (BUG_10985_ROCKETMQ_5_5_1, BUG_8490_ROCKETMQ_5_3_1_SNAPSHOT, BUG_8332_ROCKETMQ_5_3_0,
-                    BUG_7914_ROCKETMQ_5_2_0)
+                    BUG_7914_ROCKETMQ_5_2_0, BUG_10276_ROCKETMQ_5_5_0)
 OPEN_BUG_FIXES["#10985"] = FIX_10985_ROCKETMQ_5_5_1
+POP_BUG_PROFILES += (BUG_7724_ROCKETMQ_5_5_1,)
+OPEN_BUG_FIXES["#7724"] = FIX_7724_ROCKETMQ_5_5_1
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3, ROCKETMQ_5_5_1,
                                                      BUG_6163_ROCKETMQ_5_0_0)}

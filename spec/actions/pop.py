@@ -13,6 +13,7 @@ does not check it).
 from __future__ import annotations
 
 from rocketspec.rocketmq import pop as facts
+from rocketspec.rocketmq.pop_kv import change_deletes_new_record
 
 from ..invariants import GUARD
 from .common import _duplicate
@@ -154,6 +155,7 @@ def message_popped(st, ev, out):
     cp.deadline = facts.deadline(pt, ev["invisible_time"])
     cp.client, cp.order, cp.suspend = ev["client"], bool(ev["order"]), False
     cp.restarted = False
+    cp.same_key_deleted = False
     cp.popped += 1
 
 
@@ -312,7 +314,10 @@ def invisible_time_changed(st, ev, out):
     cp.handle = ev.get("new_handle") or ev["handle"]
     cp.pop_time = npt
     # orderly: the new visibility is pop time + the answer's invisible time (updateNextVisibleTime)
-    cp.deadline = facts.deadline(npt, it) if it is not None else cp.deadline
+    new_deadline = facts.deadline(npt, it) if it is not None else cp.deadline
+    cp.same_key_deleted = (not orderly and cp.deadline is not None and change_deletes_new_record(
+        cp.deadline, new_deadline, st.profile.pop_kv_change_deletes_same_key))
+    cp.deadline = new_deadline
     cp.client = ev["client"]
     cp.suspend = bool(ev.get("suspend"))
     if orderly and pq.order is not None and off in pq.order.offsets and cp.deadline is not None:
@@ -429,10 +434,22 @@ def check_pop_end(st, out):
             if cp.status == HELD and not (cp.order and key[0] not in alive):
                 out.report("INV-POP-LIVE-1", f"{_what(pq, off)} ({cp.msg_id}) is still held un-acked by "
                            f"{cp.client}'s handle (deadline {cp.deadline}) when the run ends: it never came back"
-                           f"{_skipped_cause(st, cp)}", key)
+                           f"{_skipped_cause(st, cp) or _same_key_cause(cp)}", key)
             elif cp.status == STORED and cp.popped == 0 and key[0] in alive and cp.origin is not None:
                 out.report("INV-POP-LIVE-1", f"the revived copy {cp.msg_id} at {_what(pq, off)} was never "
                            f"handed out again", key)
+
+
+def _same_key_cause(cp) -> str:
+    """#10276 named where it explains a held copy that never came back: its last change of
+    invisible time kept the deadline, so on the profile's RocksDB POP path the new record had the
+    old key, and the delete of the old key removed it."""
+    if not cp.same_key_deleted:
+        return ""
+    return (f"; cause: #10276, its last change of invisible time kept the deadline {cp.deadline}, so the new "
+            f"record's RocksDB key (deadline + group + topic + queue + offset) was the old one's, and "
+            f"PopConsumerService.changeInvisibilityDuration deleted that key after writing it (5.5.0; 5.5.1 skips "
+            f"the delete): nothing is left for the revive to scan")
 
 
 def _skipped_cause(st, cp) -> str:
