@@ -12,7 +12,7 @@ the scope's row sums the kinds', and a row per kind follows.
 
 `--bugs` searches each known bug's scope (BUG_SCOPES) breadth-first under the bug's
 profile until the first violation (a shortest trace), then the same scope under the release
-the profile reverts (rocketmq-4.9.8 or 5.3.3; for an open bug, which every release has, the
+the profile reverts (rocketmq-4.9.8, 5.3.3, or 5.5.1 for a bug fixed there; for an open bug, which every release has, the
 variant with the fix: profiles.OPEN_BUG_FIXES) to the end or the state cap.
 
 Scopes: a named scope, or one of the variants below (tiny with fewer fault kinds). For the
@@ -113,8 +113,10 @@ def _bugs(args) -> int:
         r = RefExplorer(load_scope(name, **over), prof.name, stop_at_first=True, workers=args.workers,
                         **_engine(args)).run()
         found = ", ".join(f"{v.invariant} ({v.depth})" for v in r.violations) or "none"
+        # a bug fixed in 5.5.1 (#10276) is clean in that release; the older ones in 5.3.3
         base = OPEN_BUG_FIXES[bug].name if bug in OPEN_BUG_FIXES else (
-            "rocketmq-4.9.8" if prof.release.startswith("4") else "rocketmq-5.3.3")
+            "rocketmq-4.9.8" if prof.release.startswith("4") else
+            "rocketmq-5.5.1" if prof.release.startswith("5.5") else "rocketmq-5.3.3")
         r2 = RefExplorer(load_scope(name, **over), base, max_states=args.max_states, workers=args.workers,
                          **_engine(args)).run()
         found2 = ", ".join(f"{v.invariant} ({v.depth})" for v in r2.violations) or "none"

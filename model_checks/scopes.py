@@ -16,7 +16,9 @@ SCOPE_DIR = Path(__file__).with_name("scopes")
 
 FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
                "route_lost", "reset_by_time", "shutdown", "broker_restart", "revive_read_failed", "send_back_threw",
-               "pop_read_late")
+               "pop_read_late", "commit_log_expired")
+# a scope without fault_kinds: every kind but those only a bug's scope asks for by name
+DEFAULT_FAULT_KINDS = tuple(k for k in FAULT_KINDS if k != "commit_log_expired")
 SUBSCRIPTION_TYPES = ("TAG", "SQL92")
 
 
@@ -40,7 +42,7 @@ class Scope:
     max_reconsume_times: int = 1        # client config maxReconsumeTimes
     failures: int = 1                   # listener failures (RECONSUME_LATER / SUSPEND) in a run
     faults: int = 0                     # faults in a run
-    fault_kinds: tuple = FAULT_KINDS
+    fault_kinds: tuple = DEFAULT_FAULT_KINDS
     pause_ms: tuple = (31000,)          # client pause durations
     threads: int = 1                    # concurrent batches in flight per ProcessQueue
     pull_batch: int = 32                # messages per pull answer
@@ -60,6 +62,8 @@ class Scope:
     broker_downtime_ms: int = 1000      # how long a broker_restart keeps the broker down
     client_type: str = "PUSH"           # PUSH | POP_PUSH | SIMPLE (POP, 5.x: reference.client.pop_consumer)
     pop_invisible_ms: int = 5000        # a POP client's invisible time
+    pop_retry_invisible_ms: int = 0     # SIMPLE: a failed message's new invisible time (0: left to its deadline)
+    pop_kv_service: bool = False        # the broker's RocksDB POP path (broker_config pop_consumer_kv_service)
     max_states: int = 5_000_000         # safety cap on distinct states
     max_depth: int = 10_000             # expand no node this many choices deep (below: a bounded search)
 
@@ -88,7 +92,7 @@ RETIRED = {
 # (an extra zero or three) is an error with the bound named, not hours of search.
 BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": (0, 12), "max_reconsume_times": (-1, 16),
           "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024), "consume_batch": (1, 1024),
-          "pop_invisible_ms": (1000, 7 * 24 * 3600 * 1000),
+          "pop_invisible_ms": (1000, 7 * 24 * 3600 * 1000), "pop_retry_invisible_ms": (0, 7 * 24 * 3600 * 1000),
           "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000),
           # a scenario's times are at most 7 days; the last of 4 clients starts at 3 gaps
           "horizon_ms": (0, 7 * 24 * 3600 * 1000), "start_gap_ms": (0, 24 * 3600 * 1000),
@@ -102,6 +106,7 @@ _SCENARIO_FIELD_KEY = (("groups[0].listener", "consume_ms"), ("groups[0].subscri
                        ("groups[0].consume_message_batch_max_size", "consume_batch"),
                        ("groups[0].max_reconsume_times", "max_reconsume_times"),
                        ("groups[0].consume_from_where", "consume_from_where"), ("groups[0].strategy", "strategy"),
+                       ("groups[0].retry_invisible_ms", "pop_retry_invisible_ms"),
                        ("steps[0].tags", "tags"), ("steps[0].props", "props"), ("steps[0].count", "messages"),
                        ("steps", "start_gap_ms"), ("drain_limit_ms", "horizon_ms"), ("topics", "queues"),
                        ("brokers", "brokers"))
@@ -251,12 +256,25 @@ BUG_SCOPES["#8490"] = ("tiny-pop", {"client_type": "POP_PUSH", "consumers": 1, "
 # release acks the revived copy unconsumed
 BUG_SCOPES["#8332"] = ("tiny-pop", {"client_type": "POP_PUSH", "consumers": 1, "messages": 1, "failures": 1,
                                     "faults": 0, "max_reconsume_times": 0})
+# #10276 (5.5.0): the broker's RocksDB POP path, one SimpleConsumer, one message whose call takes
+# 2997 or 2998 ms and may fail; a failure changes the invisible time to 2 s. The change reaches the
+# broker 2 ms after the call's pop time plus its duration: after 2998 ms its new deadline is the
+# old one, and 5.5.0 deletes the record it has just written (INV-POP-LIVE-1); 5.5.1 revives it
+BUG_SCOPES["#10276"] = ("tiny-pop", {"consumers": 1, "messages": 1, "failures": 1, "faults": 0,
+                                     "consume_ms": [2997, 2998], "pop_retry_invisible_ms": 2000,
+                                     "pop_kv_service": True})
 # #7914 (<= 5.2.0): one SimpleConsumer whose first pop (pop time 1 ms) may read the queue late
 # (10 ms on), one message stored at 5 ms whose first call may fail and is left to revive: read
 # late, the pop hands it out with a store time after its pop time, and the revive of 5.0.0 to
 # 5.2.0 skips it ("skip ck from last epoch"): never revived (INV-POP-LIVE-1); 5.3.0+ revive it
 BUG_SCOPES["#7914"] = ("tiny-pop", {"consumers": 1, "messages": 1, "produce_at_ms": 5, "failures": 1, "faults": 1,
                                     "fault_kinds": ["pop_read_late"]})
+# #7724 (open): one SimpleConsumer pops both messages of one queue in one checkpoint; the call on
+# one may fail and leave it to revive, and retention may delete the commit log's oldest message's
+# data before the consume queue is corrected: the revive's read at that offset returns the next
+# message, which every release puts back in its place (INV-POP-ACK-1 when it was acked)
+BUG_SCOPES["#7724"] = ("tiny-pop", {"consumers": 1, "messages": 2, "failures": 1, "faults": 1,
+                                    "fault_kinds": ["commit_log_expired"]})
 
 # The invariant the reference's shortest trace of a bug breaks, where that is not the profile's
 # expected_violation. #2449: the second reset removes the ProcessQueue that the first one's

@@ -61,6 +61,8 @@ def scenario(scope) -> dict:
     if scope.client_type != "PUSH":
         # POP (5.x): the push consumer in POP mode or the SimpleConsumer, with the scope's invisible time
         group["client_type"], group["pop_invisible_time"] = scope.client_type, scope.pop_invisible_ms
+        if scope.pop_retry_invisible_ms:
+            group["retry_invisible_ms"] = scope.pop_retry_invisible_ms
     steps = []
     if scope.messages:
         produce = {"at_ms": scope.produce_at_ms, "action": "produce", "topic": TOPIC, "count": scope.messages}
@@ -80,6 +82,8 @@ def scenario(scope) -> dict:
           "groups": [group], "steps": steps}
     if scope.subscription_type == "SQL92":
         sc["broker_config"] = {"enable_property_filter": True}
+    if scope.pop_kv_service:
+        sc.setdefault("broker_config", {})["pop_consumer_kv_service"] = True
     return validate(sc, f"scope:{scope.name}")
 
 
@@ -160,6 +164,11 @@ def build(scope, profile, sink) -> World:
     if "broker_restart" in kinds:
         for b in broker_names(scope):
             run.sim.arm(f"broker_restart {b}", partial(run.inject, "broker_restart", b, scope.broker_downtime_ms))
+    if "commit_log_expired" in kinds:
+        # retention deletes the commit log's oldest message's data before the consume queue's min
+        # offset is corrected (reference.broker.retention; #7724's way in)
+        for b in broker_names(scope):
+            run.sim.arm(f"commit_log_expired {b}", partial(run.inject, "commit_log_expired", b))
     # an operator's offset moves (Run.inject): a queue's committed offset written on the broker
     # past its end (updateConsumeOffset), and mqadmin resetOffsetByTime to the beginning (an
     # offset each queue has; the group's online clients take it, or the broker when none is).
