@@ -16,6 +16,7 @@ from rocketspec.rocketmq.profiles import BROKER_TIMING_KEYS, CLIENT_TIMING_KEYS,
 from rocketspec.traces.schema import SCHEMA_VERSION
 
 from .broker.broker import Broker, BrokerUnavailable
+from .broker.retention import expire_oldest
 from .footprint import CLOCK, footprint
 from .client.pop_consumer import PopConsumer
 from .client.push_consumer import PushConsumer
@@ -208,6 +209,8 @@ class Run:
             b = self.net.brokers[st["broker"]]
             if b.pop is not None:
                 b.pop.late_reads += int(st["count"])
+        elif a == "expire_commit_log":
+            expire_oldest(self.net.brokers[st["broker"]], int(st["count"]))
         elif a == "set_broker_offset":
             self.set_broker_offset(st["broker"], st["group"], st["topic"], int(st["queue"]), int(st["offset"]))
         elif a == "reset_offset":
@@ -282,7 +285,8 @@ class Run:
         reset_by_time (mqadmin resetOffsetByTime of topic `target`, arg (timestamp, group):
         reset_offset), route_lost (queue `target` of topic `arg` leaves the route for a
         while), shutdown (a client's graceful shutdown) and broker_restart (broker `target`
-        stops and starts again arg ms later)."""
+        stops and starts again arg ms later), commit_log_expired (broker `target`'s commit log loses
+        its oldest message's data, its consume queue corrected 10 s later: reference.broker.retention)."""
         if kind in ("crash", "pause", "clean_expired", "shutdown"):
             c = self.consumers.get(target)
             if c is None or not c.running or not c.proc.alive:
@@ -314,6 +318,8 @@ class Run:
             b = self.net.brokers[target]
             if b.up:
                 self.restart_broker(b, arg)
+        elif kind == "commit_log_expired":
+            expire_oldest(self.net.brokers[target], 1)
         else:
             raise ValueError(f"unknown fault kind {kind!r}")
 

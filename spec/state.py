@@ -413,7 +413,7 @@ class SpecState:
     """The whole spec state. Mutated in place by `spec.actions.step`; copy with `copy_state`."""
 
     __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done",
-                 "sampled_stores", "pop", "pop_origin", "pop_called", "said_ids", "said_lost")
+                 "sampled_stores", "pop", "pop_origin", "pop_called", "said_ids", "said_lost", "pop_misread")
 
     def __init__(self, profile: Profile):
         self.profile = profile
@@ -433,6 +433,9 @@ class SpecState:
         # (group, msg id or origin id) -> [queue key, the loss's words]: a declared-unconsumed message a
         # commit passed, lost unless a listener call of the group receives it again before the end
         self.said_lost: dict = {}
+        # a popped copy's msg_id -> (its checkpoint's pop time, the id revive put back in its place):
+        # the revive's read at its offset returned another message (#7724)
+        self.pop_misread: dict = {}
 
 
 def copy_state(state: SpecState) -> SpecState:

@@ -20,6 +20,13 @@ With the profile's pop_revive_skips_last_epoch (5.0.0 to 5.2.0) a message read f
 whose store time is later than the checkpoint's pop time is skipped and counted done ("skip ck
 from last epoch"): no retry copy, nothing more of it. A pop that read late (reference.broker.pop)
 hands out such a message, and if it is not acked it is lost (#7914).
+
+The message is read as getBizMessage reads it: one message from the checkpoint's offset on. Where
+retention has deleted that offset's commit-log data and the consume queue is not corrected yet
+(reference.broker.retention), the read returns a later offset's message, and every release revives
+that one in the checkpoint's place (#7724): the message_revived event names the checkpoint's offset
+and the id of the message put back. With the profile's revive_checks_read_offset (PR #7739) such a
+read counts as not found.
 """
 from __future__ import annotations
 
@@ -83,11 +90,19 @@ class PopReviveService:
                  msg_id=stored.msg_id if stored is not None else "", pop_time=ck.pop_time, outcome="reput",
                  reput_times=new.reput_times)
 
+    def _read(self, ck, offset: int):
+        """getBizMessage: one message read from the queue at `offset` on (getMessage with
+        maxMsgNums 1). An entry whose commit-log data is gone is passed over (reference.broker.
+        retention), so the message read may lie at a later offset."""
+        got = self.b.store.get_message(ck.topic, ck.queue, offset, 1, _match_all)
+        return got.messages[0] if got.messages else None
+
     def _revive_one(self, ck, offset: int) -> None:
         """reviveRetry: the message, read from its queue, copied into the pop retry topic."""
         b, sim = self.b, self.sim
-        cq = b.store.consume_queue(ck.topic, ck.queue, create=False)
-        stored = cq.messages[offset] if cq is not None and cq.min_offset <= offset < cq.max_offset else None
+        stored = self._read(ck, offset)
+        if stored is not None and stored.offset != offset and b.profile.revive_checks_read_offset:
+            stored = None   # the proposed fix of #7724: another offset's message counts as not found
         if stored is None:
             # getBizMessage found nothing (gone from the store): nothing to put back
             sim.emit("message_revived", group=ck.group, topic=ck.topic, broker=b.name, queue=ck.queue, offset=offset,
@@ -119,3 +134,7 @@ class PopReviveService:
                  reconsume_times=copy.reconsume_times, **({"reput_times": ck.reput_times} if ck.reput_times else {}))
         b._notify_arriving(topic, copy.queue)
         b.pop.notify_arriving(topic)
+
+
+def _match_all(m) -> bool:
+    return True

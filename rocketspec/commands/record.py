@@ -35,6 +35,8 @@ UNSUPPORTED_STEPS = {
     "fail_revive_reads": "failing the broker's revive reads needs fault injection inside the broker's store",
     "delay_pop_reads": "delaying a pop's queue read after its pop time needs fault injection inside the broker",
     "delete_messages": "retention cannot be forced on a real store at a chosen offset",
+    "expire_commit_log": "deleting commit-log files ahead of the consume queue's correction cannot be forced on a "
+                         "real store in a short run",
     "set_broker_offset": "the broker offset table has no admin call that sets one queue's offset outside a reset",
 }
 SEPARATE_JVM_STEPS = ("crash", "pause")   # a real kill or freeze needs its own process

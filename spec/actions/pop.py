@@ -350,6 +350,9 @@ def message_revived(st, ev, out):
     _sync_restart(st, pq)
     if outcome == "reput":
         return      # the checkpoint waits again: nothing revived yet
+    if outcome == "retry" and ev["msg_id"] and cp.msg_id and ev["msg_id"] != cp.msg_id:
+        _revived_another(st, ev, pq, off, cp, out)
+        return
     if ev["pop_time"] in cp.prior and cp.pop_time != ev["pop_time"] and outcome != "dropped":
         # the checkpoint of the pop before the restart, un-acked: a second copy of a message
         # handed out again since
@@ -391,6 +394,31 @@ def message_revived(st, ev, out):
     if cp.status != ACKED:
         cp.status, cp.since, cp.handle, cp.deadline = REVIVED, ts, None, None
     _store_revived(st, ev, cp)
+
+
+def _revived_another(st, ev, pq, off, cp, out):
+    """#7724: the revive's read at the checkpoint's offset returned another message, put back in
+    its place. getBizMessage reads one message from the offset on; where retention deleted the
+    offset's commit-log data before the consume queue was corrected, that is the next message whose
+    data exists, and no release checks its offset. The message put back is judged as revived again;
+    the checkpoint's own message is not revived (INV-POP-LIVE-1 at the end if nothing else ends it)."""
+    key, ts, mid = pq.key, ev["ts"], ev["msg_id"]
+    at, other = next(((o, c) for o, c in sorted(pq.copies.items()) if c.msg_id == mid), (None, None))
+    what = (f"revive of {_what(pq, off)} ({cp.msg_id}, checkpoint of pop time {ev['pop_time']}) puts back another "
+            f"message, {mid}{f' (offset {at})' if at is not None else ''}, in its place (#7724: the revive reads from "
+            f"the offset on, and does not check the offset of what it read)")
+    if other is not None and other.status == ACKED:
+        out.report("INV-POP-ACK-1", f"{what}; {mid} was acked at {other.since}", key)
+    elif other is not None and other.status == HELD and other.deadline is not None and ts < other.deadline:
+        out.report("INV-POP-HANDLE-1", f"{what}, while {other.client}'s handle of pop time {other.pop_time} is "
+                   f"valid until {other.deadline}: two valid handles", key)
+    elif other is not None and other.status in (REVIVED, DEAD, SKIPPED, LOST):
+        out.report("INV-POP-HANDLE-1", f"{what}, after it was {other.status} at {other.since}", key)
+    else:
+        _duplicate(st, out, key, f"{what}: a second copy of it")
+    if cp.status == HELD and cp.pop_time == ev["pop_time"]:
+        st.pop_misread[cp.msg_id] = (cp.pop_time, mid)
+    _store_revived(st, ev, other if other is not None else Copy(since=ts))
 
 
 def _store_revived(st, ev, cp):
@@ -455,7 +483,12 @@ def _same_key_cause(cp) -> str:
 def _skipped_cause(st, cp) -> str:
     """#7914 named where it explains a held copy that never came back: the profile's revive skips
     a message stored after its checkpoint's pop time, and this copy's current handle is such a
-    checkpoint's (its pop started before the message was stored, and read it after)."""
+    checkpoint's (its pop started before the message was stored, and read it after). #7724 named
+    where that checkpoint's revive put another message back in its place."""
+    misread = st.pop_misread.get(cp.msg_id)
+    if misread is not None and misread[0] == cp.pop_time and not cp.order:
+        return (f"; cause: #7724, the revive of its checkpoint (pop time {cp.pop_time}) read another message from "
+                f"its offset on and put {misread[1]} back in its place")
     if cp.stored_at is None or cp.order or cp.pop_time is None or not facts.revive_skips_last_epoch(
             cp.pop_time, cp.stored_at, st.profile.pop_revive_skips_last_epoch):
         return ""
