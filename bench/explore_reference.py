@@ -12,8 +12,9 @@ the scope's row sums the kinds', and a row per kind follows.
 
 `--bugs` searches each known bug's scope (BUG_SCOPES) breadth-first under the bug's
 profile until the first violation (a shortest trace), then the same scope under the release
-the profile reverts (rocketmq-4.9.8, 5.3.3, or 5.5.1 for a bug fixed there; for an open bug, which every release has, the
-variant with the fix: profiles.OPEN_BUG_FIXES) to the end or the state cap.
+the profile reverts (rocketmq-4.9.8, 5.3.3, or 5.5.1 for a bug fixed there; for an open bug,
+which every release has, the variant with the fix: profiles.OPEN_BUG_FIXES) to the end or the
+state cap.
 
 Scopes: a named scope, or one of the variants below (tiny with fewer fault kinds). For the
 comparison with TLC (about 160,000 generated states/s with 2 workers on this machine for a

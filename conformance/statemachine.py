@@ -904,6 +904,68 @@ class PopLateMachine(PopMachine):
             self._produce(topic="T", count=count, tags="A")
 
 
+# The retention POP environment (check_reference(scenario=POP_RETENTION), PopRetentionMachine): the
+# POP deployment, where retention may delete the commit log's oldest messages' data before the
+# consume queues' min offsets are corrected, 10 s later (reference.broker.retention; the explorer's
+# fault commit_log_expired): a revive's read at such an offset returns a later message (#7724's way
+# in). Kept out of the POP environment (a new rule would change its examples); the failed revive
+# reads of #10985, which every release has, are not played here.
+POP_RETENTION = validate({**POP, "name": "statemachine-pop-retention",
+                          "description": "The retention POP environment of conformance.statemachine "
+                                         "(PopRetentionMachine)",
+                          "groups": [{**g, "name": n} for n, g in POP["groups"].items()]},
+                         "builtin:statemachine-pop-retention")
+
+
+class PopRetentionMachine(PopMachine):
+    """The machine in the retention POP environment: PopMachine's moves but fail_revive_reads, and
+    expire_commit_log."""
+
+    fail_revive_reads = None
+
+    @rule(broker=st.sampled_from(BROKERS), count=st.integers(1, 2))
+    @_logged
+    def expire_commit_log(self, broker, count):
+        """The broker's commit log loses the data of its `count` oldest messages still held; the
+        consume queues are corrected 10 s later."""
+        if not self.done:
+            self._step(action="expire_commit_log", broker=broker, count=count)
+
+
+# The RocksDB POP environment (check_reference(scenario=POP_KV), PopKvMachine): the POP deployment
+# with the broker's KV path on (broker_config pop_consumer_kv_service: PopConsumerService keeps a
+# record per popped message keyed by its deadline), and a move that makes a GID_S call fail after
+# just long enough for its change of invisible time to reach the broker at the handle's deadline,
+# so the new record's key is the old one's (#10276's way in). Kept out of the POP environment (a
+# new rule would change its examples). Not played here: the revive-log path's failed reads
+# (fail_revive_reads) and broker restarts (the reference keeps the KV path's pull offsets across
+# one; their flush is not modelled).
+POP_KV = validate({**POP, "name": "statemachine-pop-kv",
+                   "description": "The RocksDB POP environment of conformance.statemachine (PopKvMachine)",
+                   "broker_config": {"pop_consumer_kv_service": True},
+                   "groups": [{**g, "name": n} for n, g in POP["groups"].items()]},
+                  "builtin:statemachine-pop-kv")
+# a GID_S call this long ends 1 ms after its pop answer's latency and its change arrives 1 ms after
+# it: pop time + 1998 + 2 + the 3 s of retry_invisible_ms = the 5 s handle's deadline
+POP_KV_SAME_DEADLINE_MS = 5000 - 3000 - 2
+
+
+class PopKvMachine(PopMachine):
+    """The machine in the RocksDB POP environment: PopMachine's moves but fail_revive_reads and
+    restart_broker, and pop_change_keeps_deadline."""
+
+    fail_revive_reads = restart_broker = None
+
+    @rule(tags=st.sampled_from(TAGS[:-1]))
+    @_logged
+    def pop_change_keeps_deadline(self, tags):
+        """GID_S's first call on messages tagged `tags` fails after 1998 ms: a call that starts as
+        its pop answer arrives changes the invisible time (3 s) at its handle's deadline."""
+        if not self.done:
+            self._add_listener_rule("GID_S", {"tags": [tags], "until_reconsume_times": 1,
+                                              "status": "RECONSUME_LATER", "duration_ms": POP_KV_SAME_DEADLINE_MS})
+
+
 # ---------------------------------------------------------------------- the send-back's fallback
 # The send-back environment (check_reference(scenario=SEND_BACK), SendBackMachine): the default
 # deployment, with two moves of its own kept out of the default machine (a new rule would change
@@ -1055,7 +1117,8 @@ def machine_class(profile: str = "rocketmq-4.9.8", **attrs) -> type:
           "__module__": __name__, "__qualname__": "ReferenceMachine", **attrs}
     # the POP and send-back environments have their own moves (PopMachine, SendBackMachine)
     base = {POP["name"]: PopMachine, SEND_BACK["name"]: SendBackMachine,
-            POP_LATE["name"]: PopLateMachine}.get(ns["scenario"].get("name"), ReferenceMachine)
+            POP_LATE["name"]: PopLateMachine, POP_KV["name"]: PopKvMachine}.get(ns["scenario"].get("name"), ReferenceMachine)
+    base = _RETENTION_MACHINES.get(ns["scenario"].get("name"), base)
     cls = type("ReferenceMachine", (base,), ns)
     if not attrs:
         _CLASSES[profile] = cls
@@ -1170,7 +1233,10 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
 
 
 # the environments of this module a falsifying example names, so that it runs as printed
-_NAMED_ENVIRONMENTS = {POP["name"]: "POP", SEND_BACK["name"]: "SEND_BACK", POP_LATE["name"]: "POP_LATE"}
+_NAMED_ENVIRONMENTS = {POP["name"]: "POP", SEND_BACK["name"]: "SEND_BACK", POP_LATE["name"]: "POP_LATE",
+                       POP_KV["name"]: "POP_KV"}
+
+_NAMED_ENVIRONMENTS[POP_RETENTION["name"]] = "POP_RETENTION"
 
 
 def _falsifying_code(profile: str, lines: list[str], respect_assumptions: bool = True,

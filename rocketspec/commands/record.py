@@ -83,7 +83,7 @@ def _unsupported(sc: dict) -> list[str]:
     out = []
     if len(sc["brokers"]) != 1:
         out.append(f"brokers: {len(sc['brokers'])} brokers; real runs have one broker")
-    for key in ("retry_queue_nums", "retry_max_times"):
+    for key in ("retry_queue_nums", "retry_max_times", "pop_consumer_kv_service"):
         if key in sc["broker_config"]:
             out.append(f"broker_config.{key}: not settable on real runs yet")
     for i, st in enumerate(sc["steps"]):
