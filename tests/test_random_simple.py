@@ -211,3 +211,26 @@ def test_a_killed_simple_consumer_hides_none_of_its_groups_deliveries(tmp_path):
     path.write_text("\n".join(keep) + "\n")
     g = {x["id"]: x for x in _oracle(run)["guarantees"]}["H-DELIVER-1"]
     assert g["status"] == "violated" and mid in json.dumps(g["listed"])
+
+
+def test_record_random_pop_with_a_client_records_simple_scenarios(tmp_path, monkeypatch):
+    """`record --random N --pop --client CMD` records generate_simple's scenarios with CMD on the
+    release given (the recording itself stubbed: a run that cannot finish is incomplete, exit 4)."""
+    from click.testing import CliRunner
+
+    import rocketspec.commands.record as rec
+    from rocketspec.cli import main
+
+    calls = []
+
+    def fake_record(scenario, out, timeout_s, seed, keep, msgtrace, release, client):
+        calls.append((json.loads(Path(scenario).read_text()), seed, release, client, msgtrace is not None))
+        return 4, "stubbed"
+
+    monkeypatch.setattr(rec, "record", fake_record)
+    monkeypatch.setattr(rec, "proxy_classpath", lambda root, release: "")
+    r = CliRunner().invoke(main, ["record", "--random", "2", "--pop", "--client", "true", "--release", "5.5.0",
+                                  "--seed", "25001", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 4, r.output
+    assert [(c[1], c[2], c[3], c[4]) for c in calls] == [(25001, "5.5.0", "true", True), (25002, "5.5.0", "true", True)]
+    assert [c[0] for c in calls] == [generate_simple(25001), generate_simple(25002)]
