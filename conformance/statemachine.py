@@ -962,34 +962,6 @@ class PopRetentionMachine(PopMachine):
             self._step(action="expire_commit_log", broker=broker, count=count)
 
 
-# The retention POP environment (check_reference(scenario=POP_RETENTION), PopRetentionMachine): the
-# POP deployment, where retention may delete the commit log's oldest messages' data before the
-# consume queues' min offsets are corrected, 10 s later (reference.broker.retention; the explorer's
-# fault commit_log_expired): a revive's read at such an offset returns a later message (#7724's way
-# in). Kept out of the POP environment (a new rule would change its examples); the failed revive
-# reads of #10985, which every release has, are not played here.
-POP_RETENTION = validate({**POP, "name": "statemachine-pop-retention",
-                          "description": "The retention POP environment of conformance.statemachine "
-                                         "(PopRetentionMachine)",
-                          "groups": [{**g, "name": n} for n, g in POP["groups"].items()]},
-                         "builtin:statemachine-pop-retention")
-
-
-class PopRetentionMachine(PopMachine):
-    """The machine in the retention POP environment: PopMachine's moves but fail_revive_reads, and
-    expire_commit_log."""
-
-    fail_revive_reads = None
-
-    @rule(broker=st.sampled_from(BROKERS), count=st.integers(1, 2))
-    @_logged
-    def expire_commit_log(self, broker, count):
-        """The broker's commit log loses the data of its `count` oldest messages still held; the
-        consume queues are corrected 10 s later."""
-        if not self.done:
-            self._step(action="expire_commit_log", broker=broker, count=count)
-
-
 # The RocksDB POP environment (check_reference(scenario=POP_KV), PopKvMachine): the POP deployment
 # with the broker's KV path on (broker_config pop_consumer_kv_service: PopConsumerService keeps a
 # record per popped message keyed by its deadline), and a move that makes a GID_S call fail after
@@ -1176,7 +1148,6 @@ def machine_class(profile: str = "rocketmq-4.9.8", **attrs) -> type:
     # the POP and send-back environments have their own moves (PopMachine, SendBackMachine)
     base = {POP["name"]: PopMachine, SEND_BACK["name"]: SendBackMachine,
             POP_LATE["name"]: PopLateMachine, POP_KV["name"]: PopKvMachine}.get(ns["scenario"].get("name"), ReferenceMachine)
-    base = _RETENTION_MACHINES.get(ns["scenario"].get("name"), base)
     base = {POP_RETENTION["name"]: PopRetentionMachine}.get(ns["scenario"].get("name"), base)
     cls = type("ReferenceMachine", (base,), ns)
     if not attrs:
@@ -1294,8 +1265,6 @@ def check_reference(profile: str, *, max_examples: int, derandomize: bool = True
 # the environments of this module a falsifying example names, so that it runs as printed
 _NAMED_ENVIRONMENTS = {POP["name"]: "POP", SEND_BACK["name"]: "SEND_BACK", POP_LATE["name"]: "POP_LATE",
                        POP_KV["name"]: "POP_KV"}
-
-_NAMED_ENVIRONMENTS[POP_RETENTION["name"]] = "POP_RETENTION"
 
 _NAMED_ENVIRONMENTS[POP_RETENTION["name"]] = "POP_RETENTION"
 
