@@ -85,6 +85,8 @@ class PopService:
     """One broker's POP state: pop offsets in the offset buffer, checkpoints not yet revived, the
     orderly order info, held pops."""
 
+    kv = None       # the RocksDB POP path (PopConsumerKv) when the broker has it on
+
     def __init__(self, broker):
         self.b = broker
         self.sim = broker.sim
