@@ -916,6 +916,7 @@ POP_RETENTION = validate({**POP, "name": "statemachine-pop-retention",
                           "groups": [{**g, "name": n} for n, g in POP["groups"].items()]},
                          "builtin:statemachine-pop-retention")
 RETENTION_CLIENTS = sorted(c for c, g in POP_CLIENTS.items() if g != "GID_F")
+POP_RETENTION_WAIT_MS = 20_000   # how long expire_while_held waits for a checkpoint not fully acked
 
 
 class PopRetentionMachine(PopMachine):
@@ -959,6 +960,26 @@ class PopRetentionMachine(PopMachine):
         """The broker's commit log loses the data of its `count` oldest messages still held; the
         consume queues are corrected 10 s later."""
         if not self.done:
+            self._step(action="expire_commit_log", broker=broker, count=count)
+
+    def _holding_broker(self):
+        """A broker with a checkpoint not fully acked (its revive is still to come)."""
+        for name, b in sorted(self.run.net.brokers.items()):
+            if b.pop is not None and any(len(ck.acked) < len(ck.offsets) for ck in b.pop.checkpoints.values()):
+                return name
+        return None
+
+    @rule(count=st.integers(1, 2))
+    @_logged
+    def expire_while_held(self, count):
+        """The clock runs until a broker holds a checkpoint not fully acked (up to 20 s); then its
+        commit log loses the data of its `count` oldest messages still held."""
+        if self.done or self.run is None:
+            return
+        sim = self.run.sim
+        self._do(sim.run_until, sim.now + POP_RETENTION_WAIT_MS, lambda: self._holding_broker() is not None)
+        broker = None if self.done else self._holding_broker()
+        if broker is not None:
             self._step(action="expire_commit_log", broker=broker, count=count)
 
 

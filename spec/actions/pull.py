@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..tag_rules import client_keeps
 from ..filtering import DLQ_PREFIX, RETRY_PREFIX, decide, subscription
 from .. import limits
+from ..pop_state import SKIPPED, STORED
 from ..state import M_CODE, M_ID, M_PROPS, M_TAGS, StoredQueue
 from .common import _client, _end, _group_client, _q, _skip_to, reset_stray_cause
 from .consume import commit_proven
@@ -474,10 +475,18 @@ def messages_deleted(st, ev, out):
     if sq is None:
         sq = st.stored[tkey] = StoredQueue()
     mn = ev["min_offset"]
-    if mn > sq.next:
-        out.report("GUARD", f"retention to minOffset {mn} beyond maxOffset {sq.next}", tkey)
+    # a POP retry topic's copies are stored by revive (message_revived names them), not by a send
+    pops = [pq for k, pq in st.pop.items() if k[1:] == tkey]
+    end = max([sq.next] + [o + 1 for pq in pops for o in pq.copies])
+    if mn > end:
+        out.report("GUARD", f"retention to minOffset {mn} beyond maxOffset {end}", tkey)
     if mn > sq.min:
         _retention(st, sq, (None,) + tkey, mn, out)
+    for pq in pops:
+        for o, cp in pq.copies.items():
+            if o < mn and cp.status == STORED and cp.popped == 0:
+                # a revived copy deleted before it was handed out: retention's, not a loss of revive
+                cp.status, cp.since = SKIPPED, ev["ts"]
 
 
 def pull_failed(st, ev, out):
