@@ -69,8 +69,10 @@ class ScheduleMessageService:
         if level in self._busy:
             return
         cq = self.broker.store.consume_queue(SCHEDULE_TOPIC, level - 1, create=False)
-        nxt = self.offsets.get(level, 0)
-        if cq is None or nxt >= cq.max_offset:
+        if cq is None:
+            return
+        nxt = self._skip_gone(level, cq)
+        if nxt >= cq.max_offset:
             return
         sim = self.broker.sim
         due = max(cq.messages[nxt].deliver_ts, self.started_at + FIRST_DELAY_MS)
@@ -81,12 +83,23 @@ class ScheduleMessageService:
         self._busy.discard(level)
         b = self.broker
         cq = b.store.consume_queue(SCHEDULE_TOPIC, level - 1)
-        nxt = self.offsets.get(level, 0)
+        nxt = self._skip_gone(level, cq)
         while nxt < cq.max_offset and cq.messages[nxt].deliver_ts <= b.sim.now:
             self._deliver(cq.messages[nxt])
             nxt += 1
             self.offsets[level] = nxt
+            nxt = self._skip_gone(level, cq)
         self._wake(level)
+
+    def _skip_gone(self, level: int, cq) -> int:
+        """DeliverDelayedMessageTimerTask skips an entry whose commit-log data is gone (the lookup
+        returns null) and goes on with the next; a later entry of one level is due no sooner, so
+        skipping it at once delivers nothing earlier. Returns the level's next offset."""
+        nxt = self.offsets.get(level, 0)
+        while nxt < cq.max_offset and cq.messages[nxt] is None:
+            nxt += 1
+            self.offsets[level] = nxt
+        return nxt
 
     def _deliver(self, scheduled: Message) -> None:
         """messageTimeUp: back to the real topic and queue, delay cleared, count kept."""
