@@ -196,8 +196,8 @@ public final class Main {
                 if (!status.equals(o.status)) {
                     f.addProperty("listener_error", o.status);   // NULL or EXCEPTION: the application failed
                 }
-                // the call outlived the message's invisible time (counted from the receive's start)
-                f.addProperty("timed_out", System.currentTimeMillis() > receivedAt + invisibleMs);
+                // the call outlived the message's invisible time
+                f.addProperty("timed_out", System.currentTimeMillis() > deadlineOf(v, receivedAt + invisibleMs));
                 report(f);
                 try {
                     if (ok) {
@@ -231,6 +231,23 @@ public final class Main {
             }
         }
         return v.getMessageQueue().getQueueId();
+    }
+
+    /**
+     * When the message's handle runs out: the pop time plus the invisible time the proxy's receipt
+     * handle carries (ExtraInfoUtil's 2nd and 3rd fields; the pop comes after the receive's start,
+     * as late as the end of its long poll), else `otherwise`.
+     */
+    static long deadlineOf(MessageViewImpl v, long otherwise) {
+        String[] f = v.getReceiptHandle().split(" ");
+        if (f.length >= 8) {
+            try {
+                return Long.parseLong(f[1]) + Long.parseLong(f[2]);
+            } catch (NumberFormatException e) {
+                // not the proxy's handle
+            }
+        }
+        return otherwise;
     }
 
     private static void sleep(long ms) {
