@@ -234,3 +234,27 @@ def test_record_random_pop_with_a_client_records_simple_scenarios(tmp_path, monk
     assert r.exit_code == 4, r.output
     assert [(c[1], c[2], c[3], c[4]) for c in calls] == [(25001, "5.5.0", "true", True), (25002, "5.5.0", "true", True)]
     assert [c[0] for c in calls] == [generate_simple(25001), generate_simple(25002)]
+
+
+FIFO_STALE = ROOT / "tests" / "fixtures" / "real" / "random" / "seed-25081-grpc-fifo-stale-attempt"
+
+
+def test_a_fifo_call_on_an_expired_attempt_may_overlap_the_next_attempt():
+    """Run 25081: FIFO GID_s0 (4 s invisible time, slow TagA calls up to 1.5 s). g0c1's attempt on
+    TopicG queue 1 (popped at 6539 ms, deadline 10539 ms) ran offset 1 to 10874 ms; g0c2 popped the
+    queue at 10639 ms, its order info no longer blocked (ConsumerOrderInfoManager.checkBlock), and
+    called offset 1 at 10742 ms; g0c1 went on through its received batch and called offset 2 at
+    10904 ms, past its own deadline. Two consumers inside the queue at once, both allowed by the
+    invisible time: H-ORDER-1 holds (the old oracle allowed only the earlier call's expiry)."""
+    g = {x["id"]: x for x in _oracle(FIFO_STALE)["guarantees"]}
+    assert g["H-ORDER-1"]["status"] == "holds", g["H-ORDER-1"]["listed"]
+
+
+def test_an_orderly_call_inside_a_live_attempt_still_breaks_exclusivity():
+    from rocketspec.spec.history.guarantees import orderly_exclusive
+
+    q = ("G", ("T", "b", 1))
+    # the later call starts before its own deadline, inside the earlier call, whose deadline is later
+    assert orderly_exclusive(q, ["c2", 150, 200, "w2", 5000], ["c1", 100, 300, "w1", 5000]) is not None
+    # it starts past its own deadline: the other attempt may hold the queue
+    assert orderly_exclusive(q, ["c2", 150, 200, "w2", 120], ["c1", 100, 300, "w1", 5000]) is None

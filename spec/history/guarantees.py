@@ -491,6 +491,11 @@ def orderly_exclusive(q, new, old):
         # orderly POP: the order info blocks the queue only until the attempt's invisible time
         # runs out (ConsumerOrderInfoManager.checkBlock); then another attempt may pop it
         return None
+    if b[4] is not None and b[4] <= b[1]:
+        # the same, the other way: the later call began on a message of an attempt whose invisible
+        # time had run out (a SimpleConsumer goes on through a received batch), so another attempt
+        # may already hold the queue (random real run 25081, 5.5.0 proxy)
+        return None
     group, queue = q
     who = "two calls of " + b[0] if a[0] == b[0] else f"{a[0]} and {b[0]}"
     return HFinding(
