@@ -258,3 +258,25 @@ def test_an_orderly_call_inside_a_live_attempt_still_breaks_exclusivity():
     assert orderly_exclusive(q, ["c2", 150, 200, "w2", 5000], ["c1", 100, 300, "w1", 5000]) is not None
     # it starts past its own deadline: the other attempt may hold the queue
     assert orderly_exclusive(q, ["c2", 150, 200, "w2", 120], ["c1", 100, 300, "w1", 5000]) is None
+
+
+FIFO_COUNT = ROOT / "tests" / "fixtures" / "real" / "random" / "seed-25100-grpc-fifo-count-understated"
+
+
+def test_a_fifo_message_past_its_max_attempts_is_a_loss_check_does_not_see_yet():
+    """Run 25100 (open: a missed loss). FIFO GID_s0, maxReconsumeTimes 1 (max attempts 2). TopicG
+    queue 0 offset 7 failed at reconsume times 0, came back in an attempt with the fresh offsets
+    8-10 and again said 0, failed, and was delivered a third time (said 1), past max attempts. The
+    5.5.0 proxy sets an orderly message's reconsume times from the order count under the queue's
+    key (LocalMessageService.popMessage: orderCountInfo.get(getStartOffsetInfoMapKey(topic,
+    queueId)), the broker's minimum over the attempt's offsets), not the offset's own count, so
+    PopMessageResultFilterImpl's TO_DLQ never sees 2. The oracle finds it (H-RETRY-1); check reads
+    the reconsume times the pops carry and holds: the spec does not count an orderly offset's
+    attempts itself."""
+    from rocketspec.spec.replay import check_trace
+
+    g = {x["id"]: x for x in _oracle(FIFO_COUNT)["guarantees"]}
+    assert g["H-RETRY-1"]["status"] == "violated"
+    assert "7F00000123794E0E2F2A22494BA4002A" in json.dumps(g["H-RETRY-1"]["listed"])
+    d = check_trace(str(FIFO_COUNT / "trace.jsonl.gz"), None).to_dict()
+    assert d["violations"] == []
