@@ -204,6 +204,29 @@ def test_retries_count_afresh_after_an_operator_reset_to_the_message():
     assert judged(check_history(h))["H-RETRY-1"].status == "violated"
 
 
+def test_a_failed_message_then_a_reset_past_it_is_left_unjudged_not_excused():
+    """A delivery that failed, no retry copy, then an operator reset past the message: RocketMQ's
+    records cannot tell a failed send-back (the message stayed in the ProcessQueue, and the reset
+    skipped it by design) from one never tried (a client that acks what its listener declared not
+    consumed: random real run 26040, rocketmq-client-go and ackIndex -1, lost before the reset).
+    The history leaves it unjudged and lists it; a message the group never received is skipped."""
+    from rocketspec.spec.history.guarantees import FAILED_THEN_RESET
+    from rocketspec.traces.history.model import Reset
+
+    def judged_with_reset(cons):
+        h = tiny(cons)
+        h.resets = [Reset(30_000, "G")]
+        h.observes = frozenset(h.observes | {"resets"})
+        return check_history(h, list_unjudged=True)
+
+    rep = judged_with_reset([C(10, 11, success=False)])
+    v = judged(rep)["H-DELIVER-1"]
+    assert v.status == "holds" and v.counts == {FAILED_THEN_RESET: 1}
+    assert v.unjudged_messages == {"G": {FAILED_THEN_RESET: [["m1", None, None]]}}
+    v = judged(judged_with_reset([]))["H-DELIVER-1"]
+    assert v.counts == {"skipped by an operator reset past it": 1}
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_dropping_records_from_a_lossy_history_never_reports_loss(data):

@@ -148,17 +148,25 @@ SEND_UNKNOWN = "send outcome unknown or failed"
 KILLED_UNOBSERVED = ("unobserved: a consumer of the group was killed after it was sent (its unsent trace records are "
                      "lost)")
 FILTER_UNKNOWN = "not consumed, filter unknown"
+# A failed delivery then an operator reset past the message: RocketMQ's records do not show whether
+# the client tried its send-back. One that failed (the broker unreachable) leaves the message in the
+# ProcessQueue, and the reset then skips it by design; one never tried (a client that acks what its
+# listener declared not consumed) lost it before the reset. The reset only moves the topic's
+# offset (resetOffsetByTimestamp), never a stored %RETRY% copy.
+FAILED_THEN_RESET = ("failed, then an operator reset passed it: whether its send-back was tried is not in the "
+                     "records")
 
 SETTLED = frozenset({NOT_JUDGED_UNNAMED, POP_PUSH_PAST_LIMIT,
     "consumed", "consumed (broadcasting drops a failure)", "dead-lettered", "filtered out by the subscription",
     SEND_UNKNOWN, "consumer left before it was sent",
     NOT_JUDGED_BEFORE_START, "removed by retention",
-    "skipped by an operator reset past it"})
+    "skipped by an operator reset past it", FAILED_THEN_RESET})
 # The classes that leave a (message, unit) unjudged: the history cannot tell whether the unit got
 # the message, nor that it was not owed. The judge lists these messages by unit and class when
 # asked (Judge(list_unjudged=True)): a finding of the white-box level about one of them is one the
 # history could not have shown.
 UNJUDGED = frozenset({NOT_JUDGED_BEFORE_START, NOT_JUDGED_UNNAMED, SEND_UNKNOWN, KILLED_UNOBSERVED, FILTER_UNKNOWN,
+    FAILED_THEN_RESET,
     "delivered, result unknown", "presumed dead-lettered (the DLQ is not observed)", "failed, then unobserved",
     "failed, retried: its retry copy is stored, the copy's delivery not recorded", "unobserved"})
 
@@ -241,7 +249,8 @@ def _deliver_unit(J, m, g, u, match):
     if p.queue is not None and p.offset is not None and J.expired.get(p.queue, -1) > p.offset:
         return ("removed by retention", None)
     if J.reset_past(g.name, p):
-        return ("skipped by an operator reset past it", None)
+        # (every delivery here failed: a success or an unknown result returned above)
+        return (FAILED_THEN_RESET if dels else "skipped by an operator reset past it", None)
     who = f"group {g.name}" + (f" consumer {u[1]}" if len(u) > 1 else "")
     if p.ts is not None and J.killed_after(g.name, p.ts):
         return (KILLED_UNOBSERVED, None)
@@ -719,6 +728,13 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
     "bug-7914-rocketmq-5.2.0": ("H-DELIVER-1", "the message's only listener call failed, and revive skipped it "
                                 "as stored after its pop time (the pop read the queue after taking that time): it is "
                                 "neither consumed again nor dead-lettered"),
+    "bug-10276-rocketmq-5.5.0": ("H-DELIVER-1", "the message's only listener call failed, and the change of its "
+                                 "invisible time kept the deadline, so the change deleted its own new record: the "
+                                 "message is never revived, neither consumed again nor dead-lettered"),
+    "bug-7724-rocketmq-5.5.1": ("H-RETRY-2", _7724_SEEN := (
+        "retention deleted the un-acked message's commit-log data before its consume queue was corrected, and "
+        "revive put back the next message in its place, one the group had acked: a retry copy with no failed "
+        "delivery")),
     "bug-10985-rocketmq-5.5.1": ("H-DELIVER-1", _10985_SEEN := (
         "the message's only listener call failed, and revive, whose read failed, never puts it back: it is "
         "neither consumed again nor dead-lettered")),
@@ -752,6 +768,8 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
     **{("bug-9281", p): ("H-DELIVER-1", "every release has #9281 (open): " + _9281_SEEN)
        for p in ("rocketmq-4.9.8", "rocketmq-5.3.3")},
     **{("bug-10985", p): ("H-DELIVER-1", "every release has #10985 (open): " + _10985_SEEN)
+       for p in ("rocketmq-5.3.3",)},
+    **{("bug-7724", p): ("H-RETRY-2", "every 5.x release has #7724 (open): " + _7724_SEEN)
        for p in ("rocketmq-5.3.3",)},
     ("random-20201-dropped-unheard-5.5.0", "rocketmq-5.5.1"): (
         "H-DELIVER-1", "a push consumer in POP mode acks a revived copy past maxReconsumeTimes that no listener "
