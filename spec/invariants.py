@@ -493,7 +493,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "ackTimeInterval + 1 s after its deadline; an orderly queue unblocks at the deadline.",
         "Fairness: as INV-LIVE-1 (nothing left to do, or nothing left waiting on the clock).",
         "error", False, "end", "queue",
-        "#7914, #10985, #10827, #7724 (revive put another message back in the checkpoint's place).",
+        "#7914, #10985, #10827, #10276 (RocksDB: a change that keeps the deadline deletes its own record).",
         ("G-DELIVER",)),
 )
 

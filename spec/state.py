@@ -413,7 +413,7 @@ class SpecState:
     """The whole spec state. Mutated in place by `spec.actions.step`; copy with `copy_state`."""
 
     __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done",
-                 "sampled_stores", "pop", "pop_origin", "pop_called", "said_ids", "said_lost", "pop_misread")
+                 "sampled_stores", "pop", "pop_origin", "pop_called", "said_ids", "said_lost")
 
     def __init__(self, profile: Profile):
         self.profile = profile
@@ -435,7 +435,6 @@ class SpecState:
         self.said_lost: dict = {}
         # a popped copy's msg_id -> (its checkpoint's pop time, the id revive put back in its place):
         # the revive's read at its offset returned another message (#7724)
-        self.pop_misread: dict = {}
 
 
 def copy_state(state: SpecState) -> SpecState:

@@ -71,10 +71,12 @@ def test_scenario_puts_the_acked_message_back_and_the_fix_puts_nothing_back():
     for prof in (BUG, "rocketmq-5.5.1", "rocketmq-5.3.3"):
         evs = run_to_list(sc, 1, prof)
         rep = _report(evs, prof)
-        assert rep.findings.counts == {"INV-POP-ACK-1": 1, "INV-POP-LIVE-1": 1}, (prof, rep.findings.counts)
-        ack, live = sorted(rep.findings.errors, key=lambda f: f.inv)
+        # the un-acked message's data is gone: the revive found nothing of it, as the fixed read
+        # does, so its loss is retention's under the bug as under the fix; #7724's harm is the
+        # acked message put back in its place
+        assert rep.findings.counts == {"INV-POP-ACK-1": 1}, (prof, rep.findings.counts)
+        [ack] = rep.findings.errors
         assert "#7724" in ack.message and "was acked" in ack.message, ack.message
-        assert "never came back" in live.message and "cause: #7724" in live.message, live.message
         # the acked message is delivered again from the retry topic
         assert len(_kinds(evs, "pop_consume_started")) == 3
     evs = run_to_list(sc, 1, FIX)

@@ -185,6 +185,9 @@ class Profile:
 ROCKETMQ_5_3_3 = Profile(
     name="rocketmq-5.3.3", release="5.3.3",
     description="5.3.x release: every fix in the digest applied.",
+    # 5.3.3's PopConsumerService.changeInvisibilityDuration (lines 452-476) deletes the old key
+    # unconditionally, as 5.5.0's does (#10276, fixed in 5.5.1)
+    pop_kv_change_deletes_same_key=True,
 )
 
 # Every switch checked against the 5.5.0 source (Maven Central's source jars; 5.5.1's client and
@@ -195,6 +198,7 @@ ROCKETMQ_5_5_1 = replace(
     ROCKETMQ_5_3_3, name="rocketmq-5.5.1", release="5.5.1",
     description="Newest 5.x release (real runs on 5.5.0, standing in): the switches of 5.3.3; "
                 "docs/profiles.md says where 5.5 differs.",
+    pop_kv_change_deletes_same_key=False,      # PR #10277 (#10276): a change keeping the deadline keeps its record
 )
 
 ROCKETMQ_4_9_8 = Profile(

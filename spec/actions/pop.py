@@ -401,7 +401,8 @@ def _revived_another(st, ev, pq, off, cp, out):
     its place. getBizMessage reads one message from the offset on; where retention deleted the
     offset's commit-log data before the consume queue was corrected, that is the next message whose
     data exists, and no release checks its offset. The message put back is judged as revived again;
-    the checkpoint's own message is not revived (INV-POP-LIVE-1 at the end if nothing else ends it)."""
+    the checkpoint's own message, whose data is gone, is retention's: the revive found nothing of it
+    to put back, as the fixed read (PR #7739) finds nothing."""
     key, ts, mid = pq.key, ev["ts"], ev["msg_id"]
     at, other = next(((o, c) for o, c in sorted(pq.copies.items()) if c.msg_id == mid), (None, None))
     what = (f"revive of {_what(pq, off)} ({cp.msg_id}, checkpoint of pop time {ev['pop_time']}) puts back another "
@@ -417,7 +418,7 @@ def _revived_another(st, ev, pq, off, cp, out):
     else:
         _duplicate(st, out, key, f"{what}: a second copy of it")
     if cp.status == HELD and cp.pop_time == ev["pop_time"]:
-        st.pop_misread[cp.msg_id] = (cp.pop_time, mid)
+        cp.status, cp.since, cp.handle, cp.deadline = SKIPPED, ts, None, None
     _store_revived(st, ev, other if other is not None else Copy(since=ts))
 
 
@@ -483,12 +484,7 @@ def _same_key_cause(cp) -> str:
 def _skipped_cause(st, cp) -> str:
     """#7914 named where it explains a held copy that never came back: the profile's revive skips
     a message stored after its checkpoint's pop time, and this copy's current handle is such a
-    checkpoint's (its pop started before the message was stored, and read it after). #7724 named
-    where that checkpoint's revive put another message back in its place."""
-    misread = st.pop_misread.get(cp.msg_id)
-    if misread is not None and misread[0] == cp.pop_time and not cp.order:
-        return (f"; cause: #7724, the revive of its checkpoint (pop time {cp.pop_time}) read another message from "
-                f"its offset on and put {misread[1]} back in its place")
+    checkpoint's (its pop started before the message was stored, and read it after)."""
     if cp.stored_at is None or cp.order or cp.pop_time is None or not facts.revive_skips_last_epoch(
             cp.pop_time, cp.stored_at, st.profile.pop_revive_skips_last_epoch):
         return ""

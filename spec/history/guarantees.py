@@ -728,9 +728,10 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
     "bug-7914-rocketmq-5.2.0": ("H-DELIVER-1", "the message's only listener call failed, and revive skipped it "
                                 "as stored after its pop time (the pop read the queue after taking that time): it is "
                                 "neither consumed again nor dead-lettered"),
-    "bug-10276-rocketmq-5.5.0": ("H-DELIVER-1", "the message's only listener call failed, and the change of its "
-                                 "invisible time kept the deadline, so the change deleted its own new record: the "
-                                 "message is never revived, neither consumed again nor dead-lettered"),
+    "bug-10276-rocketmq-5.5.0": ("H-DELIVER-1", _10276_SEEN := (
+        "the message's only listener call failed, and the change of its invisible time kept the deadline, so the "
+        "change deleted its own new record: the message is never revived, neither consumed again nor "
+        "dead-lettered")),
     "bug-7724-rocketmq-5.5.1": ("H-RETRY-2", _7724_SEEN := (
         "retention deleted the un-acked message's commit-log data before its consume queue was corrected, and "
         "revive put back the next message in its place, one the group had acked: a retry copy with no failed "
@@ -771,6 +772,8 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
        for p in ("rocketmq-5.3.3",)},
     **{("bug-7724", p): ("H-RETRY-2", "every 5.x release has #7724 (open): " + _7724_SEEN)
        for p in ("rocketmq-5.3.3",)},
+    ("bug-10276", "rocketmq-5.3.3"): ("H-DELIVER-1", "5.3.3's RocksDB POP path has #10276 too (fixed in 5.5.1): "
+                                      + _10276_SEEN),
     ("random-20201-dropped-unheard-5.5.0", "rocketmq-5.5.1"): (
         "H-DELIVER-1", "a push consumer in POP mode acks a revived copy past maxReconsumeTimes that no listener "
         "call received (each pop ran out of invisible time first): six messages of a CONSUME_FROM_FIRST_OFFSET "
