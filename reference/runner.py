@@ -18,7 +18,7 @@ from rocketspec.traces.schema import SCHEMA_VERSION
 from .broker.broker import Broker, BrokerUnavailable
 from .broker.retention import expire_oldest
 from .footprint import CLOCK, footprint
-from .client.pop_consumer import PopConsumer
+from .client.pop_consumer import BROKER_SUSPEND_MAX_TIME_MS, PopConsumer
 from .client.push_consumer import PushConsumer
 from .message import Message
 from .scenario import CRASH_MODES
@@ -26,7 +26,11 @@ from .network import Network
 from .sim import Simulator
 
 QUIESCENCE_CHECK_MS = 1000
-ACTIVE_MS = 10_000          # a listener call this recent at the horizon: the run is still working
+# A listener call this recent at the horizon: the run is still working. A SimpleConsumer takes one
+# receive at a time, in turn over the brokers, and a receive on an empty broker waits out its poll
+# time (15 s) before the next turn: one such wait between two calls is a consumer at work, not a
+# settled run (a run cut there was judged settled, and its revived copies owed: INV-POP-LIVE-1).
+ACTIVE_MS = BROKER_SUSPEND_MAX_TIME_MS + 5_000
 
 
 class Producer:

@@ -7,6 +7,10 @@ written and the message is never revived. 5.5.1 skips that delete when the keys 
 """
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from types import SimpleNamespace
 
 import pytest
@@ -145,6 +149,17 @@ def test_10276_a_scenario_with_the_kv_path_is_refused_by_record():
 
 
 def test_10276_the_state_machine_finds_it_in_the_kv_pop_environment(tmp_path):
+    # in a fresh interpreter: in a CI worker that had run other tests first, this search met
+    # INV-POP-ORDER-1 at example 11 instead (twice, 2026-12-07); alone it meets INV-POP-LIVE-1 at
+    # example 9 under any hash seed. What leaks between tests is not found yet (docs/notes/pop-bugs.md)
+    r = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+                        f"import test_pop_bug_10276 as t, pathlib; "
+                        f"t._state_machine_search(pathlib.Path({str(tmp_path)!r}))"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def _state_machine_search(tmp_path):
     from rocketspec.conformance.statemachine import POP_KV, PopKvMachine, PopMachine, check_reference, machine_class
 
     # an environment of its own: the POP environment's rules are unchanged
