@@ -17,11 +17,10 @@ offsets are kept with them (their flush is not modelled).
 """
 from __future__ import annotations
 
-from rocketspec.rocketmq.pop import POP_RETRY_QUEUE_NUM, revive_target, revived_reconsume_times
 from rocketspec.rocketmq.pop_kv import (KV_REVIVE_INTERVAL, KV_REVIVE_START, change_deletes_new_record,
                                         record_key, revive_window)
 
-from ..message import Message
+from .revive import put_back
 
 
 class PopConsumerRecord:
@@ -119,25 +118,4 @@ class PopConsumerKv:
             sim.emit("message_revived", group=rec.group, topic=rec.topic, broker=b.name, queue=rec.queue,
                      offset=rec.offset, msg_id="", pop_time=rec.pop_time, outcome="skipped")
             return
-        topic = revive_target(rec.topic, rec.group)
-        if b.topics.get(topic) is None:
-            # createRetryTopicIfNeeded: one queue, the group's offsets there start at 0
-            b.create_topic(topic, POP_RETRY_QUEUE_NUM)
-            for q in range(POP_RETRY_QUEUE_NUM):
-                if b.offsets.query(rec.group, topic, q) < 0:
-                    b.offsets.commit(rec.group, topic, q, 0, source="pop")
-        copy = Message(topic=topic, queue=0, tags=stored.tags, tags_code=stored.tags_code, keys=stored.keys,
-                       props=stored.props, body_size=stored.body_size,
-                       reconsume_times=revived_reconsume_times(stored.reconsume_times, rec.suspend),
-                       origin_msg_id=stored.origin_msg_id, retry_topic=stored.retry_topic or rec.topic)
-        copy.broker = b.name
-        copy.msg_id = b._new_id()
-        copy.store_ts = sim.now
-        b.index[copy.msg_id] = copy
-        b.store.append(copy)
-        sim.emit("message_revived", group=rec.group, topic=rec.topic, broker=b.name, queue=rec.queue,
-                 offset=rec.offset, msg_id=stored.msg_id, pop_time=rec.pop_time, outcome="retry",
-                 origin_msg_id=stored.origin_msg_id, target_topic=topic, target_queue=copy.queue,
-                 target_offset=copy.offset, target_msg_id=copy.msg_id, reconsume_times=copy.reconsume_times)
-        b._notify_arriving(topic, copy.queue)
-        b.pop.notify_arriving(topic)
+        put_back(b, rec.group, rec.topic, rec.queue, rec.offset, rec.pop_time, stored, rec.suspend)

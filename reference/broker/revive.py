@@ -111,29 +111,39 @@ class PopReviveService:
         if revive_skips_last_epoch(ck.pop_time, stored.store_ts, b.profile.pop_revive_skips_last_epoch):
             # "skip ck from last epoch": only a log line; the offset counts as revived (#7914)
             return
-        topic = revive_target(ck.topic, ck.group)
-        if b.topics.get(topic) is None:
-            # addRetryTopicIfNotExist: one queue, and initPopRetryOffset starts the group there at 0
-            b.create_topic(topic, POP_RETRY_QUEUE_NUM)
-            for q in range(POP_RETRY_QUEUE_NUM):
-                if b.offsets.query(ck.group, topic, q) < 0:
-                    b.offsets.commit(ck.group, topic, q, 0, source="pop")
-        copy = Message(topic=topic, queue=0, tags=stored.tags, tags_code=stored.tags_code, keys=stored.keys,
-                       props=stored.props, body_size=stored.body_size,
-                       reconsume_times=revived_reconsume_times(stored.reconsume_times, ck.suspend),
-                       origin_msg_id=stored.origin_msg_id, retry_topic=stored.retry_topic or ck.topic)
-        # stored without a message_stored event: message_revived says where the copy went
-        copy.broker = b.name
-        copy.msg_id = b._new_id()
-        copy.store_ts = sim.now
-        b.index[copy.msg_id] = copy
-        b.store.append(copy)
-        sim.emit("message_revived", group=ck.group, topic=ck.topic, broker=b.name, queue=ck.queue, offset=offset,
-                 msg_id=stored.msg_id, pop_time=ck.pop_time, outcome="retry", origin_msg_id=stored.origin_msg_id,
-                 target_topic=topic, target_queue=copy.queue, target_offset=copy.offset, target_msg_id=copy.msg_id,
-                 reconsume_times=copy.reconsume_times, **({"reput_times": ck.reput_times} if ck.reput_times else {}))
-        b._notify_arriving(topic, copy.queue)
-        b.pop.notify_arriving(topic)
+        put_back(b, ck.group, ck.topic, ck.queue, offset, ck.pop_time, stored, ck.suspend,
+                 **({"reput_times": ck.reput_times} if ck.reput_times else {}))
+
+
+def put_back(b, group: str, topic: str, queue: int, offset: int, pop_time: int, stored, suspend: bool,
+             **extra) -> None:
+    """reviveRetry: `stored`, the message read for the checkpoint (or KV record) of `group` at
+    `offset` of the queue, copied into the group's pop retry topic (queue 0) with one more
+    reconsumption unless a suspend's; the topic is created on first use, the group's offsets there
+    at 0 (addRetryTopicIfNotExist, initPopRetryOffset). The copy is stored without a message_stored
+    event: message_revived says where it went."""
+    sim = b.sim
+    target = revive_target(topic, group)
+    if b.topics.get(target) is None:
+        b.create_topic(target, POP_RETRY_QUEUE_NUM)
+        for q in range(POP_RETRY_QUEUE_NUM):
+            if b.offsets.query(group, target, q) < 0:
+                b.offsets.commit(group, target, q, 0, source="pop")
+    copy = Message(topic=target, queue=0, tags=stored.tags, tags_code=stored.tags_code, keys=stored.keys,
+                   props=stored.props, body_size=stored.body_size,
+                   reconsume_times=revived_reconsume_times(stored.reconsume_times, suspend),
+                   origin_msg_id=stored.origin_msg_id, retry_topic=stored.retry_topic or topic)
+    copy.broker = b.name
+    copy.msg_id = b._new_id()
+    copy.store_ts = sim.now
+    b.index[copy.msg_id] = copy
+    b.store.append(copy)
+    sim.emit("message_revived", group=group, topic=topic, broker=b.name, queue=queue, offset=offset,
+             msg_id=stored.msg_id, pop_time=pop_time, outcome="retry", origin_msg_id=stored.origin_msg_id,
+             target_topic=target, target_queue=copy.queue, target_offset=copy.offset, target_msg_id=copy.msg_id,
+             reconsume_times=copy.reconsume_times, **extra)
+    b._notify_arriving(target, copy.queue)
+    b.pop.notify_arriving(target)
 
 
 def _match_all(m) -> bool:
