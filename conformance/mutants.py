@@ -296,8 +296,8 @@ CATALOGUE: tuple[Mutant, ...] = (
       "The ack of a concurrent pop finds its checkpoint but does not set the offset's bit "
       "(PopCheckPoint's bitMap): revive takes the message for un-acked and puts an acked message "
       "back into the retry topic (#7724)."),
-    M("pop-revive-count-not-raised", "broker/revive.py", "PopReviveService._revive_one",
-      "reconsume_times=revived_reconsume_times(stored.reconsume_times, ck.suspend),",
+    M("pop-revive-count-not-raised", "broker/revive.py", "put_back",
+      "reconsume_times=revived_reconsume_times(stored.reconsume_times, suspend),",
       "reconsume_times=stored.reconsume_times,",
       "INV-POP-DLQ-1",
       "reviveRetry copies the message into %RETRY% without raising its reconsume times: the count "
