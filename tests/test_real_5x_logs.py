@@ -26,8 +26,26 @@ from test_real_5x import _require, record
 GROUP = "GID_real_kill"
 
 
+def _c2_consumed_before_its_kill(ev) -> bool:
+    crashed = [e["seq"] for e in f.by_kind(ev, "client_crashed") if e["client"].endswith("@c2")]
+    return bool(crashed) and any(e["client"].endswith("@c2") and e["seq"] < crashed[0]
+                                 for e in f.by_kind(ev, "consume_started"))
+
+
 def test_5_5_0_run_writes_a_client_log_the_oracle_places_in_time(tmp_path):
+    """c2 is killed 5 s in; a JVM slowed by a loaded machine may not have rebalanced by then (it
+    registered, but took no queue). Such a run cannot show c2's JVM writing the log: record until
+    c2's listener ran before its kill, at most three runs, each checked for what it can show."""
     _require("5.5.0")
+    for attempt in range(3):
+        shown = _one_kill_run(tmp_path / f"attempt{attempt}")
+        if shown:
+            return
+    pytest.fail("in three real-kill runs c2's JVM consumed nothing before its kill")
+
+
+def _one_kill_run(tmp_path: Path) -> bool:
+    tmp_path.mkdir()
     _, ev = record("real-kill", "5.5.0", tmp_path)
     run = tmp_path / "run"
     assert (run / LOG).is_file(), f"a 5.5.0 run's folder holds no {LOG}"
@@ -43,10 +61,9 @@ def test_5_5_0_run_writes_a_client_log_the_oracle_places_in_time(tmp_path):
     def of(what, client):
         return [c for c in mine if c.what == what and (c.client or "").endswith("@" + client)]
 
-    # the broker (driver's JVM) registered both consumers
+    # the broker (driver's JVM) registered both consumers, and c1's JVM wrote its rebalance
     assert of("joined", "c1") and of("joined", "c2"), note
-    # each JVM wrote its own rebalance: c1 in the driver's, c2 in its own
-    assert of("rebalanced", "c1") and of("rebalanced", "c2"), [(c.what, c.client) for c in mine]
+    assert of("rebalanced", "c1"), [(c.what, c.client) for c in mine]
     # c2's channel closed when its JVM was killed (the driver stamps client_crashed once the kill has
     # returned: the broker may log the close a little before), then c1 took its queues
     crashed = [e["ts"] for e in f.by_kind(ev, "client_crashed") if e["client"].endswith("@c2")]
@@ -55,6 +72,11 @@ def test_5_5_0_run_writes_a_client_log_the_oracle_places_in_time(tmp_path):
     assert left and abs(left[0].ts - crashed[0]) < 1000, (crashed, [(c.ts, c.detail) for c in left])
     assert left[0].ts > max(c.ts for c in of("joined", "c2") + of("rebalanced", "c2"))
     assert any(c.ts > left[0].ts for c in of("rebalanced", "c1"))
+    if not _c2_consumed_before_its_kill(ev):
+        return False
+    # c2's listener ran, so its rebalance had taken queues: its own JVM wrote that to the log
+    assert of("rebalanced", "c2"), [(c.what, c.client) for c in mine]
+    return True
 
 
 def test_the_5x_logging_configuration_is_the_releases_own_plus_the_client_log():
