@@ -75,9 +75,14 @@ SEEN_AS = {
 # the guarantee with one of these failing is no missed loss, but their failing alone does not make
 # the guarantee's holding a false alarm. Two consumers inside an orderly queue (a lease outliving
 # the broker's lock) hand a later offset out before the earlier owner's held ones: per-key order
-# breaks across consumers, which INV-ORDER-2 (one ProcessQueue's batches) cannot see.
+# breaks across consumers, which INV-ORDER-2 (one ProcessQueue's batches) cannot see. A POP
+# message's attempts are its receives (the broker's per-offset count of an orderly queue, a revived
+# copy's reconsume times), and the oracle counts listener calls: a message received and left to its
+# invisible time (a client killed while its receive was in flight, a FIFO batch stopped before it)
+# is an attempt check counts past the limit where the oracle sees fewer failed calls.
 CAUSES = {
     "H-ORDER-2": {"INV-ORDER-1", "INV-OWNER-2", "INV-LOCK-1"},
+    "H-RETRY-1": {"INV-POP-DLQ-1"},
 }
 # Guarantees that can only fail on an absence: judged only when the oracle is complete.
 ABSENCE = {"H-DELIVER-1"}

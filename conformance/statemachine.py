@@ -856,6 +856,12 @@ class PopMachine(ReferenceMachine):
             self._step(action="fail_revive_reads", broker=broker, count=count)
 
 
+class PopFifoMachine(PopMachine):
+    """PopMachine in POP_FIFO: its moves, but for failed revive reads."""
+
+    fail_revive_reads = None
+
+
 # The late-read POP environment (check_reference(scenario=POP_LATE), PopLateMachine): the POP
 # deployment, where a pop may read its queues after its pop time (PopMessageProcessor takes the
 # pop time when the request starts; the explorer's fault pop_read_late), and a move that sends
@@ -996,6 +1002,15 @@ POP_KV = validate({**POP, "name": "statemachine-pop-kv",
                    "broker_config": {"pop_consumer_kv_service": True},
                    "groups": [{**g, "name": n} for n, g in POP["groups"].items()]},
                   "builtin:statemachine-pop-kv")
+# The FIFO-limit POP environment (check_reference(scenario=POP_FIFO), PopFifoMachine): the POP
+# deployment with GID_F's max attempts kept (maxReconsumeTimes 1) under every profile. environment_for
+# lifts them elsewhere, where the profile's proxy reads a FIFO message's count under the queue's key.
+# Without failed revive reads (#10985's way in, which every release has too).
+POP_FIFO = validate({**POP, "name": "statemachine-pop-fifo",
+                     "description": "The FIFO-limit POP environment of conformance.statemachine (PopMachine)",
+                     "groups": [{**g, "name": n, **({"max_reconsume_times": 1} if n == "GID_F" else {})}
+                                for n, g in POP["groups"].items()]},
+                    "builtin:statemachine-pop-fifo")
 # a GID_S call this long ends 1 ms after its pop answer's latency and its change arrives 1 ms after
 # it: pop time + 1998 + 2 + the 3 s of retry_invisible_ms = the 5 s handle's deadline
 POP_KV_SAME_DEADLINE_MS = 5000 - 3000 - 2
@@ -1145,10 +1160,15 @@ def scenario_for(profile: str) -> dict:
 def environment_for(profile: str, scenario: dict) -> dict:
     """`scenario` under `profile`, as scenario_for says; and an orderly broadcasting group never
     reaches the DLQ either: every release's checkReconsumeTimes sends its message there whatever
-    the message model (INV-BCAST-1, a loss the releases have)."""
+    the message model (INV-BCAST-1, a loss the releases have). Nor does a FIFO SimpleConsumer
+    group, where the profile's proxy reads the queue's count: every release's proxy passes a FIFO
+    message beyond its max attempts (INV-POP-DLQ-1, proxy_fifo_count_per_offset), except in
+    POP_FIFO, the environment that searches for it."""
     p = PROFILES[resolve_profile(profile)]
+    proxy_fifo = not p.proxy_fifo_count_per_offset and scenario.get("name") != POP_FIFO["name"]
     limitless = [n for n, g in scenario["groups"].items() if g.get("consume_mode") == "ORDERLY"
-                 and (p.producer_dlq_keeps_delay or g.get("message_model") == "BROADCASTING")]
+                 and (p.producer_dlq_keeps_delay or g.get("message_model") == "BROADCASTING"
+                      or (proxy_fifo and g.get("client_type") == "SIMPLE"))]
     if not limitless:
         return scenario
     sc = copy.deepcopy(scenario)
@@ -1167,7 +1187,7 @@ def machine_class(profile: str = "rocketmq-4.9.8", **attrs) -> type:
     ns = {"profile": profile, "scenario": scenario_for(profile), "report": _new_report(),
           "__module__": __name__, "__qualname__": "ReferenceMachine", **attrs}
     # the POP and send-back environments have their own moves (PopMachine, SendBackMachine)
-    base = {POP["name"]: PopMachine, SEND_BACK["name"]: SendBackMachine,
+    base = {POP["name"]: PopMachine, POP_FIFO["name"]: PopFifoMachine, SEND_BACK["name"]: SendBackMachine,
             POP_LATE["name"]: PopLateMachine, POP_KV["name"]: PopKvMachine}.get(ns["scenario"].get("name"), ReferenceMachine)
     base = {POP_RETENTION["name"]: PopRetentionMachine}.get(ns["scenario"].get("name"), base)
     cls = type("ReferenceMachine", (base,), ns)
@@ -1288,6 +1308,7 @@ _NAMED_ENVIRONMENTS = {POP["name"]: "POP", SEND_BACK["name"]: "SEND_BACK", POP_L
                        POP_KV["name"]: "POP_KV"}
 
 _NAMED_ENVIRONMENTS[POP_RETENTION["name"]] = "POP_RETENTION"
+_NAMED_ENVIRONMENTS[POP_FIFO["name"]] = "POP_FIFO"
 
 
 def _falsifying_code(profile: str, lines: list[str], respect_assumptions: bool = True,

@@ -181,6 +181,10 @@ class Run:
             if g.get("client_type", "PUSH") != "PUSH":
                 c = PopConsumer(sim, self.net, self.profile, cid, st["group"], g,
                                 st.get("subscriptions", g["subscriptions"]), g.get("listener"))
+                if old is not None:
+                    # the restarted client's attempt ids differ from the old one's, whose pops
+                    # the broker may still hold (the real client draws a UUID per receive)
+                    c.proc.incarnation = old.proc.incarnation
                 self.consumers[cid] = c
                 c.start()
                 return

@@ -448,14 +448,21 @@ CATALOGUE: tuple[Invariant, ...] = (
         "after a suspend), a message goes to %DLQ%<group> only once its reconsume count "
         "reaches the limit (the proxy: reconsumeTimes >= maxAttempts, retryMaxTimes + 1), and a "
         "push consumer in POP mode calls its listener on no message whose reconsume count is above "
-        "its maxReconsumeTimes (-1 means 16): the retries stop at the limit.",
+        "its maxReconsumeTimes (-1 means 16), and a SimpleConsumer's FIFO message reaches the "
+        "listener only below its max attempts, counted per offset as the broker counts an orderly "
+        "queue's attempts: the retries stop at the limit.",
         "PopReviveService.reviveRetry sets reconsumeTimes + 1 (unless the checkpoint is a "
         "suspend's); the proxy's PopMessageResultFilterImpl answers TO_DLQ at maxAttempts; "
         "DefaultMQPushConsumerImpl.processPopResult acks a popped message above "
-        "getMaxReconsumeTimes() before any listener call (5.3.1+).",
+        "getMaxReconsumeTimes() before any listener call (5.3.1+); "
+        "QueueLevelConsumerManager.OrderInfo.mergeOffsetConsumedCount counts an orderly offset's "
+        "attempts.",
         "", "error", False, "step", "queue",
         "#8332 (before 5.3.1 processPopResult has no such check: a message past the limit, "
-        "maxReconsumeTimes 0 included, is handed to the listener again after each revive).",
+        "maxReconsumeTimes 0 included, is handed to the listener again after each revive); every "
+        "5.x proxy in local mode gives a FIFO message the queue's minimum count "
+        "(LocalMessageService.popMessage), so one popped again beside fresh offsets passes its max "
+        "attempts (not reported upstream; pop-fifo-attempts).",
         ("G-RETRY-LIMIT", "G-DLQ")),
     Invariant(
         "INV-POP-ORDER-1", "Orderly POP delivers a queue in order, one attempt at a time",

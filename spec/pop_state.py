@@ -19,6 +19,8 @@ queue follows it (`PopQueue.restarts`).
 """
 from __future__ import annotations
 
+from rocketspec.rocketmq.pop import order_consumed_count
+
 # a copy's status
 STORED = "stored"           # known (a revived copy), not handed out yet
 HELD = "held"               # handed out under a current handle
@@ -33,7 +35,8 @@ DONE = (ACKED, REVIVED, DEAD, SKIPPED, LOST)
 
 class Copy:
     __slots__ = ("msg_id", "origin", "reconsume", "status", "handle", "pop_time", "deadline", "client",
-                 "order", "suspend", "since", "popped", "restarted", "prior", "stored_at", "same_key_deleted")
+                 "order", "suspend", "since", "popped", "restarted", "prior", "stored_at", "same_key_deleted",
+                 "attempts")
 
     def __init__(self, msg_id=None, origin=None, reconsume=None, status=STORED, since=0):
         self.msg_id, self.origin, self.reconsume = msg_id, origin, reconsume
@@ -55,6 +58,9 @@ class Copy:
         # the last change of invisible time kept the deadline, and the profile's KV path deletes
         # the old key even then: the new record is gone (#10276)
         self.same_key_deleted = False
+        # orderly: the earlier attempts the broker counts for its current pop (None: not orderly,
+        # or not known since a restart reloaded the order info)
+        self.attempts = None
 
     def current(self, pop_time) -> bool:
         """The handle of `pop_time` is this copy's current one. A dead-lettered copy keeps its
@@ -67,13 +73,27 @@ class Copy:
 
 class OrderInfo:
     """ConsumerOrderInfoManager's OrderInfo of one queue: the last orderly attempt."""
-    __slots__ = ("pop_time", "attempt_id", "offsets", "acked", "visible")
+    __slots__ = ("pop_time", "attempt_id", "offsets", "acked", "visible", "counts", "prev", "known")
 
-    def __init__(self, pop_time, attempt_id):
+    def __init__(self, pop_time, attempt_id, prev=None, known=True):
         self.pop_time, self.attempt_id = pop_time, attempt_id
         self.offsets: list = []         # popped offsets of the attempt, ascending
         self.acked: set = set()
         self.visible: dict = {}         # offset -> when it becomes visible again
+        # offset -> earlier attempts that handed it out (offsetConsumedCount), from the last
+        # attempt's (attempt id, offsets, counts); `known` is off while a restart's reload
+        # (an older flush) may have replaced the counts the spec carried
+        self.prev = prev if prev is not None else (None, frozenset(), {})
+        # the same attempt id keeps the last pop's map whole, offsets this pop does not hand out too
+        same = attempt_id is not None and self.prev[0] == attempt_id
+        self.counts: dict = dict(self.prev[2]) if same else {}
+        self.known = known
+
+    def add(self, off, attempt_id):
+        """An offset of this attempt's pop; its count, as the broker merges it."""
+        self.offsets.append(off)
+        self.counts[off] = n = order_consumed_count(*self.prev, attempt_id, off)
+        return n
 
     def unacked(self):
         return [o for o in self.offsets if o not in self.acked]

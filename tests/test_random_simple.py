@@ -263,20 +263,30 @@ def test_an_orderly_call_inside_a_live_attempt_still_breaks_exclusivity():
 FIFO_COUNT = ROOT / "tests" / "fixtures" / "real" / "random" / "seed-25100-grpc-fifo-count-understated"
 
 
-def test_a_fifo_message_past_its_max_attempts_is_a_loss_check_does_not_see_yet():
-    """Run 25100 (open: a missed loss). FIFO GID_s0, maxReconsumeTimes 1 (max attempts 2). TopicG
-    queue 0 offset 7 failed at reconsume times 0, came back in an attempt with the fresh offsets
-    8-10 and again said 0, failed, and was delivered a third time (said 1), past max attempts. The
-    5.5.0 proxy sets an orderly message's reconsume times from the order count under the queue's
-    key (LocalMessageService.popMessage: orderCountInfo.get(getStartOffsetInfoMapKey(topic,
-    queueId)), the broker's minimum over the attempt's offsets), not the offset's own count, so
-    PopMessageResultFilterImpl's TO_DLQ never sees 2. The oracle finds it (H-RETRY-1); check reads
-    the reconsume times the pops carry and holds: the spec does not count an orderly offset's
-    attempts itself."""
+def test_a_fifo_message_past_its_max_attempts_is_found_by_the_oracle_and_by_check():
+    """Run 25100. FIFO GID_s0, maxReconsumeTimes 1 (max attempts 2). TopicG queue 0 offset 7
+    failed at reconsume times 0, came back in an attempt with the fresh offsets 8-10 and again said
+    0, failed, and was delivered a third time (said 1), past max attempts. The 5.5.0 proxy in local
+    mode sets an orderly message's reconsume times from the order count under the queue's key
+    (LocalMessageService.popMessage: orderCountInfo.get(getStartOffsetInfoMapKey(topic, queueId)),
+    the broker's minimum over the attempt's offsets), not the offset's own, so
+    PopMessageResultFilterImpl's TO_DLQ never sees 2. The oracle finds it (H-RETRY-1), and so does
+    check: it counts each orderly offset's attempts as the broker merges them, not from the
+    reconsume times the pops carry (which say 0, 0, 1). Check also finds queue 1 offset 13, which
+    the proxy handed out at three attempts (the first received by the client program but never
+    given to its listener: the FIFO batch stopped at queue 0's failure) and the listener saw twice:
+    RocketMQ counts receives, the oracle counts listener calls."""
     from rocketspec.spec.replay import check_trace
 
     g = {x["id"]: x for x in _oracle(FIFO_COUNT)["guarantees"]}
     assert g["H-RETRY-1"]["status"] == "violated"
     assert "7F00000123794E0E2F2A22494BA4002A" in json.dumps(g["H-RETRY-1"]["listed"])
     d = check_trace(str(FIFO_COUNT / "trace.jsonl.gz"), None).to_dict()
-    assert d["violations"] == []
+    found = d["violations"]
+    assert [(v["invariant"], v["event"]["seq"]) for v in found] == [("INV-POP-DLQ-1", 168), ("INV-POP-DLQ-1", 248)]
+    for v, mid, where in zip(found, ["7F00000123794E0E2F2A22494BA4002A", "7F00000123794E0E2F2A22494CCD0030"],
+                             ["TopicG/broker-a/0 offset 7", "TopicG/broker-a/1 offset 13"]):
+        assert mid in v["message"] and where in v["message"], v["message"]
+        assert "at its attempt 3, past the group's max attempts 2" in v["message"]
+        assert "the pop said 1 reconsumptions" in v["message"]
+        assert "minimum over the attempt's offsets" in v["message"]

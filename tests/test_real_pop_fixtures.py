@@ -238,6 +238,47 @@ def test_pop_orderly_fifo_comes_back_after_its_invisible_time():
     assert stored == acked
 
 
+def test_pop_fifo_attempts_the_proxy_passes_a_fifo_message_beyond_its_max_attempts():
+    """The built-in pop-fifo-attempts on real 5.5.0 (gRPC client, proxy in local mode): FIFO group,
+    maxReconsumeTimes 1 (max attempts 2), one queue, a poison message at offset 0 and three more
+    stored after the first receive. RocketMQ's facts: the broker counts each offset's attempts
+    (mergeOffsetConsumedCount: 0, then 1 for offset 0, then 2 for it and 1 for the others), and
+    the proxy hands out the minimum over the receive's offsets (0 with fresh offsets beside it, then
+    1), so the listener gets the poison message at its third receive; at the fourth all four are at
+    2 and the proxy dead-letters them, the three that never reached the listener too. Check finds
+    the third delivery (INV-POP-DLQ-1, naming the proxy's reading); the reference under the 5.x
+    profile makes the same run, and under fix-proxy-fifo-count-rocketmq-5.5.1 it holds."""
+    from rocketspec.reference.runner import run_to_list
+    from rocketspec.reference.scenario import load_scenario
+
+    ev = _events("pop-fifo-attempts")
+    popped = _kind(ev, "message_popped")
+    receives: dict = {}
+    for e in popped:
+        receives.setdefault(e["pop_time"], []).append((e["offset"], e["reconsume_times"]))
+    assert list(receives.values()) == [[(0, 0)], [(0, 0), (1, 0), (2, 0), (3, 0)],
+                                       [(0, 1), (1, 1), (2, 1), (3, 1)], [(0, 2), (1, 2), (2, 2), (3, 2)]]
+    calls = _kind(ev, "pop_consume_started")
+    assert [c["reconsume_list"] for c in calls] == [[0], [0], [1]]
+    assert sorted(e["offset"] for e in _kind(ev, "pop_dead_lettered")) == [0, 1, 2, 3]
+    assert {e["max_attempts"] for e in _kind(ev, "pop_dead_lettered")} == {2}
+    res = check_trace(str(HERE / "pop-fifo-attempts-5.5.0.jsonl.gz"), PROFILE)
+    errors = [(f.inv, f.event.get("seq")) for f in res.findings.errors]
+    assert errors == [("INV-POP-DLQ-1", calls[2]["seq"])], errors
+    assert "at its attempt 3, past the group's max attempts 2" in res.findings.errors[0].message
+    # the reference: the same receives and readings under the release, the clean side under the fix
+    for profile, want in (("rocketmq-5.5.1", ["INV-POP-DLQ-1"]), ("fix-proxy-fifo-count-rocketmq-5.5.1", [])):
+        sim = run_to_list(load_scenario("pop-fifo-attempts"), 1, profile)
+        got = check_events(enumerate(sim, 1), get_profile(profile))
+        assert [f.inv for f in got.findings.errors] == want, profile
+        if profile == "rocketmq-5.5.1":
+            ref: dict = {}
+            for e in sim:
+                if e["kind"] == "message_popped":
+                    ref.setdefault(e["pop_time"], []).append((e["offset"], e["reconsume_times"]))
+            assert list(ref.values()) == list(receives.values())
+
+
 def test_pop_simple_change_a_change_issues_a_new_handle_and_revive_follows_it():
     """pop-simple-change (the scenario file beside the fixture): a failed call changes the message's
     invisible time to 2 s (changeInvisibleDuration). The broker writes a new checkpoint popped at

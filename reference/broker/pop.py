@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from rocketspec.rocketmq.pop import (POP_FROM_RETRY_PROBABILITY, POP_ORDER_REVIVE_QUEUE,
                                      RETRY_FLAG_NORMAL, RETRY_FLAG_V1, REVIVE_QUEUE_NUM, build_handle,
-                                     deadline, dlq_topic, is_orderly_handle, parse_handle, pop_retry_topic)
+                                     deadline, dlq_topic, is_orderly_handle, parse_handle, pop_retry_topic,
+                                     proxy_fifo_reconsume_times)
 
 from ..message import Message
 from .message_filter import pull_filter
@@ -71,14 +72,16 @@ class PopRequest:
     """PopMessageRequestHeader and the subscription it carries."""
 
     __slots__ = ("client", "group", "topic", "queue", "max_nums", "invisible_ms", "orderly", "attempt_id",
-                 "subscription", "sql", "expr_type", "init_min", "poll_ms", "pop_id", "respond")
+                 "subscription", "sql", "expr_type", "init_min", "poll_ms", "pop_id", "respond", "via_proxy")
 
     def __init__(self, *, client, group, topic, queue, max_nums, invisible_ms, orderly, attempt_id, subscription,
-                 sql, expr_type, init_min, poll_ms, pop_id, respond):
+                 sql, expr_type, init_min, poll_ms, pop_id, respond, via_proxy=False):
         self.client, self.group, self.topic, self.queue = client, group, topic, queue
         self.max_nums, self.invisible_ms, self.orderly, self.attempt_id = max_nums, invisible_ms, orderly, attempt_id
         self.subscription, self.sql, self.expr_type = subscription, sql, expr_type
         self.init_min, self.poll_ms, self.pop_id, self.respond = init_min, poll_ms, pop_id, respond
+        # a gRPC client's pop, made by the proxy in local mode (LocalMessageService, in the broker's JVM)
+        self.via_proxy = via_proxy
 
 
 class PopService:
@@ -256,7 +259,7 @@ class PopService:
             for m in result.messages:
                 copy = m.clone()
                 if counts is not None:
-                    copy.reconsume_times = counts.get(m.offset, 0)
+                    copy.reconsume_times = self._order_reading(req, counts, m)
                 h = build_handle(offset, pop_time, req.invisible_ms, revive_qid, flag, b.name, queue, m.offset)
                 found.append((copy, h))
         elif not kv and result.status in ("NO_MATCHED_MESSAGE", "OFFSET_FOUND_NULL", "MESSAGE_WAS_REMOVING",
@@ -265,6 +268,17 @@ class PopService:
             if not req.orderly:
                 self.buffer_offsets[(group, topic, queue)] = result.next_begin
             b.offsets.commit(group, topic, queue, result.next_begin, client=req.client, source="pop")
+
+    def _order_reading(self, req: PopRequest, counts: dict, m) -> int:
+        """The reconsume times an orderly pop's reader gives a message, from the order info's
+        counts of the pop (offset -> earlier attempts): the remoting client reads the offset's own
+        (MQClientAPIImpl.processPopResponse), the proxy the queue's minimum
+        (proxy_fifo_reconsume_times) unless the profile's proxy reads per offset. A count of 0
+        leaves the message's own."""
+        if req.via_proxy and not self.b.profile.proxy_fifo_count_per_offset:
+            return proxy_fifo_reconsume_times(list(counts.values()), m.reconsume_times)
+        n = counts.get(m.offset, 0)
+        return n if n > 0 else m.reconsume_times
 
     def _answer(self, req: PopRequest, found, status: str, blocked: bool) -> None:
         b, sim = self.b, self.sim

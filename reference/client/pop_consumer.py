@@ -262,7 +262,8 @@ class PopConsumer:
                          invisible_ms=self.invisible_ms, orderly=orderly, attempt_id=attempt_id, subscription=data,
                          sql=sql, expr_type=data.expression_type, init_min=self.init_min,
                          poll_ms=BROKER_SUSPEND_MAX_TIME_MS, pop_id=pop_id,
-                         respond=partial(self._pop_respond, mq, pop_id, state, on_answer))
+                         respond=partial(self._pop_respond, mq, pop_id, state, on_answer),
+                         via_proxy=self.client_type == "SIMPLE")
         b = self.net.brokers.get(broker_name)
         if b is None or not b.up:
             self.sim.schedule(self.net.latency_ms, self._pop_failed, mq, pop_id, state, on_answer, owner=self.proc)
@@ -420,7 +421,8 @@ class PopConsumer:
         attempt = None
         if self.orderly:
             self._attempts += 1
-            attempt = f"{self.client_id}-{self._attempts}"
+            # unique across the client's restarts too, as the real client's UUID per receive
+            attempt = f"{self.client_id}-{self.proc.incarnation}-{self._attempts}"
         self._send_pop(mq, self.orderly, attempt, self._on_receive)
 
     def _on_receive(self, mq, found) -> None:

@@ -184,8 +184,11 @@ def build_handle(ck_offset: int, pop_time: int, invisible_time: int, revive_qid:
 
 
 def parse_handle(handle: str) -> dict | None:
-    """The fields of a handle built by build_handle; None if it is not one."""
+    """The fields of a handle built by build_handle, or of the proxy's receipt handle, which adds
+    the message's commit-log offset (ReceiptHandle.encode); None if it is neither."""
     parts = handle.split(" ") if isinstance(handle, str) else []
+    if len(parts) == len(HANDLE_FIELDS) + 1:
+        parts = parts[:-1]
     if len(parts) != len(HANDLE_FIELDS):
         return None
     try:
@@ -212,7 +215,31 @@ def is_orderly_handle(revive_qid: int) -> bool:
 #   MESSAGE_ILLEGAL); once every offset is acked the consume offset moves past the last one;
 # - an ack or change below the committed consume offset is ignored (the answer is success);
 # - a popped offset popped again counts one more consumption (mergeOffsetConsumedCount), which
-#   the client reads as the message's reconsumeTimes; the same attempt id keeps the count.
+#   the remoting client reads as the message's reconsumeTimes; the same attempt id keeps the count;
+#   the proxy in local mode reads the queue-level minimum instead (proxy_fifo_reconsume_times).
+
+
+def order_consumed_count(prev_attempt_id, prev_offsets, prev_counts: dict, attempt_id, offset: int) -> int:
+    """OrderInfo.mergeOffsetConsumedCount: how many earlier attempts handed out `offset`, as a
+    new orderly pop of it (attempt `attempt_id`) finds the count. The last pop's map is kept whole
+    under the same (non-null) attempt id; otherwise an offset of the last pop counts one more, and
+    any other starts at 0 (only the last pop's offsets carry a count forward)."""
+    if prev_attempt_id is not None and prev_attempt_id == attempt_id:
+        return prev_counts.get(offset, 0)
+    return prev_counts.get(offset, 0) + 1 if offset in prev_offsets else 0
+
+
+def proxy_fifo_reconsume_times(attempt_counts, stored: int) -> int:
+    """The reconsume times the proxy in local mode gives an orderly message (LocalMessageService
+    .popMessage reads orderCountInfo under the queue's key, getStartOffsetInfoMapKey): the broker
+    writes there the minimum of the pop's per-offset counts, 0 when any offset is new to it
+    (QueueLevelConsumerManager.update, "for compatibility" with old SDKs). A count of 0 leaves the
+    message's own. The per-offset counts (getQueueOffsetMapKey), which the remoting client reads
+    first (MQClientAPIImpl.processPopResponse), are not read. So a message popped again beside
+    fresh offsets is given fewer attempts than it had, and the receive filter's max attempts
+    (proxy_dead_letters) can be passed."""
+    m = min(attempt_counts) if attempt_counts else 0
+    return m if m > 0 else stored
 
 
 def order_next_offset(offsets, acked) -> int:

@@ -173,6 +173,12 @@ class Profile:
     # key even when it is the new one's (the new deadline equals the old): the message is never
     # revived (#10276, 5.5.0; PR #10277 in 5.5.1 skips that delete)
     pop_kv_change_deletes_same_key: bool = False
+    # the proxy in local mode gives an orderly (FIFO) message the reconsume times under the queue's
+    # key, the minimum of the pop's per-offset counts (LocalMessageService.popMessage, 5.5.0 and
+    # develop): a message popped again beside fresh offsets counts fewer attempts than it had, and
+    # the receive filter passes it beyond max attempts (docs/notes/real-pop.md, runs 25100 and
+    # 25106; not reported upstream). On: it reads the offset's own count, as the remoting client does
+    proxy_fifo_count_per_offset: bool = False
 
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -452,6 +458,15 @@ FIX_7724_ROCKETMQ_5_5_1 = replace(
                 "back).",
     revive_checks_read_offset=True)
 
+# The proxy's FIFO count (a finding of rocketspec's random gRPC runs, not reported upstream): every
+# 5.x proxy in local mode has it, so the releases are its bug side and this variant its clean side.
+FIX_PROXY_FIFO_COUNT_ROCKETMQ_5_5_1 = replace(
+    ROCKETMQ_5_5_1, name="fix-proxy-fifo-count-rocketmq-5.5.1", release="5.5.1",
+    description="5.5.1 with a proxy that gives a FIFO message the order info's count of its own offset "
+                "(getQueueOffsetMapKey, as the remoting client reads it), not the queue's minimum: a message "
+                "is dead-lettered at its max attempts however many fresh offsets its receive holds.",
+    proxy_fifo_count_per_offset=True)
+
 POP_BUG_PROFILES = (BUG_10985_ROCKETMQ_5_5_1, BUG_8490_ROCKETMQ_5_3_1_SNAPSHOT, BUG_8332_ROCKETMQ_5_3_0,
                     BUG_7914_ROCKETMQ_5_2_0, BUG_10276_ROCKETMQ_5_5_0)
 OPEN_BUG_FIXES["#10985"] = FIX_10985_ROCKETMQ_5_5_1
@@ -464,6 +479,7 @@ PROFILES.update({p.name: p for p in KNOWN_BUG_PROFILES_SPEC})
 PROFILES.update({p.name: p for p in LIVENESS_BUG_PROFILES})
 PROFILES.update({p.name: p for p in OPEN_BUG_PROFILES + tuple(OPEN_BUG_FIXES.values())})
 PROFILES.update({p.name: p for p in POP_BUG_PROFILES})
+PROFILES[FIX_PROXY_FIFO_COUNT_ROCKETMQ_5_5_1.name] = FIX_PROXY_FIFO_COUNT_ROCKETMQ_5_5_1
 DEFAULT_PROFILE = ROCKETMQ_5_3_3.name
 
 

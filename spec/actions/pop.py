@@ -82,6 +82,37 @@ def pop_consume_started(st, ev, out):
     for mid in ev.get("msg_ids") or ():
         called.add(st.pop_origin.get(mid, mid))
     _called_past_limit(st, ev, out)
+    _fifo_past_attempts(st, ev, out)
+
+
+def _fifo_past_attempts(st, ev, out):
+    """INV-POP-DLQ-1 for a SimpleConsumer's FIFO message: the proxy's receive filter sends a
+    message to the DLQ once it has had max attempts (retryMaxTimes + 1), counted per offset as
+    the broker counts an orderly queue's attempts (mergeOffsetConsumedCount: every new attempt
+    that hands the offset out again). A listener call that receives it past that has retried it
+    beyond the group's limit. The spec counts the attempts itself from the pops; the reconsume
+    times a pop carries is whatever the proxy read."""
+    c = st.dir.clients.get(ev["client"])
+    if c is None or (c.config or {}).get("client_type") != "SIMPLE":
+        return
+    limit = facts.proxy_max_attempts(facts.max_reconsume_times(c.max_reconsume))
+    for h, mid in zip(ev.get("handles") or (), ev.get("msg_ids") or ()):
+        hd = facts.parse_handle(h)
+        pq = st.pop.get((ev["group"], ev.get("topic"), hd["broker"], hd["queue"])) if hd else None
+        cp = pq.copies.get(hd["offset"]) if pq is not None else None
+        if cp is None or not cp.order or cp.handle != h or cp.attempts is None:
+            continue
+        if facts.proxy_dead_letters(cp.attempts, limit):
+            cause = ""
+            if cp.reconsume is not None and cp.reconsume < cp.attempts:
+                cause = (f"; cause: the pop said {cp.reconsume} reconsumptions: the proxy in local mode reads an "
+                         f"orderly pop's count under the queue's key, the minimum over the attempt's offsets "
+                         f"(LocalMessageService.popMessage), not the offset's own, so its receive filter "
+                         f"never saw {cp.attempts}")
+            out.report("INV-POP-DLQ-1", f"{ev['client']}'s listener call #{ev.get('consume_id')} receives {mid} "
+                       f"({_what(pq, hd['offset'])}) at its attempt {cp.attempts + 1}, past the group's max "
+                       f"attempts {limit}: a FIFO message retried beyond its limit instead of dead-lettered{cause}",
+                       pq.key)
 
 
 def _called_past_limit(st, ev, out):
@@ -145,8 +176,7 @@ def message_popped(st, ev, out):
         # (an orderly queue's second attempt is INV-POP-ORDER-1's; the same attempt id may re-pop)
         out.report("INV-POP-HANDLE-1", f"{_what(pq, off)} is handed to {ev['client']} while "
                    f"{cp.client}'s handle (pop time {cp.pop_time}) is valid until {cp.deadline}", key)
-    if ev["order"]:
-        _orderly_pop(pq, ev, off, out)
+    cp.attempts = _orderly_pop(pq, ev, off, out) if ev["order"] else None
     cp.msg_id = ev["msg_id"]
     cp.origin = ev.get("origin_msg_id") or cp.origin or ev["msg_id"]
     cp.reconsume = ev["reconsume_times"]
@@ -161,15 +191,16 @@ def message_popped(st, ev, out):
 
 def _orderly_pop(pq, ev, off, out):
     """INV-POP-ORDER-1: an orderly queue is handed out one attempt at a time (checkBlock), and a
-    new attempt starts at the first offset the last one left un-acked (getNextOffset)."""
+    new attempt starts at the first offset the last one left un-acked (getNextOffset). Returns the
+    earlier attempts the broker counts for the offset (None where a restart's reload hides them)."""
     o, ts, pt, key = pq.order, ev["ts"], ev["pop_time"], pq.key
     if o is not None and o.pop_time == pt:
         if o.offsets and off <= o.offsets[-1]:
             out.report("INV-POP-ORDER-1", f"orderly pop of {_what(pq, off)} after offset {o.offsets[-1]} "
                        f"in the same attempt", key)
-        o.offsets.append(off)
+        n = o.add(off, ev.get("attempt_id"))
         o.visible[off] = facts.deadline(pt, ev["invisible_time"])
-        return
+        return n if o.known else None
     if o is not None:
         same = o.attempt_id is not None and o.attempt_id == ev.get("attempt_id")
         # after a restart the broker's order info is its last flush's (every 10 s), which may
@@ -188,10 +219,15 @@ def _orderly_pop(pq, ev, off, out):
             c = pq.copies.get(o_off)
             if c is not None and c.status == HELD and c.pop_time == o.pop_time and o_off != off:
                 c.status, c.handle, c.pop_time, c.deadline = STORED, None, None, None
-    pq.order = n = OrderInfo(pt, ev.get("attempt_id"))
+    # the counts carry over from the last attempt; a reload may have replaced it with an older
+    # flush's, unless this attempt starts past all of it (then nothing carries over)
+    known = o is None or (o.known and not pq.reloaded) or off > max(o.offsets, default=-1)
+    prev = (o.attempt_id, frozenset(o.offsets), o.counts) if o is not None else None
+    pq.order = n = OrderInfo(pt, ev.get("attempt_id"), prev, known)
     pq.reloaded = False
-    n.offsets.append(off)
+    count = n.add(off, ev.get("attempt_id"))
     n.visible[off] = facts.deadline(pt, ev["invisible_time"])
+    return count if known else None
 
 
 def _stale_took_effect(pq, ev, off, what, out):

@@ -482,6 +482,29 @@ public final class Driver {
         t.start();
     }
 
+    /** Message i's tags in a produce step: the step's one tag, or its list's i-th round-robin ("" untagged). */
+    private static String nth(Object tags, int i) {
+        if (tags instanceof JSONArray) {
+            JSONArray a = (JSONArray) tags;
+            String t = a.getString(i % a.size());
+            return t == null || t.isEmpty() ? null : t;
+        }
+        return tags == null ? null : String.valueOf(tags);
+    }
+
+    /** Message i's properties in a produce step: a list of values is taken round-robin (a step draws nothing). */
+    private static JSONObject nthProps(JSONObject props, int i) {
+        if (props == null) {
+            return null;
+        }
+        JSONObject one = new JSONObject();
+        for (Map.Entry<String, Object> p : props.entrySet()) {
+            Object v = p.getValue();
+            one.put(p.getKey(), v instanceof JSONArray ? ((JSONArray) v).get(i % ((JSONArray) v).size()) : v);
+        }
+        return one;
+    }
+
     private synchronized void send(String topic, JSONObject spec, String tags, String keys, JSONObject props) throws Exception {
         JSONArray tagChoices = spec.getJSONArray("tags");
         if (tags == null && tagChoices != null && !tagChoices.isEmpty()) {
@@ -588,7 +611,8 @@ public final class Driver {
             }
             case "produce":
                 for (int i = 0; i < st.getIntValue("count"); i++) {
-                    send(st.getString("topic"), new JSONObject(), st.getString("tags"), st.getString("keys"), st.getJSONObject("props"));
+                    send(st.getString("topic"), new JSONObject(), nth(st.get("tags"), i), st.getString("keys"),
+                        nthProps(st.getJSONObject("props"), i));
                 }
                 break;
             case "attach_broker":
