@@ -63,6 +63,7 @@ class Scope:
     client_type: str = "PUSH"           # PUSH | POP_PUSH | SIMPLE (POP, 5.x: reference.client.pop_consumer)
     pop_invisible_ms: int = 5000        # a POP client's invisible time
     pop_retry_invisible_ms: int = 0     # SIMPLE: a failed message's new invisible time (0: left to its deadline)
+    pop_batch: int = 32                 # a POP client's messages per pop (pop_batch_nums)
     pop_kv_service: bool = False        # the broker's RocksDB POP path (broker_config pop_consumer_kv_service)
     max_states: int = 5_000_000         # safety cap on distinct states
     max_depth: int = 10_000             # expand no node this many choices deep (below: a bounded search)
@@ -92,7 +93,7 @@ RETIRED = {
 # (an extra zero or three) is an error with the bound named, not hours of search.
 BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": (0, 12), "max_reconsume_times": (-1, 16),
           "failures": (0, 8), "faults": (0, 8), "threads": (1, 8), "pull_batch": (1, 1024), "consume_batch": (1, 1024),
-          "pop_invisible_ms": (1000, 7 * 24 * 3600 * 1000), "pop_retry_invisible_ms": (0, 7 * 24 * 3600 * 1000),
+          "pop_invisible_ms": (1000, 7 * 24 * 3600 * 1000), "pop_batch": (1, 32), "pop_retry_invisible_ms": (0, 7 * 24 * 3600 * 1000),
           "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000),
           # a scenario's times are at most 7 days; the last of 4 clients starts at 3 gaps
           "horizon_ms": (0, 7 * 24 * 3600 * 1000), "start_gap_ms": (0, 24 * 3600 * 1000),
@@ -107,6 +108,7 @@ _SCENARIO_FIELD_KEY = (("groups[0].listener", "consume_ms"), ("groups[0].subscri
                        ("groups[0].max_reconsume_times", "max_reconsume_times"),
                        ("groups[0].consume_from_where", "consume_from_where"), ("groups[0].strategy", "strategy"),
                        ("groups[0].retry_invisible_ms", "pop_retry_invisible_ms"),
+                       ("groups[0].pop_batch_nums", "pop_batch"),
                        ("steps[0].tags", "tags"), ("steps[0].props", "props"), ("steps[0].count", "messages"),
                        ("steps", "start_gap_ms"), ("drain_limit_ms", "horizon_ms"), ("topics", "queues"),
                        ("brokers", "brokers"))

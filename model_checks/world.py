@@ -61,6 +61,7 @@ def scenario(scope) -> dict:
     if scope.client_type != "PUSH":
         # POP (5.x): the push consumer in POP mode or the SimpleConsumer, with the scope's invisible time
         group["client_type"], group["pop_invisible_time"] = scope.client_type, scope.pop_invisible_ms
+        group["pop_batch_nums"] = scope.pop_batch
         if scope.pop_retry_invisible_ms:
             group["retry_invisible_ms"] = scope.pop_retry_invisible_ms
     steps = []

@@ -60,3 +60,22 @@ def test_the_state_machine_finds_it_and_the_fixed_proxy_is_clean(tmp_path):
     assert not res.ok and res.crash is None and res.finding == "INV-POP-DLQ-1", res.summary()
     fixed = check_reference("fix-proxy-fifo-count-rocketmq-5.5.1", max_examples=100, scenario=POP_FIFO)
     assert fixed.ok and fixed.crashes_ignored == 0 and fixed.runaway == 0, fixed.summary()
+
+
+# one FIFO SimpleConsumer, three messages, two per pop, two listener failures: when the second
+# message fails twice, its second receive holds the fresh third offset (the proxy says 0) and its
+# third says 1 while the broker counts 2
+SCOPE = ("tiny-pop", {"consumers": 1, "messages": 3, "failures": 2, "faults": 0, "mode": "ORDERLY",
+                      "pop_batch": 2, "horizon_ms": 90_000})
+
+
+def test_explore_finds_it_in_its_scope_and_the_fixed_proxy_is_clean():
+    from rocketspec.model_checks.refexplore import RefExplorer
+    from rocketspec.model_checks.scopes import load_scope
+
+    name, over = SCOPE
+    r = RefExplorer(load_scope(name, **over), "rocketmq-5.5.1", stop_at_first=True).run()
+    assert [v.invariant for v in r.violations] == ["INV-POP-DLQ-1"], r.violations
+    assert "minimum over the attempt's offsets" in r.violations[0].message
+    r2 = RefExplorer(load_scope(name, **over), "fix-proxy-fifo-count-rocketmq-5.5.1").run()
+    assert r2.complete and r2.violations == [] and r2.quiescent > 0, r2.violations
