@@ -70,7 +70,7 @@ class Simulator:
         self.seq = 0
         self._sink = sink
         self.tasks_run = 0
-        self.last_call = None  # when the last listener call began (set by the consume services)
+        self.last_call = None  # when the last listener call began, or a proxy's DLQ forward (consume services)
 
     # ------------------------------------------------------------------ events
     def emit(self, kind: str, **fields) -> dict:

@@ -73,7 +73,7 @@ class Copy:
 
 class OrderInfo:
     """ConsumerOrderInfoManager's OrderInfo of one queue: the last orderly attempt."""
-    __slots__ = ("pop_time", "attempt_id", "offsets", "acked", "visible", "counts", "prev", "known")
+    __slots__ = ("pop_time", "attempt_id", "offsets", "acked", "visible", "counts", "prev", "known", "last")
 
     def __init__(self, pop_time, attempt_id, prev=None, known=True):
         self.pop_time, self.attempt_id = pop_time, attempt_id
@@ -88,6 +88,7 @@ class OrderInfo:
         same = attempt_id is not None and self.prev[0] == attempt_id
         self.counts: dict = dict(self.prev[2]) if same else {}
         self.known = known
+        self.last = None                # the attempt before this one (its own `last` dropped)
 
     def add(self, off, attempt_id):
         """An offset of this attempt's pop; its count, as the broker merges it."""

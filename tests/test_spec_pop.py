@@ -749,3 +749,24 @@ if __name__ == "__main__":
             for d in build():
                 fh.write(json.dumps(d, separators=(",", ":")) + "\n")
         print("wrote", name)
+
+
+def test_an_orderly_offset_acked_behind_an_unacked_one_comes_again_by_design():
+    """A FIFO attempt of offsets 0 and 1 (the reference under the state machine: f1's call on 0
+    outlived its handle while broker-b was down, so that ack failed; the ack of 1 took effect).
+    ackOrderly commits the first un-acked offset (OrderInfo.getNextOffset, 0) and the next pop
+    reads from there: offset 1, acked, is handed out again. No filter of acked offsets exists in
+    5.5.0's popMsgFromQueue or QueueLevelConsumerManager.update, so this is at-least-once
+    (ANOM-DUP-1), not an acked message delivered again (INV-POP-ACK-1)."""
+    from handtraces import check, load
+
+    from pathlib import Path
+
+    evs = load(Path(__file__).parent / "fixtures" / "pop-fifo-acked-behind-unacked.jsonl")
+    rep = check(evs, "rocketmq-5.5.1", renumber=False)
+    assert rep.ok, [(f.inv, f.message) for f in rep.findings.errors]
+    assert rep.findings.counts.get("ANOM-DUP-1", 0) >= 1
+    acked = [e for e in evs if e["kind"] == "message_acked" and e["result"] == "acked"]
+    assert [(e["offset"], e["pop_time"]) for e in acked] == [(1, 4)]
+    again = [e for e in evs if e["kind"] == "message_popped" and e["offset"] == 1]
+    assert [e["pop_time"] for e in again] == [4, 17007]

@@ -442,7 +442,9 @@ class PopConsumer:
         self._handle_next(batch, 0)
 
     def _to_dlq(self, m, h) -> None:
-        """forwardMessageToDeadLetterQueue (consumerSendMsgBack, delay level -1), then the ack."""
+        """forwardMessageToDeadLetterQueue (consumerSendMsgBack, delay level -1), then the ack.
+        The group still works through its messages: the run is not settled (runner.ACTIVE_MS)."""
+        self.sim.last_call = self.sim.now
         try:
             b = self.net.broker(parse_handle(h)["broker"])
             done = b.pop.dead_letter(self.group, m.topic, h, m.msg_id, m.reconsume_times,
