@@ -70,3 +70,32 @@ def test_pop_retry_dlq_through_the_grpc_client_on_5_5_0(tmp_path: Path):
                        timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]
     assert "HOLDS" in r.stdout and "ended quiescent" in r.stdout
+
+
+@pytest.mark.real
+def test_pop_fifo_attempts_through_the_grpc_client_on_5_5_0(tmp_path: Path):
+    """pop-fifo-attempts through the gRPC client on real 5.5.0: the proxy gives the poison message the
+    queue's minimum count of its receive's offsets (0, then 1 beside the fresh ones), so it reaches the
+    listener a third time with max attempts 2, and check fails INV-POP-DLQ-1 (exit 1) naming that
+    reading. About 65 s. The committed run is tests/fixtures/real/pop/pop-fifo-attempts-5.5.0.jsonl.gz."""
+    _require("5.5.0")
+    root = Path(__file__).resolve().parent.parent
+    client = root / "build" / "grpc-client" / "rocketspec-grpc-client"
+    if not client.exists():
+        r = subprocess.run(["make", "-s", "grpc-client"], cwd=root, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    out = tmp_path / "t.jsonl"
+    r = subprocess.run([str(BIN), "record", "--scenario", "pop-fifo-attempts", "--release", "5.5.0", "--client",
+                        str(client), "--out", str(out), "--keep", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    ev = f.load(out)
+    # the step's tags reached RocketMQ one per message (the driver once sent the list as a string)
+    stored = f.by_kind(ev, "message_stored", topic="Orders")
+    assert [e["tags"] for e in stored] == ["Poison", "Ok", "Ok", "Ok"]
+    calls = f.by_kind(ev, "pop_consume_started")
+    assert [c["reconsume_list"] for c in calls] == [[0], [0], [1]]
+    r = subprocess.run([str(BIN), "check", "--profile", "rocketmq-5.5.1", str(out)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-1000:]
+    assert "INV-POP-DLQ-1" in r.stdout and "the proxy in local mode reads" in r.stdout
