@@ -7,6 +7,7 @@ message trace), on random real run 25001 (5.5.0 broker and proxy, rocketmq-clien
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -290,3 +291,40 @@ def test_a_fifo_message_past_its_max_attempts_is_found_by_the_oracle_and_by_chec
         assert "at its attempt 3, past the group's max attempts 2" in v["message"]
         assert "the pop said 1 reconsumptions" in v["message"]
         assert "minimum over the attempt's offsets" in v["message"]
+
+
+LATE_ACK = ROOT / "tests" / "fixtures" / "real" / "random" / "seed-26112-grpc-late-ack-refused"
+
+
+def test_an_ack_the_proxy_refused_is_a_delivery_that_expired(tmp_path):
+    """Run 26112: GID_s0 (invisible time 8 s) got message ...0015 in a call that returned CONSUME_SUCCESS
+    8 ms before its handle's deadline; the client program's ack reached the proxy after it and was
+    refused (INVALID_RECEIPT_HANDLE, 40013, in its stderr), so revive put the message back and it
+    came again at reconsume times 1. The oracle counted no failed delivery at 0 and called the retry
+    copy H-RETRY-2 (a missed loss). The client program now reports the refusal (pop_settle_failed,
+    docs/driver-protocol.md); the run was recorded before that, and the fixture's report lines were
+    rebuilt from its stderr, one per refused ack or change. With them the oracle holds; without
+    them it finds the copy."""
+    g = {x["id"]: x for x in _oracle(LATE_ACK)["guarantees"]}
+    assert g["H-RETRY-2"]["status"] == "holds", g["H-RETRY-2"]
+    bare = tmp_path / "run"
+    shutil.copytree(LATE_ACK, bare)
+    part = bare / "run" / "parts" / "client-g0c1.life-1.proto"
+    lines = part.read_text().splitlines()
+    part.write_text("\n".join(x for x in lines if '"pop_settle_failed"' not in x) + "\n")
+    assert len(part.read_text().splitlines()) == len(lines) - 17
+    g = {x["id"]: x for x in _oracle(bare)["guarantees"]}
+    assert g["H-RETRY-2"]["status"] == "violated"
+    assert "7F00000143524E0E2F2A22F525FB0015" in json.dumps(g["H-RETRY-2"]["listed"])
+
+
+def test_the_protocol_takes_a_refused_settle_and_refuses_an_unknown_action(tmp_path):
+    from rocketspec.traces.client_protocol import ProtocolError, read_reports
+
+    p = tmp_path / "client-c1.life-1.proto"
+    ok = {"type": "pop_settle_failed", "consume_id": 1, "msg_id": "M", "action": "ack", "ts_ns": 5}
+    p.write_text(json.dumps(ok) + "\n")
+    assert [r["action"] for _, r in read_reports(p, "c1")] == ["ack"]
+    p.write_text(json.dumps(ok | {"action": "nack"}) + "\n")
+    with pytest.raises(ProtocolError, match="'action' to be 'ack' or 'change'"):
+        read_reports(p, "c1")

@@ -106,8 +106,9 @@ def pop(g) -> bool:
 
 def pop_expired(c) -> bool:
     """A POP delivery whose call returned (or did not) only once its handle's invisible time had run
-    out: its ack may come too late, and revive may have put the message back already."""
-    return c.deadline is not None and (c.end is None or c.end >= c.deadline)
+    out, or whose ack the proxy refused because the handle ran out on its way: its ack may come too
+    late, and revive may have put the message back already."""
+    return c.deadline is not None and (c.end is None or c.end >= c.deadline or c.settle_refused)
 
 
 def unit(g, c):

@@ -55,6 +55,9 @@ class Consume:
     # POP: when the handle it was popped with expires (pop time + invisible time, as its last
     # change of invisible time left it): past it, revive puts the message back
     deadline: int | None = None
+    # POP: the application's ack (or change) after the call was refused, the handle having run out
+    # on its way (the client program's pop_settle_failed): the message comes back as if it expired
+    settle_refused: bool = False
 
 
 @dataclass(slots=True)

@@ -208,6 +208,12 @@ public final class Main {
                 } catch (Exception e) {
                     // a late ack (its handle expired) is refused by the proxy; the message comes back
                     System.err.println((ok ? "ack" : "change") + " of " + m.getMessageId() + " failed: " + e);
+                    JsonObject r = line("pop_settle_failed");
+                    r.addProperty("consume_id", consumeId);
+                    r.addProperty("msg_id", m.getMessageId().toString());
+                    r.addProperty("action", ok ? "ack" : "change");
+                    r.addProperty("error", String.valueOf(e));
+                    report(r);
                 }
                 if (!ok && orderly) {
                     break;   // FIFO: the rest of the batch waits for this one
