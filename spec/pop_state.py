@@ -73,27 +73,28 @@ class Copy:
 
 class OrderInfo:
     """ConsumerOrderInfoManager's OrderInfo of one queue: the last orderly attempt."""
-    __slots__ = ("pop_time", "attempt_id", "offsets", "acked", "visible", "counts", "prev", "known", "last")
+    __slots__ = ("pop_time", "attempt_id", "offsets", "acked", "visible", "counts", "known", "last")
 
-    def __init__(self, pop_time, attempt_id, prev=None, known=True):
+    def __init__(self, pop_time, attempt_id, last=None, known=True):
         self.pop_time, self.attempt_id = pop_time, attempt_id
         self.offsets: list = []         # popped offsets of the attempt, ascending
         self.acked: set = set()
         self.visible: dict = {}         # offset -> when it becomes visible again
-        # offset -> earlier attempts that handed it out (offsetConsumedCount), from the last
-        # attempt's (attempt id, offsets, counts); `known` is off while a restart's reload
-        # (an older flush) may have replaced the counts the spec carried
-        self.prev = prev if prev is not None else (None, frozenset(), {})
-        # the same attempt id keeps the last pop's map whole, offsets this pop does not hand out too
-        same = attempt_id is not None and self.prev[0] == attempt_id
-        self.counts: dict = dict(self.prev[2]) if same else {}
+        # the attempt before this one (its own `last` dropped), whose counts this one's carry on
+        self.last = last
+        # offset -> earlier attempts that handed it out (offsetConsumedCount); the same attempt id
+        # keeps the last pop's map whole, offsets this pop does not hand out too. `known` is off
+        # while a restart's reload (an older flush) may have replaced the counts the spec carried
+        same = last is not None and attempt_id is not None and last.attempt_id == attempt_id
+        self.counts: dict = dict(last.counts) if same else {}
         self.known = known
-        self.last = None                # the attempt before this one (its own `last` dropped)
 
     def add(self, off, attempt_id):
         """An offset of this attempt's pop; its count, as the broker merges it."""
         self.offsets.append(off)
-        self.counts[off] = n = order_consumed_count(*self.prev, attempt_id, off)
+        last = self.last
+        self.counts[off] = n = (order_consumed_count(last.attempt_id, last.offsets, last.counts, attempt_id, off)
+                                if last is not None else 0)
         return n
 
     def unacked(self):

@@ -30,8 +30,9 @@ def test_the_spec_counts_each_offsets_attempts_as_the_reference_broker_does(pops
     for t, (start, n, attempt) in enumerate(pops):
         offsets = list(range(start, start + n))
         want = broker.update(attempt, "T", "G", 0, t, 5000, offsets)
-        prev = (spec.attempt_id, frozenset(spec.offsets), spec.counts) if spec is not None else None
-        spec = OrderInfo(t, attempt, prev)
+        if spec is not None:
+            spec.last = None
+        spec = OrderInfo(t, attempt, spec)
         got = {o: spec.add(o, attempt) for o in offsets}
         assert got == want, (pops[: t + 1], got, want)
 

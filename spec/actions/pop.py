@@ -169,8 +169,7 @@ def message_popped(st, ev, out):
                    f"restarted, is handed to {ev['client']} again: the commit past it was not flushed")
         if cp.status == HELD and not cp.order:
             cp.prior[cp.pop_time] = cp.deadline     # its checkpoint still waits in the revive log
-    elif cp.status == ACKED and ev["order"] and _acked_behind_unacked(pq, off, pt):
-        o = pq.order.last if pq.order.pop_time == pt else pq.order
+    elif cp.status == ACKED and ev["order"] and (o := _acked_behind_unacked(pq, off, pt)) is not None:
         _duplicate(st, out, key, f"{_what(pq, off)} ({cp.msg_id}), acked in the attempt of pop time {o.pop_time} "
                    f"while offset {o.unacked()[0]} before it was not, is handed to {ev['client']} again: the next "
                    f"attempt starts at the first un-acked offset (commitAndNext)")
@@ -194,17 +193,17 @@ def message_popped(st, ev, out):
     cp.popped += 1
 
 
-def _acked_behind_unacked(pq, off, pop_time) -> bool:
-    """An orderly offset acked in the last attempt behind one that attempt left un-acked: the
-    broker commits the first un-acked offset (OrderInfo.getNextOffset) and the next attempt reads
-    from there, so it hands the acked one out again (at-least-once, by the queue's design)."""
+def _acked_behind_unacked(pq, off, pop_time):
+    """The last attempt, if it acked orderly offset `off` behind one it left un-acked: the broker
+    commits the first un-acked offset (OrderInfo.getNextOffset) and the next attempt reads from
+    there, so it hands the acked one out again (at-least-once, by the queue's design). None else."""
     o = pq.order
     if o is not None and o.pop_time == pop_time:
         o = o.last          # this attempt's first offsets are in: the one before it
     if o is None or off not in o.acked:
-        return False
+        return None
     left = o.unacked()
-    return bool(left) and left[0] < off
+    return o if left and left[0] < off else None
 
 
 def _orderly_pop(pq, ev, off, out):
@@ -240,9 +239,7 @@ def _orderly_pop(pq, ev, off, out):
     # the counts carry over from the last attempt; a reload may have replaced it with an older
     # flush's, unless this attempt starts past all of it (then nothing carries over)
     known = o is None or (o.known and not pq.reloaded) or off > max(o.offsets, default=-1)
-    prev = (o.attempt_id, frozenset(o.offsets), o.counts) if o is not None else None
-    pq.order = n = OrderInfo(pt, ev.get("attempt_id"), prev, known)
-    n.last = o
+    pq.order = n = OrderInfo(pt, ev.get("attempt_id"), o, known)
     if o is not None:
         o.last = None
     pq.reloaded = False
