@@ -69,7 +69,7 @@ def read_simple_consumes(sc: dict, run_dir: Path, stored=()) -> tuple[list, dict
         group = group_of.get(name)
         if group not in groups:
             continue
-        client, open_calls, refused = None, {}, set()
+        client, open_calls, refused, recs = None, {}, set(), []
         for n, text in enumerate(path.read_text(errors="replace").splitlines(), 1):
             try:
                 line = json.loads(text)
@@ -85,14 +85,14 @@ def read_simple_consumes(sc: dict, run_dir: Path, stored=()) -> tuple[list, dict
             elif kind == "pop_consume_finished":
                 st = open_calls.pop(line["consume_id"], None)
                 if st is not None:
-                    out += _consumes(group, client or name, f"{name}/{path.stem}", st[0], st[1], line, by_commit)
+                    recs += _consumes(group, client or name, f"{name}/{path.stem}", st[0], st[1], line, by_commit)
             elif kind == "pop_settle_failed":
                 refused.add((f"{name}/{path.stem}/{line.get('consume_id')}", line.get("msg_id")))
         for st, where in open_calls.values():
-            out += _consumes(group, client or name, f"{name}/{path.stem}", st, where, None, by_commit)
-        for c in out:
-            if (c.batch, c.id) in refused:
-                c.settle_refused = True
+            recs += _consumes(group, client or name, f"{name}/{path.stem}", st, where, None, by_commit)
+        for c in recs:
+            c.settle_refused = (c.batch, c.id) in refused
+        out += recs
     return out, ids, problems
 
 

@@ -44,12 +44,8 @@ def test_pop_basic_on_5_5_0_end_to_end(tmp_path: Path):
     assert "HOLDS" in r.stdout and "ended quiescent" in r.stdout
 
 
-@pytest.mark.real
-def test_pop_retry_dlq_through_the_grpc_client_on_5_5_0(tmp_path: Path):
-    """pop-retry-dlq with the gRPC client under test (clients/grpc-java, rocketmq-client-java
-    5.2.0's SimpleConsumer) on real 5.5.0 with its proxy in local mode: the poison messages reach
-    the DLQ through the proxy at maxAttempts (retryMaxTimes 2 + 1), each acked by the proxy, and
-    check holds. Needs `make grpc-client` and the 5.5.0/proxy pin (`make rocketmq-jars`)."""
+def _record_grpc(scenario: str, tmp_path: Path) -> tuple[Path, list[dict]]:
+    """`scenario` recorded on real 5.5.0 through the gRPC client under test (built if missing)."""
     _require("5.5.0")
     root = Path(__file__).resolve().parent.parent
     client = root / "build" / "grpc-client" / "rocketspec-grpc-client"
@@ -57,11 +53,20 @@ def test_pop_retry_dlq_through_the_grpc_client_on_5_5_0(tmp_path: Path):
         r = subprocess.run(["make", "-s", "grpc-client"], cwd=root, capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     out = tmp_path / "t.jsonl"
-    r = subprocess.run([str(BIN), "record", "--scenario", "pop-retry-dlq", "--release", "5.5.0", "--client",
+    r = subprocess.run([str(BIN), "record", "--scenario", scenario, "--release", "5.5.0", "--client",
                         str(client), "--out", str(out), "--keep", str(tmp_path / "run")],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
-    ev = f.load(out)
+    return out, f.load(out)
+
+
+@pytest.mark.real
+def test_pop_retry_dlq_through_the_grpc_client_on_5_5_0(tmp_path: Path):
+    """pop-retry-dlq with the gRPC client under test (clients/grpc-java, rocketmq-client-java
+    5.2.0's SimpleConsumer) on real 5.5.0 with its proxy in local mode: the poison messages reach
+    the DLQ through the proxy at maxAttempts (retryMaxTimes 2 + 1), each acked by the proxy, and
+    check holds. Needs `make grpc-client` and the 5.5.0/proxy pin (`make rocketmq-jars`)."""
+    out, ev = _record_grpc("pop-retry-dlq", tmp_path)
     dead = f.by_kind(ev, "pop_dead_lettered")
     assert dead and all(d["max_attempts"] == pop.proxy_max_attempts(2) == d["reconsume_times"] for d in dead)
     acks = {e["handle"] for e in f.by_kind(ev, "message_acked", reason="dead_lettered", result="acked")}
@@ -78,18 +83,7 @@ def test_pop_fifo_attempts_through_the_grpc_client_on_5_5_0(tmp_path: Path):
     queue's minimum count of its receive's offsets (0, then 1 beside the fresh ones), so it reaches the
     listener a third time with max attempts 2, and check fails INV-POP-DLQ-1 (exit 1) naming that
     reading. About 65 s. The committed run is tests/fixtures/real/pop/pop-fifo-attempts-5.5.0.jsonl.gz."""
-    _require("5.5.0")
-    root = Path(__file__).resolve().parent.parent
-    client = root / "build" / "grpc-client" / "rocketspec-grpc-client"
-    if not client.exists():
-        r = subprocess.run(["make", "-s", "grpc-client"], cwd=root, capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    out = tmp_path / "t.jsonl"
-    r = subprocess.run([str(BIN), "record", "--scenario", "pop-fifo-attempts", "--release", "5.5.0", "--client",
-                        str(client), "--out", str(out), "--keep", str(tmp_path / "run")],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
-    ev = f.load(out)
+    out, ev = _record_grpc("pop-fifo-attempts", tmp_path)
     # the step's tags reached RocketMQ one per message (the driver once sent the list as a string)
     stored = f.by_kind(ev, "message_stored", topic="Orders")
     assert [e["tags"] for e in stored] == ["Poison", "Ok", "Ok", "Ok"]

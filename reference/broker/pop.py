@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from rocketspec.rocketmq.pop import (POP_FROM_RETRY_PROBABILITY, POP_ORDER_REVIVE_QUEUE,
                                      RETRY_FLAG_NORMAL, RETRY_FLAG_V1, REVIVE_QUEUE_NUM, build_handle,
-                                     deadline, dlq_topic, is_orderly_handle, parse_handle, pop_retry_topic,
-                                     proxy_fifo_reconsume_times)
+                                     deadline, dlq_topic, is_orderly_handle, order_reconsume_times, parse_handle,
+                                     pop_retry_topic, proxy_fifo_reconsume_times)
 
 from ..message import Message
 from .message_filter import pull_filter
@@ -277,8 +277,7 @@ class PopService:
         leaves the message's own."""
         if req.via_proxy and not self.b.profile.proxy_fifo_count_per_offset:
             return proxy_fifo_reconsume_times(list(counts.values()), m.reconsume_times)
-        n = counts.get(m.offset, 0)
-        return n if n > 0 else m.reconsume_times
+        return order_reconsume_times(counts.get(m.offset, 0), m.reconsume_times)
 
     def _answer(self, req: PopRequest, found, status: str, blocked: bool) -> None:
         b, sim = self.b, self.sim

@@ -229,6 +229,13 @@ def order_consumed_count(prev_attempt_id, prev_offsets, prev_counts: dict, attem
     return prev_counts.get(offset, 0) + 1 if offset in prev_offsets else 0
 
 
+def order_reconsume_times(count: int, stored: int) -> int:
+    """The reconsume times a reader of an orderly pop gives a message from an order count: the count
+    when it is above 0, else the message's own (MQClientAPIImpl.processPopResponse and
+    LocalMessageService.popMessage alike)."""
+    return count if count > 0 else stored
+
+
 def proxy_fifo_reconsume_times(attempt_counts, stored: int) -> int:
     """The reconsume times the proxy in local mode gives an orderly message (LocalMessageService
     .popMessage reads orderCountInfo under the queue's key, getStartOffsetInfoMapKey): the broker
@@ -238,8 +245,7 @@ def proxy_fifo_reconsume_times(attempt_counts, stored: int) -> int:
     first (MQClientAPIImpl.processPopResponse), are not read. So a message popped again beside
     fresh offsets is given fewer attempts than it had, and the receive filter's max attempts
     (proxy_dead_letters) can be passed."""
-    m = min(attempt_counts) if attempt_counts else 0
-    return m if m > 0 else stored
+    return order_reconsume_times(min(attempt_counts) if attempt_counts else 0, stored)
 
 
 def order_next_offset(offsets, acked) -> int:
