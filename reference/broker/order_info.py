@@ -10,6 +10,8 @@ the last pop is un-acked and still invisible (needBlock); the same attempt id is
 """
 from __future__ import annotations
 
+from rocketspec.rocketmq.pop import order_lock_free_time
+
 
 class OrderInfo:
     __slots__ = ("attempt_id", "pop_time", "invisible_ms", "offsets", "acked", "next_visible", "consumed")
@@ -30,6 +32,10 @@ class OrderInfo:
             if off not in self.acked and now < self.next_visible.get(off, self.pop_time + self.invisible_ms):
                 return True
         return False
+
+    def lock_free_at(self, now: int):
+        """getLockFreeTimestamp: when the block of this pop ends (now if it has; None: never armed)."""
+        return order_lock_free_time(self.offsets, self.acked, self.pop_time, self.invisible_ms, self.next_visible, now)
 
     def next_offset(self) -> int:
         for off in self.offsets:

@@ -13,7 +13,10 @@ the one message, popped now, and acks the old one: the old handle goes stale.
 
 An orderly pop (reference.broker.order_info) keeps no checkpoint: it reads from the committed
 offset, records the batch in the order info and blocks the queue for every other attempt until
-each message is acked (commitAndNext) or its invisible time ends.
+each message is acked (commitAndNext) or its invisible time ends. After each orderly pop, ack and
+change the queue's lock-free time is armed on the broker's wheel timer; when it fires, the
+group's held pops of the topic run again (QueueLevelConsumerOrderInfoLockManager), so a blocked
+attempt gets the queue when the block ends, not when its poll time does.
 
 A pop takes its pop time when the request starts (processRequest: System.currentTimeMillis) and
 reads the queues after (popMsgFromQueue, an asynchronous store read). The reference reads at
@@ -29,9 +32,10 @@ from __future__ import annotations
 from rocketspec.rocketmq.pop import (POP_FROM_RETRY_PROBABILITY, POP_ORDER_REVIVE_QUEUE,
                                      RETRY_FLAG_NORMAL, RETRY_FLAG_V1, REVIVE_QUEUE_NUM, build_handle,
                                      deadline, dlq_topic, is_orderly_handle, order_reconsume_times, parse_handle,
-                                     pop_retry_topic, proxy_fifo_reconsume_times)
+                                     pop_retry_topic, proxy_fifo_reconsume_times, wheel_fire_time)
 
 from ..message import Message
+from ..sim import Timer
 from .message_filter import pull_filter
 from .order_info import ConsumerOrderInfoManager
 from .pop_kv import PopConsumerKv
@@ -102,6 +106,8 @@ class PopService:
         self.late_read_rate = 0.0       # choice point pop_read_late (the explorer's fault; 0: never asked)
         self.late_read_ms = POP_READ_LATE_MS
         self.reading = 0                # pops past their pop time whose late read has not run yet
+        self.lock_free: dict[tuple, Timer] = {}     # (topic, group, queue): the armed lock-free wake
+        self.wheel_started = None       # when the lock-free timer's wheel started (its first task)
         # the RocksDB POP path (PopConsumerService), when the broker has it on
         self.kv = PopConsumerKv(broker) if broker.pop_kv_service else None
 
@@ -110,8 +116,15 @@ class PopService:
         self.buffer_offsets.clear()
         self.held.clear()
         self.reading = 0                # a late read in flight dies with the broker
+        self.lock_free.clear()          # the wheel's tasks die with the broker
+        self.wheel_started = None
         if self.kv is not None:
             self.kv.restarted()
+        # the order info is reloaded from its file (recover): queues still blocked are armed again
+        for (topic, group, queue) in list(self.order.table):
+            info = self.order.table[(topic, group, queue)]
+            if (info.lock_free_at(self.sim.now) or 0) > self.sim.now:
+                self._arm_lock_free(topic, group, queue)
 
     def pending(self) -> bool:
         """A checkpoint waits on the clock for its revive, or an orderly queue holds an un-acked
@@ -241,6 +254,7 @@ class PopService:
             offsets = [m.offset for m in result.messages]
             if req.orderly:
                 counts = self.order.update(req.attempt_id, topic, group, queue, pop_time, req.invisible_ms, offsets)
+                self._arm_lock_free(topic, group, queue)
                 b.offsets.commit(group, topic, queue, offset, client=req.client, source="pop")
             elif kv:
                 self.kv.write_popped(group, topic, queue, offsets, pop_time, req.invisible_ms)
@@ -298,11 +312,41 @@ class PopService:
             self.held.remove(req)
             self.pop(req, may_hold=False)
 
-    def notify_arriving(self, topic: str) -> None:
-        """notifyMessageArriving: held pops of the topic (or of its pop retry topic) run again."""
+    def notify_arriving(self, topic: str, group: str | None = None) -> None:
+        """notifyMessageArriving: held pops of the topic (or of its pop retry topic) run again;
+        of one group only when `group` is given."""
         for req in self.held:
-            if topic == req.topic or topic == pop_retry_topic(req.group, req.topic):
+            if (topic == req.topic or topic == pop_retry_topic(req.group, req.topic)) and group in (None, req.group):
                 self.sim.schedule(POP_HOLD_WAKE_MS, self._wake, req, owner=self.b.proc)
+
+    def _arm_lock_free(self, topic: str, group: str, queue: int) -> None:
+        """updateLockFreeTimestamp: the queue's wake re-armed at its lock-free time (the one armed
+        before is cancelled)."""
+        info = self.order.table.get((topic, group, queue))
+        now = self.sim.now
+        due = info.lock_free_at(now) if info is not None else None
+        if due is None:
+            return
+        if self.wheel_started is None:
+            self.wheel_started = now
+        key = (topic, group, queue)
+        old = self.lock_free.get(key)
+        if old is not None:
+            old.cancel()
+        timer = Timer()
+        self.lock_free[key] = timer
+        self.sim.schedule(wheel_fire_time(self.wheel_started, due) - now, self._lock_is_free, key, timer,
+                          owner=self.b.proc, timer=timer)
+
+    def _lock_is_free(self, key: tuple, timer: Timer) -> None:
+        """NotifyLockFreeTimerTask: notifyLongPollingRequestIfNeed of the queue, for its group."""
+        if self.lock_free.get(key) is timer:
+            del self.lock_free[key]
+        topic, group, queue = key
+        b = self.b
+        consumed = max(self.buffer_offsets.get((group, topic, queue), -1), b.offsets.query(group, topic, queue))
+        if b.store.max_offset(topic, queue) > consumed:
+            self.notify_arriving(topic, group)
 
     def _wake(self, req: PopRequest) -> None:
         if req in self.held:
@@ -354,6 +398,8 @@ class PopService:
         if offset < b.offsets.query(group, topic, queue):
             return "stale"
         nxt = self.order.commit_and_next(topic, group, queue, offset, pop_time)
+        if nxt >= 0:
+            self._arm_lock_free(topic, group, queue)
         if nxt == -1:
             return "rejected"
         if nxt == -2:
@@ -412,6 +458,7 @@ class PopService:
             if offset >= b.offsets.query(group, topic, queue):
                 nvt = sim.now + invisible_ms
                 if self.order.update_next_visible_time(topic, group, queue, offset, h["pop_time"], nvt):
+                    self._arm_lock_free(topic, group, queue)
                     result = "changed"
                     new_pop_time, new_invisible = h["pop_time"], nvt - h["pop_time"]
                     new = build_handle(h["ck_offset"], new_pop_time, new_invisible, h["revive_qid"], h["retry_flag"],

@@ -257,6 +257,36 @@ def order_next_offset(offsets, acked) -> int:
     return offsets[-1] + 1
 
 
+# --- the wake of a held orderly pop when its queue's block ends -----------------------------
+# QueueLevelConsumerOrderInfoLockManager (ConsumerOrderInfoLockManager before 5.4): after every
+# orderly pop, ack and change of invisible time the queue's lock-free time is re-armed on a
+# HashedWheelTimer (enableNotifyAfterPopOrderLockRelease, true by default in every 5.x release);
+# when it fires, held pops of the group for the topic run again if the queue has messages past
+# its consume offset (PopMessageProcessor.notifyLongPollingRequestIfNeed).
+ORDER_LOCK_FREE_TICK_MS = 100           # the timer's tick (TIMER_TICK_MS)
+
+
+def order_lock_free_time(offsets, acked, pop_time: int, invisible_time: int, next_visible: dict, now: int):
+    """OrderInfo.getLockFreeTimestamp: the next visible time of the first un-acked offset still
+    invisible at `now`; `now` when none is; None for an empty pop or one without an invisible time."""
+    if not offsets:
+        return None
+    for o in offsets:
+        if o not in acked:
+            if not invisible_time or invisible_time <= 0:
+                return None
+            t = next_visible.get(o, pop_time + invisible_time)
+            if now < t:
+                return t
+    return now
+
+
+def wheel_fire_time(started: int, due: int, tick: int = ORDER_LOCK_FREE_TICK_MS) -> int:
+    """When Netty's HashedWheelTimer, started at `started`, runs a task due at `due` (>= now): the
+    task sits in the bucket of tick (due - started) // tick and runs when that tick ends."""
+    return started + ((due - started) // tick + 1) * tick
+
+
 # --- assignment (QueryAssignmentProcessor) ----------------------------------------------------
 DEFAULT_POP_SHARE_QUEUE_NUM = -1        # BrokerConfig.defaultPopShareQueueNum
 ALL_QUEUES = -1                         # allocate4Pop: queue id -1 = "pop any queue of the topic on this broker"
