@@ -41,15 +41,16 @@ LEASE_MARGIN_MS = BROKER_LOCK_MS - CLIENT_LEASE_MS
 MAX_SEPARATE_CLIENTS = 2        # clients a kill or pause targets run in their own JVM (~400 MB each)
 
 
-def generate(seed: int, small: bool = False, pop: bool = False, simple: bool = False) -> dict:
+def generate(seed: int, small: bool = False, pop: bool = False, simple: bool = False, kv: bool = False) -> dict:
     """The scenario of `seed` (a plain dict, as a scenario file holds it). `small`: fewer clients,
     messages and steps (a short real run, for the default test run). `pop`: a POP scenario
     (generate_pop), for RocketMQ 5.x; with `simple`, of SimpleConsumers (generate_simple), for a
-    gRPC client program."""
-    if pop and simple:
-        return generate_simple(seed, small)
+    gRPC client program; with `kv`, on the broker's RocksDB POP path (the same scenario otherwise)."""
     if pop:
-        return generate_pop(seed, small)
+        sc = generate_simple(seed, small) if simple else generate_pop(seed, small)
+        if kv:
+            sc["broker_config"]["pop_consumer_kv_service"] = True
+        return sc
     r = random.Random(seed)
     duration = r.choice((4000, 6000, 8000)) if small else r.choice((4000, 6000, 8000, 10000, 12000))
     sc = _base(r, seed, "random", duration, 30000)

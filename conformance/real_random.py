@@ -703,7 +703,7 @@ def _check(trace: Path) -> tuple[dict, dict]:
 
 
 def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | None = None,
-            pop: bool = False, simple: bool = False) -> RunResult:
+            pop: bool = False, simple: bool = False, kv: bool = False) -> RunResult:
     """Generate, record, judge and classify the run of `seed` (`pop`: its POP scenario,
     random_scenarios.generate_pop; with `simple`, its SimpleConsumer scenario, generate_simple);
     its files go to out_dir/seed-<seed>/.
@@ -718,7 +718,7 @@ def run_one(record, seed: int, out_dir, small: bool = False, timeout_s: float | 
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    sc = generate(seed, small, pop, simple)
+    sc = generate(seed, small, pop, simple, kv)
     scenario = write(sc, folder / "scenario.json")
     trace, msgtrace, run = folder / "trace.jsonl", folder / "msgtrace.txt", folder / "run"
     t = time.monotonic()
@@ -773,11 +773,11 @@ def _save(res: RunResult, folder: Path) -> RunResult:
 
 
 def run_many(record, runs: int, seed: int, out_dir, small: bool = False, timeout_s: float | None = None,
-             progress=None, pop: bool = False, simple: bool = False) -> list[RunResult]:
+             progress=None, pop: bool = False, simple: bool = False, kv: bool = False) -> list[RunResult]:
     """run_one for seeds seed .. seed + runs - 1."""
     out = []
     for s in range(seed, seed + runs):
-        res = run_one(record, s, out_dir, small, timeout_s, pop, simple)
+        res = run_one(record, s, out_dir, small, timeout_s, pop, simple, kv)
         out.append(res)
         if progress is not None:
             progress(res)

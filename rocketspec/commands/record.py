@@ -83,7 +83,7 @@ def _unsupported(sc: dict) -> list[str]:
     out = []
     if len(sc["brokers"]) != 1:
         out.append(f"brokers: {len(sc['brokers'])} brokers; real runs have one broker")
-    for key in ("retry_queue_nums", "retry_max_times", "pop_consumer_kv_service"):
+    for key in ("retry_queue_nums", "retry_max_times"):
         if key in sc["broker_config"]:
             out.append(f"broker_config.{key}: not settable on real runs yet")
     for i, st in enumerate(sc["steps"]):
@@ -150,6 +150,7 @@ def build_plan(sc: dict, seed: int, timeout_s: float, work_dir: Path, out_dir: P
             "enable_property_filter": bool(bc.get("enable_property_filter", False)),
             "filter_support_retry": bool(bc.get("filter_support_retry", False)),
             "long_polling_enable": bool(bc.get("long_polling_enable", True)),
+            "pop_consumer_kv_service": bool(bc.get("pop_consumer_kv_service", False)),
             SERVER_CHANNEL_MAX_IDLE_KEY: real.get(SERVER_CHANNEL_MAX_IDLE_KEY, SERVER_CHANNEL_MAX_IDLE_S),
         },
         "client": {
@@ -385,6 +386,9 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     if not out.endswith(".jsonl"):
         raise RecordError(f"--out {out}: real traces are written as JSON Lines (.jsonl)")
     build_plan(sc, seed, timeout_s, Path("."), Path("."))   # refuse what cannot run before making anything
+    if release.split(".", 1)[0] == "4" and sc["broker_config"].get("pop_consumer_kv_service"):
+        raise RecordError(f"scenario {sc['name']}: broker_config.pop_consumer_kv_service: the RocksDB POP path "
+                          f"exists only in RocketMQ 5.x, not {release}; use --release 5.5.1")
     if release.split(".", 1)[0] == "4" and any(g.get("client_type", "PUSH") != "PUSH" for g in sc["groups"].values()):
         raise RecordError(f"scenario {sc['name']}: consumes by POP, which RocketMQ {release} does not have; "
                           "use --release 5.5.0")
@@ -486,6 +490,10 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
                    "give --release 5.5.1, 5.5.0 or 5.3.3. With --client: SimpleConsumer scenarios (client_type "
                    "SIMPLE, some FIFO; generate_simple) run by a gRPC client program through the proxy, "
                    "--release 5.5.0.")
+@click.option("--pop-kv", "pop_kv", is_flag=True,
+              help="With --random --pop: the broker's RocksDB POP path on in every run (broker_config "
+                   "pop_consumer_kv_service: popConsumerKVServiceInit and popConsumerKVServiceEnable, off by "
+                   "default in RocketMQ), 5.x only.")
 @click.option("--rejudge", is_flag=True,
               help="Record nothing: classify again the random runs an earlier --random wrote under --out DIR "
                    "(after a change to the spec or the oracle), rewrite their check, oracle and result files, "
@@ -505,12 +513,14 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
                    f"tools, whose 5.5.1 jars the registry here lacks). 4.9.8 is built by `make "
                    "rocketmq`; the others are pinned jars from Maven Central, installed by `make rocketmq-jars`.")
 def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs, small, pop, release, client,
-               rejudge):
+               rejudge, pop_kv):
     """Run a scenario on a real in-process RocketMQ (4.9.8 by default; --release) and write the
     recorded trace; or, with --random N, record and judge N random scenarios."""
     check_release(release)
     if pop and random_runs is None:
         raise RecordError("--pop goes with --random")
+    if pop_kv and not pop:
+        raise RecordError("--pop-kv goes with --random --pop")
     if pop and release.split(".", 1)[0] == "4":
         raise RecordError(f"--pop: POP consumption exists only in RocketMQ 5.x, not {release}: give --release "
                           + ("5.5.0 (the release whose gRPC proxy is pinned)" if client is not None
@@ -527,7 +537,7 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
             client_command(client)      # a program that is not there is refused before any run
         sys.exit(record_random(random_runs, seed, out, timeout_s, small, scenario_name, keep, msgtrace,
                                functools.partial(record, release=release, client=client), pop,
-                               simple=pop and client is not None))
+                               simple=pop and client is not None, kv=pop_kv))
     if small:
         raise RecordError("--small goes with --random")
     if scenario_name is None:
@@ -538,7 +548,7 @@ def record_cmd(scenario_name, out, timeout_s, seed, keep, msgtrace, random_runs,
 
 
 def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenario_name, keep, msgtrace,
-                  recorder=record, pop: bool = False, simple: bool = False) -> int:
+                  recorder=record, pop: bool = False, simple: bool = False, kv: bool = False) -> int:
     """`record --random`: the runs, their table, and the exit code (conformance.real_random)."""
     from rocketspec.conformance import real_random
 
@@ -557,7 +567,7 @@ def record_random(runs: int, seed: int, out: str, timeout_s, small: bool, scenar
                    + f", {res.events} events, {res.seconds:.0f} s" + (f": {res.note}" if res.cls == "incomplete" else ""),
                    err=True)
 
-    results = real_random.run_many(recorder, runs, seed, folder, small, timeout_s, progress=progress, pop=pop,
+    results = real_random.run_many(recorder, runs, seed, folder, small, timeout_s, progress=progress, pop=pop, kv=kv,
                                    simple=simple)
     table = real_random.render_table(results)
     (folder / "table.md").write_text(table + "\n")

@@ -126,8 +126,23 @@ public final class BrokerRecorder {
         c.put("long_polling_enable", bc.getBrokerConfig().isLongPollingEnable());
         c.put("short_polling_time_ms", bc.getBrokerConfig().getShortPollingTimeMills());
         c.put("flush_consumer_offset_interval_ms", bc.getBrokerConfig().getFlushConsumerOffsetInterval());
+        if (popKvService(bc)) {     // absent: RocketMQ's default, off
+            c.put("pop_consumer_kv_service", true);
+        }
         c.put("version", version());
         return c;
+    }
+
+    /** The broker's RocksDB POP path is on (popConsumerKVServiceEnable; 5.x only, read by name). */
+    static boolean popKvService(BrokerController bc) {
+        try {
+            return Boolean.TRUE.equals(bc.getBrokerConfig().getClass().getMethod("isPopConsumerKVServiceEnable")
+                .invoke(bc.getBrokerConfig()));
+        } catch (NoSuchMethodException e) {
+            return false;
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("popConsumerKVServiceEnable", e);
+        }
     }
 
     /** The release the broker's jars are, as RocketMQ names itself ("V5_5_0" reads "5.5.0"). */
@@ -509,11 +524,12 @@ public final class BrokerRecorder {
         } else {
             // 5.x's POP services commit outside any request: PopBufferMergeService moves a queue's
             // pop offset past what a pop took once its checkpoint is stored; a revive service sets
-            // a POP retry topic's first offset (initPopRetryOffset)
+            // a POP retry topic's first offset (initPopRetryOffset; on the RocksDB POP path the
+            // PopConsumerService thread's createRetryTopicIfNeeded)
             String thread = Thread.currentThread().getName();
             if (thread.contains("PopBufferMergeService")) {
                 e.put("source", "pop");
-            } else if (thread.contains("PopReviveService")) {
+            } else if (thread.contains("PopReviveService") || thread.contains("PopConsumerService")) {
                 e.put("source", "revive");
             }
         }

@@ -297,6 +297,11 @@ public final class Driver {
         msc.setHaListenPort(freePort(0));
         msc.setMessageDelayLevel(bcfg.getString("message_delay_level"));
         Release.configureBroker(bc, msc);
+        if (bcfg.getBooleanValue("pop_consumer_kv_service")) {
+            // the RocksDB POP path (5.x only: read by name, so the 4.x line compiles)
+            bc.getClass().getMethod("setPopConsumerKVServiceInit", boolean.class).invoke(bc, true);
+            bc.getClass().getMethod("setPopConsumerKVServiceEnable", boolean.class).invoke(bc, true);
+        }
         if (usesPop()) {
             popClass().getDeclaredMethod("configure", Object.class, MessageStoreConfig.class).invoke(null, bc, msc);
         }

@@ -72,10 +72,12 @@ import static rocketspec.recorder.TraceWriter.event;
  * topics;</li>
  * <li>the revive services (AckMessageProcessor's array), replaced before the broker starts by
  * subclasses that note each checkpoint offset revive reads the message of (getBizMessage, the
- * step just before reviveRetry puts the copy).</li>
+ * step just before reviveRetry puts the copy);</li>
+ * <li>with the RocksDB POP path on, PopConsumerService's store, wrapped (KvStoreTap): its records
+ * are the checkpoints, and a revive scan's records the offsets revive reads next.</li>
  * </ul>
  */
-final class PopRecorder implements PopObserver {
+final class PopRecorder implements PopObserver, KvStoreTap.Sink {
     private final BrokerController bc;
     private final BrokerRecorder br;
     private final TraceWriter w;
@@ -196,6 +198,11 @@ final class PopRecorder implements PopObserver {
         if (popProcessor != null) {
             // a held pop is processed again by the long-polling service, with its own reference
             Reflect.set(bc.getPopMessageProcessor().getPopLongPollingService(), "processor", popProcessor);
+        }
+        if (bc.getBrokerConfig().isPopConsumerKVServiceEnable() && bc.getPopConsumerService() != null) {
+            Object service = bc.getPopConsumerService();
+            Reflect.set(service, "popConsumerStore",
+                new KvStoreTap((org.apache.rocketmq.broker.pop.PopConsumerKVStore) Reflect.get(service, "popConsumerStore"), this));
         }
         PopReviveService[] revive = bc.getAckMessageProcessor().getPopReviveServices();
         for (int i = 0; i < revive.length; i++) {
@@ -703,13 +710,87 @@ final class PopRecorder implements PopObserver {
             : KeyBuilder.buildPopRetryTopic(ck.getTopic(), ck.getCId(), bc.getBrokerConfig().isEnableRetryTopicV2());
     }
 
+    // ------------------------------------------------------------------ the RocksDB POP path
+    /** A record of the KV store as the one-offset checkpoint it stands for. */
+    private PopCheckPoint kvCheckpoint(org.apache.rocketmq.broker.pop.PopConsumerRecord r) {
+        PopCheckPoint ck = new PopCheckPoint();
+        ck.setCId(r.getGroupId());
+        ck.setTopic(r.getTopicId());
+        ck.setQueueId(r.getQueueId());
+        ck.setStartOffset(r.getOffset());
+        ck.setPopTime(r.getPopTime());
+        ck.setInvisibleTime(r.getInvisibleTime());
+        ck.setNum((byte) 1);
+        ck.setBitMap(0);
+        List<Integer> diff = new ArrayList<>();
+        diff.add(0);
+        ck.setQueueOffsetDiff(diff);
+        ck.setBrokerName(broker);
+        if (r.getAttemptTimes() > 0) {
+            ck.setRePutTimes(String.valueOf(r.getAttemptTimes()));
+        }
+        if (suspendFlag(r)) {
+            try {
+                ck.getClass().getMethod("setSuspend", boolean.class).invoke(ck, true);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("a suspended record on a release without suspend", e);
+            }
+        }
+        return ck;
+    }
+
+    @Override
+    public void kvWritten(org.apache.rocketmq.broker.pop.PopConsumerRecord r) {
+        int reput = r.getAttemptTimes();
+        String cause = reput > 0 ? "reput"
+            : changing.contains(key(r.getGroupId(), r.getTopicId(), r.getQueueId(), r.getOffset())) ? "change_invisible" : "pop";
+        List<Long> offsets = new ArrayList<>();
+        offsets.add(r.getOffset());
+        synchronized (lock) {
+            TraceWriter.Event e = event("pop_checkpoint_written").put("group", r.getGroupId()).put("topic", r.getTopicId())
+                .put("broker", broker).put("queue", r.getQueueId()).put("ck_offset", r.getOffset())
+                .put("offsets", offsets).put("pop_time", r.getPopTime()).put("invisible_time", r.getInvisibleTime())
+                .put("revive_qid", 0).put("cause", cause).put("store", "kv");
+            if (reput > 0) {
+                e.put("reput_times", reput);
+            }
+            w.emit(e);
+            if (reput > 0) {
+                // revive could not put the copy: a record with a later deadline waits instead (its
+                // pop time is the rewrite's, so the pending revive is matched by its offset alone)
+                Object[] p = takeReviving(kvCheckpoint(r), r.getOffset(), false);
+                if (p != null) {
+                    PopCheckPoint was = (PopCheckPoint) p[0];
+                    MessageExt msg = (MessageExt) p[2];
+                    w.emit(event("message_revived").put("group", r.getGroupId()).put("topic", r.getTopicId())
+                        .put("broker", broker).put("queue", r.getQueueId()).put("offset", r.getOffset())
+                        .put("msg_id", msg.getMsgId()).put("origin_msg_id", originOf(msg, r.getTopicId()))
+                        .put("pop_time", was.getPopTime()).put("outcome", "reput").put("reput_times", reput));
+                }
+            }
+        }
+    }
+
+    @Override
+    public void kvReviving(org.apache.rocketmq.broker.pop.PopConsumerRecord r) {
+        // the read revive makes next (PopConsumerService.getMessageAsync: the escape bridge, local)
+        Triple<MessageExt, String, Boolean> t = bc.getEscapeBridge().getMessage(r.getTopicId(), r.getOffset(),
+            r.getQueueId(), broker, false);
+        reading(kvCheckpoint(r), r.getOffset(), t == null ? null : t.getLeft(), t != null && Boolean.TRUE.equals(t.getRight()));
+    }
+
     /** Under the lock: the revive of (checkpoint, offset) noted by getBizMessage, if still pending. */
     private Object[] takeReviving(PopCheckPoint ck, long offset) {
+        return takeReviving(ck, offset, true);
+    }
+
+    /** Under the lock: the pending revive of (checkpoint, offset), of the checkpoint's pop time unless samePopTime is false. */
+    private Object[] takeReviving(PopCheckPoint ck, long offset, boolean samePopTime) {
         for (LinkedList<Object[]> l : reviving.values()) {
             for (java.util.Iterator<Object[]> it = l.iterator(); it.hasNext(); ) {
                 Object[] p = it.next();
                 PopCheckPoint c = (PopCheckPoint) p[0];
-                if ((Long) p[1] == offset && c.getPopTime() == ck.getPopTime() && c.getQueueId() == ck.getQueueId()
+                if ((Long) p[1] == offset && (!samePopTime || c.getPopTime() == ck.getPopTime()) && c.getQueueId() == ck.getQueueId()
                     && c.getTopic().equals(ck.getTopic()) && c.getCId().equals(ck.getCId())) {
                     it.remove();
                     return p;
