@@ -141,11 +141,30 @@ def test_10276_found_in_its_scope_with_a_trace_the_spec_rejects_naming_it_and_5_
         assert r3.complete and r3.violations == [], (more, r3.violations)
 
 
-def test_10276_a_scenario_with_the_kv_path_is_refused_by_record():
-    from rocketspec.commands.record import _unsupported
+def test_10276_record_runs_the_kv_path_on_5x_and_refuses_it_on_4x(tmp_path):
+    """The real broker's RocksDB POP path is a broker setting the recorder's driver makes
+    (popConsumerKVServiceInit and popConsumerKVServiceEnable); 4.9.8 has no such path."""
+    from rocketspec.commands.record import RecordError, _unsupported, build_plan, record
 
     sc = load_scenario("bug-10276")
-    assert any("pop_consumer_kv_service" in line for line in _unsupported(sc))
+    assert _unsupported(sc) == []
+    assert build_plan(sc, 1, 60, tmp_path, tmp_path)["broker"]["pop_consumer_kv_service"] is True
+    assert build_plan(load_scenario("pop-basic"), 1, 60, tmp_path, tmp_path)["broker"]["pop_consumer_kv_service"] is False
+    with pytest.raises(RecordError, match="RocksDB POP path exists only in RocketMQ 5.x"):
+        record("bug-10276", str(tmp_path / "t.jsonl"), None, 1, None, None, "4.9.8", None)
+
+
+def test_random_pop_runs_take_the_kv_path_when_asked():
+    from rocketspec.conformance.random_scenarios import generate
+
+    for seed in range(5):
+        assert generate(seed, pop=True, kv=True)["broker_config"]["pop_consumer_kv_service"] is True
+        assert generate(seed, pop=True, simple=True, kv=True)["broker_config"]["pop_consumer_kv_service"] is True
+        plain = generate(seed, pop=True)
+        assert "pop_consumer_kv_service" not in plain["broker_config"]
+        kv = generate(seed, pop=True, kv=True)
+        kv["broker_config"].pop("pop_consumer_kv_service")
+        assert kv == plain
 
 
 def test_10276_the_state_machine_finds_it_in_the_kv_pop_environment(tmp_path):
