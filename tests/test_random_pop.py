@@ -93,6 +93,20 @@ def test_every_pop_scenario_holds_on_the_reference(seed, small):
     assert _errors(events) == {}
 
 
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), small=st.booleans())
+def test_every_pop_scenario_holds_on_the_reference_kv_path(seed, small):
+    """`record --random --pop --pop-kv`: the same scenarios on the broker's RocksDB POP path, whose
+    records stand for the checkpoints."""
+    raw = generate(seed, small, pop=True, kv=True)
+    sc = validate_checked(json.loads(json.dumps(raw)), f"random-pop-kv-{seed}")
+    build_plan(sc, seed, 60, Path("."), Path("."))
+    events = run_to_list(sc, seed, get_profile(PROFILE))
+    assert events[-1]["reason"] == "quiescent"
+    assert _errors(events) == {}
+    assert all(e.get("store") == "kv" for e in events if e["kind"] == "pop_checkpoint_written")
+
+
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_pop_scenarios_hold_under_5_3_3_too(seed):
@@ -269,6 +283,26 @@ def test_one_small_random_pop_run_on_5_5_0_is_judged_agreed(tmp_path):
     assert any(e["kind"] == "message_popped" for e in events) and any(e["kind"] == "message_acked" for e in events)
     oracle = json.loads((folder / "oracle.json").read_text())
     assert oracle["produced"] > 0 and oracle["verdict"] == "holds"
+
+
+@pytest.mark.real
+def test_one_small_random_pop_run_on_the_kv_path_of_5_5_1_is_judged_agreed(tmp_path):
+    """`--pop-kv`: the broker's RocksDB POP path on real 5.5.1, its records recorded as checkpoints
+    (store kv) and its revives as revives; the run holds and agrees with RocketMQ's records. About
+    40 s."""
+    from test_real_5x import _require
+
+    _require("5.5.1")
+    out = tmp_path / "runs"
+    r = subprocess.run([str(BIN), "record", "--random", "1", "--pop", "--pop-kv", "--small", "--seed", "27104",
+                        "--release", "5.5.1", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    summary = json.loads((out / "summary.json").read_text())
+    assert r.returncode == 0 and summary["agreed"] == 1, r.stdout + r.stderr[-3000:]
+    events = [json.loads(line) for line in (out / "seed-27104" / "trace.jsonl").open()]
+    started = [e for e in events if e["kind"] == "broker_started"]
+    assert started and started[0]["config"]["pop_consumer_kv_service"] is True
+    cks = [e for e in events if e["kind"] == "pop_checkpoint_written"]
+    assert cks and all(e["store"] == "kv" and len(e["offsets"]) == 1 for e in cks)
 
 
 @pytest.mark.real
