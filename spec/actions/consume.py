@@ -100,6 +100,15 @@ def _long_call_cause(st, broker, cid, since, now):
     return f"{what} ({ran} ms, within the {lim}): a lock or lease violation let the other client in"
 
 
+def _renewed_unseen(qs, pq, cid, ts, lease) -> bool:
+    """The ProcessQueue is seen by polling (a recorder), and the broker granted `cid` the lock
+    after the last lock the poller showed, within the lease before ts: the client sets locked and
+    lastLockTimestamp when that grant's answer arrives (RebalanceImpl.lock and lockAll), at or after
+    the grant, so its lease may have been live at ts before any poll showed it."""
+    granted = qs.granted.get(cid)
+    return pq.sampled and granted is not None and pq.last_lock_ts < granted <= ts and ts - granted <= lease
+
+
 def consume_started(st, ev, out):
     """RocketMQ: ConsumeRequest.run (listener called).
     Actor: client."""
@@ -153,7 +162,7 @@ def consume_started(st, ev, out):
         if not pq.broadcast:
             ts = ev["ts"]
             lease = limits.client(st, cid).lease_ms
-            if not lease_live(pq, ts, lease):
+            if not lease_live(pq, ts, lease) and not _renewed_unseen(qs, pq, cid, ts, lease):
                 out.report("INV-OWNER-2", f"{cid} consumes an orderly queue without a valid lease (locked="
                            f"{pq.locked}, last lock {pq.last_lock_ts}, now {ts}); cause: "
                            f"{_lease_cause(st, key[2], cid, pq.last_lock_ts, ts)}", key)
