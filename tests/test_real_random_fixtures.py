@@ -853,3 +853,20 @@ def test_a_subafter_stored_before_its_subbefore_is_paired_with_it():
     assert retry["status"] == "holds", retry["listed"]
     assert retry["counts"]["deliveries"] == 5, retry["counts"]     # GID_r0 at 0, 0, 1, 1 and GID_r1 at 0
     assert not any("without their SubBefore" in n for n in o["notes"]), o["notes"]
+
+
+def test_a_dropped_process_queues_empty_answer_still_filters_for_the_group():
+    """Random run 27316 (real 4.9.8): GID_r1 subscribes TopicR with `TagB || TagC`; offset 21 of
+    queue 1 has no tag. g1c2's pull from 21 was held when g1c2 shut down (its ProcessQueue dropped,
+    not yet removed); the broker answered it NO_MATCHED_MSG, next 22 (the message stored meanwhile
+    is not the group's), correctTagsOffset moved g1c2's store to 22, and the restarted g1c2
+    persisted 22. The broker filtered the range with the group's subscription whichever
+    ProcessQueue asked: offset 21 is owed to no one. check had credited that only for a removed
+    or replaced ProcessQueue, and reported the commit of 22 as passing an unconsumed message
+    (INV-OFFSET-3); RocketMQ's records show nothing lost."""
+    name = "seed-27316-filtered-after-shutdown"
+    res = _errors(name)
+    assert "INV-OFFSET-3" not in res.findings.counts, res.findings.counts
+    stored = [e for e in _events(name) if e["kind"] == "message_stored" and e.get("topic") == "TopicR"
+              and e.get("queue") == 1 and e.get("offset") == 21]
+    assert stored and stored[0]["tags"] is None

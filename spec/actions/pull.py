@@ -143,6 +143,9 @@ def pull_answered(st, ev, out):
             pq.put(o)
         if ev["status"] == "OFFSET_ILLEGAL":
             _correction_scheduled(qs, cid, ev["next_offset"])
+        elif ev["status"] in ("NO_NEW_MSG", "NO_MATCHED_MSG"):
+            # the broker filtered the range with the group's subscription all the same
+            _filtered_for_gone_pull(st, qs, cid, ev)
         return
     req, nxt, gs, status = ev["offset"], ev["next_offset"], ev.get("get_status"), ev["status"]
     sq = st.stored.get((ev["topic"], ev["broker"], ev["queue"]))
@@ -230,7 +233,7 @@ def pull_answered(st, ev, out):
 
 
 def _filtered_for_gone_pull(st, qs, cid, ev) -> None:
-    """The range a gone ProcessQueue's empty answer skipped was scanned and filtered by the
+    """The range a gone or dropped ProcessQueue's empty answer skipped was scanned and filtered by the
     broker with the group's subscription, not the ProcessQueue's: the messages in it that the
     group's filter rejects are owed to no one, whichever ProcessQueue asked. The store this answer
     moves (correctTagsOffset) may be committed before the new ProcessQueue's own pull scans the
