@@ -121,8 +121,7 @@ class PopService:
         if self.kv is not None:
             self.kv.restarted()
         # the order info is reloaded from its file (recover): queues still blocked are armed again
-        for (topic, group, queue) in list(self.order.table):
-            info = self.order.table[(topic, group, queue)]
+        for (topic, group, queue), info in list(self.order.table.items()):
             if (info.lock_free_at(self.sim.now) or 0) > self.sim.now:
                 self._arm_lock_free(topic, group, queue)
 

@@ -386,12 +386,13 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
     if not out.endswith(".jsonl"):
         raise RecordError(f"--out {out}: real traces are written as JSON Lines (.jsonl)")
     build_plan(sc, seed, timeout_s, Path("."), Path("."))   # refuse what cannot run before making anything
-    if release.split(".", 1)[0] == "4" and sc["broker_config"].get("pop_consumer_kv_service"):
-        raise RecordError(f"scenario {sc['name']}: broker_config.pop_consumer_kv_service: the RocksDB POP path "
-                          f"exists only in RocketMQ 5.x, not {release}; use --release 5.5.1")
-    if release.split(".", 1)[0] == "4" and any(g.get("client_type", "PUSH") != "PUSH" for g in sc["groups"].values()):
-        raise RecordError(f"scenario {sc['name']}: consumes by POP, which RocketMQ {release} does not have; "
-                          "use --release 5.5.0")
+    if release.split(".", 1)[0] == "4":
+        if sc["broker_config"].get("pop_consumer_kv_service"):
+            raise RecordError(f"scenario {sc['name']}: broker_config.pop_consumer_kv_service: the RocksDB POP path "
+                              f"exists only in RocketMQ 5.x, not {release}; use --release 5.5.1")
+        if any(g.get("client_type", "PUSH") != "PUSH" for g in sc["groups"].values()):
+            raise RecordError(f"scenario {sc['name']}: consumes by POP, which RocketMQ {release} does not have; "
+                              "use --release 5.5.0")
     simple = sorted(n for n, g in sc["groups"].items() if g.get("client_type") == "SIMPLE")
     if simple and client is None:
         # a SimpleConsumer is a gRPC client of the proxy; the recorder has no gRPC client of its own

@@ -675,25 +675,36 @@ final class PopRecorder implements PopObserver, KvStoreTap.Sink {
         String cause = reput > 0 ? "reput"
             : ck.getNum() == 1 && changing.contains(key(ck.getCId(), ck.getTopic(), ck.getQueueId(), ck.getStartOffset()))
             ? "change_invisible" : "pop";
+        checkpointWritten(ck, offsets, reviveQid, cause, reput, "revive_log");
+    }
+
+    /**
+     * A checkpoint stored (in the revive log, or a record of the KV path) and, for a re-put, the
+     * revive it stands in for: revive could not put the copy, and the checkpoint waits again
+     * (PopReviveService.rePutCK; the KV path's backed-off rewrite, whose pop time is the
+     * rewrite's, so its pending revive is matched by the offset alone).
+     */
+    private void checkpointWritten(PopCheckPoint ck, List<Long> offsets, int reviveQid, String cause, int reput,
+        String store) {
         synchronized (lock) {
             TraceWriter.Event e = event("pop_checkpoint_written").put("group", ck.getCId()).put("topic", ck.getTopic())
                 .put("broker", broker).put("queue", ck.getQueueId()).put("ck_offset", ck.getStartOffset())
                 .put("offsets", offsets).put("pop_time", ck.getPopTime()).put("invisible_time", ck.getInvisibleTime())
-                .put("revive_qid", reviveQid).put("cause", cause).put("store", "revive_log");
+                .put("revive_qid", reviveQid).put("cause", cause).put("store", store);
             if (reput > 0) {
                 e.put("reput_times", reput);
             }
             w.emit(e);
             if (reput > 0) {
-                // revive could not put the copy: the checkpoint waits again (PopReviveService.rePutCK)
                 for (long offset : offsets) {
-                    Object[] p = takeReviving(ck, offset);
+                    Object[] p = takeReviving(ck, offset, "revive_log".equals(store));
                     if (p != null) {
                         MessageExt msg = (MessageExt) p[2];
                         w.emit(event("message_revived").put("group", ck.getCId()).put("topic", ck.getTopic())
                             .put("broker", broker).put("queue", ck.getQueueId()).put("offset", offset)
                             .put("msg_id", msg.getMsgId()).put("origin_msg_id", originOf(msg, ck.getTopic()))
-                            .put("pop_time", ck.getPopTime()).put("outcome", "reput").put("reput_times", reput));
+                            .put("pop_time", ((PopCheckPoint) p[0]).getPopTime()).put("outcome", "reput")
+                            .put("reput_times", reput));
                     }
                 }
             }
@@ -746,29 +757,7 @@ final class PopRecorder implements PopObserver, KvStoreTap.Sink {
             : changing.contains(key(r.getGroupId(), r.getTopicId(), r.getQueueId(), r.getOffset())) ? "change_invisible" : "pop";
         List<Long> offsets = new ArrayList<>();
         offsets.add(r.getOffset());
-        synchronized (lock) {
-            TraceWriter.Event e = event("pop_checkpoint_written").put("group", r.getGroupId()).put("topic", r.getTopicId())
-                .put("broker", broker).put("queue", r.getQueueId()).put("ck_offset", r.getOffset())
-                .put("offsets", offsets).put("pop_time", r.getPopTime()).put("invisible_time", r.getInvisibleTime())
-                .put("revive_qid", 0).put("cause", cause).put("store", "kv");
-            if (reput > 0) {
-                e.put("reput_times", reput);
-            }
-            w.emit(e);
-            if (reput > 0) {
-                // revive could not put the copy: a record with a later deadline waits instead (its
-                // pop time is the rewrite's, so the pending revive is matched by its offset alone)
-                Object[] p = takeReviving(kvCheckpoint(r), r.getOffset(), false);
-                if (p != null) {
-                    PopCheckPoint was = (PopCheckPoint) p[0];
-                    MessageExt msg = (MessageExt) p[2];
-                    w.emit(event("message_revived").put("group", r.getGroupId()).put("topic", r.getTopicId())
-                        .put("broker", broker).put("queue", r.getQueueId()).put("offset", r.getOffset())
-                        .put("msg_id", msg.getMsgId()).put("origin_msg_id", originOf(msg, r.getTopicId()))
-                        .put("pop_time", was.getPopTime()).put("outcome", "reput").put("reput_times", reput));
-                }
-            }
-        }
+        checkpointWritten(kvCheckpoint(r), offsets, 0, cause, reput, "kv");
     }
 
     @Override
@@ -779,12 +768,10 @@ final class PopRecorder implements PopObserver, KvStoreTap.Sink {
         reading(kvCheckpoint(r), r.getOffset(), t == null ? null : t.getLeft(), t != null && Boolean.TRUE.equals(t.getRight()));
     }
 
-    /** Under the lock: the revive of (checkpoint, offset) noted by getBizMessage, if still pending. */
-    private Object[] takeReviving(PopCheckPoint ck, long offset) {
-        return takeReviving(ck, offset, true);
-    }
-
-    /** Under the lock: the pending revive of (checkpoint, offset), of the checkpoint's pop time unless samePopTime is false. */
+    /**
+     * Under the lock: the revive of (checkpoint, offset) noted by getBizMessage, if still pending;
+     * of the checkpoint's pop time unless samePopTime is false.
+     */
     private Object[] takeReviving(PopCheckPoint ck, long offset, boolean samePopTime) {
         for (LinkedList<Object[]> l : reviving.values()) {
             for (java.util.Iterator<Object[]> it = l.iterator(); it.hasNext(); ) {
