@@ -202,6 +202,7 @@ def test_the_pop_generator_keeps_runs_short_and_recordable():
     (["--random", "1", "--pop"], "--pop: POP consumption exists only in RocketMQ 5.x, not 4.9.8"),
     (["--random", "1", "--pop", "--release", "4.9.8"], "give --release 5.5.1, 5.5.0 or 5.3.3"),
     (["--pop", "--scenario", "pop-basic", "--release", "5.5.0"], "--pop goes with --random"),
+    (["--random", "1", "--pop-kv", "--release", "5.5.1"], "--pop-kv goes with --random --pop"),
     # with --client, --pop runs SimpleConsumers through the proxy (tests/test_random_simple.py)
     (["--random", "1", "--pop", "--release", "5.5.1", "--client", "true"], "pinned for 5.5.0 only"),
 ])
