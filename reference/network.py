@@ -29,6 +29,11 @@ class Faults:
         self.send_back_throw = 0.0
         self.offset_query_failure_rate = 0.0   # choice point offset_query_fails (0: never asked)
         self.lost_routes: set = set()   # (topic, broker, queue) out of the name server's route
+        # a pop's answer lost between the proxy and a gRPC client: the probability of the choice
+        # point pop_response_lost (0: never asked), and answers still to lose per client (a
+        # scenario's lose_pop_responses step)
+        self.pop_response_loss = 0.0
+        self.pop_responses_to_lose: dict[str, int] = {}
 
     def take_offset_query_failure(self, client: str, chooser=None) -> str | None:
         """The kind of failure the client's next offset query meets, or None."""
@@ -125,6 +130,18 @@ class Network:
         if not hosts:
             return None
         return self.request(consumer, self.sim.chooser.pick("route_broker", hosts)).find_consumer_ids(group)
+
+    def lose_pop_response(self, consumer, mq, pop_id: int) -> bool:
+        """Whether the answer of a gRPC client's receive is lost on its way from the proxy (the
+        event says so); the client learns nothing until its deadline."""
+        n = self.faults.pop_responses_to_lose.get(consumer.client_id, 0)
+        if n > 0:
+            self.faults.pop_responses_to_lose[consumer.client_id] = n - 1
+        elif not self.sim.chooser.chance("pop_response_lost", self.faults.pop_response_loss):
+            return False
+        self.sim.emit("pop_response_lost", client=consumer.client_id, group=consumer.group, topic=mq[0],
+                      broker=mq[1], pop_id=pop_id)
+        return True
 
     # ---------------------------------------------------------------- one-way calls
     def _lost(self, call: str, **where) -> bool:

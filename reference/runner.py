@@ -18,6 +18,7 @@ from rocketspec.traces.schema import SCHEMA_VERSION
 from .broker.broker import Broker, BrokerUnavailable
 from .broker.retention import expire_oldest
 from .footprint import CLOCK, footprint
+from .client.grpc_push_consumer import GrpcPushConsumer
 from .client.pop_consumer import BROKER_SUSPEND_MAX_TIME_MS, PopConsumer
 from .client.push_consumer import PushConsumer
 from .message import Message
@@ -179,7 +180,8 @@ class Run:
                 return
             g = self.scenario["groups"][st["group"]]
             if g.get("client_type", "PUSH") != "PUSH":
-                c = PopConsumer(sim, self.net, self.profile, cid, st["group"], g,
+                cls = GrpcPushConsumer if g.get("client_type") == "GRPC_PUSH" else PopConsumer
+                c = cls(sim, self.net, self.profile, cid, st["group"], g,
                                 st.get("subscriptions", g["subscriptions"]), g.get("listener"))
                 if old is not None:
                     # the restarted client's attempt ids differ from the old one's, whose pops
@@ -217,6 +219,10 @@ class Run:
             b = self.net.brokers[st["broker"]]
             if b.pop is not None:
                 b.pop.late_reads += int(st["count"])
+                if "delay_ms" in st:
+                    b.pop.late_read_ms = int(st["delay_ms"])
+        elif a == "lose_pop_responses":
+            self.net.faults.pop_responses_to_lose[st["client"]] = int(st["count"])
         elif a == "expire_commit_log":
             expire_oldest(self.net.brokers[st["broker"]], int(st["count"]))
         elif a == "set_broker_offset":

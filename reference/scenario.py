@@ -87,6 +87,7 @@ STEP_FIELDS = {
     "at_ms": _MS, "action": _ID, "note": checks.string,
     "mode": checks.one_of(*CRASH_MODES),
     "subscriptions": lambda path, v: None,      # checked against the topics below (_step_subscriptions)
+    "delay_ms": checks.integer(1, checks.MAX_RUN_MS),
 }
 PRODUCER_FIELDS = {
     "topic": _ID, "count": checks.integer(0, MAX_MESSAGES), "rate_per_s": checks.number(MIN_RATE_PER_S),
@@ -104,6 +105,7 @@ STEP_ACTIONS = {
     "fail_offset_queries": {"client", "count"},
     "fail_revive_reads": {"broker", "count"},     # POP: the broker's next revive reads fail (#10985)
     "delay_pop_reads": {"broker", "count"},       # POP: the broker's next pops read the queues late (#7914)
+    "lose_pop_responses": {"client", "count"},    # POP: a gRPC client's next receive answers are lost (#10827)
     "expire_commit_log": {"broker", "count"},     # the commit log's oldest messages lose their data (#7724)
     "delete_messages": {"broker", "topic", "queue", "before"},
     "produce": {"topic", "count"},
@@ -111,6 +113,7 @@ STEP_ACTIONS = {
     "reset_offset": {"group", "topic", "timestamp_ms"},
 }
 STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "crash": {"mode"}, "produce": {"tags", "keys", "props"},
+                 "delay_pop_reads": {"delay_ms"},
                  "fail_offset_queries": {"kind", "skip"},
                  # this client's subscriptions in place of its group's (a group whose consumers
                  # subscribe differently: the broker keeps one per group, the last heartbeat's)

@@ -473,8 +473,24 @@ CATALOGUE: tuple[Invariant, ...] = (
         "ConsumerOrderInfoManager (QueueLevelConsumerManager.OrderInfo.needBlock, getNextOffset, "
         "commitAndNext) and PopMessageProcessor.popMsgFromQueue's checkBlock.",
         "", "error", False, "step", "queue",
-        "#10827 (the head blocked up to the invisible time).",
+        "",
         ("G-ORDER", "G-ORDER-EXCLUSIVE")),
+    Invariant(
+        "INV-POP-ORDER-2", "An orderly attempt that asks again gets its batch back",
+        "An orderly pop that carries the attempt id of the attempt holding one of its queues (a "
+        "client's receive retried after its answer never came) is answered with that attempt's "
+        "first un-acked offset, unless its answer is full: the broker never blocks an attempt by "
+        "itself, and the retry is its one way to the messages its lost answer held.",
+        "ConsumerOrderInfoManager.checkBlock passes the attempt id it holds (needBlock), and the "
+        "pop reads the queue again from its consume offset; rocketmq-client-java retries a receive "
+        "that failed with DEADLINE_EXCEEDED under the same attempt id (ProcessQueueImpl).",
+        "Judged only where the order info is the one the spec followed: not after a broker restart "
+        "reloaded it from a flush.",
+        "error", False, "step", "queue",
+        "#10827 (5.3.3 to 5.5.0 with the RocksDB POP path: the retry fails fast on the group@topic "
+        "lock another pop holds, is held empty, and the client's next receive, under a new attempt "
+        "id, waits out the lost batch's invisible time, renewed by the proxy for up to 3 h).",
+        ("G-ORDER-PROGRESS",)),
     Invariant(
         "INV-POP-STALE-1", "Stale handles are rejected",
         "An ack or a change of invisible time takes effect only with the message's current handle "

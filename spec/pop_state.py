@@ -106,6 +106,17 @@ class OrderInfo:
         return [o for o in self.unacked() if ts < self.visible.get(o, 0)]
 
 
+class Asked:
+    """An orderly pop carrying an attempt id, from its request to its answer: what it asked for
+    and the (queue, offset) pairs handed out under it."""
+    __slots__ = ("group", "topic", "broker", "queue", "attempt_id", "max_nums", "popped")
+
+    def __init__(self, group, topic, broker, queue, attempt_id, max_nums):
+        self.group, self.topic, self.broker, self.queue = group, topic, broker, queue
+        self.attempt_id, self.max_nums = attempt_id, max_nums
+        self.popped: set = set()
+
+
 class PopQueue:
     __slots__ = ("key", "copies", "order", "restarts", "reloaded")
 

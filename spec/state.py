@@ -413,7 +413,7 @@ class SpecState:
     """The whole spec state. Mutated in place by `spec.actions.step`; copy with `copy_state`."""
 
     __slots__ = ("profile", "dir", "queues", "stored", "chains", "views", "ended", "counts", "sched_done",
-                 "sampled_stores", "pop", "pop_origin", "pop_called", "said_ids", "said_lost")
+                 "sampled_stores", "pop", "pop_origin", "pop_called", "pop_asked", "said_ids", "said_lost")
 
     def __init__(self, profile: Profile):
         self.profile = profile
@@ -429,6 +429,8 @@ class SpecState:
         self.pop: dict = {}                      # (group, stored topic, broker, queue) -> spec.pop_state.PopQueue
         self.pop_origin: dict = {}               # a popped copy's msg_id -> its message's first id
         self.pop_called: dict = {}               # group -> the messages (first ids) a POP listener call received
+        # (client, pop id) -> spec.pop_state.Asked: an orderly pop with an attempt id, until its answer
+        self.pop_asked: dict = {}
         self.said_ids: dict = {}                 # (group, msg id or origin id) -> (queue key, offset) of QueueState.said
         # (group, msg id or origin id) -> [queue key, the loss's words]: a declared-unconsumed message a
         # commit passed, lost unless a listener call of the group receives it again before the end

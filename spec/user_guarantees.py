@@ -27,6 +27,8 @@ CATALOGUE: tuple[UserGuarantee, ...] = (
     UserGuarantee("G-DLQ", "a message whose retries are exhausted lands in the DLQ at once"),
     UserGuarantee("G-ORDER-EXCLUSIVE", "orderly: one consumer at a time inside a queue"),
     UserGuarantee("G-ORDER", "orderly: messages of one queue (or sharding key) are delivered in order"),
+    UserGuarantee("G-ORDER-PROGRESS", "orderly: a queue's next messages go to the consumer that asks for them, not "
+                  "held for a receive that never reached it"),
     UserGuarantee("G-ORDER-NO-REPLAY", "orderly: a consumed and committed message is not consumed again"),
     UserGuarantee("G-NO-DUP-WITHOUT-CAUSE", "a consumed message comes again only for a reason (a fault, a "
                   "membership change, an operator reset)"),

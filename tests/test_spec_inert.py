@@ -32,9 +32,10 @@ def _report(events, profile):
 
 def test_the_inert_kinds_are_those_that_route_nowhere():
     assert INERT == {"pull_held", "oneway_lost",
-                     # POP: the request, its answer and a listener call's end (the broker's own events
-                     # judge; a call's start is not inert: INV-POP-LOSS-1 reads which messages were heard)
-                     "pop_requested", "pop_answered", "pop_consume_finished"}
+                     # POP: a listener call's end and a lost receive answer (a call's start is not
+                     # inert: INV-POP-LOSS-1 reads which messages were heard; nor are an orderly pop's
+                     # request and answer: INV-POP-ORDER-2 reads the attempt id and the count)
+                     "pop_consume_finished", "pop_response_lost"}
     assert all(KINDS[k].route == "none" for k in INERT)
 
 

@@ -332,7 +332,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
        lane="none", unit="directory", renumber="plain", history=None, scripts=True,
        sentence=lambda e: f"{_g(e, 'broker')} tells {_g(e, 'client')} to {str(_g(e, 'mode')).lower()} "
                           f"{_queues(e.get('allocated'))} of {_g(e, 'topic')}"),
-    _k("pop_requested", "DefaultMQPushConsumerImpl.popMessage / SimpleConsumer.receive (POP_MESSAGE)", "none", "client",
+    _k("pop_requested", "DefaultMQPushConsumerImpl.popMessage / SimpleConsumer.receive (POP_MESSAGE)", "group", "client",
        lane="none", unit="sliced", renumber="plain", history=None, scripts=False,
        sentence=lambda e: f"{_g(e, 'client')} pops up to {_g(e, 'max_nums')} messages of "
                           + (f"{e.get('topic')}/{e.get('broker')} (any queue)" if e.get("queue") == -1 else qname(e))
@@ -346,11 +346,16 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
                           + (secs(e["pop_time"] + e["invisible_time"]) if isinstance(e.get("pop_time"), int)
                              and isinstance(e.get("invisible_time"), int) else "?")
                           + (f" (reconsumed {e['reconsume_times']} times)" if e.get("reconsume_times") else "")),
-    _k("pop_answered", "PopMessageProcessor.processRequest (answer)", "none", "broker",
+    _k("pop_answered", "PopMessageProcessor.processRequest (answer)", "group", "broker",
        lane="none", unit="sliced", renumber="plain", history=None, scripts=False,
        sentence=lambda e: f"pop #{_g(e, 'pop_id')} of {_g(e, 'client')} answered {_g(e, 'status')}"
                           + (f" with {e['count']} messages" if e.get("count") is not None else "")
                           + (f" ({e['reason']})" if e.get("reason") else "")),
+    _k("pop_response_lost", "network loss of a receive's answer between the proxy and a gRPC client", "none",
+       "network",
+       lane="none", unit="sliced", renumber="plain", history="disruption:receive answer lost", scripts=True,
+       sentence=lambda e: f"the answer of pop #{_g(e, 'pop_id')} is lost on its way to {_g(e, 'client')}: its "
+                          f"receive fails at its deadline"),
     _k("pop_checkpoint_written", "PopMessageProcessor.appendCheckPoint / PopBufferMergeService / PopConsumerService",
        "queue", "broker",
        lane="none", unit="sliced", renumber="plain", history=None, scripts=False,

@@ -1,8 +1,8 @@
-"""Trace schema (version 4): loading the machine-readable schema and validating events.
+"""Trace schema (version 5): loading the machine-readable schema and validating events.
 
-The schema file (`schema_v2.json`, which holds version 4) is the contract; this module is the one place that
+The schema file (`schema_v2.json`, which holds version 5) is the contract; this module is the one place that
 interprets it. Each version only adds to the one before (version 2: new kinds, optional fields,
-new values; version 3: the POP kinds and their fields; version 4: client_start_returned), so one
+new values; version 3: the POP kinds and their fields; version 4: client_start_returned; version 5: pop_response_lost), so one
 schema reads them all; `trace_started.schema_version` must be one of `SUPPORTED_VERSIONS`.
 Validation reports what was expected, never raises on user data.
 """
@@ -13,8 +13,8 @@ import reprlib
 from functools import lru_cache
 from importlib import resources
 
-SCHEMA_VERSION = 4                  # what the reference emits
-SUPPORTED_VERSIONS = (1, 2, 3, 4)   # what the readers and the checker accept
+SCHEMA_VERSION = 5                  # what the reference emits
+SUPPORTED_VERSIONS = (1, 2, 3, 4, 5) # what the readers and the checker accept
 SCHEMA_FILE = "schema_v2.json"
 ENVELOPE = ("seq", "ts", "kind")
 ENVELOPE_OPTIONAL = ("obs",)        # v2: how the recorder knows the event (exact | sampled | inferred)

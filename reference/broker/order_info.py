@@ -52,6 +52,11 @@ class ConsumerOrderInfoManager:
         info = self.table.get((topic, group, queue))
         return info is not None and info.need_block(attempt_id, now)
 
+    def attempt_matched(self, attempt_id, topic, group) -> bool:
+        """isAttemptIdMatched: a queue of the topic has the attempt's pop in its order info."""
+        return attempt_id is not None and any(
+            k[0] == topic and k[1] == group and i.attempt_id == attempt_id for k, i in self.table.items())
+
     def unacked_any(self, group: str) -> bool:
         """An orderly pop of the group holds un-acked messages (blocked or not: they are owed)."""
         return any(k[1] == group and any(o not in i.acked for o in i.offsets) for k, i in self.table.items())

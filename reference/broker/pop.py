@@ -25,7 +25,12 @@ delay_pop_reads step): then the queues are read POP_READ_LATE_MS after the pop t
 stored in between is handed out under a pop time earlier than its store time (#7914's way in).
 
 With the broker's RocksDB POP path on (reference.broker.pop_kv) concurrent pops, acks and changes
-keep records keyed by deadline instead of checkpoints in the revive log.
+keep records keyed by deadline instead of checkpoints in the revive log, and every pop holds its
+group@topic lock (PopConsumerLockService) from its start until its read completes. A pop that finds
+the lock taken reads nothing and is held as an empty pop is (popAsync fails fast). In 5.5.1 an
+orderly pop whose attempt id the order info holds waits for the lock instead
+(PopConsumerService.tryLockForPop): a client's retried receive is not left empty (#10827; profile
+switch pop_kv_lock_fails_same_attempt).
 """
 from __future__ import annotations
 
@@ -76,7 +81,8 @@ class PopRequest:
     """PopMessageRequestHeader and the subscription it carries."""
 
     __slots__ = ("client", "group", "topic", "queue", "max_nums", "invisible_ms", "orderly", "attempt_id",
-                 "subscription", "sql", "expr_type", "init_min", "poll_ms", "pop_id", "respond", "via_proxy")
+                 "subscription", "sql", "expr_type", "init_min", "poll_ms", "pop_id", "respond", "via_proxy",
+                 "born", "held_until")
 
     def __init__(self, *, client, group, topic, queue, max_nums, invisible_ms, orderly, attempt_id, subscription,
                  sql, expr_type, init_min, poll_ms, pop_id, respond, via_proxy=False):
@@ -86,6 +92,10 @@ class PopRequest:
         self.init_min, self.poll_ms, self.pop_id, self.respond = init_min, poll_ms, pop_id, respond
         # a gRPC client's pop, made by the proxy in local mode (LocalMessageService, in the broker's JVM)
         self.via_proxy = via_proxy
+        # the request's born time (processRequest sets it on its first run) and the end of its hold
+        # (PopLongPollingService: born time + poll time; None until it is first held)
+        self.born = None
+        self.held_until = None
 
 
 class PopService:
@@ -108,6 +118,8 @@ class PopService:
         self.reading = 0                # pops past their pop time whose late read has not run yet
         self.lock_free: dict[tuple, Timer] = {}     # (topic, group, queue): the armed lock-free wake
         self.wheel_started = None       # when the lock-free timer's wheel started (its first task)
+        # the KV path's group@topic locks (PopConsumerLockService): (group, topic) -> pops waiting for it
+        self.kv_locks: dict[tuple, list] = {}
         # the RocksDB POP path (PopConsumerService), when the broker has it on
         self.kv = PopConsumerKv(broker) if broker.pop_kv_service else None
 
@@ -118,6 +130,7 @@ class PopService:
         self.reading = 0                # a late read in flight dies with the broker
         self.lock_free.clear()          # the wheel's tasks die with the broker
         self.wheel_started = None
+        self.kv_locks.clear()           # the lock table and its spinning pops are memory
         if self.kv is not None:
             self.kv.restarted()
         # the order info is reloaded from its file (recover): queues still blocked are armed again
@@ -147,6 +160,8 @@ class PopService:
         b, sim = self.b, self.sim
         b._check_up()
         b.channels.io(req.client)
+        if req.born is None:
+            req.born = sim.now
         retry_topic = pop_retry_topic(req.group, req.topic)
         has_retry = retry_topic in b.topics and not req.orderly
         need_retry = has_retry and sim.chooser.chance("pop_retry_first", POP_FROM_RETRY_PROBABILITY / 100)
@@ -157,14 +172,43 @@ class PopService:
         else:
             revive_qid = self.ck_number % REVIVE_QUEUE_NUM
             self.ck_number += 1
-        pop_time = sim.now
+        args = (req, may_hold, sim.now, retry_topic, has_retry, need_retry, revive_qid)
+        if self.kv is not None and not self._kv_lock(args):
+            return
+        self._start_read(args)
+
+    def _start_read(self, args) -> None:
         late = self._read_late()
         if late:
             self.reading += 1
-            sim.schedule(late, self._read_late_now, req, may_hold, pop_time, retry_topic, has_retry, need_retry,
-                         revive_qid, owner=b.proc)
+            self.sim.schedule(late, self._read_late_now, *args, owner=self.b.proc)
             return
-        self._read(req, may_hold, pop_time, retry_topic, has_retry, need_retry, revive_qid)
+        self._read(*args)
+
+    def _kv_lock(self, args) -> bool:
+        """PopConsumerService.popAsync's tryLock of group@topic (tryLockForPop in 5.5.1). False:
+        the pop does not read now, either failed fast (found nothing, held or answered) or
+        waiting for the lock (its pop time already taken)."""
+        req, may_hold = args[0], args[1]
+        key = (req.group, req.topic)
+        waiting = self.kv_locks.get(key)
+        if waiting is None:
+            self.kv_locks[key] = []
+            return True
+        if (req.orderly and req.attempt_id and not self.b.profile.pop_kv_lock_fails_same_attempt
+                and self.order.attempt_matched(req.attempt_id, req.topic, req.group)):
+            waiting.append(args)        # spins until the holder's read completes
+            return False
+        self._found_nothing(req, may_hold, False)
+        return False
+
+    def _kv_unlock(self, req: PopRequest) -> None:
+        """The pop's read completed: the lock is free, and a spinning pop takes it."""
+        key = (req.group, req.topic)
+        waiting = self.kv_locks.pop(key, None)
+        if waiting:
+            self.kv_locks[key] = waiting
+            self._start_read(waiting.pop(0))
 
     def _read_late(self) -> int:
         """How long after its pop time this pop reads the queues (0: at once)."""
@@ -198,12 +242,25 @@ class PopService:
             self._pop_queue(req, req.topic, req.queue, revive_qid, found, matcher, blocked, pop_time)
         if not need_retry and has_retry and len(found) < req.max_nums:
             self._pop_topic(req, retry_topic, revive_qid, found, blocked, pop_time)
-        if found or not may_hold:
-            self._answer(req, found, "FOUND" if found else "POLLING_NOT_FOUND", blocked[0])
+        if self.kv is not None:
+            self._kv_unlock(req)
+        if found:
+            self._answer(req, found, "FOUND", blocked[0])
             return
-        # PopLongPollingService.polling: held until a message arrives or the poll time ends
+        self._found_nothing(req, may_hold, blocked[0])
+
+    def _found_nothing(self, req: PopRequest, may_hold: bool, blocked: bool) -> None:
+        """An empty pop: PopLongPollingService.polling holds it until a message arrives or its
+        poll time, counted from its born time, ends; a pop woken early that finds nothing is
+        held again (polling: not timed out); the run at its timeout is answered."""
+        if req.held_until is None:
+            req.held_until = req.born + req.poll_ms
+            if may_hold and req.poll_ms > 0:
+                self.sim.schedule(req.poll_ms - (self.sim.now - req.born), self._hold_timeout, req, owner=self.b.proc)
+        if not may_hold or self.sim.now >= req.held_until:
+            self._answer(req, [], "POLLING_NOT_FOUND", blocked)
+            return
         self.held.append(req)
-        sim.schedule(req.poll_ms, self._hold_timeout, req, owner=b.proc)
 
     def _pop_topic(self, req, topic, revive_qid, found, blocked, pop_time) -> None:
         for q in range(self.b.topics.get(topic, 0)):
@@ -350,7 +407,7 @@ class PopService:
     def _wake(self, req: PopRequest) -> None:
         if req in self.held:
             self.held.remove(req)
-            self.pop(req, may_hold=False)
+            self.pop(req)
 
     def drop_held(self, client: str) -> None:
         self.held = [r for r in self.held if r.client != client]

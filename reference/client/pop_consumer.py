@@ -70,6 +70,9 @@ class _Rebalance:
 class PopConsumer:
     pop = True
     broadcasting = False
+    poll_ms = BROKER_SUSPEND_MAX_TIME_MS
+    pop_timeout_ms = BROKER_SUSPEND_MAX_TIME_MS + CONSUMER_TIMEOUT_WHEN_SUSPEND_MS
+    proxy_mode = False      # the answer passes the proxy on its way (GRPC_PUSH)
 
     def __init__(self, sim, net, profile, client_id: str, group: str, config: dict, subscriptions: dict,
                  listener: dict | None):
@@ -136,9 +139,12 @@ class PopConsumer:
         p = self.profile
         self.sim.every(p.heartbeat_interval_ms, p.heartbeat_interval_ms, self.heartbeat, owner=self.proc)
         self.heartbeat()
-        self.sim.every(p.rebalance_interval_ms, p.rebalance_interval_ms, self.rebalance_now, owner=self.proc)
+        self.sim.every(self.rebalance_interval(), self.rebalance_interval(), self.rebalance_now, owner=self.proc)
         self.rebalance_now()
         self.sim.emit("client_start_returned", client=self.client_id, group=self.group)
+
+    def rebalance_interval(self) -> int:
+        return self.profile.rebalance_interval_ms
 
     def heartbeat(self) -> None:
         for name in sorted(self.net.brokers):
@@ -249,28 +255,30 @@ class PopConsumer:
             self.sim.schedule(0, self.receive, owner=self.proc)
 
     # ------------------------------------------------------------------ pop
-    def _send_pop(self, mq, orderly: bool, attempt_id, on_answer) -> None:
+    def _send_pop(self, mq, orderly: bool, attempt_id, on_answer, max_nums: int | None = None) -> None:
         topic, broker_name = mq[0], mq[1]
         data, sql = self.subscriptions[topic]
         self._pop_ids += 1
         pop_id = self._pop_ids
+        nums = self.batch_nums if max_nums is None else max_nums
         self._emit("pop_requested", topic=topic, broker=broker_name, queue=mq[2], pop_id=pop_id,
-                   invisible_time=self.invisible_ms, max_nums=self.batch_nums, order=orderly, attempt_id=attempt_id,
+                   invisible_time=self.invisible_ms, max_nums=nums, order=orderly, attempt_id=attempt_id,
                    expr=data.sub_string, expr_type=data.expression_type)
         state = {"answered": False}
-        req = PopRequest(client=self.client_id, group=self.group, topic=topic, queue=mq[2], max_nums=self.batch_nums,
+        req = PopRequest(client=self.client_id, group=self.group, topic=topic, queue=mq[2], max_nums=nums,
                          invisible_ms=self.invisible_ms, orderly=orderly, attempt_id=attempt_id, subscription=data,
                          sql=sql, expr_type=data.expression_type, init_min=self.init_min,
-                         poll_ms=BROKER_SUSPEND_MAX_TIME_MS, pop_id=pop_id,
+                         poll_ms=self.poll_ms, pop_id=pop_id,
                          respond=partial(self._pop_respond, mq, pop_id, state, on_answer),
-                         via_proxy=self.client_type == "SIMPLE")
+                         via_proxy=self.client_type != "POP_PUSH")
         b = self.net.brokers.get(broker_name)
         if b is None or not b.up:
-            self.sim.schedule(self.net.latency_ms, self._pop_failed, mq, pop_id, state, on_answer, owner=self.proc)
+            self.sim.schedule(self.net.latency_ms, self._pop_failed, mq, pop_id, state, on_answer, "unavailable",
+                              owner=self.proc)
             return
         self.sim.schedule(self.net.latency_ms, self._pop_arrives, b, req, owner=b.proc)
-        self.sim.schedule(BROKER_SUSPEND_MAX_TIME_MS + CONSUMER_TIMEOUT_WHEN_SUSPEND_MS, self._pop_failed, mq, pop_id,
-                          state, on_answer, owner=self.proc)
+        self.sim.schedule(self.pop_timeout_ms, self._pop_failed, mq, pop_id, state, on_answer, "deadline_exceeded",
+                          owner=self.proc)
 
     @staticmethod
     def _pop_arrives(b, req) -> None:
@@ -278,8 +286,15 @@ class PopConsumer:
             b.pop.pop(req)
 
     def _pop_respond(self, mq, pop_id, state, on_answer, found, status) -> None:
+        if self.proxy_mode:
+            found = self._proxy_writes(mq, found)
+            if self.net.lose_pop_response(self, mq, pop_id):
+                return      # the client's receive fails at its deadline
         self.sim.schedule(self.net.latency_ms, self._pop_answered, mq, pop_id, state, on_answer, found, status,
                           owner=self.proc)
+
+    def _proxy_writes(self, mq, found):
+        return found
 
     def _pop_answered(self, mq, pop_id, state, on_answer, found, status) -> None:
         if state["answered"]:
@@ -287,12 +302,13 @@ class PopConsumer:
         state["answered"] = True
         on_answer(mq, found)
 
-    def _pop_failed(self, mq, pop_id, state, on_answer) -> None:
-        """PopCallback.onException (the broker is down, or the request timed out)."""
+    def _pop_failed(self, mq, pop_id, state, on_answer, failure: str) -> None:
+        """PopCallback.onException: the broker is down (unavailable), or no answer came before the
+        request's timeout (deadline_exceeded)."""
         if state["answered"]:
             return
         state["answered"] = True
-        on_answer(mq, None)
+        on_answer(mq, None, failure)
 
     # ------------------------------------------------------------------ POP_PUSH
     def pop_message(self, pq: PopProcessQueue) -> None:
@@ -308,7 +324,7 @@ class PopConsumer:
             return
         self._send_pop(pq.mq, False, None, partial(self._on_push_pop, pq))
 
-    def _on_push_pop(self, pq, mq, found) -> None:
+    def _on_push_pop(self, pq, mq, found, failure=None) -> None:
         if found is None:
             self.sim.schedule(self.profile.pull_delay_when_exception_ms, self.pop_message, pq, owner=self.proc)
             return
@@ -425,7 +441,7 @@ class PopConsumer:
             attempt = f"{self.client_id}-{self.proc.incarnation}-{self._attempts}"
         self._send_pop(mq, self.orderly, attempt, self._on_receive)
 
-    def _on_receive(self, mq, found) -> None:
+    def _on_receive(self, mq, found, failure=None) -> None:
         if found is None:
             self.sim.schedule(self.profile.pull_delay_when_exception_ms, self.receive, owner=self.proc)
             return

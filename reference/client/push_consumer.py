@@ -37,7 +37,7 @@ CONSUME_FROM_WHERE = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "
 
 # the POP client's settings (ConsumerConfig): a PUSH client's trace does not carry them
 POP_SETTINGS = frozenset(("client_type", "pop_invisible_time", "pop_batch_nums", "pop_threshold_for_queue",
-                          "retry_invisible_ms"))
+                          "retry_invisible_ms", "max_cache_message_count"))
 
 
 class ConsumerConfig:
@@ -55,6 +55,8 @@ class ConsumerConfig:
         # POP (5.x; reference.client.pop_consumer): the client type and its POP settings
         "client_type": "PUSH", "pop_invisible_time": 60000, "pop_batch_nums": 32, "pop_threshold_for_queue": 96,
         "retry_invisible_ms": None,
+        # GRPC_PUSH (reference.client.grpc_push_consumer): PushConsumerBuilder.maxCacheMessageCount
+        "max_cache_message_count": 1024,
     }
 
     # What each setting accepts (DefaultMQPushConsumer.checkConfig's ranges where it has them).
@@ -79,12 +81,13 @@ class ConsumerConfig:
         "virtual_node_cnt": checks.integer(0, 100000),
         "config_mqs": checks.optional(checks.list_of(checks.queue_triple)),
         "consumeridcs": checks.optional(checks.list_of(checks.string)),
-        "client_type": checks.one_of("PUSH", "POP_PUSH", "SIMPLE"),
+        "client_type": checks.one_of("PUSH", "POP_PUSH", "SIMPLE", "GRPC_PUSH"),
         # a SimpleConsumer's own duration; a push consumer's is bounded in resolve (checkConfig)
         "pop_invisible_time": checks.integer(1000, checks.MAX_RUN_MS),
         "pop_batch_nums": checks.integer(1, 32),
         "pop_threshold_for_queue": checks.integer(1, 65535),
         "retry_invisible_ms": checks.optional(checks.integer(1000, checks.MAX_RUN_MS)),
+        "max_cache_message_count": checks.integer(1, 1 << 20),
     }
 
     @classmethod

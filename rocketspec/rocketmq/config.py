@@ -39,7 +39,7 @@ def delay_table(levels: str) -> tuple:
 
 
 class BrokerLimits:
-    __slots__ = ("delay_levels", "delay_ms", "lock_max_live_ms", "channel_expired_ms")
+    __slots__ = ("delay_levels", "delay_ms", "lock_max_live_ms", "channel_expired_ms", "pop_kv")
 
     def __init__(self, profile, config: dict | None):
         v = _values(profile, config or {}, BROKER_KEYS, _BROKER_ALIASES)
@@ -47,6 +47,9 @@ class BrokerLimits:
         self.delay_ms = delay_table(self.delay_levels)
         self.lock_max_live_ms = v["broker_lock_max_live_ms"]
         self.channel_expired_ms = v["channel_expired_timeout_ms"]
+        # the RocksDB POP path (broker_started.config says so for a run that set it)
+        kv = (config or {}).get("pop_consumer_kv_service")
+        self.pop_kv = profile.pop_consumer_kv_service if kv is None else bool(kv)
 
 
 class ClientLimits:

@@ -173,6 +173,12 @@ class Profile:
     # key even when it is the new one's (the new deadline equals the old): the message is never
     # revived (#10276, 5.5.0; PR #10277 in 5.5.1 skips that delete)
     pop_kv_change_deletes_same_key: bool = False
+    # PopConsumerService.popAsync fails fast when its group@topic lock is taken, held until another
+    # pop's asynchronous read completes: an orderly pop retried with the attempt id the order info
+    # holds (a receive whose answer was lost) reads nothing and is held empty, and the client's next
+    # receive, under a new attempt id, is blocked by its own first one (#10827, 5.3.3 to 5.5.0).
+    # Off: 5.5.1's tryLockForPop, where such a pop waits for the lock
+    pop_kv_lock_fails_same_attempt: bool = False
     # the proxy in local mode gives an orderly (FIFO) message the reconsume times under the queue's
     # key, the minimum of the pop's per-offset counts (LocalMessageService.popMessage, 5.5.0 and
     # develop): a message popped again beside fresh offsets counts fewer attempts than it had, and
@@ -194,6 +200,9 @@ ROCKETMQ_5_3_3 = Profile(
     # 5.3.3's PopConsumerService.changeInvisibilityDuration (lines 452-476) deletes the old key
     # unconditionally, as 5.5.0's does (#10276, fixed in 5.5.1)
     pop_kv_change_deletes_same_key=True,
+    # 5.3.3's PopConsumerService.popAsync fails fast on the group@topic lock (line 328), as 5.5.0's
+    # does (#10827, fixed in 5.5.1)
+    pop_kv_lock_fails_same_attempt=True,
 )
 
 # Every switch checked against the 5.5.0 source (Maven Central's source jars; 5.5.1's client and
@@ -205,6 +214,7 @@ ROCKETMQ_5_5_1 = replace(
     description="Newest 5.x release (real runs on 5.5.0, standing in): the switches of 5.3.3; "
                 "docs/profiles.md says where 5.5 differs.",
     pop_kv_change_deletes_same_key=False,      # PR #10277 (#10276): a change keeping the deadline keeps its record
+    pop_kv_lock_fails_same_attempt=False,      # tryLockForPop (#10827): a same-attempt orderly pop waits
 )
 
 ROCKETMQ_4_9_8 = Profile(

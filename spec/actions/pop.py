@@ -15,9 +15,10 @@ from __future__ import annotations
 from rocketspec.rocketmq import pop as facts
 from rocketspec.rocketmq.pop_kv import change_deletes_new_record
 
+from .. import limits
 from ..invariants import GUARD
 from .common import _duplicate
-from ..pop_state import ACKED, DEAD, HELD, LOST, REVIVED, SKIPPED, STORED, Copy, OrderInfo, pop_queue
+from ..pop_state import ACKED, DEAD, HELD, LOST, REVIVED, SKIPPED, STORED, Asked, Copy, OrderInfo, pop_queue
 
 
 def _copy(pq, ev, off):
@@ -68,11 +69,49 @@ def assignment_answered(st, ev, out):
 def pop_requested(st, ev, out):
     """RocketMQ: DefaultMQPushConsumerImpl.popMessage / SimpleConsumer.receive (POP_MESSAGE).
     Actor: client."""
+    if ev.get("order") and ev.get("attempt_id"):
+        st.pop_asked[(ev["client"], ev["pop_id"])] = Asked(ev["group"], ev["topic"], ev["broker"], ev.get("queue", -1),
+                                                          ev["attempt_id"], ev.get("max_nums"))
 
 
 def pop_answered(st, ev, out):
     """RocketMQ: PopMessageProcessor.processRequest (answer).
     Actor: broker."""
+    asked = st.pop_asked.pop((ev["client"], ev["pop_id"]), None)
+    if asked is not None:
+        _reentry_refused(st, ev, asked, out)
+
+
+def pop_response_lost(st, ev, out):
+    """RocketMQ: network loss of a receive's answer between the proxy and a gRPC client.
+    Actor: network."""
+
+
+def _reentry_refused(st, ev, asked, out):
+    """INV-POP-ORDER-2: an orderly pop under the attempt id its queue's order info holds reads
+    the queue again (checkBlock passes its own attempt) from the first offset that attempt left
+    un-acked. An answer with room left that lacks it refused the re-entry."""
+    count = ev.get("count")
+    if count is None or asked.max_nums is None or count >= asked.max_nums:
+        return
+    for key, pq in st.pop.items():
+        g, t, b, q = key
+        if (g, t, b) != (asked.group, asked.topic, asked.broker) or asked.queue not in (-1, q):
+            continue
+        o = pq.order
+        if o is None or o.attempt_id != asked.attempt_id or pq.reloaded or st.dir.brokers.get(b, 0) > pq.restarts:
+            continue
+        left = o.unacked()
+        if left and (q, left[0]) not in asked.popped:
+            cause = ""
+            if st.profile.pop_kv_lock_fails_same_attempt and limits.broker(st, b).pop_kv:
+                cause = ("; cause: apache/rocketmq#10827: on the RocksDB POP path popAsync fails fast when another "
+                         "pop of the group and topic holds their lock, so the retried attempt reads nothing and is "
+                         "held empty (PopConsumerService.tryLockForPop, 5.5.1, waits for the lock instead)")
+            out.report("INV-POP-ORDER-2", f"pop #{ev['pop_id']} of {ev['client']} carries attempt {asked.attempt_id}, "
+                       f"which holds {_what(pq, left[0])} (pop time {o.pop_time}), and is answered {ev['status']} "
+                       f"with {count} message(s) without it: the queue stays blocked by a batch no consumer has "
+                       f"until its invisible time ends{cause}", key)
 
 
 def pop_consume_started(st, ev, out):
@@ -180,6 +219,9 @@ def message_popped(st, ev, out):
         # (an orderly queue's second attempt is INV-POP-ORDER-1's; the same attempt id may re-pop)
         out.report("INV-POP-HANDLE-1", f"{_what(pq, off)} is handed to {ev['client']} while "
                    f"{cp.client}'s handle (pop time {cp.pop_time}) is valid until {cp.deadline}", key)
+    asked = st.pop_asked.get((ev["client"], ev.get("pop_id")))
+    if asked is not None:
+        asked.popped.add((ev["queue"], off))
     cp.attempts = _orderly_pop(pq, ev, off, out) if ev["order"] else None
     cp.msg_id = ev["msg_id"]
     cp.origin = ev.get("origin_msg_id") or cp.origin or ev["msg_id"]
