@@ -16,7 +16,7 @@ SCOPE_DIR = Path(__file__).with_name("scopes")
 
 FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clean_expired", "send_back_failed",
                "route_lost", "reset_by_time", "shutdown", "broker_restart", "revive_read_failed", "send_back_threw",
-               "pop_read_late", "commit_log_expired")
+               "pop_read_late", "commit_log_expired", "pop_response_lost")
 # a scope without fault_kinds: every kind but those only a bug's scope asks for by name
 DEFAULT_FAULT_KINDS = tuple(k for k in FAULT_KINDS if k != "commit_log_expired")
 SUBSCRIPTION_TYPES = ("TAG", "SQL92")
@@ -51,7 +51,8 @@ class Scope:
     crash_modes: tuple = ("silent",)    # how a crash looks to the broker (reference.scenario.CRASH_MODES)
     horizon_ms: int = 300_000           # a run not quiescent by then ends: judged (horizon) when nothing waits on the clock
     start_gap_ms: int = 0               # client i starts at i * start_gap_ms (a late joiner takes queues over)
-    produce_at_ms: int = 0              # when the `messages` are stored
+    produce_at_ms: int = 0              # when the `messages` are stored (the first of them)
+    produce_every_ms: int = 0           # > 0: the messages are stored one every this many ms
     restart_at_ms: int = 0              # > 0: every client starts again then (if a fault stopped it)
     delay_level: int = 0                # the listener's delayLevelWhenNextConsume on a failure (0: the broker's 3 + r)
     consume_from_where: str = "CONSUME_FROM_FIRST_OFFSET"   # where a queue with no committed offset starts
@@ -60,10 +61,12 @@ class Scope:
     tags: tuple = ()                    # the stored messages' tags, round-robin ("": no tag); () none
     props: tuple = ()                   # the stored messages' user properties (tables), round-robin
     broker_downtime_ms: int = 1000      # how long a broker_restart keeps the broker down
-    client_type: str = "PUSH"           # PUSH | POP_PUSH | SIMPLE (POP, 5.x: reference.client.pop_consumer)
+    client_type: str = "PUSH"           # PUSH | POP_PUSH | SIMPLE | GRPC_PUSH (POP, 5.x: reference.client)
     pop_invisible_ms: int = 5000        # a POP client's invisible time
     pop_retry_invisible_ms: int = 0     # SIMPLE: a failed message's new invisible time (0: left to its deadline)
-    pop_batch: int = 32                 # a POP client's messages per pop (pop_batch_nums)
+    pop_batch: int = 32                 # a POP client's messages per pop (pop_batch_nums; GRPC_PUSH: its cache)
+    pop_read_ms: int = 0                # > 0: a pop that reads message data completes its read this much later
+    long_polling_ms: int = 20000        # GRPC_PUSH: the long poll the proxy gives its clients (>= 5 s)
     pop_kv_service: bool = False        # the broker's RocksDB POP path (broker_config pop_consumer_kv_service)
     max_states: int = 5_000_000         # safety cap on distinct states
     max_depth: int = 10_000             # expand no node this many choices deep (below: a bounded search)
@@ -97,7 +100,8 @@ BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": 
           "max_states": (1, 200_000_000), "max_depth": (1, Scope.max_depth), "broker_downtime_ms": (0, 600_000),
           # a scenario's times are at most 7 days; the last of 4 clients starts at 3 gaps
           "horizon_ms": (0, 7 * 24 * 3600 * 1000), "start_gap_ms": (0, 24 * 3600 * 1000),
-          "produce_at_ms": (0, 24 * 3600 * 1000), "restart_at_ms": (0, 24 * 3600 * 1000), "delay_level": (-1, 18)}
+          "produce_at_ms": (0, 24 * 3600 * 1000), "restart_at_ms": (0, 24 * 3600 * 1000), "delay_level": (-1, 18),
+          "produce_every_ms": (0, 3600 * 1000), "pop_read_ms": (0, 600_000), "long_polling_ms": (5000, 600_000)}
 MAX_PAUSE_MS = 24 * 3600 * 1000
 MAX_CONSUME_MS = 7 * 24 * 3600 * 1000
 # The scope key behind each field of the scenario a scope makes (model_checks/world.py), so that
@@ -277,6 +281,19 @@ BUG_SCOPES["#7914"] = ("tiny-pop", {"consumers": 1, "messages": 1, "produce_at_m
 # message, which every release puts back in its place (INV-POP-ACK-1 when it was acked)
 BUG_SCOPES["#7724"] = ("tiny-pop", {"consumers": 1, "messages": 2, "failures": 1, "faults": 1,
                                     "fault_kinds": ["commit_log_expired"]})
+# #10827 (5.3.3 to 5.5.0, the RocksDB POP path): two FIFO gRPC PushConsumers whose proxy gives them a
+# 5 s long poll (its minimum; a receive's deadline is 3 s more), the second started 300 ms after the
+# first (two clients in step double every order to search), two messages (one on each queue), a
+# store whose reads of message data take 4.5 s (the cold reads that hold a pop's group@topic lock
+# for seconds), receives of one message; one receive answer may be lost. The client whose answer is
+# lost retries under the same attempt id; when that retry's run at its arrival and its run at the
+# end of its poll both meet the other client's read, it is answered empty, and its next receive,
+# under a new attempt id, is blocked by the lost batch (INV-POP-ORDER-2). On 5.5.1 the retry waits
+# for the lock and gets its batch back
+BUG_SCOPES["#10827"] = ("tiny-pop", {"client_type": "GRPC_PUSH", "mode": "ORDERLY", "consumers": 2, "queues": 2,
+                                     "messages": 2, "pop_read_ms": 4500, "long_polling_ms": 5000, "pop_batch": 1,
+                                     "failures": 0, "faults": 1, "fault_kinds": ["pop_response_lost"],
+                                     "pop_kv_service": True, "horizon_ms": 20000, "start_gap_ms": 300})
 
 # The invariant the reference's shortest trace of a bug breaks, where that is not the profile's
 # expected_violation. #2449: the second reset removes the ProcessQueue that the first one's

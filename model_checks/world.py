@@ -39,7 +39,7 @@ ROUTE_LOST_MS = 25_000
 BROADCAST_FAULTS = {"crash", "pause", "route_lost", "shutdown", "broker_restart"}
 # choice points whose non-default answers cost a fault / a listener failure
 FAULT_POINTS = {"fault_strike", "oneway_loss", "send_back_fails", "send_back_throws", "offset_query_fails",
-                "revive_read_fails", "pop_read_late"}
+                "revive_read_fails", "pop_read_late", "pop_response_lost"}
 FAILURE_POINTS = {"listener_status"}
 
 
@@ -62,10 +62,20 @@ def scenario(scope) -> dict:
         # POP (5.x): the push consumer in POP mode or the SimpleConsumer, with the scope's invisible time
         group["client_type"], group["pop_invisible_time"] = scope.client_type, scope.pop_invisible_ms
         group["pop_batch_nums"] = scope.pop_batch
+        if scope.client_type == "GRPC_PUSH":
+            # the proxy's invisible time (auto-renew) and its receive size, from the cache it has room in
+            group.pop("pop_invisible_time")
+            group["max_cache_message_count"] = scope.pop_batch * scope.brokers
+            group["long_polling_timeout_ms"] = scope.long_polling_ms
         if scope.pop_retry_invisible_ms:
             group["retry_invisible_ms"] = scope.pop_retry_invisible_ms
     steps = []
-    if scope.messages:
+    if scope.messages and scope.produce_every_ms:
+        # one message at a time; round-robin over the queues (a producer of its own keeps the turn)
+        for i in range(scope.messages):
+            steps.append({"at_ms": scope.produce_at_ms + i * scope.produce_every_ms, "action": "produce",
+                          "topic": TOPIC, "count": 1, "turn": i})
+    elif scope.messages:
         produce = {"at_ms": scope.produce_at_ms, "action": "produce", "topic": TOPIC, "count": scope.messages}
         if scope.tags:
             produce["tags"] = list(scope.tags)
@@ -85,6 +95,10 @@ def scenario(scope) -> dict:
         sc["broker_config"] = {"enable_property_filter": True}
     if scope.pop_kv_service:
         sc.setdefault("broker_config", {})["pop_consumer_kv_service"] = True
+    if scope.pop_read_ms:
+        # a slow store (cold or tiered reads): a pop that reads message data completes it pop_read_ms later
+        for b in broker_names(scope):
+            steps.append({"at_ms": 0, "action": "slow_store_reads", "broker": b, "delay_ms": scope.pop_read_ms})
     return validate(sc, f"scope:{scope.name}")
 
 
@@ -188,6 +202,9 @@ def build(scope, profile, sink) -> World:
         for b in run.net.brokers.values():
             if b.revive is not None:
                 b.revive.read_failure_rate = 0.5
+    if "pop_response_lost" in kinds:
+        # POP: a gRPC client's receive answer may be lost between the proxy and the client (#10827)
+        run.net.faults.pop_response_loss = 0.5
     if "pop_read_late" in kinds:
         # POP: a pop may read the queues after its pop time (PopMessageProcessor; #7914's way in)
         for b in run.net.brokers.values():

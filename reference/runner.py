@@ -219,8 +219,10 @@ class Run:
             b = self.net.brokers[st["broker"]]
             if b.pop is not None:
                 b.pop.late_reads += int(st["count"])
-                if "delay_ms" in st:
-                    b.pop.late_read_ms = int(st["delay_ms"])
+        elif a == "slow_store_reads":
+            b = self.net.brokers[st["broker"]]
+            if b.pop is not None:
+                b.pop.store_read_ms = int(st["delay_ms"])
         elif a == "lose_pop_responses":
             self.net.faults.pop_responses_to_lose[st["client"]] = int(st["count"])
         elif a == "expire_commit_log":
@@ -235,6 +237,7 @@ class Run:
             sim.emit("messages_deleted", topic=st["topic"], broker=b.name, queue=st["queue"], min_offset=low)
         elif a == "produce":
             p = Producer(self, {"topic": st["topic"], "count": st["count"], "rate_per_s": 1000})
+            p.next_queue = int(st.get("turn", 0))
             for i in range(st["count"]):
                 p.send_one(tags=_nth(st.get("tags"), i), keys=st.get("keys"), props=_nth_props(st.get("props"), i))
 

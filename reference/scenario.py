@@ -88,6 +88,8 @@ STEP_FIELDS = {
     "mode": checks.one_of(*CRASH_MODES),
     "subscriptions": lambda path, v: None,      # checked against the topics below (_step_subscriptions)
     "delay_ms": checks.integer(1, checks.MAX_RUN_MS),
+    # a produce step's first queue: the turn of the producer's rotation over the topic's route
+    "turn": checks.integer(0, MAX_MESSAGES),
 }
 PRODUCER_FIELDS = {
     "topic": _ID, "count": checks.integer(0, MAX_MESSAGES), "rate_per_s": checks.number(MIN_RATE_PER_S),
@@ -106,14 +108,14 @@ STEP_ACTIONS = {
     "fail_revive_reads": {"broker", "count"},     # POP: the broker's next revive reads fail (#10985)
     "delay_pop_reads": {"broker", "count"},       # POP: the broker's next pops read the queues late (#7914)
     "lose_pop_responses": {"client", "count"},    # POP: a gRPC client's next receive answers are lost (#10827)
+    "slow_store_reads": {"broker", "delay_ms"},   # POP: a pop that reads message data completes it delay_ms later
     "expire_commit_log": {"broker", "count"},     # the commit log's oldest messages lose their data (#7724)
     "delete_messages": {"broker", "topic", "queue", "before"},
     "produce": {"topic", "count"},
     "set_broker_offset": {"broker", "group", "topic", "queue", "offset"},
     "reset_offset": {"group", "topic", "timestamp_ms"},
 }
-STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "crash": {"mode"}, "produce": {"tags", "keys", "props"},
-                 "delay_pop_reads": {"delay_ms"},
+STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "crash": {"mode"}, "produce": {"tags", "keys", "props", "turn"},
                  "fail_offset_queries": {"kind", "skip"},
                  # this client's subscriptions in place of its group's (a group whose consumers
                  # subscribe differently: the broker keeps one per group, the last heartbeat's)
@@ -509,7 +511,7 @@ def validate(raw: dict, source: str = "<scenario>", known_ids=None) -> dict:
         st = sc["steps"][i]
         if st["action"] == "start":
             started.add(st["client"])
-        elif st["action"] == "fail_offset_queries":
+        elif st["action"] in ("fail_offset_queries", "lose_pop_responses"):
             if st["client"] not in ever_started:   # a fault may be armed before the client starts
                 raise ScenarioError(source, f"steps[{i}].client", f"client {st['client']!r} is never started")
         elif "client" in st and st["client"] not in started:

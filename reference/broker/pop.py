@@ -115,6 +115,9 @@ class PopService:
         self.late_reads = 0             # pops still to read late (a scenario's delay_pop_reads step)
         self.late_read_rate = 0.0       # choice point pop_read_late (the explorer's fault; 0: never asked)
         self.late_read_ms = POP_READ_LATE_MS
+        # a slow store (a scenario's slow_store_reads step): a pop that reads message data completes
+        # its read this long after it starts (cold or tiered reads); 0: at once
+        self.store_read_ms = 0
         self.reading = 0                # pops past their pop time whose late read has not run yet
         self.lock_free: dict[tuple, Timer] = {}     # (topic, group, queue): the armed lock-free wake
         self.wheel_started = None       # when the lock-free timer's wheel started (its first task)
@@ -179,6 +182,8 @@ class PopService:
 
     def _start_read(self, args) -> None:
         late = self._read_late()
+        if not late and self.store_read_ms and self._reads_data(args[0]):
+            late = self.store_read_ms
         if late:
             self.reading += 1
             self.sim.schedule(late, self._read_late_now, *args, owner=self.b.proc)
@@ -219,6 +224,19 @@ class PopService:
             return self.late_read_ms
         return 0
 
+    def _reads_data(self, req: PopRequest) -> bool:
+        """The pop has message data to read: a queue it reads (not blocked for its attempt) has a
+        message past the offset it reads from."""
+        b = self.b
+        queues = range(b.topics.get(req.topic, 0)) if req.queue < 0 else (req.queue,)
+        kv = self.kv is not None and not req.orderly
+        for q in queues:
+            if req.orderly and self.order.check_block(req.attempt_id, req.topic, req.group, q, self.sim.now):
+                continue
+            if self._pop_offset(req.group, req.topic, q, req.init_min, kv) < b.store.max_offset(req.topic, q):
+                return True
+        return False
+
     def _read_late_now(self, req, *args) -> None:
         self.reading -= 1
         if self.b.up:
@@ -255,8 +273,8 @@ class PopService:
         held again (polling: not timed out); the run at its timeout is answered."""
         if req.held_until is None:
             req.held_until = req.born + req.poll_ms
-            if may_hold and req.poll_ms > 0:
-                self.sim.schedule(req.poll_ms - (self.sim.now - req.born), self._hold_timeout, req, owner=self.b.proc)
+            if may_hold and self.sim.now < req.held_until:
+                self.sim.schedule(req.held_until - self.sim.now, self._hold_timeout, req, owner=self.b.proc)
         if not may_hold or self.sim.now >= req.held_until:
             self._answer(req, [], "POLLING_NOT_FOUND", blocked)
             return

@@ -3,7 +3,7 @@
 Every 5 s it asks the proxy for its assignment (queue -1 of each broker of the topic: all queues)
 and keeps a process queue per assigned queue (ProcessQueueImpl). Each process queue receives in a
 loop: a receive asks for up to 32 messages (fewer when the cache is near full), under an attempt
-id, with a 20 s long poll and a 23 s deadline. An answered receive is cached and handed to the
+id, with the long poll the proxy gives it (20 s by default) and a deadline 3 s after. An answered receive is cached and handed to the
 consume service, and the next receive, under a new attempt id, goes out at once. A receive that
 failed waits 1 s; after DEADLINE_EXCEEDED it is retried with the same attempt id, so the broker
 can give an orderly queue's held batch back to the attempt that popped it.
@@ -26,16 +26,17 @@ from __future__ import annotations
 
 from functools import partial
 
-from rocketspec.rocketmq.grpc_push import (ACK_FAILURE_BACKOFF_MS, LONG_POLLING_TIMEOUT_MS,
-                                           PROXY_DEFAULT_INVISIBLE_MS, RECEIVE_BATCH_SIZE,
+from rocketspec.rocketmq.grpc_push import (ACK_FAILURE_BACKOFF_MS, PROXY_DEFAULT_INVISIBLE_MS, RECEIVE_BATCH_SIZE,
                                            RECEIVING_BACKOFF_WHEN_CACHE_FULL_MS, RECEIVING_FAILURE_BACKOFF_MS,
                                            next_attempt_delay_ms, receive_timeout_ms, retried_attempt_id)
 from rocketspec.rocketmq.pop import parse_handle, proxy_dead_letters, proxy_max_attempts
 
 from .pop_consumer import PopConsumer
-from .proxy_handles import ReceiptHandleManager
+from .proxy_handles import proxy_of
 
-ASSIGNMENT_SCAN_MS = 5_000      # PushConsumerImpl.scanAssignments' period
+# PushConsumerImpl.startUp: scanAssignments 1 s after the start, then every 5 s
+ASSIGNMENT_SCAN_FIRST_MS = 1_000
+ASSIGNMENT_SCAN_MS = 5_000
 
 
 class ProcessQueueImpl:
@@ -47,24 +48,27 @@ class ProcessQueueImpl:
 
 
 class GrpcPushConsumer(PopConsumer):
-    poll_ms = LONG_POLLING_TIMEOUT_MS
-    pop_timeout_ms = receive_timeout_ms()
-
     def __init__(self, sim, net, profile, client_id, group, config, subscriptions, listener):
         super().__init__(sim, net, profile, client_id, group, config, subscriptions, listener)
+        self.poll_ms = self.config["long_polling_timeout_ms"]
+        self.pop_timeout_ms = receive_timeout_ms(self.poll_ms)
         self.invisible_ms = PROXY_DEFAULT_INVISIBLE_MS
         self.max_cache = self.config["max_cache_message_count"]
         self.max_attempts = proxy_max_attempts(self.max_reconsume())
-        self.handles = ReceiptHandleManager(sim, net, self)
+        self.proxy = proxy_of(sim, net)
         self.proxy_mode = True
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        self.handles.start()
-        super().start()
-
-    def rebalance_interval(self) -> int:
-        return ASSIGNMENT_SCAN_MS
+        """PushConsumerImpl.startUp: heartbeats, and the assignment scan from 1 s on."""
+        self.running = True
+        self.net.clients[self.client_id] = self
+        self._emit_started()
+        p = self.profile
+        self.sim.every(p.heartbeat_interval_ms, p.heartbeat_interval_ms, self.heartbeat, owner=self.proc)
+        self.heartbeat()
+        self.sim.every(ASSIGNMENT_SCAN_FIRST_MS, ASSIGNMENT_SCAN_MS, self.rebalance_now, owner=self.proc)
+        self.sim.emit("client_start_returned", client=self.client_id, group=self.group)
 
     def idle(self) -> bool:
         return super().idle() and not any(pq.wait_ack for pq in self.rebalance.pq_table.values())
@@ -118,7 +122,7 @@ class GrpcPushConsumer(PopConsumer):
             else:
                 kept.append((m, h))
         for m, h in kept:
-            self.handles.add(m.msg_id, m.topic, h, m.reconsume_times)
+            self.proxy.add(self, m.msg_id, m.topic, h, m.reconsume_times)
         return kept
 
     def _received(self, pq, attempt, mq, found, failure=None) -> None:
@@ -200,7 +204,7 @@ class GrpcPushConsumer(PopConsumer):
             self.sim.schedule(ACK_FAILURE_BACKOFF_MS, self._request_arrives, pq, m, h, what, arg, chain,
                               owner=self.proc)
             return
-        self._proxy_call(m, self.handles.take(m.msg_id, h), what, arg)
+        self._proxy_call(m, self.proxy.take(self, m.msg_id, h), what, arg)
         self.sim.schedule(self.net.latency_ms, self._request_returned, pq, chain, owner=self.proc)
 
     def _proxy_call(self, m, h, what: str, arg) -> None:

@@ -44,7 +44,7 @@ CONSUMER_TIMEOUT_WHEN_SUSPEND_MS = 30000    # the pop request's timeout beyond i
 PULL_DELAY_WHEN_CACHE_FLOW_CONTROL_MS = 50
 PULL_DELAY_WHEN_SUSPEND_MS = 1000
 SUCCESS_STATUSES = ("CONSUME_SUCCESS", "SUCCESS", "COMMIT")
-CLIENT_TYPES = ("PUSH", "POP_PUSH", "SIMPLE")
+CLIENT_TYPES = ("PUSH", "POP_PUSH", "SIMPLE", "GRPC_PUSH")
 
 
 class PopProcessQueue:
@@ -129,6 +129,15 @@ class PopConsumer:
     def start(self) -> None:
         self.running = True
         self.net.clients[self.client_id] = self
+        self._emit_started()
+        p = self.profile
+        self.sim.every(p.heartbeat_interval_ms, p.heartbeat_interval_ms, self.heartbeat, owner=self.proc)
+        self.heartbeat()
+        self.sim.every(p.rebalance_interval_ms, p.rebalance_interval_ms, self.rebalance_now, owner=self.proc)
+        self.rebalance_now()
+        self.sim.emit("client_start_returned", client=self.client_id, group=self.group)
+
+    def _emit_started(self) -> None:
         subs = {t: {"type": d.expression_type, "expr": d.sub_string} for t, (d, _) in self.subscriptions.items()}
         self.sim.emit("client_started", client=self.client_id, group=self.group,
                       consume_mode=self.config["consume_mode"], message_model=self.config["message_model"],
@@ -136,15 +145,6 @@ class PopConsumer:
                       | {"max_reconsume_resolved": self.max_reconsume(),
                          # the group's message request mode (QueryAssignmentProcessor): POP
                          "message_request_mode": "POP"})
-        p = self.profile
-        self.sim.every(p.heartbeat_interval_ms, p.heartbeat_interval_ms, self.heartbeat, owner=self.proc)
-        self.heartbeat()
-        self.sim.every(self.rebalance_interval(), self.rebalance_interval(), self.rebalance_now, owner=self.proc)
-        self.rebalance_now()
-        self.sim.emit("client_start_returned", client=self.client_id, group=self.group)
-
-    def rebalance_interval(self) -> int:
-        return self.profile.rebalance_interval_ms
 
     def heartbeat(self) -> None:
         for name in sorted(self.net.brokers):

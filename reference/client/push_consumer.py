@@ -37,7 +37,7 @@ CONSUME_FROM_WHERE = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "
 
 # the POP client's settings (ConsumerConfig): a PUSH client's trace does not carry them
 POP_SETTINGS = frozenset(("client_type", "pop_invisible_time", "pop_batch_nums", "pop_threshold_for_queue",
-                          "retry_invisible_ms", "max_cache_message_count"))
+                          "retry_invisible_ms", "max_cache_message_count", "long_polling_timeout_ms"))
 
 
 class ConsumerConfig:
@@ -55,8 +55,9 @@ class ConsumerConfig:
         # POP (5.x; reference.client.pop_consumer): the client type and its POP settings
         "client_type": "PUSH", "pop_invisible_time": 60000, "pop_batch_nums": 32, "pop_threshold_for_queue": 96,
         "retry_invisible_ms": None,
-        # GRPC_PUSH (reference.client.grpc_push_consumer): PushConsumerBuilder.maxCacheMessageCount
-        "max_cache_message_count": 1024,
+        # GRPC_PUSH (reference.client.grpc_push_consumer): PushConsumerBuilder.maxCacheMessageCount,
+        # and the long-polling timeout the proxy gives it (grpcClientConsumerMaxLongPollingTimeoutMillis)
+        "max_cache_message_count": 1024, "long_polling_timeout_ms": 20000,
     }
 
     # What each setting accepts (DefaultMQPushConsumer.checkConfig's ranges where it has them).
@@ -88,6 +89,8 @@ class ConsumerConfig:
         "pop_threshold_for_queue": checks.integer(1, 65535),
         "retry_invisible_ms": checks.optional(checks.integer(1000, checks.MAX_RUN_MS)),
         "max_cache_message_count": checks.integer(1, 1 << 20),
+        # the proxy clamps a receive's poll time to at least grpcClientConsumerMinLongPollingTimeoutMillis
+        "long_polling_timeout_ms": checks.integer(5000, checks.MAX_RUN_MS),
     }
 
     @classmethod

@@ -35,6 +35,7 @@ UNSUPPORTED_STEPS = {
     "fail_revive_reads": "failing the broker's revive reads needs fault injection inside the broker's store",
     "delay_pop_reads": "delaying a pop's queue read after its pop time needs fault injection inside the broker",
     "lose_pop_responses": "losing a receive's answer between the proxy and the client needs fault injection in the proxy",
+    "slow_store_reads": "slowing the broker's store reads on demand needs fault injection inside the broker",
     "delete_messages": "retention cannot be forced on a real store at a chosen offset",
     "expire_commit_log": "deleting commit-log files ahead of the consume queue's correction cannot be forced on a "
                          "real store in a short run",

@@ -38,10 +38,10 @@ RENEW_POLICY_MS = (60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000)     
 CUSTOMIZED_BACKOFF_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 
 
-def receive_timeout_ms() -> int:
+def receive_timeout_ms(long_polling_ms: int = LONG_POLLING_TIMEOUT_MS) -> int:
     """ConsumerImpl.receiveMessage: the receive's deadline is its long-polling timeout plus the
     request timeout."""
-    return LONG_POLLING_TIMEOUT_MS + REQUEST_TIMEOUT_MS
+    return long_polling_ms + REQUEST_TIMEOUT_MS
 
 
 def retried_attempt_id(attempt_id, deadline_exceeded: bool):

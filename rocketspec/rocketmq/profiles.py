@@ -449,6 +449,20 @@ BUG_10276_ROCKETMQ_5_5_0 = replace(
     known_bug="#10276", expected_violation="INV-POP-LIVE-1", pop_consumer_kv_service=True,
     pop_kv_change_deletes_same_key=True)
 
+# #10827: 5.3.3 to 5.5.0's RocksDB POP path fails a pop fast on its group@topic lock, the same-attempt
+# retry of an orderly receive included (PopConsumerService.tryLockForPop, first in 5.5.1, waits for
+# it). The profile is 5.5.0 as far as this bug goes: 5.5.1 with the KV path on and the fail-fast lock.
+BUG_10827_ROCKETMQ_5_5_0 = replace(
+    ROCKETMQ_5_5_1, name="bug-10827-rocketmq-5.5.0", release="5.5.0",
+    description="5.3.3 to 5.5.0 with the RocksDB POP path on (popConsumerKVServiceEnable; off by default): a pop "
+                "that finds its group@topic lock taken (another pop's read still running) reads nothing and is "
+                "held empty, the retried receive of an orderly attempt whose answer was lost included. When every "
+                "run of that retry meets the lock, the client's next receive draws a new attempt id, and the "
+                "queue stays blocked by the lost batch until its invisible time ends, renewed by the proxy for "
+                "up to 3 h.",
+    known_bug="#10827", expected_violation="INV-POP-ORDER-2", pop_consumer_kv_service=True,
+    pop_kv_lock_fails_same_attempt=True)
+
 # #7724 is open (closed stale; PR #7739 closed unmerged): every 5.x has it, so its bug profile is
 # the release and its clean side a variant with the PR's check (OPEN_BUG_FIXES).
 BUG_7724_ROCKETMQ_5_5_1 = replace(
@@ -480,7 +494,7 @@ FIX_PROXY_FIFO_COUNT_ROCKETMQ_5_5_1 = replace(
 POP_BUG_PROFILES = (BUG_10985_ROCKETMQ_5_5_1, BUG_8490_ROCKETMQ_5_3_1_SNAPSHOT, BUG_8332_ROCKETMQ_5_3_0,
                     BUG_7914_ROCKETMQ_5_2_0, BUG_10276_ROCKETMQ_5_5_0)
 OPEN_BUG_FIXES["#10985"] = FIX_10985_ROCKETMQ_5_5_1
-POP_BUG_PROFILES += (BUG_7724_ROCKETMQ_5_5_1,)
+POP_BUG_PROFILES += (BUG_7724_ROCKETMQ_5_5_1, BUG_10827_ROCKETMQ_5_5_0)
 OPEN_BUG_FIXES["#7724"] = FIX_7724_ROCKETMQ_5_5_1
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (ROCKETMQ_4_9_8, ROCKETMQ_5_3_3, ROCKETMQ_5_5_1,

@@ -253,7 +253,10 @@ def _orderly_pop(pq, ev, off, out):
     new attempt starts at the first offset the last one left un-acked (getNextOffset). Returns the
     earlier attempts the broker counts for the offset (None where a restart's reload hides them)."""
     o, ts, pt, key = pq.order, ev["ts"], ev["pop_time"], pq.key
-    if o is not None and o.pop_time == pt:
+    aid = ev.get("attempt_id")
+    # the same pop's next offset: its pop time, and its attempt where both carry one (two attempts
+    # may share a pop time: a pop's time is taken when it arrives, and it may wait for a lock)
+    if o is not None and o.pop_time == pt and (o.attempt_id is None or aid is None or o.attempt_id == aid):
         if o.offsets and off <= o.offsets[-1]:
             out.report("INV-POP-ORDER-1", f"orderly pop of {_what(pq, off)} after offset {o.offsets[-1]} "
                        f"in the same attempt", key)
