@@ -326,6 +326,13 @@ CATALOGUE: tuple[Mutant, ...] = (
       "needBlock takes an un-acked offset's visible time to be its pop time, forgetting the invisible "
       "time: an orderly queue is handed to the next attempt while the last attempt's messages are "
       "still out."),
+    M("pop-orderly-blocks-own-attempt", "broker/order_info.py", "OrderInfo.need_block",
+      "if self.attempt_id is not None and self.attempt_id == attempt_id:",
+      "if self.attempt_id is not None and self.attempt_id == attempt_id and not self.offsets:",
+      "INV-POP-ORDER-2",
+      "needBlock forgets that the attempt holding the queue may ask again: a receive retried under the "
+      "attempt id of its lost answer is blocked by its own messages, and the queue waits out their "
+      "invisible time."),
     M("pop-stale-ack-applied", "broker/pop.py", "PopService._ack_ck",
       'return "stale"', 'return "acked"',
       "INV-POP-STALE-1",
@@ -402,6 +409,7 @@ WITNESS: dict[str, tuple[str, str, int]] = {
     "pop-revive-skips-message": ("pop-invisible-expiry", "rocketmq-5.5.1", 1),
     "pop-orderly-block-ignores-invisible-time": ("pop-orderly", "rocketmq-5.5.1", 1),
     "pop-stale-ack-applied": ("pop-invisible-expiry", "rocketmq-5.5.1", 1),
+    "pop-orderly-blocks-own-attempt": ("bug-10827", "rocketmq-5.5.1", 1),
 }
 
 # Mutants no method kills (equivalent to the original under every scenario, or beyond the

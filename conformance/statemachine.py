@@ -1032,6 +1032,93 @@ class PopKvMachine(PopMachine):
                                               "status": "RECONSUME_LATER", "duration_ms": POP_KV_SAME_DEADLINE_MS})
 
 
+# The gRPC PushConsumer environment (check_reference(scenario=POP_GRPC), PopGrpcMachine): one broker
+# on the RocksDB POP path, a topic of two queues, consumed by gRPC PushConsumers through the proxy:
+# GID_G FIFO (g1, g2), GID_H concurrent (h1, h2), each receiving one message at a time with a 5 s
+# long poll (the proxy's minimum). Its moves: PopMachine's for these clients, a slow store (a pop
+# that reads message data holds its group@topic lock for seconds, set once at the start) and lost
+# receive answers (#10827's way in). Kept out of the POP environment (a new rule would change its
+# examples); no failed revive reads (the KV path revives from its own records) nor broker restarts
+# (the proxy in local mode would die with the broker, its handles with it; not played).
+POP_GRPC = validate({
+    "name": "statemachine-pop-grpc",
+    "description": "The gRPC PushConsumer environment of conformance.statemachine (PopGrpcMachine)",
+    "duration_ms": 0,
+    "brokers": ["broker-a"],
+    "broker_config": {"pop_consumer_kv_service": True},
+    "topics": [{"name": "T", "queues": 2}],
+    "groups": [
+        {"name": "GID_G", "client_type": "GRPC_PUSH", "consume_mode": "ORDERLY", "max_cache_message_count": 1,
+         "long_polling_timeout_ms": 5000, "max_reconsume_times": 2, "subscriptions": {"T": "*"},
+         "listener": {"duration_ms": [1, 50], "fail_rate": 0.1}},
+        {"name": "GID_H", "client_type": "GRPC_PUSH", "max_cache_message_count": 1,
+         "long_polling_timeout_ms": 5000, "max_reconsume_times": 2, "subscriptions": {"T": "*"},
+         "listener": {"duration_ms": [1, 50], "fail_rate": 0.1}},
+    ],
+}, "builtin:statemachine-pop-grpc")
+GRPC_CLIENTS = {"g1": "GID_G", "g2": "GID_G", "h1": "GID_H", "h2": "GID_H"}
+
+
+class PopGrpcMachine(PopMachine):
+    """The machine in the gRPC PushConsumer environment: PopMachine's moves for its clients but
+    fail_revive_reads and restart_broker, a store read time set once at the start
+    (slow_store_reads) and lose_pop_responses."""
+
+    fail_revive_reads = restart_broker = None
+
+    @initialize(clients=st.lists(st.sampled_from(sorted(GRPC_CLIENTS)), unique=True, min_size=1),
+                count=st.integers(0, 4), read_ms=st.sampled_from([0, 3000, 4500]))
+    @_logged
+    def pop_begin(self, clients, count, read_ms=0):
+        """Some gRPC PushConsumers, maybe some messages (tag A), and the store's read time: a pop
+        that reads message data completes it read_ms later (0: at once)."""
+        if read_ms:
+            self._step(action="slow_store_reads", broker="broker-a", delay_ms=read_ms)
+        for client in clients:
+            self._step(action="start", client=client, group=GRPC_CLIENTS[client])
+        if count:
+            self._produce(topic="T", count=count, tags="A")
+
+    @rule(client=st.sampled_from(sorted(GRPC_CLIENTS)))
+    @_logged
+    def pop_start(self, client):
+        if not self.done and self._consumer(client) is None:
+            self._step(action="start", client=client, group=GRPC_CLIENTS[client])
+
+    @rule(client=st.sampled_from(sorted(GRPC_CLIENTS)))
+    @_logged
+    def pop_shutdown(self, client):
+        PopMachine.pop_shutdown.__wrapped__(self, client=client)
+
+    @rule(client=st.sampled_from(sorted(GRPC_CLIENTS)), mode=S.crash_modes())
+    @_logged
+    def pop_crash(self, client, mode):
+        PopMachine.pop_crash.__wrapped__(self, client=client, mode=mode)
+
+    @rule(client=st.sampled_from(sorted(GRPC_CLIENTS)), duration_ms=st.sampled_from([1000, POP_SLOW_MS, 30_000]))
+    @_logged
+    def pop_pause(self, client, duration_ms):
+        PopMachine.pop_pause.__wrapped__(self, client=client, duration_ms=duration_ms)
+
+    @rule(group=st.sampled_from(sorted(set(GRPC_CLIENTS.values()))), tags=st.sampled_from(TAGS[:-1]),
+          until=st.integers(1, 3))
+    @_logged
+    def pop_listener_fails(self, group, tags, until):
+        PopMachine.pop_listener_fails.__wrapped__(self, group=group, tags=tags, until=until)
+
+    @rule(group=st.sampled_from(sorted(set(GRPC_CLIENTS.values()))), tags=st.sampled_from(TAGS[:-1]))
+    @_logged
+    def pop_listener_slow(self, group, tags):
+        PopMachine.pop_listener_slow.__wrapped__(self, group=group, tags=tags)
+
+    @rule(client=st.sampled_from(sorted(GRPC_CLIENTS)), count=st.integers(1, 2))
+    @_logged
+    def lose_pop_responses(self, client, count):
+        """The client's next `count` receive answers are lost between the proxy and the client."""
+        if self._consumer(client) is not None:
+            self._step(action="lose_pop_responses", client=client, count=count)
+
+
 # ---------------------------------------------------------------------- the send-back's fallback
 # The send-back environment (check_reference(scenario=SEND_BACK), SendBackMachine): the default
 # deployment, with two moves of its own kept out of the default machine (a new rule would change
@@ -1189,7 +1276,8 @@ def machine_class(profile: str = "rocketmq-4.9.8", **attrs) -> type:
     # the POP and send-back environments have their own moves (PopMachine, SendBackMachine)
     base = {POP["name"]: PopMachine, POP_FIFO["name"]: PopFifoMachine, SEND_BACK["name"]: SendBackMachine,
             POP_LATE["name"]: PopLateMachine, POP_KV["name"]: PopKvMachine}.get(ns["scenario"].get("name"), ReferenceMachine)
-    base = {POP_RETENTION["name"]: PopRetentionMachine}.get(ns["scenario"].get("name"), base)
+    base = {POP_RETENTION["name"]: PopRetentionMachine, POP_GRPC["name"]: PopGrpcMachine}.get(
+        ns["scenario"].get("name"), base)
     cls = type("ReferenceMachine", (base,), ns)
     if not attrs:
         _CLASSES[profile] = cls
@@ -1309,6 +1397,7 @@ _NAMED_ENVIRONMENTS = {POP["name"]: "POP", SEND_BACK["name"]: "SEND_BACK", POP_L
 
 _NAMED_ENVIRONMENTS[POP_RETENTION["name"]] = "POP_RETENTION"
 _NAMED_ENVIRONMENTS[POP_FIFO["name"]] = "POP_FIFO"
+_NAMED_ENVIRONMENTS[POP_GRPC["name"]] = "POP_GRPC"
 
 
 def _falsifying_code(profile: str, lines: list[str], respect_assumptions: bool = True,

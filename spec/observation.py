@@ -114,6 +114,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "INV-POP-LOSS-1": (*_POP, "client_started"),   # a client's maxReconsumeTimes
     "INV-POP-DLQ-1": _POP,
     "INV-POP-ORDER-1": _POP,
+    # an orderly pop's attempt id and room (its request) against its answer and the queue's attempt
+    "INV-POP-ORDER-2": (*_POP, "pop_requested", "pop_answered"),
     "INV-POP-STALE-1": _POP,
     "INV-POP-LIVE-1": (*_POP, *_CLIENTS),           # a revived copy is owed while its group has a live client
     # the actions' own guards: a call finished that never started, a commit whose previous value

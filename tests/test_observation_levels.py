@@ -111,9 +111,11 @@ def test_the_go_client_traces_are_judged_at_the_driver_protocols_level(tmp_path)
         rep = check_trace(os.path.join(GO, name))
         d = rep.to_dict()
         assert d["observed"] == ["broker", "client_reports"]
-        # (and the POP rules: they read only the broker's events and the clients' starts)
+        # (and the POP rules that read only the broker's events and the clients' starts; not
+        # INV-POP-ORDER-2, which reads an orderly pop's request: its attempt id and room)
         assert set(d["rules_judged"]) == {"INV-DLQ-1", "INV-CLIENT-1", "ANOM-OFFSET-BACK",
-                                          *(i for i in observation.NEEDS if i.startswith("INV-POP-"))}
+                                          *(i for i in observation.NEEDS if i.startswith("INV-POP-")
+                                            and i != "INV-POP-ORDER-2")}
         assert {(p["rule"], p["part"]) for p in d["rules_judged_in_part"]} == set(observation.PART_NEEDS)
         assert d["counts"] == counts
 

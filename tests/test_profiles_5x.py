@@ -30,10 +30,12 @@ def test_5_5_1_has_the_switches_of_5_3_3():
     the store's getMessage), is as in 5.3.3; 5.5's differences are outside what a switch models
     (docs/profiles.md). If one ever differs, the gate and the state machine must run 5.5.1 too:
     today they run 5.3.3, whose reference runs are the same. The one exception is the broker's
-    RocksDB POP path (off by default, in no gate scope): 5.5.1 fixed #10276 there (PR #10277), and
-    its scope and state-machine environment (POP_KV) run 5.5.1."""
+    RocksDB POP path (off by default, in no gate scope): 5.5.1 fixed #10276 (PR #10277) and #10827
+    (tryLockForPop) there, and their scopes and state-machine environments (POP_KV, POP_GRPC) run
+    5.5.1."""
     a, b = get_profile("rocketmq-5.5.1").switches(), get_profile("rocketmq-5.3.3").switches()
-    assert {k for k in a if a[k] != b[k]} == {"name", "release", "description", "pop_kv_change_deletes_same_key"}
+    assert {k for k in a if a[k] != b[k]} == {"name", "release", "description", "pop_kv_change_deletes_same_key",
+                                              "pop_kv_lock_fails_same_attempt"}
     assert not a["pop_consumer_kv_service"] and not b["pop_consumer_kv_service"]
 
 

@@ -73,13 +73,13 @@ def test_supported_versions_are_read(tmp_path, version):
     assert check_trace(p).ok
 
 
-@pytest.mark.parametrize("version", [0, 5, 99])
+@pytest.mark.parametrize("version", [0, 6, 99])
 def test_other_versions_are_refused_naming_the_supported_ones(tmp_path, version):
     evs = load("valid_concurrent.jsonl")
     evs[0]["schema_version"] = version
     p = tmp_path / "t.jsonl"
     p.write_text("".join(json.dumps(e) + "\n" for e in evs))
-    with pytest.raises(TraceInputError, match=r"t.jsonl:1: .*schema_version %d.*versions 1, 2, 3, 4" % version):
+    with pytest.raises(TraceInputError, match=r"t.jsonl:1: .*schema_version %d.*versions 1, 2, 3, 4, 5" % version):
         check_trace(p)
 
 

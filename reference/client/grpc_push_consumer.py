@@ -150,13 +150,18 @@ class GrpcPushConsumer(PopConsumer):
         if self.running_calls >= self.threads:
             self.waiting_batches.append((pq, m, h, delivery_attempt, chain))
             return
-        status, duration = self.listener.decide(self.sim, [m])
+        # the listener sees the message view's delivery attempt (a FIFO retry in the client counts one more)
+        seen = m
+        if delivery_attempt - 1 != m.reconsume_times:
+            seen = m.clone()
+            seen.reconsume_times = delivery_attempt - 1
+        status, duration = self.listener.decide(self.sim, [seen])
         self._consume_ids += 1
         cid = self._consume_ids
         self.running_calls += 1
         self.sim.last_call = self.sim.now
         self._emit("pop_consume_started", topic=m.topic, broker=parse_handle(h)["broker"], consume_id=cid,
-                   handles=[h], msg_ids=[m.msg_id], reconsume_list=[m.reconsume_times])
+                   handles=[h], msg_ids=[m.msg_id], reconsume_list=[seen.reconsume_times])
         self.sim.schedule(duration, self._called, pq, m, h, delivery_attempt, chain, cid, status, owner=self.proc)
 
     def _called(self, pq, m, h, delivery_attempt, chain, cid, status) -> None:
