@@ -53,6 +53,7 @@ class Scope:
     start_gap_ms: int = 0               # client i starts at i * start_gap_ms (a late joiner takes queues over)
     produce_at_ms: int = 0              # when the `messages` are stored (the first of them)
     produce_every_ms: int = 0           # > 0: the messages are stored one every this many ms
+    produce_queues: tuple = ()          # with produce_every_ms: each message's queue (else round-robin)
     restart_at_ms: int = 0              # > 0: every client starts again then (if a fault stopped it)
     delay_level: int = 0                # the listener's delayLevelWhenNextConsume on a failure (0: the broker's 3 + r)
     consume_from_where: str = "CONSUME_FROM_FIRST_OFFSET"   # where a queue with no committed offset starts
@@ -66,6 +67,7 @@ class Scope:
     pop_retry_invisible_ms: int = 0     # SIMPLE: a failed message's new invisible time (0: left to its deadline)
     pop_batch: int = 32                 # a POP client's messages per pop (pop_batch_nums; GRPC_PUSH: its cache)
     pop_read_ms: int = 0                # > 0: a pop that reads message data completes its read this much later
+    pop_read_queue: int = -1            # with pop_read_ms: only this queue's data is slow (-1: every queue's)
     long_polling_ms: int = 20000        # GRPC_PUSH: the long poll the proxy gives its clients (>= 5 s)
     pop_kv_service: bool = False        # the broker's RocksDB POP path (broker_config pop_consumer_kv_service)
     max_states: int = 5_000_000         # safety cap on distinct states
@@ -101,7 +103,8 @@ BOUNDS = {"consumers": (1, 4), "queues": (1, 6), "brokers": (1, 3), "messages": 
           # a scenario's times are at most 7 days; the last of 4 clients starts at 3 gaps
           "horizon_ms": (0, 7 * 24 * 3600 * 1000), "start_gap_ms": (0, 24 * 3600 * 1000),
           "produce_at_ms": (0, 24 * 3600 * 1000), "restart_at_ms": (0, 24 * 3600 * 1000), "delay_level": (-1, 18),
-          "produce_every_ms": (0, 3600 * 1000), "pop_read_ms": (0, 600_000), "long_polling_ms": (5000, 600_000)}
+          "produce_every_ms": (0, 3600 * 1000), "pop_read_ms": (0, 600_000), "long_polling_ms": (5000, 600_000),
+          "pop_read_queue": (-1, 5)}
 MAX_PAUSE_MS = 24 * 3600 * 1000
 MAX_CONSUME_MS = 7 * 24 * 3600 * 1000
 # The scope key behind each field of the scenario a scope makes (model_checks/world.py), so that
@@ -172,6 +175,10 @@ def _validate(d: dict, origin: str) -> Scope:
     if s.props and any(set(t) != set(s.props[0]) for t in s.props):
         # a produce step gives each property a list of values, one per message in turn
         raise ScopeError(origin, f"every table needs the same property names, got {short(list(s.props))}", "props")
+    if s.produce_queues and (len(s.produce_queues) != s.messages or not s.produce_every_ms or any(
+            not isinstance(q, int) or isinstance(q, bool) or not 0 <= q < s.queues * s.brokers for q in s.produce_queues)):
+        raise ScopeError(origin, f"expected one queue number per message (0 to {s.queues * s.brokers - 1}), with "
+                         f"produce_every_ms, got {short(list(s.produce_queues))}", "produce_queues")
     bad = [k for k in s.fault_kinds if k not in FAULT_KINDS]
     if bad:
         raise ScopeError(origin, f"unknown fault kinds {short(bad)} (known: {', '.join(FAULT_KINDS)})",
@@ -283,17 +290,18 @@ BUG_SCOPES["#7724"] = ("tiny-pop", {"consumers": 1, "messages": 2, "failures": 1
                                     "fault_kinds": ["commit_log_expired"]})
 # #10827 (5.3.3 to 5.5.0, the RocksDB POP path): two FIFO gRPC PushConsumers whose proxy gives them a
 # 5 s long poll (its minimum; a receive's deadline is 3 s more), the second started 300 ms after the
-# first (two clients in step double every order to search), two messages (one on each queue), a
-# store whose reads of message data take 4.5 s (the cold reads that hold a pop's group@topic lock
-# for seconds), receives of one message; one receive answer may be lost. The client whose answer is
-# lost retries under the same attempt id; when that retry's run at its arrival and its run at the
-# end of its poll both meet the other client's read, it is answered empty, and its next receive,
-# under a new attempt id, is blocked by the lost batch (INV-POP-ORDER-2). On 5.5.1 the retry waits
-# for the lock and gets its batch back
+# first (two clients in step double every order to search); one message on queue 0 at the start, one
+# on queue 1 at 8.9 s, whose data is cold: a pop that reads it holds the group@topic lock for 6 s. One
+# receive answer may be lost. When the first client's answer is lost, its retry under the same attempt
+# id comes at 9 s, during the other client's read of queue 1, which lasts past the end of the retry's
+# poll: 5.3.3 to 5.5.0 answer it empty, and its next receive, under a new attempt id, is blocked by the
+# lost batch (INV-POP-ORDER-2). On 5.5.1 the retry waits for the lock and gets its batch back
 BUG_SCOPES["#10827"] = ("tiny-pop", {"client_type": "GRPC_PUSH", "mode": "ORDERLY", "consumers": 2, "queues": 2,
-                                     "messages": 2, "pop_read_ms": 4500, "long_polling_ms": 5000, "pop_batch": 1,
-                                     "failures": 0, "faults": 1, "fault_kinds": ["pop_response_lost"],
-                                     "pop_kv_service": True, "horizon_ms": 20000, "start_gap_ms": 300})
+                                     "messages": 2, "produce_at_ms": 0, "produce_every_ms": 8900,
+                                     "produce_queues": [0, 1], "pop_read_ms": 6000, "pop_read_queue": 1,
+                                     "long_polling_ms": 5000, "failures": 0, "faults": 1,
+                                     "fault_kinds": ["pop_response_lost"], "pop_kv_service": True,
+                                     "horizon_ms": 20000, "start_gap_ms": 300})
 
 # The invariant the reference's shortest trace of a bug breaks, where that is not the profile's
 # expected_violation. #2449: the second reset removes the ProcessQueue that the first one's

@@ -74,7 +74,8 @@ def scenario(scope) -> dict:
         # one message at a time; round-robin over the queues (a producer of its own keeps the turn)
         for i in range(scope.messages):
             steps.append({"at_ms": scope.produce_at_ms + i * scope.produce_every_ms, "action": "produce",
-                          "topic": TOPIC, "count": 1, "turn": i})
+                          "topic": TOPIC, "count": 1,
+                          "turn": scope.produce_queues[i] if scope.produce_queues else i})
     elif scope.messages:
         produce = {"at_ms": scope.produce_at_ms, "action": "produce", "topic": TOPIC, "count": scope.messages}
         if scope.tags:
@@ -98,7 +99,8 @@ def scenario(scope) -> dict:
     if scope.pop_read_ms:
         # a slow store (cold or tiered reads): a pop that reads message data completes it pop_read_ms later
         for b in broker_names(scope):
-            steps.append({"at_ms": 0, "action": "slow_store_reads", "broker": b, "delay_ms": scope.pop_read_ms})
+            steps.append({"at_ms": 0, "action": "slow_store_reads", "broker": b, "delay_ms": scope.pop_read_ms,
+                          **({"queue": scope.pop_read_queue} if scope.pop_read_queue >= 0 else {})})
     return validate(sc, f"scope:{scope.name}")
 
 

@@ -131,13 +131,14 @@ class Network:
             return None
         return self.request(consumer, self.sim.chooser.pick("route_broker", hosts)).find_consumer_ids(group)
 
-    def lose_pop_response(self, consumer, mq, pop_id: int) -> bool:
+    def lose_pop_response(self, consumer, mq, pop_id: int, found: bool) -> bool:
         """Whether the answer of a gRPC client's receive is lost on its way from the proxy (the
-        event says so); the client learns nothing until its deadline."""
+        event says so); the client learns nothing until its deadline. The choice point is asked
+        only of an answer that holds messages (a lost empty answer leaves nothing held)."""
         n = self.faults.pop_responses_to_lose.get(consumer.client_id, 0)
         if n > 0:
             self.faults.pop_responses_to_lose[consumer.client_id] = n - 1
-        elif not self.sim.chooser.chance("pop_response_lost", self.faults.pop_response_loss):
+        elif not found or not self.sim.chooser.chance("pop_response_lost", self.faults.pop_response_loss):
             return False
         self.sim.emit("pop_response_lost", client=consumer.client_id, group=consumer.group, topic=mq[0],
                       broker=mq[1], pop_id=pop_id)

@@ -223,6 +223,7 @@ class Run:
             b = self.net.brokers[st["broker"]]
             if b.pop is not None:
                 b.pop.store_read_ms = int(st["delay_ms"])
+                b.pop.store_read_queues = None if "queue" not in st else {int(st["queue"])}
         elif a == "lose_pop_responses":
             self.net.faults.pop_responses_to_lose[st["client"]] = int(st["count"])
         elif a == "expire_commit_log":

@@ -108,7 +108,7 @@ STEP_ACTIONS = {
     "fail_revive_reads": {"broker", "count"},     # POP: the broker's next revive reads fail (#10985)
     "delay_pop_reads": {"broker", "count"},       # POP: the broker's next pops read the queues late (#7914)
     "lose_pop_responses": {"client", "count"},    # POP: a gRPC client's next receive answers are lost (#10827)
-    "slow_store_reads": {"broker", "delay_ms"},   # POP: a pop that reads message data completes it delay_ms later
+    "slow_store_reads": {"broker", "delay_ms"},   # POP: a pop reading message data (of `queue`) completes delay_ms later
     "expire_commit_log": {"broker", "count"},     # the commit log's oldest messages lose their data (#7724)
     "delete_messages": {"broker", "topic", "queue", "before"},
     "produce": {"topic", "count"},
@@ -116,6 +116,7 @@ STEP_ACTIONS = {
     "reset_offset": {"group", "topic", "timestamp_ms"},
 }
 STEP_OPTIONAL = {"restart_broker": {"downtime_ms"}, "crash": {"mode"}, "produce": {"tags", "keys", "props", "turn"},
+                 "slow_store_reads": {"queue"},
                  "fail_offset_queries": {"kind", "skip"},
                  # this client's subscriptions in place of its group's (a group whose consumers
                  # subscribe differently: the broker keeps one per group, the last heartbeat's)

@@ -479,7 +479,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "INV-POP-ORDER-2", "An orderly attempt that asks again gets its batch back",
         "An orderly pop that carries the attempt id of the attempt holding one of its queues (a "
         "client's receive retried after its answer never came) is answered with that attempt's "
-        "first un-acked offset, unless its answer is full: the broker never blocks an attempt by "
+        "first un-acked offset while the attempt still blocks the queue (an offset neither acked "
+        "nor visible again), unless its answer is full: the broker never blocks an attempt by "
         "itself, and the retry is its one way to the messages its lost answer held.",
         "ConsumerOrderInfoManager.checkBlock passes the attempt id it holds (needBlock), and the "
         "pop reads the queue again from its consume offset; rocketmq-client-java retries a receive "

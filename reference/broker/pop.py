@@ -82,7 +82,7 @@ class PopRequest:
 
     __slots__ = ("client", "group", "topic", "queue", "max_nums", "invisible_ms", "orderly", "attempt_id",
                  "subscription", "sql", "expr_type", "init_min", "poll_ms", "pop_id", "respond", "via_proxy",
-                 "born", "held_until")
+                 "born", "held_until", "read_ends")
 
     def __init__(self, *, client, group, topic, queue, max_nums, invisible_ms, orderly, attempt_id, subscription,
                  sql, expr_type, init_min, poll_ms, pop_id, respond, via_proxy=False):
@@ -96,6 +96,8 @@ class PopRequest:
         # (PopLongPollingService: born time + poll time; None until it is first held)
         self.born = None
         self.held_until = None
+        # a slow store read: each queue's end when the read was issued, what it returns (None: at once)
+        self.read_ends = None
 
 
 class PopService:
@@ -118,6 +120,7 @@ class PopService:
         # a slow store (a scenario's slow_store_reads step): a pop that reads message data completes
         # its read this long after it starts (cold or tiered reads); 0: at once
         self.store_read_ms = 0
+        self.store_read_queues = None   # the slow step's queue numbers (None: every queue)
         self.reading = 0                # pops past their pop time whose late read has not run yet
         self.lock_free: dict[tuple, Timer] = {}     # (topic, group, queue): the armed lock-free wake
         self.wheel_started = None       # when the lock-free timer's wheel started (its first task)
@@ -181,9 +184,14 @@ class PopService:
         self._start_read(args)
 
     def _start_read(self, args) -> None:
+        req = args[0]
+        req.read_ends = None
         late = self._read_late()
-        if not late and self.store_read_ms and self._reads_data(args[0]):
+        if not late and self.store_read_ms and self._reads_data(req):
             late = self.store_read_ms
+            store = self.b.store
+            req.read_ends = {k: cq.max_offset for k, cq in store.queues.items()
+                             if k[0] in (req.topic, pop_retry_topic(req.group, req.topic))}
         if late:
             self.reading += 1
             self.sim.schedule(late, self._read_late_now, *args, owner=self.b.proc)
@@ -225,12 +233,14 @@ class PopService:
         return 0
 
     def _reads_data(self, req: PopRequest) -> bool:
-        """The pop has message data to read: a queue it reads (not blocked for its attempt) has a
-        message past the offset it reads from."""
+        """The pop has message data to read on a slow queue: a queue it reads (not blocked for its
+        attempt) has a message past the offset it reads from."""
         b = self.b
         queues = range(b.topics.get(req.topic, 0)) if req.queue < 0 else (req.queue,)
         kv = self.kv is not None and not req.orderly
         for q in queues:
+            if self.store_read_queues is not None and q not in self.store_read_queues:
+                continue
             if req.orderly and self.order.check_block(req.attempt_id, req.topic, req.group, q, self.sim.now):
                 continue
             if self._pop_offset(req.group, req.topic, q, req.init_min, kv) < b.store.max_offset(req.topic, q):
@@ -260,12 +270,13 @@ class PopService:
             self._pop_queue(req, req.topic, req.queue, revive_qid, found, matcher, blocked, pop_time)
         if not need_retry and has_retry and len(found) < req.max_nums:
             self._pop_topic(req, retry_topic, revive_qid, found, blocked, pop_time)
-        if self.kv is not None:
-            self._kv_unlock(req)
         if found:
             self._answer(req, found, "FOUND", blocked[0])
-            return
-        self._found_nothing(req, may_hold, blocked[0])
+        else:
+            self._found_nothing(req, may_hold, blocked[0])
+        if self.kv is not None:
+            # after the answer: a pop spinning for the lock reads what this one left
+            self._kv_unlock(req)
 
     def _found_nothing(self, req: PopRequest, may_hold: bool, blocked: bool) -> None:
         """An empty pop: PopLongPollingService.polling holds it until a message arrives or its
@@ -315,12 +326,15 @@ class PopService:
             return
         kv = self.kv is not None and not req.orderly
         offset = self._pop_offset(group, topic, queue, req.init_min, kv)
-        result = b.store.get_message(topic, queue, offset, room, matcher)
+        limit = None if req.read_ends is None else req.read_ends.get((topic, queue), 0)
+        if limit is not None and offset >= limit:
+            return      # nothing past the offset when the read was issued
+        result = b.store.get_message(topic, queue, offset, room, matcher, limit)
         if result.status in ("OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_BADLY", "OFFSET_FOUND_NULL"):
             # the stored offset is not right: commit the corrected one and read again
             b.offsets.commit(group, topic, queue, result.next_begin, client=req.client, source="pop")
             offset = result.next_begin
-            result = b.store.get_message(topic, queue, offset, room, matcher)
+            result = b.store.get_message(topic, queue, offset, room, matcher, limit)
         flag = RETRY_FLAG_V1 if topic.startswith("%RETRY%") else RETRY_FLAG_NORMAL
         if kv:
             self.kv.read(group, topic, queue, offset, result.next_begin, req.client)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from rocketspec.rocketmq.pop_kv import (KV_REVIVE_INTERVAL, KV_REVIVE_START, change_deletes_new_record,
                                         record_key, revive_window)
 
+from ..footprint import footprint
 from .revive import put_back
 
 
@@ -93,6 +94,9 @@ class PopConsumerKv:
                       invisible_time=rec.invisible_ms, revive_qid=0, cause=cause, store="kv")
 
     # ------------------------------------------------------------------ revive
+    # with no record the scan only moves its window's end
+    @footprint(lambda self: ({("pop", self.b.name, "kv")}, {("pop", self.b.name, "kv_scan")})
+               if not self.records else None)
     def revive(self) -> None:
         """PopConsumerService.revive: the records due in the scan window, in key order, each put
         back (reviveRetry); then every record read is deleted."""

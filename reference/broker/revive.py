@@ -33,6 +33,7 @@ from __future__ import annotations
 from rocketspec.rocketmq.pop import (POP_RETRY_QUEUE_NUM, REVIVE_INTERVAL, REVIVE_MARGIN, reput_invisible_time,
                                      revive_skips_last_epoch, revive_target, revived_reconsume_times)
 
+from ..footprint import footprint
 from ..message import Message
 
 
@@ -46,6 +47,8 @@ class PopReviveService:
     def start(self) -> None:
         self.sim.every(REVIVE_INTERVAL, REVIVE_INTERVAL, self.revive, owner=self.b.proc)
 
+    # with no checkpoint waiting the scan changes nothing: it only reads that there is none
+    @footprint(lambda self: ({("pop", self.b.name, "checkpoints")}, set()) if not self.b.pop.checkpoints else None)
     def revive(self) -> None:
         pop = self.b.pop
         if not pop.checkpoints:

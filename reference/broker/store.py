@@ -71,12 +71,17 @@ class MessageStore:
         cq.min_offset = max(cq.min_offset, offset)
         return cq.min_offset
 
-    def get_message(self, topic: str, queue: int, offset: int, max_nums: int, matches) -> GetResult:
-        """matches(msg) -> bool is the broker's subscription filter (tags hash or SQL92)."""
+    def get_message(self, topic: str, queue: int, offset: int, max_nums: int, matches,
+                    limit: int | None = None) -> GetResult:
+        """matches(msg) -> bool is the broker's subscription filter (tags hash or SQL92).
+        `limit`: the queue's end as a read that started earlier saw it (a slow read returns what
+        the consume queue held when it was issued)."""
         cq = self.queues.get((topic, queue))
         if cq is None:
             return GetResult("NO_MATCHED_LOGIC_QUEUE", 0, 0, 0)
         lo, hi = cq.min_offset, cq.max_offset
+        if limit is not None:
+            hi = min(hi, limit)
         if hi == 0:
             return GetResult("NO_MESSAGE_IN_QUEUE", 0, lo, hi)
         if offset < lo:

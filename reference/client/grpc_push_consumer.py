@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from rocketspec.rocketmq.grpc_push import (ACK_FAILURE_BACKOFF_MS, PROXY_DEFAULT_INVISIBLE_MS, RECEIVE_BATCH_SIZE,
+from rocketspec.rocketmq.grpc_push import (ACK_FAILURE_BACKOFF_MS, NACK_INVISIBLE_MS, PROXY_DEFAULT_INVISIBLE_MS, RECEIVE_BATCH_SIZE,
                                            RECEIVING_BACKOFF_WHEN_CACHE_FULL_MS, RECEIVING_FAILURE_BACKOFF_MS,
                                            next_attempt_delay_ms, receive_timeout_ms, retried_attempt_id)
 from rocketspec.rocketmq.pop import parse_handle, proxy_dead_letters, proxy_max_attempts
@@ -109,9 +109,11 @@ class GrpcPushConsumer(PopConsumer):
         batch = min(max(self._threshold() - pq.cached, 1), RECEIVE_BATCH_SIZE)
         self._send_pop(pq.mq, self.orderly, attempt, partial(self._received, pq, attempt), max_nums=batch)
 
-    def _proxy_writes(self, mq, found):
+    def _proxy_writes(self, mq, found, open_stream: bool):
         """The proxy's side of an answer, before it goes on the wire: PopMessageResultFilterImpl,
-        then the handles of what it writes are kept for renewal (handleAutoRenew)."""
+        then the handles of what it writes are kept for renewal (handleAutoRenew). A stream the
+        client's deadline closed fails the write: each message is nacked to come back in 1 s
+        (ReceiveMessageResponseStreamWriter.processThrowableWhenWriteMessage), none is kept."""
         kept = []
         data, _ = self.subscriptions[mq[0]]
         for m, h in found:
@@ -122,7 +124,10 @@ class GrpcPushConsumer(PopConsumer):
             else:
                 kept.append((m, h))
         for m, h in kept:
-            self.proxy.add(self, m.msg_id, m.topic, h, m.reconsume_times)
+            if open_stream:
+                self.proxy.add(self, m.msg_id, m.topic, h, m.reconsume_times)
+            else:
+                self._proxy_call(m, h, "change_invisible_time", NACK_INVISIBLE_MS)
         return kept
 
     def _received(self, pq, attempt, mq, found, failure=None) -> None:

@@ -287,13 +287,13 @@ class PopConsumer:
 
     def _pop_respond(self, mq, pop_id, state, on_answer, found, status) -> None:
         if self.proxy_mode:
-            found = self._proxy_writes(mq, found)
-            if self.net.lose_pop_response(self, mq, pop_id):
-                return      # the client's receive fails at its deadline
+            found = self._proxy_writes(mq, found, not state["answered"])
+            if state["answered"] or self.net.lose_pop_response(self, mq, pop_id, bool(found)):
+                return      # past the client's deadline, or lost: the receive fails at its deadline
         self.sim.schedule(self.net.latency_ms, self._pop_answered, mq, pop_id, state, on_answer, found, status,
                           owner=self.proc)
 
-    def _proxy_writes(self, mq, found):
+    def _proxy_writes(self, mq, found, open_stream: bool):
         return found
 
     def _pop_answered(self, mq, pop_id, state, on_answer, found, status) -> None:

@@ -18,6 +18,7 @@ from rocketspec.rocketmq.grpc_push import (INVISIBLE_WHEN_CLEAR_MS, RENEW_SCHEDU
                                            renew_expired, renew_invisible_ms, retry_policy_delay_ms)
 from rocketspec.rocketmq.pop import deadline, parse_handle
 
+from ..footprint import footprint
 from ..sim import Process
 
 
@@ -75,6 +76,8 @@ class ReceiptHandleManager:
         return self.net.clients.get(cid) is not self.consumers[key] or not any(
             b.up and cid in b.consumers.get(group, {}) for b in self.net.brokers.values())
 
+    # holding no handle, the scan only reads that it holds none
+    @footprint(lambda self: ({("proxy", "handles")}, set()) if not any(self.groups.values()) else None)
     def scan(self) -> None:
         """scheduleRenewTask."""
         now = self.sim.now

@@ -96,6 +96,9 @@ def _unsupported(sc: dict) -> list[str]:
             out.append(f"steps[{i}] (crash, mode silent): a cut-off host is not driven on real runs yet; "
                        "use mode = \"kill\" (SIGKILL) or a pause")
     for name, g in sc["groups"].items():
+        if g.get("client_type") == "GRPC_PUSH":
+            out.append(f"groups.{name}.client_type: GRPC_PUSH, the gRPC PushConsumer, is not driven on real runs yet "
+                       "(the gRPC client program drives SimpleConsumers: client_type SIMPLE)")
         strategy = g.get("strategy", "AVG")
         if strategy not in SUPPORTED_STRATEGIES:
             out.append(f"groups.{name}.strategy: {strategy} is not supported on real runs")

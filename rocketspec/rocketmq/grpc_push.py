@@ -30,6 +30,9 @@ RENEW_SCHEDULE_PERIOD_MS = 5_000        # renewSchedulePeriodMillis (scheduleRen
 RENEW_AHEAD_MS = 10_000                 # renewAheadTimeMillis: renew a handle this close to its deadline
 RENEW_MAX_MS = 3 * 3_600_000            # renewMaxTimeMillis: then the handle is nacked, no longer renewed
 INVISIBLE_WHEN_CLEAR_MS = 1_000         # invisibleTimeMillisWhenClear: an offline client's handles
+# ReceiveMessageResponseStreamWriter: a message the proxy could not write (the client's stream is
+# gone) is changed to come back this soon
+NACK_INVISIBLE_MS = 1_000
 RENEW_POLICY_MS = (60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000)     # RenewStrategyPolicy
 
 # The group's retry policy as the proxy gives it (SubscriptionGroupConfig's default CUSTOMIZED

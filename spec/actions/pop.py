@@ -90,7 +90,8 @@ def pop_response_lost(st, ev, out):
 def _reentry_refused(st, ev, asked, out):
     """INV-POP-ORDER-2: an orderly pop under the attempt id its queue's order info holds reads
     the queue again (checkBlock passes its own attempt) from the first offset that attempt left
-    un-acked. An answer with room left that lacks it refused the re-entry."""
+    un-acked. An answer with room left that lacks it, while that attempt still blocks the queue
+    for every other (its offsets neither acked nor visible again), refused the re-entry."""
     count = ev.get("count")
     if count is None or asked.max_nums is None or count >= asked.max_nums:
         return
@@ -101,7 +102,7 @@ def _reentry_refused(st, ev, asked, out):
         o = pq.order
         if o is None or o.attempt_id != asked.attempt_id or pq.reloaded or st.dir.brokers.get(b, 0) > pq.restarts:
             continue
-        left = o.unacked()
+        left = o.blocking(ev["ts"])
         if left and (q, left[0]) not in asked.popped:
             cause = ""
             if st.profile.pop_kv_lock_fails_same_attempt and limits.broker(st, b).pop_kv:
