@@ -1057,6 +1057,7 @@ POP_GRPC = validate({
     ],
 }, "builtin:statemachine-pop-grpc")
 GRPC_CLIENTS = {"g1": "GID_G", "g2": "GID_G", "h1": "GID_H", "h2": "GID_H"}
+GRPC_COLD_READ_MS = 6_000   # cold_read_over_a_retry: longer than a 5 s poll, shorter than a 8 s deadline
 
 
 class PopGrpcMachine(PopMachine):
@@ -1117,6 +1118,27 @@ class PopGrpcMachine(PopMachine):
         """The client's next `count` receive answers are lost between the proxy and the client."""
         if self._consumer(client) is not None:
             self._step(action="lose_pop_responses", client=client, count=count)
+
+    @rule(client=st.sampled_from(sorted(GRPC_CLIENTS)))
+    @_logged
+    def cold_read_over_a_retry(self, client):
+        """Queue 1's data turns cold (a pop reading it completes 6 s later) and `client`'s next
+        receive answer is lost; the clock runs until its receive fails at the deadline (up to
+        30 s), then 900 ms on, and a message is sent to queue 1: a read of it that starts now runs
+        through the retry's arrival, 100 ms later, and the end of its 5 s poll (#10827's way in)."""
+        if self.done or self._consumer(client) is None:
+            return
+        c = self._consumer(client)
+        before = c.deadline_exceeded_at
+        self._step(action="slow_store_reads", broker="broker-a", delay_ms=GRPC_COLD_READ_MS, queue=1)
+        self._step(action="lose_pop_responses", client=client, count=1)
+        sim = self.run.sim
+        self._do(sim.run_until, sim.now + 30_000, lambda: c.deadline_exceeded_at != before)
+        if self.done or c.deadline_exceeded_at == before:
+            return
+        self._do(sim.run_until, sim.now + 900)
+        if not self.done:
+            self._produce(topic="T", count=1, tags="A", turn=1)
 
 
 # ---------------------------------------------------------------------- the send-back's fallback

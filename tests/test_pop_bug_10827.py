@@ -146,7 +146,7 @@ def test_10827_the_state_machine_finds_it_in_the_grpc_environment(tmp_path):
     res = check_reference(BUG, max_examples=150, scenario=POP_GRPC, trace_path=str(tmp_path / "f.jsonl"),
                           shrink_budget_s=10)
     assert not res.ok and res.crash is None and res.finding == "INV-POP-ORDER-2", res.summary()
-    assert "POP_GRPC" in res.falsifying_code and "lose_pop_responses" in res.falsifying_code
+    assert "POP_GRPC" in res.falsifying_code and "cold_read_over_a_retry" in res.falsifying_code
     fixed = check_reference(RELEASE, max_examples=100, scenario=POP_GRPC)
     assert fixed.ok and fixed.crashes_ignored == 0 and fixed.runaway == 0, fixed.summary()
 

@@ -57,6 +57,7 @@ class GrpcPushConsumer(PopConsumer):
         self.max_attempts = proxy_max_attempts(self.max_reconsume())
         self.proxy = proxy_of(sim, net)
         self.proxy_mode = True
+        self.deadline_exceeded_at = None    # when a receive last failed with DEADLINE_EXCEEDED
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -132,6 +133,8 @@ class GrpcPushConsumer(PopConsumer):
 
     def _received(self, pq, attempt, mq, found, failure=None) -> None:
         if found is None:
+            if failure == "deadline_exceeded":
+                self.deadline_exceeded_at = self.sim.now
             nxt = retried_attempt_id(attempt, failure == "deadline_exceeded")
             self.sim.schedule(RECEIVING_FAILURE_BACKOFF_MS, self.receive_pq, pq, nxt, owner=self.proc)
             return

@@ -737,6 +737,10 @@ KNOWN_BUG_SYMPTOMS: dict[str, tuple[str | None, str]] = {
         "retention deleted the un-acked message's commit-log data before its consume queue was corrected, and "
         "revive put back the next message in its place, one the group had acked: a retry copy with no failed "
         "delivery")),
+    "bug-10827-rocketmq-5.5.0": (None, "not shown: " + (_10827_UNSEEN := (
+        "the lost batch's message is consumed in the end, once the proxy stops renewing its handle 3 h on; a "
+        "history holds when each message was delivered, not how long a queue may wait, nor the retried "
+        "receive's attempt id the white-box spec reads (INV-POP-ORDER-2)"))),
     "bug-10985-rocketmq-5.5.1": ("H-DELIVER-1", _10985_SEEN := (
         "the message's only listener call failed, and revive, whose read failed, never puts it back: it is "
         "neither consumed again nor dead-lettered")),
@@ -775,6 +779,8 @@ RELEASE_SYMPTOMS: dict[tuple, tuple[str | None, str]] = {
        for p in ("rocketmq-5.3.3",)},
     ("bug-10276", "rocketmq-5.3.3"): ("H-DELIVER-1", "5.3.3's RocksDB POP path has #10276 too (fixed in 5.5.1): "
                                       + _10276_SEEN),
+    ("bug-10827", "rocketmq-5.3.3"): (None, "5.3.3's RocksDB POP path has #10827 too (fixed in 5.5.1): "
+                                      + _10827_UNSEEN),
     ("random-20201-dropped-unheard-5.5.0", "rocketmq-5.5.1"): (
         "H-DELIVER-1", "a push consumer in POP mode acks a revived copy past maxReconsumeTimes that no listener "
         "call received (each pop ran out of invisible time first): six messages of a CONSUME_FROM_FIRST_OFFSET "
