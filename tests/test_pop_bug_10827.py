@@ -285,3 +285,18 @@ def test_the_schema_carries_the_lost_answer_from_version_5():
     assert SCHEMA_VERSION == 5 and 4 in SUPPORTED_VERSIONS
     assert kinds()["pop_response_lost"]["required"] == ["client", "group", "topic", "broker", "pop_id"]
     assert json.loads(json.dumps(kinds()["pop_response_lost"]))["doc"].startswith("v5.")
+
+
+def test_record_refuses_what_no_real_run_can_do(tmp_path):
+    """GRPC_PUSH groups (the gRPC client program drives SimpleConsumers) and the two faults of
+    the reference: one error naming each, exit 2."""
+    from click.testing import CliRunner
+
+    from rocketspec.cli import main
+
+    res = CliRunner().invoke(main, ["record", "--scenario", "bug-10827", "--release", "5.5.1",
+                                    "--out", str(tmp_path / "t.jsonl")])
+    assert res.exit_code == 2, res.output
+    for what in ("slow_store_reads", "lose_pop_responses", "GRPC_PUSH"):
+        assert what in res.output
+    assert "Traceback" not in res.output
