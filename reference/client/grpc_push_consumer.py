@@ -71,8 +71,9 @@ class GrpcPushConsumer(PopConsumer):
         self.sim.every(ASSIGNMENT_SCAN_FIRST_MS, ASSIGNMENT_SCAN_MS, self.rebalance_now, owner=self.proc)
         self.sim.emit("client_start_returned", client=self.client_id, group=self.group)
 
-    def idle(self) -> bool:
-        return super().idle() and not any(pq.wait_ack for pq in self.rebalance.pq_table.values())
+    def forget(self) -> None:
+        super().forget()
+        self.deadline_exceeded_at = None
 
     def rebalance_now(self) -> None:
         if not self.running:
