@@ -36,7 +36,7 @@ DONE = (ACKED, REVIVED, DEAD, SKIPPED, LOST)
 class Copy:
     __slots__ = ("msg_id", "origin", "reconsume", "status", "handle", "pop_time", "deadline", "client",
                  "order", "suspend", "since", "popped", "restarted", "prior", "stored_at", "same_key_deleted",
-                 "attempts")
+                 "calls", "attempts")
 
     def __init__(self, msg_id=None, origin=None, reconsume=None, status=STORED, since=0):
         self.msg_id, self.origin, self.reconsume = msg_id, origin, reconsume
@@ -58,6 +58,9 @@ class Copy:
         # the last change of invisible time kept the deadline, and the profile's KV path deletes
         # the old key even then: the new record is gone (#10276)
         self.same_key_deleted = False
+        # listener calls on it since it was last handed out (a gRPC PushConsumer retries a FIFO
+        # message in the client, under the one handle, before it forwards it to the DLQ)
+        self.calls = 0
         # orderly: the earlier attempts the broker counts for its current pop (None: not orderly,
         # or not known since a restart reloaded the order info)
         self.attempts = None

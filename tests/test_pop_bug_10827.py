@@ -288,8 +288,8 @@ def test_the_schema_carries_the_lost_answer_from_version_5():
 
 
 def test_record_refuses_what_no_real_run_can_do(tmp_path):
-    """GRPC_PUSH groups (the gRPC client program drives SimpleConsumers) and the two faults of
-    the reference: one error naming each, exit 2."""
+    """The two faults of the reference, named in one error, exit 2; a GRPC_PUSH group needs the gRPC
+    client program (--client), as a SimpleConsumer group does."""
     from click.testing import CliRunner
 
     from rocketspec.cli import main
@@ -297,6 +297,9 @@ def test_record_refuses_what_no_real_run_can_do(tmp_path):
     res = CliRunner().invoke(main, ["record", "--scenario", "bug-10827", "--release", "5.5.1",
                                     "--out", str(tmp_path / "t.jsonl")])
     assert res.exit_code == 2, res.output
-    for what in ("slow_store_reads", "lose_pop_responses", "GRPC_PUSH"):
+    for what in ("slow_store_reads", "lose_pop_responses"):
         assert what in res.output
     assert "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["record", "--scenario", "pop-grpc-push", "--release", "5.5.0",
+                                    "--out", str(tmp_path / "t.jsonl")])
+    assert res.exit_code == 2 and "GRPC_PUSH consumes through the gRPC proxy" in res.output and "--client" in res.output

@@ -78,6 +78,21 @@ def test_pop_retry_dlq_through_the_grpc_client_on_5_5_0(tmp_path: Path):
 
 
 @pytest.mark.real
+def test_pop_grpc_push_through_the_grpc_client_on_5_5_0(tmp_path: Path):
+    """pop-grpc-push, gRPC PushConsumers (client_type GRPC_PUSH) through real 5.5.0's proxy: the
+    FIFO client retries a failed message under one handle and forwards it to the DLQ after its
+    third failure; check holds. About 40 s. The committed run is
+    tests/fixtures/real/pop/pop-grpc-push-5.5.0.jsonl.gz."""
+    out, ev = _record_grpc("pop-grpc-push", tmp_path)
+    assert {c["config"]["client_type"] for c in f.by_kind(ev, "client_started")} == {"GRPC_PUSH"}
+    assert f.by_kind(ev, "pop_dead_lettered", group="GID_gf")
+    r = subprocess.run([str(BIN), "check", "--profile", "rocketmq-5.5.1", str(out)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]
+    assert "HOLDS" in r.stdout and "ended quiescent" in r.stdout
+
+
+@pytest.mark.real
 def test_pop_fifo_attempts_through_the_grpc_client_on_5_5_0(tmp_path: Path):
     """pop-fifo-attempts through the gRPC client on real 5.5.0: the proxy gives the poison message the
     queue's minimum count of its receive's offsets (0, then 1 beside the fresh ones), so it reaches the

@@ -197,12 +197,11 @@ class GrpcPushConsumer(PopConsumer):
 
     def _erase_fifo(self, pq, m, h, delivery_attempt: int, chain, ok: bool) -> None:
         """ProcessQueueImpl.eraseFifoMessage: retry in the client until max attempts, then ack or
-        forward to the DLQ; the batch goes on when that request has returned. The forward carries
-        the deliveries made, as the proxy's filter passes a message's reconsume times."""
+        forward to the DLQ; the batch goes on when that request has returned."""
         if not ok and delivery_attempt < self.max_attempts:
             self._call(pq, m, h, delivery_attempt + 1, chain, next_attempt_delay_ms(delivery_attempt))
             return
-        self._request(pq, m, h, "ack" if ok else "dead_letter", None if ok else delivery_attempt, chain)
+        self._request(pq, m, h, "ack" if ok else "dead_letter", None if ok else m.reconsume_times, chain)
 
     # ------------------------------------------------------------------ requests through the proxy
     def _request(self, pq, m, h, what: str, arg, chain) -> None:

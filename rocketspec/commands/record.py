@@ -96,9 +96,6 @@ def _unsupported(sc: dict) -> list[str]:
             out.append(f"steps[{i}] (crash, mode silent): a cut-off host is not driven on real runs yet; "
                        "use mode = \"kill\" (SIGKILL) or a pause")
     for name, g in sc["groups"].items():
-        if g.get("client_type") == "GRPC_PUSH":
-            out.append(f"groups.{name}.client_type: GRPC_PUSH, the gRPC PushConsumer, is not driven on real runs yet "
-                       "(the gRPC client program drives SimpleConsumers: client_type SIMPLE)")
         strategy = g.get("strategy", "AVG")
         if strategy not in SUPPORTED_STRATEGIES:
             out.append(f"groups.{name}.strategy: {strategy} is not supported on real runs")
@@ -108,6 +105,10 @@ def _unsupported(sc: dict) -> list[str]:
             and sc.get("real", {}).get("attach_broker_after_ms", -1) >= 0:
         out.append("real.attach_broker_after_ms: the POP recorder attaches before the broker starts")
     return out
+
+
+# the gRPC consumers: clients of the proxy, run by a gRPC client program (--client)
+GRPC_CLIENT_TYPES = ("SIMPLE", "GRPC_PUSH")
 
 
 def build_plan(sc: dict, seed: int, timeout_s: float, work_dir: Path, out_dir: Path) -> dict:
@@ -398,10 +399,12 @@ def record(scenario_name: str, out: str, timeout_s: float | None, seed: int, kee
         if any(g.get("client_type", "PUSH") != "PUSH" for g in sc["groups"].values()):
             raise RecordError(f"scenario {sc['name']}: consumes by POP, which RocketMQ {release} does not have; "
                               "use --release 5.5.0")
-    simple = sorted(n for n, g in sc["groups"].items() if g.get("client_type") == "SIMPLE")
+    simple = sorted(n for n, g in sc["groups"].items() if g.get("client_type") in GRPC_CLIENT_TYPES)
     if simple and client is None:
-        # a SimpleConsumer is a gRPC client of the proxy; the recorder has no gRPC client of its own
-        raise RecordError(f"scenario {sc['name']}: groups.{simple[0]}.client_type: SIMPLE consumes through the gRPC "
+        # a SimpleConsumer or a gRPC PushConsumer is a gRPC client of the proxy; the recorder has no
+        # gRPC client of its own
+        kind = sc["groups"][simple[0]]["client_type"]
+        raise RecordError(f"scenario {sc['name']}: groups.{simple[0]}.client_type: {kind} consumes through the gRPC "
                           "proxy: run it with --client CMD, a gRPC client program (e.g. "
                           "build/grpc-client/rocketspec-grpc-client, `make grpc-client`)")
     client_argv = client_command(client) if client is not None else None

@@ -121,6 +121,12 @@ def pop_consume_started(st, ev, out):
     called = st.pop_called.setdefault(ev["group"], set())
     for mid in ev.get("msg_ids") or ():
         called.add(st.pop_origin.get(mid, mid))
+    for h in ev.get("handles") or ():
+        hd = facts.parse_handle(h)
+        pq = st.pop.get((ev["group"], ev.get("topic"), hd["broker"], hd["queue"])) if hd else None
+        cp = pq.copies.get(hd["offset"]) if pq is not None else None
+        if cp is not None and cp.status == HELD and cp.pop_time == hd["pop_time"]:
+            cp.calls += 1
     _called_past_limit(st, ev, out)
     _fifo_past_attempts(st, ev, out)
 
@@ -233,6 +239,7 @@ def message_popped(st, ev, out):
     cp.client, cp.order, cp.suspend = ev["client"], bool(ev["order"]), False
     cp.restarted = False
     cp.same_key_deleted = False
+    cp.calls = 0
     cp.popped += 1
 
 
@@ -541,10 +548,14 @@ def pop_dead_lettered(st, ev, out):
     known = pq.copies.get(off)
     if known is None or known.popped == 0:
         out.report(GUARD, f"{_what(pq, off)} ({ev['msg_id']}) is dead-lettered but was never handed out", key)
-    if not facts.proxy_dead_letters(ev["reconsume_times"], ev["max_attempts"]):
-        out.report("INV-POP-DLQ-1", f"{_what(pq, off)} ({ev['msg_id']}) goes to the DLQ after "
-                   f"{ev['reconsume_times']} reconsumptions, before its limit of {ev['max_attempts']} attempts", key)
     cp = _copy(pq, ev, off)
+    # its deliveries: the reconsumptions it carries, and the calls on it since this pop (a gRPC
+    # PushConsumer's FIFO retries in the client before it forwards the message to the DLQ)
+    calls = cp.calls if cp.status == HELD else 0
+    if not facts.proxy_dead_letters(ev["reconsume_times"] + calls, ev["max_attempts"]):
+        out.report("INV-POP-DLQ-1", f"{_what(pq, off)} ({ev['msg_id']}) goes to the DLQ after "
+                   f"{ev['reconsume_times']} reconsumptions and {calls} listener calls since it was popped, "
+                   f"before its limit of {ev['max_attempts']} attempts", key)
     if cp.status == ACKED:
         out.report("INV-POP-ACK-1", f"{_what(pq, off)} was acked at {cp.since} and is dead-lettered", key)
     # the handle stays current: the proxy acks it right after the DLQ put

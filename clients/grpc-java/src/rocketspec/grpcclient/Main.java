@@ -9,6 +9,8 @@ import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
+import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
+import org.apache.rocketmq.client.apis.consumer.PushConsumer;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.java.impl.ClientImpl;
@@ -27,12 +29,15 @@ import java.util.Map;
 import java.util.Random;
 
 /**
- * A driver program (docs/driver-protocol.md) over upstream's gRPC SimpleConsumer
- * (rocketmq-client-java): it receives from the proxy named in `start` with the group's invisible
- * duration and batch size, hands each message to the scenario's listener rules one at a time, and
- * acks it on success; on failure it changes its invisible duration (config.retry_invisible_ms) or
- * leaves it to come back. A FIFO group stops a batch at its first failure. Each message is
- * reported as a pop_consume_started / pop_consume_finished pair.
+ * A driver program (docs/driver-protocol.md) over upstream's gRPC consumers (rocketmq-client-java).
+ * client_type SIMPLE, the SimpleConsumer: it receives from the proxy named in `start` with the
+ * group's invisible duration and batch size, hands each message to the scenario's listener rules
+ * one at a time, and acks it on success; on failure it changes its invisible duration
+ * (config.retry_invisible_ms) or leaves it to come back. A FIFO group stops a batch at its first
+ * failure. client_type GRPC_PUSH, the PushConsumer: the library receives, retries and acks; the
+ * listener answers SUCCESS or FAILURE by the same rules, with the cache size of
+ * config.max_cache_message_count. Each listener call is reported as a pop_consume_started /
+ * pop_consume_finished pair.
  */
 public final class Main {
     private static final long AWAIT_MS = 5000;   // the receive's long poll (the proxy takes 5 to 20 s)
@@ -106,6 +111,10 @@ public final class Main {
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         ClientConfiguration cc = ClientConfiguration.newBuilder().setEndpoints(proxy).enableSsl(false)
             .setRequestTimeout(Duration.ofSeconds(3)).build();
+        if ("GRPC_PUSH".equals(str(cfg, "client_type"))) {
+            runPush(provider, cc, group, subs, rules, orderly, cfg, in);
+            return;
+        }
         SimpleConsumer consumer;
         try {
             consumer = provider.newSimpleConsumerBuilder().setClientConfiguration(cc).setConsumerGroup(group)
@@ -138,6 +147,84 @@ public final class Main {
         }
         running = false;
         loop.join(AWAIT_MS + 15_000);
+        consumer.close();
+        report(line("stopped"));
+        System.exit(0);
+    }
+
+    /** client_type GRPC_PUSH: upstream's PushConsumer, its listener the scenario's rules. */
+    private static void runPush(ClientServiceProvider provider, ClientConfiguration cc, String group,
+        Map<String, FilterExpression> subs, Rules rules, boolean orderly, JsonObject cfg, BufferedReader in)
+        throws Exception {
+        int cache = cfg.has("max_cache_message_count") ? cfg.get("max_cache_message_count").getAsInt() : 1024;
+        int[] ids = {0};
+        PushConsumer consumer;
+        try {
+            consumer = provider.newPushConsumerBuilder().setClientConfiguration(cc).setConsumerGroup(group)
+                .setSubscriptionExpressions(subs).setMaxCacheMessageCount(cache)
+                .setMessageListener(m -> {
+                    MessageViewImpl v = (MessageViewImpl) m;
+                    int times = m.getDeliveryAttempt() - 1;
+                    int consumeId;
+                    synchronized (ids) {
+                        consumeId = ++ids[0];
+                    }
+                    JsonObject s = line("pop_consume_started");
+                    s.addProperty("consume_id", consumeId);
+                    s.addProperty("topic", m.getTopic());
+                    s.addProperty("broker", v.getMessageQueue().getBroker().getName());
+                    s.addProperty("queue", queueOf(v));
+                    JsonArray arr = new JsonArray();
+                    JsonObject one = new JsonObject();
+                    one.addProperty("offset", v.getOffset());
+                    one.addProperty("msg_id", m.getMessageId().toString());
+                    one.addProperty("origin_msg_id", m.getMessageId().toString());
+                    one.addProperty("reconsume_times", times);
+                    one.addProperty("handle", v.getReceiptHandle());
+                    arr.add(one);
+                    s.add("messages", arr);
+                    if (m.getTag().isPresent()) {
+                        s.addProperty("tags", m.getTag().get());
+                    }
+                    report(s);
+                    Rules.Outcome o = rules.decide(m.getTag().orElse(null), m.getKeys(), times);
+                    sleep(o.durationMs);
+                    boolean ok = o.status.equals("CONSUME_SUCCESS") || o.status.equals("SUCCESS");
+                    String status = ok || o.status.equals("RECONSUME_LATER") || o.status.equals("SUSPEND_CURRENT_QUEUE_A_MOMENT")
+                        ? o.status : (orderly ? "SUSPEND_CURRENT_QUEUE_A_MOMENT" : "RECONSUME_LATER");
+                    JsonObject f = line("pop_consume_finished");
+                    f.addProperty("consume_id", consumeId);
+                    f.addProperty("status", status);
+                    if (!status.equals(o.status)) {
+                        f.addProperty("listener_error", o.status);
+                    }
+                    // the proxy renews the handle while the call runs: a call does not time out
+                    f.addProperty("timed_out", false);
+                    report(f);
+                    return ok ? ConsumeResult.SUCCESS : ConsumeResult.FAILURE;
+                }).build();
+        } catch (Exception e) {
+            error("the PushConsumer did not start: " + e);
+            System.exit(2);
+            return;
+        }
+        JsonObject started = line("started");
+        started.addProperty("client_id", ((ClientImpl) consumer).getClientId().toString());
+        JsonObject used = new JsonObject();
+        used.addProperty("client_type", "GRPC_PUSH");
+        used.addProperty("message_request_mode", "POP");
+        used.addProperty("max_cache_message_count", cache);
+        started.add("config", used);
+        started.addProperty("library", "rocketmq-client-java");
+        started.addProperty("library_version", "5.2.0");
+        report(started);
+        String l;
+        while ((l = in.readLine()) != null) {
+            if (l.contains("\"shutdown\"")) {
+                break;
+            }
+        }
+        running = false;
         consumer.close();
         report(line("stopped"));
         System.exit(0);

@@ -368,14 +368,19 @@ public final class Driver {
     /** The 5.x line's proxy starter (traces/recorder/releases/5-proxy). */
     static final String PROXY_IMPLEMENTATION = "rocketspec.recorder.ProxyRecorder";
 
-    /** A group of the plan is a SimpleConsumer, a gRPC client of the proxy. */
+    /** A group of the plan is a gRPC client of the proxy: a SimpleConsumer or a PushConsumer. */
     private boolean usesProxy() {
         for (Object g : plan.getJSONObject("groups").values()) {
-            if ("SIMPLE".equals(((JSONObject) g).getJSONObject("config").getString("client_type"))) {
+            if (viaProxy(((JSONObject) g).getJSONObject("config").getString("client_type"))) {
                 return true;
             }
         }
         return false;
+    }
+
+    /** client_type SIMPLE or GRPC_PUSH: a gRPC client program through the proxy. */
+    static boolean viaProxy(String clientType) {
+        return "SIMPLE".equals(clientType) || "GRPC_PUSH".equals(clientType);
     }
 
     /**
@@ -434,7 +439,7 @@ public final class Driver {
             // the POP groups' topics in POP mode before any client starts, as an operator sets them
             for (Map.Entry<String, Object> g : plan.getJSONObject("groups").entrySet()) {
                 JSONObject group = (JSONObject) g.getValue();
-                if ("SIMPLE".equals(group.getJSONObject("config").getString("client_type"))) {
+                if (viaProxy(group.getJSONObject("config").getString("client_type"))) {
                     JSONObject cfg = group.getJSONObject("config");
                     pop.simpleGroup(admin, brokerAddr, g.getKey(), cfg.getIntValue("max_reconsume_times"),
                         "ORDERLY".equals(cfg.getString("consume_mode")));
