@@ -62,6 +62,7 @@ class Network:
         self.brokers: dict[str, Broker] = {}
         self.clients: dict[str, object] = {}
         self.faults = Faults()
+        self.proxy_handles = None   # the gRPC proxy's receipt handles (reference.client.proxy_handles), once used
         self._routes: dict[str, tuple[list, int]] = {}   # topic -> (route, valid until)
         # one-way offset updates on their way, per (client, broker) channel: a later request of the
         # same client on that channel reaches the broker after them (see deliver_persists)

@@ -32,7 +32,7 @@ class _Kept:
 
 def proxy_of(sim, net) -> "ReceiptHandleManager":
     """The run's proxy (made, and its scan started, with the first client that needs it)."""
-    proxy = getattr(net, "proxy_handles", None)
+    proxy = net.proxy_handles
     if proxy is None:
         proxy = net.proxy_handles = ReceiptHandleManager(sim, net)
     return proxy
