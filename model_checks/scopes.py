@@ -18,7 +18,7 @@ FAULT_KINDS = ("crash", "pause", "persist_lost", "query_failure", "reset", "clea
                "route_lost", "reset_by_time", "shutdown", "broker_restart", "revive_read_failed", "send_back_threw",
                "pop_read_late", "commit_log_expired", "pop_response_lost")
 # a scope without fault_kinds: every kind but those only a bug's scope asks for by name
-DEFAULT_FAULT_KINDS = tuple(k for k in FAULT_KINDS if k != "commit_log_expired")
+DEFAULT_FAULT_KINDS = tuple(k for k in FAULT_KINDS if k not in ("commit_log_expired", "pop_response_lost"))
 SUBSCRIPTION_TYPES = ("TAG", "SQL92")
 
 

@@ -128,6 +128,15 @@ def test_10827_5_5_1_exhausts_the_scope_clean():
     assert r.complete and not r.violations
 
 
+def test_the_lost_answer_is_a_fault_only_a_scope_that_names_it_has():
+    from rocketspec.model_checks.scopes import DEFAULT_FAULT_KINDS, FAULT_KINDS, Scope
+
+    assert "pop_response_lost" in FAULT_KINDS and "pop_response_lost" not in DEFAULT_FAULT_KINDS
+    assert "pop_response_lost" not in Scope().fault_kinds
+    named = [b for b, (n, over) in BUG_SCOPES.items() if "pop_response_lost" in load_scope(n, **over).fault_kinds]
+    assert named == ["#10827"]
+
+
 def test_10827_the_scope_needs_the_other_clients_read():
     """With one message the other client has nothing to read: no lock is held across the retry's
     runs, and the bug side exhausts the scope clean too (the loss alone is no finding)."""
