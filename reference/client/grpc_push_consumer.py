@@ -75,20 +75,11 @@ class GrpcPushConsumer(PopConsumer):
         super().forget()
         self.deadline_exceeded_at = None
 
-    def rebalance_now(self) -> None:
-        if not self.running:
-            return
-        for topic in sorted(self.subscriptions):
-            mqs = self._assignment(topic)
-            if mqs is None:
-                continue
-            table = self.rebalance.pq_table
-            for mq in [m for m in table if m[0] == topic and m not in mqs]:
-                table.pop(mq).dropped = True
-            for mq in mqs:
-                if mq not in table:
-                    table[mq] = pq = ProcessQueueImpl(mq, self.sim.now)
-                    self.sim.schedule(0, self.receive_pq, pq, None, owner=self.proc)
+    def _queue_added(self, mq):
+        """ProcessQueueImpl of a newly assigned queue: its receive loop starts at once."""
+        pq = ProcessQueueImpl(mq, self.sim.now)
+        self.sim.schedule(0, self.receive_pq, pq, None, owner=self.proc)
+        return pq
 
     # ------------------------------------------------------------------ receive
     def _threshold(self) -> int:

@@ -247,12 +247,17 @@ class PopConsumer:
                 table.pop(mq).dropped = True
             for mq in mqs:
                 if mq not in table:
-                    table[mq] = PopProcessQueue(mq, self.sim.now)
-                    if self.client_type == "POP_PUSH":
-                        self.sim.schedule(0, self.pop_message, table[mq], owner=self.proc)
+                    table[mq] = self._queue_added(mq)
         if self.client_type == "SIMPLE" and not self._simple_busy and self.rebalance.pq_table:
             self._simple_busy = True
             self.sim.schedule(0, self.receive, owner=self.proc)
+
+    def _queue_added(self, mq):
+        """The process queue of a newly assigned queue (a push consumer in POP mode pops it at once)."""
+        pq = PopProcessQueue(mq, self.sim.now)
+        if self.client_type == "POP_PUSH":
+            self.sim.schedule(0, self.pop_message, pq, owner=self.proc)
+        return pq
 
     # ------------------------------------------------------------------ pop
     def _send_pop(self, mq, orderly: bool, attempt_id, on_answer, max_nums: int | None = None) -> None:
