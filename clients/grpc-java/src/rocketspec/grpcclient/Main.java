@@ -152,6 +152,28 @@ public final class Main {
         System.exit(0);
     }
 
+    /** pop_consume_started: a listener call on one message, with the proxy's receipt handle. */
+    static void reportStarted(int consumeId, MessageViewImpl v, int times) {
+        JsonObject s = line("pop_consume_started");
+        s.addProperty("consume_id", consumeId);
+        s.addProperty("topic", v.getTopic());
+        s.addProperty("broker", v.getMessageQueue().getBroker().getName());
+        s.addProperty("queue", queueOf(v));
+        JsonArray arr = new JsonArray();
+        JsonObject one = new JsonObject();
+        one.addProperty("offset", v.getOffset());
+        one.addProperty("msg_id", v.getMessageId().toString());
+        one.addProperty("origin_msg_id", v.getMessageId().toString());
+        one.addProperty("reconsume_times", times);
+        one.addProperty("handle", v.getReceiptHandle());
+        arr.add(one);
+        s.add("messages", arr);
+        if (v.getTag().isPresent()) {
+            s.addProperty("tags", v.getTag().get());
+        }
+        report(s);
+    }
+
     /** client_type GRPC_PUSH: upstream's PushConsumer, its listener the scenario's rules. */
     private static void runPush(ClientServiceProvider provider, ClientConfiguration cc, String group,
         Map<String, FilterExpression> subs, Rules rules, boolean orderly, JsonObject cfg, BufferedReader in)
@@ -169,24 +191,7 @@ public final class Main {
                     synchronized (ids) {
                         consumeId = ++ids[0];
                     }
-                    JsonObject s = line("pop_consume_started");
-                    s.addProperty("consume_id", consumeId);
-                    s.addProperty("topic", m.getTopic());
-                    s.addProperty("broker", v.getMessageQueue().getBroker().getName());
-                    s.addProperty("queue", queueOf(v));
-                    JsonArray arr = new JsonArray();
-                    JsonObject one = new JsonObject();
-                    one.addProperty("offset", v.getOffset());
-                    one.addProperty("msg_id", m.getMessageId().toString());
-                    one.addProperty("origin_msg_id", m.getMessageId().toString());
-                    one.addProperty("reconsume_times", times);
-                    one.addProperty("handle", v.getReceiptHandle());
-                    arr.add(one);
-                    s.add("messages", arr);
-                    if (m.getTag().isPresent()) {
-                        s.addProperty("tags", m.getTag().get());
-                    }
-                    report(s);
+                    reportStarted(consumeId, v, times);
                     Rules.Outcome o = rules.decide(m.getTag().orElse(null), m.getKeys(), times);
                     sleep(o.durationMs);
                     boolean ok = o.status.equals("CONSUME_SUCCESS") || o.status.equals("SUCCESS");
@@ -254,24 +259,7 @@ public final class Main {
                 }
                 MessageViewImpl v = (MessageViewImpl) m;
                 int times = m.getDeliveryAttempt() - 1;
-                JsonObject s = line("pop_consume_started");
-                s.addProperty("consume_id", ++consumeId);
-                s.addProperty("topic", m.getTopic());
-                s.addProperty("broker", v.getMessageQueue().getBroker().getName());
-                s.addProperty("queue", queueOf(v));
-                JsonArray arr = new JsonArray();
-                JsonObject one = new JsonObject();
-                one.addProperty("offset", v.getOffset());
-                one.addProperty("msg_id", m.getMessageId().toString());
-                one.addProperty("origin_msg_id", m.getMessageId().toString());
-                one.addProperty("reconsume_times", times);
-                one.addProperty("handle", v.getReceiptHandle());
-                arr.add(one);
-                s.add("messages", arr);
-                if (m.getTag().isPresent()) {
-                    s.addProperty("tags", m.getTag().get());
-                }
-                report(s);
+                reportStarted(++consumeId, v, times);
                 Rules.Outcome o = rules.decide(m.getTag().orElse(null), m.getKeys(), times);
                 sleep(o.durationMs);
                 boolean ok = o.status.equals("CONSUME_SUCCESS") || o.status.equals("SUCCESS");
